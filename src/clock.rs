@@ -1,0 +1,420 @@
+//! Scenario time: the one clock every delay, expiry, lag and timeout in a world runs on.
+//!
+//! A [`Clock`] is either *real* (scenario time follows the wall clock from the moment the world
+//! started) or *manual* (time stands still until [`Clock::advance`] moves it). Scenario time is a
+//! [`Duration`] since the world started; [`Clock::rfc3339`] turns it into a wall-clock timestamp for
+//! the ledger.
+//!
+//! Most timed behaviour in doubleagent is *derived* from the clock rather than scheduled: an
+//! `apply-later` effect is applied when `now >= applied_at`, a key is expired when
+//! `now >= created + retention`. Only things that must act on a socket or run an agent step sleep.
+//! Sleepers on a manual clock are woken strictly in deadline order, with `now` set to each
+//! sleeper's deadline while it runs; the [`Tick`] a sleeper gets back holds `advance` until the
+//! sleeper has recorded what it did, so an advance is a deterministic, ordered replay of time.
+//!
+//! Sits at the bottom of the module graph: it imports nothing from the crate.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::{oneshot, watch};
+
+/// Which kind of time a world runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockKind {
+    Real,
+    Manual,
+}
+
+/// Returned by [`Clock::advance`] on a real clock.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ClockError {
+    #[error("the scenario runs on the real clock; set clock = \"manual\" to move time by hand")]
+    NotManual,
+}
+
+/// A cheap, cloneable handle to one world's clock.
+#[derive(Clone)]
+pub struct Clock {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    kind: ClockKind,
+    /// Wall-clock milliseconds since the Unix epoch at scenario time zero.
+    epoch_ms: u64,
+    /// For the real clock: the instant of scenario time zero.
+    origin: tokio::time::Instant,
+    state: Mutex<State>,
+    /// Flips to true when the world is closed (reset, scenario replaced, shutdown).
+    closed: watch::Sender<bool>,
+}
+
+struct State {
+    now: Duration,
+    next_id: u64,
+    waiters: BTreeMap<(Duration, u64), oneshot::Sender<oneshot::Sender<()>>>,
+}
+
+/// Held by a woken sleeper on a manual clock: while it lives, `advance` waits (so whatever the
+/// sleeper records happens at its deadline, before later deadlines). Drop it before awaiting
+/// anything else.
+pub struct Tick {
+    _done: Option<oneshot::Sender<()>>,
+}
+
+impl Clock {
+    pub fn new(kind: ClockKind) -> Clock {
+        let epoch_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        Clock {
+            inner: Arc::new(Inner {
+                kind,
+                epoch_ms,
+                origin: tokio::time::Instant::now(),
+                state: Mutex::new(State {
+                    now: Duration::ZERO,
+                    next_id: 0,
+                    waiters: BTreeMap::new(),
+                }),
+                closed: watch::channel(false).0,
+            }),
+        }
+    }
+
+    pub fn kind(&self) -> ClockKind {
+        self.inner.kind
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A poisoned clock only means a panic elsewhere; the time value itself is still valid.
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Scenario time elapsed since the world started.
+    pub fn now(&self) -> Duration {
+        match self.inner.kind {
+            ClockKind::Real => self.inner.origin.elapsed(),
+            ClockKind::Manual => self.state().now,
+        }
+    }
+
+    /// Wall-clock milliseconds since the Unix epoch for a scenario time.
+    pub fn wall_ms(&self, t: Duration) -> u64 {
+        self.inner.epoch_ms + t.as_millis() as u64
+    }
+
+    /// RFC 3339 UTC timestamp, millisecond precision, for a scenario time.
+    pub fn rfc3339(&self, t: Duration) -> String {
+        format_rfc3339_ms(self.wall_ms(t))
+    }
+
+    /// Sleep until scenario time `deadline`. Returns `None` if the world closed first.
+    pub async fn sleep_until(&self, deadline: Duration) -> Option<Tick> {
+        let mut closed = self.inner.closed.subscribe();
+        if *closed.borrow() {
+            return None;
+        }
+        match self.inner.kind {
+            ClockKind::Real => {
+                let at = self.inner.origin + deadline;
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at) => Some(Tick { _done: None }),
+                    _ = closed.wait_for(|c| *c) => None,
+                }
+            }
+            ClockKind::Manual => {
+                let rx = {
+                    let mut st = self.state();
+                    if deadline <= st.now {
+                        return Some(Tick { _done: None });
+                    }
+                    let (tx, rx) = oneshot::channel();
+                    let id = st.next_id;
+                    st.next_id += 1;
+                    st.waiters.insert((deadline, id), tx);
+                    rx
+                };
+                // Closing drops every waiter's sender, so `rx` resolves with an error.
+                rx.await.ok().map(|done| Tick { _done: Some(done) })
+            }
+        }
+    }
+
+    /// Sleep for `d` of scenario time from now.
+    pub async fn sleep(&self, d: Duration) -> Option<Tick> {
+        self.sleep_until(self.now() + d).await
+    }
+
+    /// Resolves when the world closes; used to release hung connections.
+    pub async fn closed(&self) {
+        let mut closed = self.inner.closed.subscribe();
+        let _ = closed.wait_for(|c| *c).await;
+    }
+
+    pub fn is_closed(&self) -> bool {
+        *self.inner.closed.borrow()
+    }
+
+    /// Close the clock: every sleeper wakes with `None`, later sleeps return `None` at once.
+    pub fn close(&self) {
+        self.inner.closed.send_replace(true);
+        let waiters = std::mem::take(&mut self.state().waiters);
+        drop(waiters);
+    }
+
+    /// Move a manual clock forward by `by`, waking every sleeper that falls due, in deadline
+    /// order, each at its own deadline. Returns the new time.
+    pub async fn advance(&self, by: Duration) -> Result<Duration, ClockError> {
+        if self.inner.kind != ClockKind::Manual {
+            return Err(ClockError::NotManual);
+        }
+        let target = self.state().now + by;
+        loop {
+            let next = {
+                let mut st = self.state();
+                match st.waiters.first_key_value() {
+                    Some((&(deadline, _), _)) if deadline <= target => {
+                        st.now = st.now.max(deadline);
+                        st.waiters.pop_first().map(|(_, tx)| tx)
+                    }
+                    _ => {
+                        st.now = st.now.max(target);
+                        None
+                    }
+                }
+            };
+            let Some(waiter) = next else { break };
+            let (done_tx, done_rx) = oneshot::channel();
+            if waiter.send(done_tx).is_ok() {
+                // Resolves when the sleeper drops its Tick (or is itself dropped).
+                let _ = done_rx.await;
+            }
+        }
+        Ok(self.now())
+    }
+
+    /// Number of sleepers waiting on a manual clock (for health and tests).
+    pub fn pending_sleepers(&self) -> usize {
+        self.state().waiters.len()
+    }
+}
+
+/// Formats Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn format_rfc3339_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (y, mo, d) = civil_from_days((secs / 86_400) as i64);
+    let sod = secs % 86_400;
+    format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        sod / 3600,
+        (sod / 60) % 60,
+        sod % 60,
+        ms % 1000
+    )
+}
+
+/// Parses an RFC 3339 / ISO 8601 timestamp (`2026-01-02T03:04:05(.fff)?(Z|±hh:mm)`) into Unix
+/// milliseconds. `None` for anything else.
+pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = s.get(r)?;
+        if !part.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        part.parse().ok()
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut rest = &s[19..];
+    let mut millis = 0i64;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        let padded: String = frac[..digits].chars().chain("000".chars()).take(3).collect();
+        millis = padded.parse().ok()?;
+        rest = &frac[digits..];
+    }
+    let offset_min = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && matches!(&rest[..1], "+" | "-") && &rest[3..4] == ":" => {
+            let oh: i64 = rest.get(1..3)?.parse().ok()?;
+            let om: i64 = rest.get(4..6)?.parse().ok()?;
+            let sign = if rest.starts_with('-') { -1 } else { 1 };
+            sign * (oh * 60 + om)
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(y, mo as u32, d as u32);
+    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_min * 60;
+    Some(secs * 1000 + millis)
+}
+
+/// Parses a scenario duration: an integer with a unit (`ms`, `s`, `m`, `h`, `d`), optionally
+/// compound (`1h30m`). Whitespace and bare numbers are rejected so a typo never means "zero".
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let expected = || format!("expected a duration like \"250ms\", \"3s\", \"10m\", \"24h\" or \"1h30m\", found \"{s}\"");
+    if s.is_empty() {
+        return Err(expected());
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return Err(expected());
+        }
+        let n: u64 = rest[..digits].parse().map_err(|_| expected())?;
+        rest = &rest[digits..];
+        let unit_len = rest.bytes().take_while(|c| c.is_ascii_alphabetic()).count();
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let ms_per = match unit {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            _ => return Err(expected()),
+        };
+        let ms = n.checked_mul(ms_per).ok_or_else(expected)?;
+        total = total.checked_add(Duration::from_millis(ms)).ok_or_else(expected)?;
+    }
+    Ok(total)
+}
+
+/// The shortest scenario spelling of a duration (`90000ms` → `1m30s`).
+pub fn format_duration(d: Duration) -> String {
+    let mut ms = d.as_millis() as u64;
+    if ms == 0 {
+        return "0ms".into();
+    }
+    let mut out = String::new();
+    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)] {
+        if ms >= size {
+            out.push_str(&format!("{}{unit}", ms / size));
+            ms %= size;
+        }
+    }
+    out
+}
+
+// Howard Hinnant's civil-date algorithms: exact for the proleptic Gregorian calendar.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_and_parses_timestamps() {
+        assert_eq!(format_rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_rfc3339_ms(1_795_000_000_123), "2026-11-18T11:06:40.123Z");
+        assert_eq!(
+            parse_rfc3339_ms("2026-11-18T11:06:40.123Z"),
+            Some(1_795_000_000_123)
+        );
+        assert_eq!(
+            parse_rfc3339_ms("2026-11-18T13:06:40.123456+02:00"),
+            Some(1_795_000_000_123)
+        );
+        assert_eq!(parse_rfc3339_ms("2026-11-18"), None);
+        assert_eq!(parse_rfc3339_ms("yesterday"), None);
+        assert_eq!(parse_rfc3339_ms("2026-13-18T08:26:40Z"), None);
+    }
+
+    #[test]
+    fn durations_parse_and_print() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5_400)));
+        for bad in ["", "10", "1.5s", "3 s", "3sec", "-1s", "s"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} should be rejected");
+        }
+        assert_eq!(format_duration(Duration::from_millis(90_250)), "1m30s250ms");
+        assert_eq!(format_duration(Duration::ZERO), "0ms");
+    }
+
+    #[tokio::test]
+    async fn manual_clock_wakes_sleepers_in_deadline_order_at_their_deadlines() {
+        let clock = Clock::new(ClockKind::Manual);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for secs in [3u64, 1, 2] {
+            let (clock, seen) = (clock.clone(), seen.clone());
+            tasks.push(tokio::spawn(async move {
+                let tick = clock.sleep_until(Duration::from_secs(secs)).await;
+                assert!(tick.is_some());
+                seen.lock().unwrap().push((secs, clock.now()));
+            }));
+        }
+        while clock.pending_sleepers() < 3 {
+            tokio::task::yield_now().await;
+        }
+        let now = clock.advance(Duration::from_secs(10)).await.unwrap();
+        assert_eq!(now, Duration::from_secs(10));
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let seen = seen.lock().unwrap().clone();
+        let expected: Vec<_> = [1u64, 2, 3]
+            .iter()
+            .map(|s| (*s, Duration::from_secs(*s)))
+            .collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[tokio::test]
+    async fn closing_releases_sleepers_and_real_clock_refuses_advance() {
+        let clock = Clock::new(ClockKind::Manual);
+        let c2 = clock.clone();
+        let t = tokio::spawn(async move { c2.sleep(Duration::from_secs(60)).await.is_none() });
+        while clock.pending_sleepers() < 1 {
+            tokio::task::yield_now().await;
+        }
+        clock.close();
+        assert!(t.await.unwrap());
+        let real = Clock::new(ClockKind::Real);
+        assert_eq!(
+            real.advance(Duration::from_secs(1)).await,
+            Err(ClockError::NotManual)
+        );
+    }
+}

@@ -1,0 +1,292 @@
+//! Fates: what happens to one action attempt, as small values (in the manner of Toxiproxy's toxics).
+//!
+//! A [`Fate`] says two independent things, which is the point of the tool: whether the effect
+//! takes place (now, later or not at all) and what becomes of the response (sent, delayed,
+//! dropped, reset, held open, or a lie). A route's [`FateSchedule`] picks the fate for the n-th
+//! attempt: a sequence whose last element repeats, or weighted random choices drawn from a
+//! stream keyed on (seed, counter name, ordinal) so that the same seed and the same requests give
+//! the same fates regardless of how other routes interleave.
+//!
+//! Sits at the bottom of the module graph beside `clock`.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use rand::{RngExt, SeedableRng};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use crate::clock::{format_duration, parse_duration};
+
+/// The fate of one action attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// Applied; the response is sent at once.
+    Respond,
+    /// Applied; the response is sent after the duration.
+    Delay(Duration),
+    /// Applied; the connection is closed with no response.
+    DropAfterApply,
+    /// Applied; the connection is held open with no response.
+    HangAfterApply,
+    /// Applied; the connection is reset (TCP RST).
+    ResetAfterApply,
+    /// Lost on the way in: nothing applied, connection closed with no response.
+    DropBeforeApply,
+    /// Refused before applying, with this status (503, 429 with `Retry-After`, ...).
+    ErrorBeforeApply(u16),
+    /// Applied, then answered with this error status: a lie.
+    ErrorAfterApply(u16),
+    /// Accepted with 202; the effect happens after the duration (pending until then).
+    ApplyLater(Duration),
+}
+
+impl Fate {
+    /// Whether the attempt's effect takes place at all (possibly later).
+    pub fn applies(self) -> bool {
+        !matches!(self, Fate::DropBeforeApply | Fate::ErrorBeforeApply(_))
+    }
+
+    /// Whether a client receiving (or not receiving) this fate's response can know the outcome.
+    /// A dropped, reset or hung response, or a 5xx that lies, leaves the client uncertain.
+    pub fn leaves_outcome_unknown(self) -> bool {
+        matches!(
+            self,
+            Fate::DropAfterApply
+                | Fate::HangAfterApply
+                | Fate::ResetAfterApply
+                | Fate::DropBeforeApply
+                | Fate::ErrorAfterApply(_)
+        )
+    }
+}
+
+const FATE_FORMS: &str = "respond, delay:<dur>, drop-after-apply, hang-after-apply, \
+reset-after-apply, drop-before-apply, error-before-apply:<status>, error-after-apply:<status>, \
+apply-later:<dur>";
+
+/// Why a fate string was rejected.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct FateError(String);
+
+fn parse_status(arg: &str, fate: &str) -> Result<u16, FateError> {
+    match arg.parse::<u16>() {
+        Ok(s) if (400..=599).contains(&s) => Ok(s),
+        _ => Err(FateError(format!(
+            "{fate} needs an HTTP error status 400..=599, found \"{arg}\""
+        ))),
+    }
+}
+
+impl FromStr for Fate {
+    type Err = FateError;
+    fn from_str(s: &str) -> Result<Fate, FateError> {
+        let (name, arg) = match s.split_once(':') {
+            Some((n, a)) => (n, Some(a)),
+            None => (s, None),
+        };
+        let dur = |a: Option<&str>| -> Result<Duration, FateError> {
+            let a = a.ok_or_else(|| FateError(format!("{name} needs a duration, e.g. \"{name}:2s\"")))?;
+            parse_duration(a).map_err(|e| FateError(format!("{name}: {e}")))
+        };
+        let status = |a: Option<&str>| -> Result<u16, FateError> {
+            let a = a.ok_or_else(|| FateError(format!("{name} needs a status, e.g. \"{name}:503\"")))?;
+            parse_status(a, name)
+        };
+        let no_arg = |f: Fate| match arg {
+            None => Ok(f),
+            Some(_) => Err(FateError(format!("{name} takes no argument"))),
+        };
+        match name {
+            "respond" => no_arg(Fate::Respond),
+            "delay" => Ok(Fate::Delay(dur(arg)?)),
+            "drop-after-apply" => no_arg(Fate::DropAfterApply),
+            "hang-after-apply" => no_arg(Fate::HangAfterApply),
+            "reset-after-apply" => no_arg(Fate::ResetAfterApply),
+            "drop-before-apply" => no_arg(Fate::DropBeforeApply),
+            "error-before-apply" => Ok(Fate::ErrorBeforeApply(status(arg)?)),
+            "error-after-apply" => Ok(Fate::ErrorAfterApply(status(arg)?)),
+            "apply-later" => Ok(Fate::ApplyLater(dur(arg)?)),
+            _ => Err(FateError(format!(
+                "unknown fate \"{s}\"; expected one of: {FATE_FORMS}"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Fate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fate::Respond => f.write_str("respond"),
+            Fate::Delay(d) => write!(f, "delay:{}", format_duration(*d)),
+            Fate::DropAfterApply => f.write_str("drop-after-apply"),
+            Fate::HangAfterApply => f.write_str("hang-after-apply"),
+            Fate::ResetAfterApply => f.write_str("reset-after-apply"),
+            Fate::DropBeforeApply => f.write_str("drop-before-apply"),
+            Fate::ErrorBeforeApply(s) => write!(f, "error-before-apply:{s}"),
+            Fate::ErrorAfterApply(s) => write!(f, "error-after-apply:{s}"),
+            Fate::ApplyLater(d) => write!(f, "apply-later:{}", format_duration(*d)),
+        }
+    }
+}
+
+impl serde::Serialize for Fate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Fate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Fate, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(de::Error::custom)
+    }
+}
+
+/// How a route chooses the fate of its n-th attempt.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FateSchedule {
+    /// The n-th attempt gets the n-th fate; the last one repeats.
+    Sequence(Vec<Fate>),
+    /// Each attempt draws from these weights with the scenario's seed.
+    Weighted(Vec<(Fate, u32)>),
+}
+
+impl Default for FateSchedule {
+    fn default() -> Self {
+        FateSchedule::Sequence(vec![Fate::Respond])
+    }
+}
+
+impl FateSchedule {
+    /// The fate for attempt `ordinal` (0-based) of the counter named `stream`.
+    pub fn pick(&self, seed: u64, stream: &str, ordinal: u64) -> Fate {
+        match self {
+            FateSchedule::Sequence(seq) => {
+                let i = (ordinal as usize).min(seq.len().saturating_sub(1));
+                seq.get(i).copied().unwrap_or(Fate::Respond)
+            }
+            FateSchedule::Weighted(choices) => {
+                let total: u64 = choices.iter().map(|(_, w)| *w as u64).sum();
+                if total == 0 {
+                    return Fate::Respond;
+                }
+                let mut rng = rand::rngs::StdRng::seed_from_u64(stream_seed(seed, stream, ordinal));
+                let mut roll = rng.random_range(0..total);
+                for (fate, w) in choices {
+                    if roll < *w as u64 {
+                        return *fate;
+                    }
+                    roll -= *w as u64;
+                }
+                Fate::Respond
+            }
+        }
+    }
+}
+
+/// A seed for one draw, independent of every other (stream, ordinal) pair: FNV-1a over the
+/// stream name, mixed with seed and ordinal by SplitMix64.
+pub fn stream_seed(seed: u64, stream: &str, ordinal: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in stream.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    splitmix(splitmix(seed ^ h) ^ ordinal)
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl<'de> serde::Deserialize<'de> for FateSchedule {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FateSchedule, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = FateSchedule;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a list of fates like [\"drop-after-apply\", \"respond\"] or \
+                     { random = { respond = 9, \"reset-after-apply\" = 1 } }",
+                )
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FateSchedule, A::Error> {
+                let mut fates = Vec::new();
+                while let Some(f) = seq.next_element::<Fate>()? {
+                    fates.push(f);
+                }
+                if fates.is_empty() {
+                    return Err(de::Error::custom("a fate sequence needs at least one fate"));
+                }
+                Ok(FateSchedule::Sequence(fates))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FateSchedule, A::Error> {
+                let mut out = None;
+                while let Some(k) = map.next_key::<String>()? {
+                    if k != "random" {
+                        return Err(de::Error::unknown_field(&k, &["random"]));
+                    }
+                    let weights: std::collections::BTreeMap<String, u32> = map.next_value()?;
+                    let mut choices = Vec::new();
+                    for (f, w) in weights {
+                        choices.push((f.parse::<Fate>().map_err(de::Error::custom)?, w));
+                    }
+                    if choices.iter().all(|(_, w)| *w == 0) {
+                        return Err(de::Error::custom("random fates need at least one positive weight"));
+                    }
+                    out = Some(FateSchedule::Weighted(choices));
+                }
+                out.ok_or_else(|| de::Error::missing_field("random"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fate_round_trips_through_its_spelling() {
+        for s in [
+            "respond",
+            "delay:100ms",
+            "drop-after-apply",
+            "hang-after-apply",
+            "reset-after-apply",
+            "drop-before-apply",
+            "error-before-apply:503",
+            "error-after-apply:500",
+            "apply-later:2s",
+        ] {
+            assert_eq!(s.parse::<Fate>().unwrap().to_string(), s);
+        }
+        assert!("delay".parse::<Fate>().is_err());
+        assert!("error-after-apply:200".parse::<Fate>().is_err());
+        assert!("respond:1s".parse::<Fate>().is_err());
+        assert!("explode".parse::<Fate>().unwrap_err().0.contains("expected one of"));
+    }
+
+    #[test]
+    fn sequence_repeats_its_last_fate() {
+        let s = FateSchedule::Sequence(vec![Fate::DropAfterApply, Fate::Respond]);
+        assert_eq!(s.pick(0, "r", 0), Fate::DropAfterApply);
+        assert_eq!(s.pick(0, "r", 1), Fate::Respond);
+        assert_eq!(s.pick(0, "r", 99), Fate::Respond);
+    }
+
+    #[test]
+    fn weighted_draws_depend_only_on_seed_stream_and_ordinal() {
+        let s = FateSchedule::Weighted(vec![(Fate::Respond, 1), (Fate::DropAfterApply, 1)]);
+        let run = |seed| (0..64).map(|i| s.pick(seed, "payments/create", i)).collect::<Vec<_>>();
+        assert_eq!(run(7), run(7));
+        assert_ne!(run(7), run(8));
+        let drops = run(7).iter().filter(|f| **f == Fate::DropAfterApply).count();
+        assert!((10..54).contains(&drops), "both fates drawn: {drops}");
+    }
+}
