@@ -1,2 +1,5 @@
 pub mod clock;
 pub mod fate;
+pub mod idempotency;
+pub mod ledger;
+pub mod scenario;

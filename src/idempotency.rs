@@ -1,0 +1,350 @@
+//! Idempotency keys as configuration: a [`Policy`] per service or route (built from a provider
+//! preset plus overrides) and the [`KeyStore`] that remembers keys within their retention window.
+//!
+//! Real providers disagree on every axis (see `shared/reference/idempotency.md`): how long keys
+//! live, which responses are kept, what a mismatched payload gets, how a replay is marked. The
+//! presets here copy them; every field can be overridden. The store is pure bookkeeping: the
+//! service pipeline asks [`KeyStore::decide`] what to do with an incoming key and, after executing,
+//! [`KeyStore::remember`]s the outcome. Expiry is derived from the scenario clock, never scheduled.
+//!
+//! Imports only `clock` (for durations); `scenario` builds policies, `service` uses the store.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// Whether keys de-duplicate at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Honor,
+    Ignore,
+}
+
+/// What a request's fingerprint covers, to tell "same request" from "same key, other payload".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fingerprint {
+    /// The whole body (canonical JSON when it parses, raw bytes otherwise).
+    Body,
+    /// No comparison: any payload under a known key is a replay.
+    None,
+    /// Only these JSON pointers.
+    Pointers(Vec<String>),
+}
+
+/// Which executed responses are kept for replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+pub enum Cache {
+    /// Every response, 5xx included (Stripe).
+    #[serde(rename = "all")]
+    All,
+    /// Only 2xx; after an error the key is free and a retry executes again (checkout.com).
+    #[serde(rename = "2xx")]
+    TwoXx,
+    /// Not a byte-for-byte replay: the current state of the action (PayPal).
+    #[serde(rename = "latest")]
+    Latest,
+}
+
+/// A fully resolved idempotency policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    pub mode: Mode,
+    /// Header carrying the key, as configured (matching is case-insensitive).
+    pub header: String,
+    pub required: bool,
+    pub retention: Duration,
+    pub fingerprint: Fingerprint,
+    pub cache: Cache,
+    /// Header added to replayed responses (`Idempotent-Replayed: true`), if any.
+    pub replay_header: Option<String>,
+    /// Echo the key header on every response (Adyen's replay marker).
+    pub echo_key: bool,
+    /// Status and body for "same key, different payload".
+    pub mismatch_status: u16,
+    pub mismatch_body: Value,
+    /// Status for "same key while the first request is still in flight".
+    pub conflict_status: u16,
+    /// Status for a missing key when `required`.
+    pub missing_status: u16,
+}
+
+/// The providers whose behaviour a preset copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Preset {
+    Ietf,
+    Stripe,
+    Adyen,
+    Paypal,
+    Checkout,
+    #[serde(alias = "off")]
+    None,
+}
+
+impl Preset {
+    pub fn policy(self) -> Policy {
+        let base = Policy {
+            mode: Mode::Honor,
+            header: "Idempotency-Key".into(),
+            required: false,
+            retention: Duration::from_secs(24 * 3600),
+            fingerprint: Fingerprint::Body,
+            cache: Cache::All,
+            replay_header: None,
+            echo_key: false,
+            mismatch_status: 422,
+            mismatch_body: json!({
+                "error": "idempotency key reused with a different request payload"
+            }),
+            conflict_status: 409,
+            missing_status: 400,
+        };
+        match self {
+            // The draft's codes: 409 in flight, 422 mismatch, 400 missing (when required).
+            Preset::Ietf => base,
+            Preset::Stripe => Policy {
+                replay_header: Some("Idempotent-Replayed".into()),
+                mismatch_status: 400,
+                mismatch_body: json!({"error": {
+                    "type": "idempotency_error",
+                    "message": "Keys for idempotent requests can only be used with the same parameters they were first used with."
+                }}),
+                ..base
+            },
+            Preset::Adyen => Policy {
+                retention: Duration::from_secs(31 * 24 * 3600),
+                echo_key: true,
+                ..base
+            },
+            Preset::Paypal => Policy {
+                header: "PayPal-Request-Id".into(),
+                retention: Duration::from_secs(72 * 3600),
+                cache: Cache::Latest,
+                mismatch_body: json!({"name": "DUPLICATE_REQUEST_ID",
+                    "message": "The value of PayPal-Request-Id header has already been used"}),
+                ..base
+            },
+            Preset::Checkout => Policy {
+                header: "Cko-Idempotency-Key".into(),
+                cache: Cache::TwoXx,
+                ..base
+            },
+            Preset::None => Policy {
+                mode: Mode::Ignore,
+                ..base
+            },
+        }
+    }
+}
+
+impl Default for Policy {
+    /// Without an `idempotency` table a service ignores keys: every request executes.
+    fn default() -> Self {
+        Preset::None.policy()
+    }
+}
+
+impl Policy {
+    pub fn caches(&self, status: u16) -> bool {
+        match self.cache {
+            Cache::All | Cache::Latest => true,
+            Cache::TwoXx => (200..300).contains(&status),
+        }
+    }
+}
+
+/// A response kept for replay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// What the store remembers about one key.
+#[derive(Clone, Debug)]
+pub struct KeyRecord {
+    pub fingerprint: Option<String>,
+    /// Ledger seq of the execution that owns the key.
+    pub seq: u64,
+    pub created_at: Duration,
+    /// Until this time the first request is still in flight (its response not yet given).
+    pub completes_at: Duration,
+    pub response: StoredResponse,
+}
+
+/// What to do with an incoming request, given its key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    /// Execute. `after_expiry` is true when the key was known but its retention had passed.
+    Execute { after_expiry: bool },
+    /// Answer with the stored response of `of` without applying anything.
+    Replay { of: u64, response: StoredResponse },
+    /// The first request with this key is still in flight.
+    Conflict { of: u64 },
+    /// Same key, different fingerprint.
+    Mismatch { of: u64 },
+    /// The policy requires a key and none came.
+    Missing,
+}
+
+/// Keys remembered by one world, scoped per service.
+#[derive(Default, Debug)]
+pub struct KeyStore {
+    keys: HashMap<(String, String), KeyRecord>,
+}
+
+impl KeyStore {
+    pub fn decide(
+        &self,
+        policy: &Policy,
+        service: &str,
+        key: Option<&str>,
+        fingerprint: Option<&str>,
+        now: Duration,
+    ) -> Decision {
+        if policy.mode == Mode::Ignore {
+            return Decision::Execute { after_expiry: false };
+        }
+        let Some(key) = key else {
+            return if policy.required {
+                Decision::Missing
+            } else {
+                Decision::Execute { after_expiry: false }
+            };
+        };
+        let Some(rec) = self.keys.get(&(service.to_string(), key.to_string())) else {
+            return Decision::Execute { after_expiry: false };
+        };
+        if now >= rec.created_at + policy.retention {
+            return Decision::Execute { after_expiry: true };
+        }
+        if now < rec.completes_at {
+            return Decision::Conflict { of: rec.seq };
+        }
+        if policy.fingerprint != Fingerprint::None && rec.fingerprint.as_deref() != fingerprint {
+            return Decision::Mismatch { of: rec.seq };
+        }
+        Decision::Replay {
+            of: rec.seq,
+            response: rec.response.clone(),
+        }
+    }
+
+    /// Remember an execution's outcome under its key (replacing an expired record).
+    pub fn remember(&mut self, service: &str, key: &str, record: KeyRecord) {
+        self.keys.insert((service.to_string(), key.to_string()), record);
+    }
+
+    /// The record for a key, expired or not (lookups by key use it).
+    pub fn get(&self, service: &str, key: &str) -> Option<&KeyRecord> {
+        self.keys.get(&(service.to_string(), key.to_string()))
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+/// A stable 64-bit fingerprint (FNV-1a), printed as 16 hex digits.
+pub fn fingerprint_bytes(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h = (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// The fingerprint of a request body under a policy: canonical JSON when the body parses (so key
+/// order and whitespace do not matter), raw bytes otherwise.
+pub fn fingerprint(how: &Fingerprint, raw: &[u8], json: Option<&Value>) -> Option<String> {
+    match how {
+        Fingerprint::None => None,
+        Fingerprint::Body => Some(match json {
+            Some(v) => fingerprint_bytes(v.to_string().as_bytes()),
+            None => fingerprint_bytes(raw),
+        }),
+        Fingerprint::Pointers(ptrs) => {
+            let picked: Vec<Value> = ptrs
+                .iter()
+                .map(|p| json.and_then(|v| v.pointer(p)).cloned().unwrap_or(Value::Null))
+                .collect();
+            Some(fingerprint_bytes(Value::Array(picked).to_string().as_bytes()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(seq: u64, fp: &str, created: u64, completes: u64) -> KeyRecord {
+        KeyRecord {
+            fingerprint: Some(fp.into()),
+            seq,
+            created_at: Duration::from_secs(created),
+            completes_at: Duration::from_secs(completes),
+            response: StoredResponse {
+                status: 201,
+                headers: vec![],
+                body: b"{}".to_vec(),
+            },
+        }
+    }
+
+    #[test]
+    fn honour_replays_conflicts_mismatches_and_expires() {
+        let p = Preset::Stripe.policy();
+        let mut s = KeyStore::default();
+        let at = Duration::from_secs;
+        assert_eq!(
+            s.decide(&p, "pay", Some("k"), Some("a"), at(0)),
+            Decision::Execute { after_expiry: false }
+        );
+        s.remember("pay", "k", record(1, "a", 0, 5));
+        assert_eq!(s.decide(&p, "pay", Some("k"), Some("a"), at(1)), Decision::Conflict { of: 1 });
+        assert!(matches!(s.decide(&p, "pay", Some("k"), Some("a"), at(5)), Decision::Replay { of: 1, .. }));
+        assert_eq!(s.decide(&p, "pay", Some("k"), Some("b"), at(5)), Decision::Mismatch { of: 1 });
+        assert_eq!(
+            s.decide(&p, "other", Some("k"), Some("b"), at(5)),
+            Decision::Execute { after_expiry: false },
+            "keys are scoped per service"
+        );
+        assert_eq!(
+            s.decide(&p, "pay", Some("k"), Some("a"), at(24 * 3600)),
+            Decision::Execute { after_expiry: true }
+        );
+    }
+
+    #[test]
+    fn ignore_mode_and_required_keys() {
+        let mut s = KeyStore::default();
+        s.remember("pay", "k", record(1, "a", 0, 0));
+        let ignore = Preset::None.policy();
+        assert_eq!(
+            s.decide(&ignore, "pay", Some("k"), Some("a"), Duration::ZERO),
+            Decision::Execute { after_expiry: false }
+        );
+        let required = Policy { required: true, ..Preset::Ietf.policy() };
+        assert_eq!(s.decide(&required, "pay", None, None, Duration::ZERO), Decision::Missing);
+    }
+
+    #[test]
+    fn fingerprints_ignore_key_order_but_not_values() {
+        let a: Value = serde_json::from_str(r#"{"to":"x","amount":1}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{ "amount":1, "to":"x" }"#).unwrap();
+        let c: Value = serde_json::from_str(r#"{"to":"x","amount":2}"#).unwrap();
+        let f = |v: &Value| fingerprint(&Fingerprint::Body, b"", Some(v));
+        assert_eq!(f(&a), f(&b));
+        assert_ne!(f(&a), f(&c));
+        let only_to = Fingerprint::Pointers(vec!["/to".into()]);
+        assert_eq!(fingerprint(&only_to, b"", Some(&a)), fingerprint(&only_to, b"", Some(&c)));
+        assert_eq!(fingerprint(&Fingerprint::None, b"x", None), None);
+    }
+}

@@ -1,0 +1,381 @@
+//! The ledger: ground truth of every request a world received and what took effect.
+//!
+//! One [`Record`] per request, appended in arrival order, numbered by `seq` from 1. A record keeps
+//! the *effect* (was the action applied, when, was it cancelled first) apart from the *response*
+//! (sent, delayed, dropped, reset, hung): a client's view and the world's truth differ exactly
+//! there. Timed parts are stored as scheduled scenario times and resolved against the clock when
+//! read ([`Record::view`]), so an `apply-later` effect or a delayed response needs no timer to be
+//! reported correctly at any instant, and a lookup with lag can ask "as of `now - lag`".
+//!
+//! [`Entry`] is the serialized view (the `GET /_admin/ledger` and JSONL shape); it deserializes
+//! too, so offline tools can read an exported ledger. Imports `clock` and `fate` only.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::clock::Clock;
+use crate::fate::Fate;
+
+/// What the world did with a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Disposition {
+    /// Ran through its fate (whether or not that fate applied anything).
+    Executed,
+    /// Answered from an idempotency key's stored response; nothing applied.
+    Replayed,
+    /// Same key while the first request was still in flight.
+    Conflict,
+    /// Same key with a different fingerprint.
+    Mismatch,
+    /// The policy requires a key and none came.
+    MissingKey,
+    /// An authoritative state lookup.
+    Lookup,
+    /// A cancellation request.
+    Cancel,
+    /// Matched no route (or was malformed at the HTTP level).
+    Unmatched,
+    /// Rejected before routing: body over the cap.
+    TooLarge,
+}
+
+/// What became of the response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Delivery {
+    Sent,
+    Dropped,
+    Reset,
+    Hung,
+    Pending,
+}
+
+/// The response part of a record, as scheduled.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResponsePlan {
+    pub delivery: Delivery,
+    /// Status the client receives; `None` when it receives nothing.
+    pub status: Option<u16>,
+    /// When it is (or was) sent; for `Sent`, a future time means still pending.
+    pub at: Option<Duration>,
+}
+
+/// One request as the world keeps it.
+#[derive(Clone, Debug)]
+pub struct Record {
+    pub seq: u64,
+    pub service: String,
+    pub route: Option<String>,
+    pub method: String,
+    pub path: String,
+    pub received_at: Duration,
+    pub idempotency_key: Option<String>,
+    pub fingerprint: Option<String>,
+    pub intent: Option<Value>,
+    pub work_id: Option<String>,
+    pub revision: Option<Value>,
+    pub body: Value,
+    pub body_truncated: bool,
+    pub disposition: Disposition,
+    pub replay_of: Option<u64>,
+    pub executed_after_expiry: bool,
+    pub fate: Option<Fate>,
+    /// When the effect takes (or took) place, if it ever does.
+    pub applies_at: Option<Duration>,
+    pub cancelled_at: Option<Duration>,
+    pub response: ResponsePlan,
+    /// Who sent it: `None` for an outside client, `agent:NAME` for an agent's own call.
+    pub actor: Option<String>,
+    /// Kind-specific facts: a lookup's answer, a cancel's outcome, an unmatched request's reason.
+    pub detail: Option<Value>,
+}
+
+/// State of an action at some instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionState {
+    Pending,
+    Applied,
+    Cancelled,
+}
+
+impl Record {
+    /// The action id used in responses and lookups.
+    pub fn action_id(&self) -> String {
+        action_id(self.seq)
+    }
+
+    /// Whether this record is an execution of an action (as opposed to a replay, lookup...).
+    pub fn is_action(&self) -> bool {
+        self.disposition == Disposition::Executed
+    }
+
+    /// The effect's state as of scenario time `t`; `None` if, at `t`, the world holds no such
+    /// action (not yet received, or its fate meant nothing was ever recorded by the provider).
+    pub fn state_at(&self, t: Duration) -> Option<ActionState> {
+        if !self.is_action() || self.received_at > t {
+            return None;
+        }
+        let applies_at = self.applies_at?;
+        if let Some(c) = self.cancelled_at {
+            if c <= t && c < applies_at {
+                return Some(ActionState::Cancelled);
+            }
+        }
+        Some(if applies_at <= t {
+            ActionState::Applied
+        } else {
+            ActionState::Pending
+        })
+    }
+
+    /// When the effect took place, as of `t`.
+    pub fn applied_at(&self, t: Duration) -> Option<Duration> {
+        match self.state_at(t) {
+            Some(ActionState::Applied) => self.applies_at,
+            _ => None,
+        }
+    }
+
+    /// The serialized view as of the clock's current time.
+    pub fn view(&self, clock: &Clock) -> Entry {
+        let now = clock.now();
+        let applied_at = self.applied_at(now);
+        let delivery = match self.response.delivery {
+            Delivery::Sent if self.response.at.is_some_and(|at| at > now) => Delivery::Pending,
+            d => d,
+        };
+        let sent = delivery == Delivery::Sent || delivery == Delivery::Dropped || delivery == Delivery::Reset;
+        Entry {
+            seq: self.seq,
+            service: self.service.clone(),
+            route: self.route.clone(),
+            method: self.method.clone(),
+            path: self.path.clone(),
+            received_at: clock.rfc3339(self.received_at),
+            idempotency_key: self.idempotency_key.clone(),
+            fingerprint: self.fingerprint.clone(),
+            intent: self.intent.clone(),
+            work_id: self.work_id.clone(),
+            revision: self.revision.clone(),
+            body: self.body.clone(),
+            body_truncated: self.body_truncated,
+            disposition: self.disposition,
+            replay_of: self.replay_of,
+            executed_after_expiry: self.executed_after_expiry,
+            fate: self.fate.map(|f| f.to_string()),
+            action_id: self.is_action().then(|| self.action_id()),
+            applied: applied_at.is_some(),
+            applied_at: applied_at.map(|t| clock.rfc3339(t)),
+            cancelled_at: self.cancelled_at.map(|t| clock.rfc3339(t)),
+            response: EntryResponse {
+                delivery,
+                status: if delivery == Delivery::Pending { None } else { self.response.status },
+                at: self.response.at.filter(|_| sent).map(|t| clock.rfc3339(t)),
+            },
+            actor: self.actor.clone(),
+            detail: self.detail.clone(),
+        }
+    }
+}
+
+/// `act_<seq>`: action ids are ledger positions, so they are stable for a given run.
+pub fn action_id(seq: u64) -> String {
+    format!("act_{seq}")
+}
+
+/// The seq inside an action id.
+pub fn parse_action_id(id: &str) -> Option<u64> {
+    id.strip_prefix("act_")?.parse().ok()
+}
+
+/// The serialized ledger entry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: u64,
+    pub service: String,
+    pub route: Option<String>,
+    pub method: String,
+    pub path: String,
+    pub received_at: String,
+    pub idempotency_key: Option<String>,
+    pub fingerprint: Option<String>,
+    pub intent: Option<Value>,
+    pub work_id: Option<String>,
+    pub revision: Option<Value>,
+    pub body: Value,
+    #[serde(default)]
+    pub body_truncated: bool,
+    pub disposition: Disposition,
+    pub replay_of: Option<u64>,
+    pub executed_after_expiry: bool,
+    pub fate: Option<String>,
+    pub action_id: Option<String>,
+    pub applied: bool,
+    pub applied_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_at: Option<String>,
+    pub response: EntryResponse,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EntryResponse {
+    pub delivery: Delivery,
+    pub status: Option<u16>,
+    pub at: Option<String>,
+}
+
+/// Which entries a reader wants (`GET /_admin/ledger?service=..&route=..`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filter {
+    pub service: Option<String>,
+    pub route: Option<String>,
+    pub key: Option<String>,
+    pub work_id: Option<String>,
+    /// Only entries with `seq > since` (a cursor).
+    pub since: Option<u64>,
+    pub disposition: Option<Disposition>,
+}
+
+impl Filter {
+    pub fn matches(&self, r: &Record) -> bool {
+        self.service.as_ref().is_none_or(|s| *s == r.service)
+            && self.route.as_ref().is_none_or(|x| r.route.as_ref() == Some(x))
+            && self.key.as_ref().is_none_or(|k| r.idempotency_key.as_ref() == Some(k))
+            && self.work_id.as_ref().is_none_or(|w| r.work_id.as_ref() == Some(w))
+            && self.since.is_none_or(|s| r.seq > s)
+            && self.disposition.is_none_or(|d| r.disposition == d)
+    }
+}
+
+/// The append-only list of records, with a watch that ticks on every append so waiters
+/// (`ledger/wait`) need no polling.
+pub struct Ledger {
+    records: Vec<Record>,
+    appended: watch::Sender<u64>,
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Ledger {
+            records: Vec::new(),
+            appended: watch::channel(0).0,
+        }
+    }
+}
+
+impl Ledger {
+    /// The seq the next record will get.
+    pub fn next_seq(&self) -> u64 {
+        self.records.len() as u64 + 1
+    }
+
+    /// Append a record; its `seq` is overwritten with the next one, which is returned.
+    pub fn append(&mut self, mut record: Record) -> u64 {
+        let seq = self.next_seq();
+        record.seq = seq;
+        self.records.push(record);
+        self.appended.send_replace(seq);
+        seq
+    }
+
+    pub fn get(&self, seq: u64) -> Option<&Record> {
+        self.records.get(seq.checked_sub(1)? as usize)
+    }
+
+    pub fn get_mut(&mut self, seq: u64) -> Option<&mut Record> {
+        self.records.get_mut(seq.checked_sub(1)? as usize)
+    }
+
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// A receiver that changes whenever a record is appended.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.appended.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ClockKind;
+
+    fn action(applies_at: Option<u64>, cancelled_at: Option<u64>) -> Record {
+        Record {
+            seq: 1,
+            service: "pay".into(),
+            route: Some("create".into()),
+            method: "POST".into(),
+            path: "/v1/t".into(),
+            received_at: Duration::from_secs(1),
+            idempotency_key: None,
+            fingerprint: None,
+            intent: None,
+            work_id: None,
+            revision: None,
+            body: Value::Null,
+            body_truncated: false,
+            disposition: Disposition::Executed,
+            replay_of: None,
+            executed_after_expiry: false,
+            fate: Some(Fate::ApplyLater(Duration::from_secs(4))),
+            applies_at: applies_at.map(Duration::from_secs),
+            cancelled_at: cancelled_at.map(Duration::from_secs),
+            response: ResponsePlan {
+                delivery: Delivery::Sent,
+                status: Some(202),
+                at: Some(Duration::from_secs(1)),
+            },
+            actor: None,
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn effect_state_is_derived_from_time() {
+        let s = |secs| Duration::from_secs(secs);
+        let r = action(Some(5), None);
+        assert_eq!(r.state_at(s(0)), None, "not received yet");
+        assert_eq!(r.state_at(s(1)), Some(ActionState::Pending));
+        assert_eq!(r.state_at(s(5)), Some(ActionState::Applied));
+        let c = action(Some(5), Some(3));
+        assert_eq!(c.state_at(s(2)), Some(ActionState::Pending));
+        assert_eq!(c.state_at(s(9)), Some(ActionState::Cancelled));
+        let late_cancel = action(Some(5), Some(7));
+        assert_eq!(late_cancel.state_at(s(9)), Some(ActionState::Applied));
+        assert_eq!(action(None, None).state_at(s(9)), None, "never applied: unknown");
+    }
+
+    #[tokio::test]
+    async fn view_reports_pending_delivery_until_its_time() {
+        let clock = Clock::new(ClockKind::Manual);
+        let mut r = action(Some(1), None);
+        r.response.at = Some(Duration::from_secs(3));
+        assert_eq!(r.view(&clock).response.delivery, Delivery::Pending);
+        clock.advance(Duration::from_secs(3)).await.unwrap();
+        let v = r.view(&clock);
+        assert_eq!(v.response.delivery, Delivery::Sent);
+        assert_eq!(v.response.status, Some(202));
+        assert!(v.applied);
+        assert_eq!(v.action_id.as_deref(), Some("act_1"));
+    }
+}

@@ -1,0 +1,868 @@
+//! Scenarios: the TOML model of a simulated world, its validation, and the compiled form the
+//! world runs on.
+//!
+//! Loading is two passes. Serde (with `deny_unknown_fields` everywhere) reads the document into
+//! `Raw*` structs, and `serde_path_to_error` names the key path of the first failure; then
+//! [`compile`] checks what serde cannot (duplicates, kind-specific keys, reserved names) and
+//! builds the [`Scenario`]. Every problem is reported as `file:line:col: key.path: message`, the
+//! position found from the error's span or, for semantic problems, by walking the parsed document
+//! to the key path. A scenario that fails validation never reaches a world.
+//!
+//! Imports `clock`, `fate` and `idempotency` (policies are resolved here from presets).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::clock::{parse_duration, ClockKind};
+use crate::fate::FateSchedule;
+use crate::idempotency::{Cache, Fingerprint, Mode, Policy, Preset};
+
+/// The built-in quickstart, served when `serve` is given no file.
+pub const QUICKSTART: &str = include_str!("../scenarios/quickstart.toml");
+
+/// Service names that would shadow doubleagent's own paths.
+const RESERVED: &[&str] = &["_admin", "agents"];
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// One problem in a scenario, located in its source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub line: usize,
+    pub col: usize,
+    /// `services.payments.routes[0].fates`; empty for document-level syntax errors.
+    pub path: String,
+    pub message: String,
+}
+
+/// A scenario that failed to load: every problem found, with the file it came from.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ScenarioError {
+    pub file: String,
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{}:{}:{}: ", self.file, p.line, p.col)?;
+            if !p.path.is_empty() {
+                write!(f, "{}: ", p.path)?;
+            }
+            write!(f, "{}", p.message)?;
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The raw TOML model
+
+/// A duration written as `"250ms"`, `"24h"`, `"1h30m"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dur(pub Duration);
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Dur, D::Error> {
+        let s = String::deserialize(d)?;
+        parse_duration(&s).map(Dur).map_err(de::Error::custom)
+    }
+}
+
+/// An HTTP status code, 100..=599.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status(pub u16);
+
+impl<'de> Deserialize<'de> for Status {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Status, D::Error> {
+        let n = i64::deserialize(d)?;
+        if (100..=599).contains(&n) {
+            Ok(Status(n as u16))
+        } else {
+            Err(de::Error::custom(format!(
+                "expected an HTTP status code between 100 and 599, found {n}"
+            )))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Option<String>,
+    seed: Option<u64>,
+    clock: Option<ClockKind>,
+    max_body_bytes: Option<usize>,
+    ledger_body_bytes: Option<usize>,
+    #[serde(default)]
+    services: BTreeMap<String, RawService>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawService {
+    idempotency: Option<RawIdempotency>,
+    work_id_header: Option<String>,
+    revision_header: Option<String>,
+    #[serde(default)]
+    routes: Vec<RawRoute>,
+}
+
+#[derive(Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+struct RawIdempotency {
+    preset: Option<Preset>,
+    mode: Option<Mode>,
+    header: Option<String>,
+    required: Option<bool>,
+    retention: Option<Dur>,
+    fingerprint: Option<RawFingerprint>,
+    cache: Option<Cache>,
+    replay_header: Option<String>,
+    echo_key: Option<bool>,
+    mismatch_status: Option<Status>,
+    conflict_status: Option<Status>,
+    missing_status: Option<Status>,
+}
+
+#[derive(Clone)]
+enum RawFingerprint {
+    Body,
+    None,
+    Pointers(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for RawFingerprint {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RawFingerprint, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Word(String),
+            List(Vec<String>),
+        }
+        let expected = "expected \"body\", \"none\" or a list of JSON pointers like [\"/to\", \"/amount\"]";
+        match Either::deserialize(d).map_err(|_| de::Error::custom(expected))? {
+            Either::Word(w) if w == "body" => Ok(RawFingerprint::Body),
+            Either::Word(w) if w == "none" => Ok(RawFingerprint::None),
+            Either::Word(w) => Err(de::Error::custom(format!("{expected}, found \"{w}\""))),
+            Either::List(ps) => {
+                for p in &ps {
+                    check_pointer(p).map_err(de::Error::custom)?;
+                }
+                Ok(RawFingerprint::Pointers(ps))
+            }
+        }
+    }
+}
+
+fn check_pointer(p: &str) -> Result<(), String> {
+    if p.is_empty() || p.starts_with('/') {
+        Ok(())
+    } else {
+        Err(format!(
+            "\"{p}\" is not a JSON pointer; pointers start with '/', e.g. \"/{p}\""
+        ))
+    }
+}
+
+/// A JSON pointer (`/to`, `/items/0/id`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Pointer(String);
+
+impl<'de> Deserialize<'de> for Pointer {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Pointer, D::Error> {
+        let s = String::deserialize(d)?;
+        check_pointer(&s).map_err(de::Error::custom)?;
+        Ok(Pointer(s))
+    }
+}
+
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RouteKind {
+    Action,
+    Lookup,
+    Cancel,
+}
+
+/// What a route's fate counter counts: attempts per route, per intent, or per key.
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Per {
+    #[default]
+    Route,
+    Intent,
+    Key,
+}
+
+/// How a cancel route treats a pending action.
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum CancelPolicy {
+    /// Pending → cancelled; already applied → 409.
+    #[default]
+    Honor,
+    /// 202 "stop requested" while the action still takes effect.
+    AckOnly,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoute {
+    name: String,
+    method: String,
+    path: String,
+    kind: RouteKind,
+    intent: Option<Vec<Pointer>>,
+    fates: Option<FateSchedule>,
+    per: Option<Per>,
+    respond: Option<RawRespond>,
+    idempotency: Option<RawIdempotency>,
+    #[serde(rename = "match")]
+    matcher: Option<RawMatch>,
+    lag: Option<Dur>,
+    available: Option<bool>,
+    policy: Option<CancelPolicy>,
+    of: Option<Vec<String>>,
+    repeatable: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRespond {
+    status: Option<Status>,
+    json: Option<Value>,
+    body: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMatch {
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    json: BTreeMap<Pointer, Value>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The compiled model
+
+/// A validated scenario, ready to build a world from.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub seed: u64,
+    pub clock: ClockKind,
+    pub max_body_bytes: usize,
+    pub ledger_body_bytes: usize,
+    pub services: Vec<Service>,
+    /// Where it came from (a path, or `<quickstart>`), for messages.
+    pub origin: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Service {
+    pub name: String,
+    pub work_id_header: String,
+    pub revision_header: String,
+    pub routes: Vec<Route>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Route {
+    pub name: String,
+    pub method: String,
+    pub path: PathTemplate,
+    pub kind: RouteKind,
+    pub intent: Vec<String>,
+    pub fates: FateSchedule,
+    pub per: Per,
+    pub respond: Respond,
+    pub idempotency: Policy,
+    pub matcher: Matcher,
+    pub lag: Duration,
+    pub available: bool,
+    pub cancel_policy: CancelPolicy,
+    /// For lookup and cancel routes: which action routes' actions they see (all if `None`).
+    pub of: Option<Vec<String>>,
+    /// The same intent may legitimately apply more than once (the verifier won't flag it).
+    pub repeatable: bool,
+}
+
+/// The canned response of an action route; strings may hold `{{...}}` placeholders.
+#[derive(Clone, Debug)]
+pub struct Respond {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: RespondBody,
+}
+
+#[derive(Clone, Debug)]
+pub enum RespondBody {
+    Json(Value),
+    Text(String),
+}
+
+/// Extra conditions beyond method and path.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Matcher {
+    pub headers: Vec<(String, String)>,
+    pub json: Vec<(String, Value)>,
+}
+
+/// A route path like `/v1/transfers/{id}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathTemplate {
+    pub raw: String,
+    segments: Vec<Segment>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Segment {
+    Literal(String),
+    Param(String),
+}
+
+impl PathTemplate {
+    fn parse(raw: &str) -> Result<PathTemplate, String> {
+        if !raw.starts_with('/') {
+            return Err(format!("a route path starts with '/', found \"{raw}\""));
+        }
+        let mut segments = Vec::new();
+        for seg in raw.trim_start_matches('/').split('/') {
+            if let Some(name) = seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return Err(format!("\"{seg}\" is not a valid path parameter; use {{name}}"));
+                }
+                segments.push(Segment::Param(name.to_string()));
+            } else if seg.contains(['{', '}']) {
+                return Err(format!(
+                    "\"{seg}\": a parameter must fill a whole path segment, like /{{id}}"
+                ));
+            } else {
+                segments.push(Segment::Literal(seg.to_string()));
+            }
+        }
+        Ok(PathTemplate {
+            raw: raw.to_string(),
+            segments,
+        })
+    }
+
+    /// The parameters if `path` (without query) fits this template.
+    pub fn matches(&self, path: &str) -> Option<Vec<(String, String)>> {
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        if parts.len() != self.segments.len() {
+            return None;
+        }
+        let mut params = Vec::new();
+        for (seg, part) in self.segments.iter().zip(parts) {
+            match seg {
+                Segment::Literal(l) if l == part => {}
+                Segment::Param(name) if !part.is_empty() => params.push((name.clone(), part.to_string())),
+                _ => return None,
+            }
+        }
+        Some(params)
+    }
+
+    pub fn has_param(&self, name: &str) -> bool {
+        self.segments.iter().any(|s| matches!(s, Segment::Param(n) if n == name))
+    }
+}
+
+impl Scenario {
+    /// Load and validate a scenario file.
+    pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
+        let file = path.display().to_string();
+        let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: file.clone(),
+            problems: vec![Problem {
+                line: 0,
+                col: 0,
+                path: String::new(),
+                message: format!("cannot read the scenario: {e}"),
+            }],
+        })?;
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        Scenario::parse(&src, &file, stem.as_deref())
+    }
+
+    /// Validate a scenario given as text; `file` names it in messages.
+    pub fn from_toml(src: &str, file: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse(src, file, None)
+    }
+
+    /// The built-in quickstart.
+    pub fn quickstart() -> Scenario {
+        Scenario::from_toml(QUICKSTART, "scenarios/quickstart.toml")
+            .expect("the embedded quickstart is validated by a test")
+    }
+
+    fn parse(src: &str, file: &str, default_name: Option<&str>) -> Result<Scenario, ScenarioError> {
+        let fail = |problems| ScenarioError {
+            file: file.to_string(),
+            problems,
+        };
+        let de = toml::de::Deserializer::parse(src).map_err(|e| {
+            let (line, col) = line_col(src, e.span().map(|s| s.start).unwrap_or(0));
+            fail(vec![Problem {
+                line,
+                col,
+                path: String::new(),
+                message: e.message().trim().to_string(),
+            }])
+        })?;
+        let raw: RawScenario = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = path_string(e.path());
+            let inner = e.into_inner();
+            fail(vec![locate_serde_error(src, &path, &inner)])
+        })?;
+        compile(raw, default_name, file).map_err(|issues| {
+            fail(issues.into_iter().map(|(path, message)| locate(src, path, message)).collect())
+        })
+    }
+
+    pub fn service(&self, name: &str) -> Option<&Service> {
+        self.services.iter().find(|s| s.name == name)
+    }
+}
+
+impl Service {
+    pub fn route(&self, name: &str) -> Option<&Route> {
+        self.routes.iter().find(|r| r.name == name)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Semantic checks and compilation
+
+type Issues = Vec<(String, String)>;
+
+fn compile(raw: RawScenario, default_name: Option<&str>, origin: &str) -> Result<Scenario, Issues> {
+    let mut issues: Issues = Vec::new();
+    let mut services = Vec::new();
+    for (sname, rs) in raw.services {
+        let spath = format!("services.{sname}");
+        if RESERVED.contains(&sname.as_str()) {
+            issues.push((spath.clone(), format!("\"{sname}\" is reserved for doubleagent's own endpoints; pick another service name")));
+        } else if sname.is_empty() || !sname.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            issues.push((spath.clone(), "a service name may use only letters, digits, '-' and '_' (it becomes a URL path segment)".into()));
+        }
+        let headers = [
+            ("work_id_header", rs.work_id_header.as_deref()),
+            ("revision_header", rs.revision_header.as_deref()),
+        ];
+        for (key, h) in headers {
+            if let Some(h) = h {
+                check_header(h, &format!("{spath}.{key}"), &mut issues);
+            }
+        }
+        let svc_idem = rs.idempotency.clone().unwrap_or_default();
+        if let Some(h) = &svc_idem.header {
+            check_header(h, &format!("{spath}.idempotency.header"), &mut issues);
+        }
+        let mut routes: Vec<Route> = Vec::new();
+        for (i, r) in rs.routes.into_iter().enumerate() {
+            let rpath = format!("{spath}.routes[{i}]");
+            if let Some(route) = compile_route(r, &rpath, &svc_idem, &mut issues) {
+                if routes.iter().any(|o| o.name == route.name) {
+                    issues.push((format!("{rpath}.name"), format!("duplicate route name \"{}\" in service \"{sname}\"", route.name)));
+                }
+                if let Some(o) = routes.iter().find(|o| {
+                    o.method == route.method && o.path.raw == route.path.raw && o.matcher == route.matcher
+                }) {
+                    issues.push((format!("{rpath}.path"), format!("duplicate route: {} {} is already served by route \"{}\" (add a `match` to tell them apart)", route.method, route.path.raw, o.name)));
+                }
+                routes.push(route);
+            }
+        }
+        // `of` must name action routes of the same service.
+        for (i, r) in routes.iter().enumerate() {
+            for target in r.of.iter().flatten() {
+                match routes.iter().find(|o| &o.name == target) {
+                    Some(o) if o.kind == RouteKind::Action => {}
+                    Some(_) => issues.push((format!("{spath}.routes[{i}].of"), format!("\"{target}\" is not an action route"))),
+                    None => issues.push((format!("{spath}.routes[{i}].of"), format!("no route named \"{target}\" in service \"{sname}\"{}", did_you_mean(target, routes.iter().map(|o| o.name.as_str()))))),
+                }
+            }
+        }
+        services.push(Service {
+            name: sname,
+            work_id_header: rs.work_id_header.unwrap_or_else(|| "X-Work-Id".into()),
+            revision_header: rs.revision_header.unwrap_or_else(|| "X-Revision".into()),
+            routes,
+        });
+    }
+    if !issues.is_empty() {
+        return Err(issues);
+    }
+    Ok(Scenario {
+        name: raw.name.or(default_name.map(str::to_string)).unwrap_or_else(|| "scenario".into()),
+        seed: raw.seed.unwrap_or(0),
+        clock: raw.clock.unwrap_or(ClockKind::Real),
+        max_body_bytes: raw.max_body_bytes.unwrap_or(1 << 20),
+        ledger_body_bytes: raw.ledger_body_bytes.unwrap_or(64 << 10),
+        services,
+        origin: origin.to_string(),
+    })
+}
+
+fn check_header(h: &str, path: &str, issues: &mut Issues) {
+    if hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
+        issues.push((path.to_string(), format!("\"{h}\" is not a valid HTTP header name")));
+    }
+}
+
+fn compile_route(r: RawRoute, rpath: &str, svc_idem: &RawIdempotency, issues: &mut Issues) -> Option<Route> {
+    let start = issues.len();
+    const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+    if !METHODS.contains(&r.method.as_str()) {
+        issues.push((format!("{rpath}.method"), format!("expected one of {}, found \"{}\"", METHODS.join(", "), r.method)));
+    }
+    let path = PathTemplate::parse(&r.path).map_err(|e| issues.push((format!("{rpath}.path"), e))).ok();
+    if r.name.is_empty() {
+        issues.push((format!("{rpath}.name"), "a route needs a non-empty name".into()));
+    }
+    // Keys that only make sense for some kinds: reject rather than silently ignore.
+    let only = |present: bool, key: &str, kinds: &[RouteKind], issues: &mut Issues| {
+        if present && !kinds.contains(&r.kind) {
+            let names: Vec<String> = kinds.iter().map(|k| format!("{k:?}").to_lowercase()).collect();
+            issues.push((format!("{rpath}.{key}"), format!("`{key}` applies only to {} routes; this route is kind = \"{}\"", names.join(" and "), format!("{:?}", r.kind).to_lowercase())));
+        }
+    };
+    use RouteKind::*;
+    only(r.intent.is_some(), "intent", &[Action], issues);
+    only(r.fates.is_some(), "fates", &[Action], issues);
+    only(r.per.is_some(), "per", &[Action], issues);
+    only(r.respond.is_some(), "respond", &[Action], issues);
+    only(r.idempotency.is_some(), "idempotency", &[Action], issues);
+    only(r.repeatable.is_some(), "repeatable", &[Action], issues);
+    only(r.lag.is_some(), "lag", &[Lookup], issues);
+    only(r.available.is_some(), "available", &[Lookup], issues);
+    only(r.policy.is_some(), "policy", &[Cancel], issues);
+    only(r.of.is_some(), "of", &[Lookup, Cancel], issues);
+    if let Some(p) = &path {
+        if matches!(r.kind, Lookup | Cancel) && !p.has_param("id") {
+            issues.push((format!("{rpath}.path"), format!("a {} route's path needs an {{id}} segment (an action id or idempotency key), e.g. \"/v1/transfers/{{id}}\"", format!("{:?}", r.kind).to_lowercase())));
+        }
+    }
+    let respond = match r.respond {
+        Some(rr) => {
+            if rr.json.is_some() && rr.body.is_some() {
+                issues.push((format!("{rpath}.respond"), "give either `json` or `body`, not both".into()));
+            }
+            for h in rr.headers.keys() {
+                check_header(h, &format!("{rpath}.respond.headers"), issues);
+            }
+            Respond {
+                status: rr.status.map(|s| s.0).unwrap_or(200),
+                headers: rr.headers.into_iter().collect(),
+                body: match (rr.json, rr.body) {
+                    (_, Some(text)) => RespondBody::Text(text),
+                    (Some(json), None) => RespondBody::Json(json),
+                    (None, None) => default_body(),
+                },
+            }
+        }
+        None => Respond {
+            status: 200,
+            headers: Vec::new(),
+            body: default_body(),
+        },
+    };
+    let (policy, pol_issues) = resolve_policy(svc_idem, r.idempotency.as_ref());
+    for (k, m) in pol_issues {
+        issues.push((format!("{rpath}.idempotency.{k}"), m));
+    }
+    let matcher = match r.matcher {
+        Some(m) => {
+            for h in m.headers.keys() {
+                check_header(h, &format!("{rpath}.match.headers"), issues);
+            }
+            Matcher {
+                headers: m.headers.into_iter().collect(),
+                json: m.json.into_iter().map(|(p, v)| (p.0, v)).collect(),
+            }
+        }
+        None => Matcher::default(),
+    };
+    if issues.len() > start {
+        return None;
+    }
+    Some(Route {
+        name: r.name,
+        method: r.method,
+        path: path?,
+        kind: r.kind,
+        intent: r.intent.unwrap_or_default().into_iter().map(|p| p.0).collect(),
+        fates: r.fates.unwrap_or_default(),
+        per: r.per.unwrap_or_default(),
+        respond,
+        idempotency: policy,
+        matcher,
+        lag: r.lag.map(|d| d.0).unwrap_or_default(),
+        available: r.available.unwrap_or(true),
+        cancel_policy: r.policy.unwrap_or_default(),
+        of: r.of,
+        repeatable: r.repeatable.unwrap_or(false),
+    })
+}
+
+fn default_body() -> RespondBody {
+    RespondBody::Json(serde_json::json!({"id": "{{action.id}}", "status": "succeeded"}))
+}
+
+/// Preset first (the route's, else the service's), then the service's fields, then the route's.
+fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> (Policy, Issues) {
+    let preset = route.and_then(|r| r.preset).or(svc.preset);
+    let mut p = match preset {
+        Some(preset) => preset.policy(),
+        // An idempotency table without a preset means "honour keys, IETF style".
+        None if route.is_some() || svc.mode.is_some() || svc.header.is_some() || svc.retention.is_some() => Preset::Ietf.policy(),
+        None => Policy::default(),
+    };
+    let mut issues = Vec::new();
+    for layer in std::iter::once(svc).chain(route) {
+        if let Some(m) = layer.mode {
+            p.mode = m;
+        }
+        if let Some(h) = &layer.header {
+            if hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
+                issues.push(("header".to_string(), format!("\"{h}\" is not a valid HTTP header name")));
+            }
+            p.header = h.clone();
+        }
+        if let Some(r) = layer.required {
+            p.required = r;
+        }
+        if let Some(r) = layer.retention {
+            p.retention = r.0;
+        }
+        if let Some(f) = &layer.fingerprint {
+            p.fingerprint = match f {
+                RawFingerprint::Body => Fingerprint::Body,
+                RawFingerprint::None => Fingerprint::None,
+                RawFingerprint::Pointers(ps) => Fingerprint::Pointers(ps.clone()),
+            };
+        }
+        if let Some(c) = layer.cache {
+            p.cache = c;
+        }
+        if let Some(h) = &layer.replay_header {
+            p.replay_header = (!h.is_empty()).then(|| h.clone());
+        }
+        if let Some(e) = layer.echo_key {
+            p.echo_key = e;
+        }
+        if let Some(s) = layer.mismatch_status {
+            p.mismatch_status = s.0;
+        }
+        if let Some(s) = layer.conflict_status {
+            p.conflict_status = s.0;
+        }
+        if let Some(s) = layer.missing_status {
+            p.missing_status = s.0;
+        }
+    }
+    (p, issues)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Locating problems in the source
+
+fn path_string(p: &serde_path_to_error::Path) -> String {
+    let mut out = String::new();
+    for seg in p.iter() {
+        match seg {
+            serde_path_to_error::Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            serde_path_to_error::Segment::Map { key } | serde_path_to_error::Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            serde_path_to_error::Segment::Unknown => {}
+        }
+    }
+    out
+}
+
+fn locate_serde_error(src: &str, path: &str, e: &toml::de::Error) -> Problem {
+    let mut message = e.message().trim().to_string();
+    let mut path = path.to_string();
+    if let Some((field, expected)) = parse_unknown(&message) {
+        // Name the offending key in the path, and guess what was meant.
+        if !path.ends_with(&field) {
+            path = if path.is_empty() { field.clone() } else { format!("{path}.{field}") };
+        }
+        message = format!("unknown key `{field}`{}", did_you_mean(&field, expected.iter().map(String::as_str)));
+        if !expected.is_empty() {
+            message.push_str(&format!(" (expected one of: {})", expected.join(", ")));
+        }
+    } else if let Some(hint) = parse_unknown_variant(&message) {
+        message.push_str(&hint);
+    }
+    let offset = match e.span() {
+        Some(span) => Some(span.start),
+        None => find_path(src, &path),
+    };
+    let (line, col) = offset.map(|o| line_col(src, o)).unwrap_or((1, 1));
+    Problem { line, col, path, message }
+}
+
+/// `unknown field `x`, expected one of `a`, `b`` → ("x", ["a", "b"]).
+fn parse_unknown(msg: &str) -> Option<(String, Vec<String>)> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    Some((field.to_string(), backticked(rest)))
+}
+
+fn parse_unknown_variant(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("unknown variant `")?;
+    let (found, rest) = rest.split_once('`')?;
+    let hint = did_you_mean(found, backticked(rest).iter().map(String::as_str));
+    (!hint.is_empty()).then_some(hint)
+}
+
+fn backticked(s: &str) -> Vec<String> {
+    s.split('`').skip(1).step_by(2).map(str::to_string).collect()
+}
+
+/// `; did you mean `fates`?` when a candidate is within a small edit distance.
+pub fn did_you_mean<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> String {
+    candidates
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
+        .min()
+        .map(|(_, c)| format!("; did you mean `{c}`?"))
+        .unwrap_or_default()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn locate(src: &str, path: String, message: String) -> Problem {
+    let (line, col) = find_path(src, &path).map(|o| line_col(src, o)).unwrap_or((1, 1));
+    Problem { line, col, path, message }
+}
+
+/// Byte offset of the value (or key) at a `a.b[2].c` path in the document, if it exists.
+fn find_path(src: &str, path: &str) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    let doc = DeTable::parse(src).ok()?;
+    let mut segs = Vec::new();
+    for part in path.split('.') {
+        let (key, mut rest) = part.split_once('[').map(|(k, r)| (k, Some(r))).unwrap_or((part, None));
+        if !key.is_empty() {
+            segs.push(Err(key.to_string()));
+        }
+        while let Some(r) = rest {
+            let (idx, after) = r.split_once(']')?;
+            segs.push(Ok(idx.parse::<usize>().ok()?));
+            rest = after.strip_prefix('[');
+        }
+    }
+    let mut best = doc.span().start;
+    let mut table = Some(doc.get_ref());
+    let mut array: Option<&toml::de::DeArray> = None;
+    for seg in segs {
+        let value = match (seg, table, array) {
+            (Err(key), Some(t), _) => {
+                let (k, v) = t.iter().find(|(k, _)| k.get_ref() == &key)?;
+                best = k.span().start;
+                v
+            }
+            (Ok(i), _, Some(a)) => {
+                let v = a.get(i)?;
+                best = v.span().start;
+                v
+            }
+            _ => return Some(best),
+        };
+        table = None;
+        array = None;
+        match value.get_ref() {
+            DeValue::Table(t) => table = Some(t),
+            DeValue::Array(a) => array = Some(a),
+            _ => {}
+        }
+    }
+    Some(best)
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(src: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(src.len());
+    let before = &src[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(src: &str) -> String {
+        Scenario::from_toml(src, "s.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_quickstart_validates() {
+        let s = Scenario::quickstart();
+        assert!(s.service("payments").is_some());
+    }
+
+    #[test]
+    fn path_templates_match_whole_segments() {
+        let t = PathTemplate::parse("/v1/transfers/{id}").unwrap();
+        assert_eq!(t.matches("/v1/transfers/act_3"), Some(vec![("id".into(), "act_3".into())]));
+        assert_eq!(t.matches("/v1/transfers"), None);
+        assert_eq!(t.matches("/v1/transfers/"), None);
+        assert!(PathTemplate::parse("v1").is_err());
+        assert!(PathTemplate::parse("/v1/x{id}").is_err());
+    }
+
+    #[test]
+    fn misspelt_key_is_located_with_a_hint() {
+        let src = "name = \"x\"\n[services.payments]\n[[services.payments.routes]]\nname = \"a\"\nmethod = \"POST\"\npath = \"/a\"\nkind = \"action\"\nfatez = [\"respond\"]\n";
+        let e = err(src);
+        assert!(e.starts_with("s.toml:8:1: services.payments.routes[0].fatez: unknown key `fatez`; did you mean `fates`?"), "{e}");
+    }
+
+    #[test]
+    fn semantic_problems_name_their_key_path() {
+        let src = "[services._admin]\n";
+        assert_eq!(err(src), "s.toml:1:11: services._admin: \"_admin\" is reserved for doubleagent's own endpoints; pick another service name");
+    }
+
+    #[test]
+    fn edit_distance_suggests_close_words_only() {
+        assert_eq!(did_you_mean("fatez", ["fates", "intent"].into_iter()), "; did you mean `fates`?");
+        assert_eq!(did_you_mean("zzz", ["fates", "intent"].into_iter()), "");
+    }
+}
