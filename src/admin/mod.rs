@@ -1,0 +1,296 @@
+//! The admin API under `/_admin/`: how a test harness reads the ledger, waits for entries, moves
+//! the clock, resets the world and swaps the scenario. JSON in and out; every error is
+//! `{"error": "...", "status": N}` with the status its [`AdminError`] variant carries.
+//!
+//! Admin requests are not part of the simulated world, so they are not recorded in the ledger.
+//! The harness-level `ledger/wait` timeout is wall-clock time on purpose: it bounds how long a
+//! test waits, not anything the world does, and must fire even on a manual clock.
+//! Sits above `world`; the HTTP `server` calls [`handle`].
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::clock::{format_duration, parse_duration, ClockError};
+use crate::ledger::{Disposition, Filter};
+use crate::scenario::Scenario;
+use crate::service::Response;
+use crate::world::{Host, World};
+
+/// The OpenAPI 3 description of this API, served at `GET /_admin/openapi.json`.
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// An admin request, already read off the wire.
+pub struct AdminRequest<'a> {
+    pub method: &'a str,
+    /// Path below `/_admin`, e.g. `/ledger`.
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    pub body: &'a [u8],
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("no admin endpoint {method} /_admin{path}; see GET /_admin/openapi.json")]
+    NotFound { method: String, path: String },
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Timeout(String),
+}
+
+impl AdminError {
+    pub fn status(&self) -> u16 {
+        match self {
+            AdminError::NotFound { .. } => 404,
+            AdminError::BadRequest(_) => 400,
+            AdminError::Conflict(_) => 409,
+            AdminError::Timeout(_) => 408,
+        }
+    }
+
+    pub fn to_response(&self) -> Response {
+        Response::json(self.status(), &json!({"error": self.to_string(), "status": self.status()}))
+    }
+}
+
+impl From<ClockError> for AdminError {
+    fn from(e: ClockError) -> Self {
+        AdminError::Conflict(e.to_string())
+    }
+}
+
+/// Serve one admin request.
+pub async fn handle(host: &Host, base_url: &str, req: AdminRequest<'_>) -> Response {
+    match route(host, base_url, &req).await {
+        Ok(r) => r,
+        Err(e) => e.to_response(),
+    }
+}
+
+async fn route(host: &Host, base_url: &str, req: &AdminRequest<'_>) -> Result<Response, AdminError> {
+    let world = host.world();
+    let params = parse_query(req.query.unwrap_or(""))?;
+    match (req.method, req.path) {
+        ("GET", "/health") => Ok(Response::json(200, &json!({
+            "status": "ok",
+            "scenario": world.scenario.name,
+            "clock": world.clock.kind(),
+            "now": world.clock.rfc3339(world.clock.now()),
+            "entries": world.lock().ledger.len(),
+        }))),
+        ("GET", "/ledger") => {
+            let filter = filter_from(&params, &[])?;
+            Ok(Response::json(200, &json!({"entries": world.entries(&filter)})))
+        }
+        ("GET", "/ledger.jsonl") => {
+            let filter = filter_from(&params, &[])?;
+            let mut body = Vec::new();
+            for e in world.entries(&filter) {
+                serde_json::to_writer(&mut body, &e).map_err(|e| AdminError::BadRequest(e.to_string()))?;
+                body.push(b'\n');
+            }
+            Ok(Response {
+                status: 200,
+                headers: vec![("content-type".into(), "application/x-ndjson".into())],
+                body,
+            })
+        }
+        ("GET", "/ledger/wait") => wait(&world, &params).await,
+        ("POST", "/reset") => {
+            let w = host.reset();
+            Ok(Response::json(200, &json!({"status": "reset", "scenario": w.scenario.name})))
+        }
+        ("GET", "/clock") => Ok(Response::json(200, &clock_view(&world))),
+        ("POST", "/clock/advance") => {
+            let body: Value = parse_json_body(req.body)?;
+            let by = body
+                .get("by")
+                .and_then(Value::as_str)
+                .ok_or_else(|| AdminError::BadRequest("expected a JSON body like {\"by\": \"25h\"}".into()))?;
+            let by = parse_duration(by).map_err(|e| AdminError::BadRequest(format!("by: {e}")))?;
+            world.clock.advance(by).await?;
+            Ok(Response::json(200, &clock_view(&world)))
+        }
+        ("POST", "/scenario") => {
+            let text = std::str::from_utf8(req.body)
+                .map_err(|_| AdminError::BadRequest("the scenario must be UTF-8 TOML text".into()))?;
+            let scenario = Scenario::from_toml(text, "<request body>").map_err(|e| AdminError::BadRequest(e.to_string()))?;
+            let w = host.replace(scenario.into());
+            Ok(Response::json(200, &ready_json(&w, base_url)))
+        }
+        ("GET", "/openapi.json") => Ok(Response {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: OPENAPI.as_bytes().to_vec(),
+        }),
+        (m, p) => Err(AdminError::NotFound { method: m.into(), path: p.into() }),
+    }
+}
+
+/// The ready line: event, url, scenario, services — in that order on the wire.
+#[derive(serde::Serialize)]
+pub struct Ready {
+    pub event: &'static str,
+    pub url: String,
+    pub scenario: String,
+    pub services: serde_json::Map<String, Value>,
+}
+
+impl Ready {
+    pub fn of(world: &World, base_url: &str) -> Ready {
+        let services = world
+            .scenario
+            .services
+            .iter()
+            .map(|s| (s.name.clone(), Value::from(format!("{base_url}/{}", s.name))))
+            .collect();
+        Ready { event: "ready", url: base_url.to_string(), scenario: world.scenario.name.clone(), services }
+    }
+
+    /// The one-line JSON text printed on stdout.
+    pub fn line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// The ready line as a JSON value (returned when the scenario is replaced).
+pub fn ready_json(world: &World, base_url: &str) -> Value {
+    serde_json::to_value(Ready::of(world, base_url)).unwrap_or(Value::Null)
+}
+
+fn clock_view(world: &World) -> Value {
+    let now = world.clock.now();
+    json!({
+        "kind": world.clock.kind(),
+        "now": world.clock.rfc3339(now),
+        "elapsed": format_duration(now),
+        "elapsed_ms": now.as_millis() as u64,
+    })
+}
+
+async fn wait(world: &World, params: &[(String, String)]) -> Result<Response, AdminError> {
+    let filter = filter_from(params, &["count", "timeout"])?;
+    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let count: usize = match get("count") {
+        Some(c) => c.parse().map_err(|_| AdminError::BadRequest(format!("count: expected a number, found \"{c}\"")))?,
+        None => 1,
+    };
+    let timeout = match get("timeout") {
+        Some(t) => parse_duration(t).map_err(|e| AdminError::BadRequest(format!("timeout: {e}")))?,
+        None => Duration::from_secs(10),
+    };
+    let mut appended = world.lock().ledger.subscribe();
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        appended.borrow_and_update();
+        let entries = world.entries(&filter);
+        if entries.len() >= count {
+            return Ok(Response::json(200, &json!({"entries": entries})));
+        }
+        let changed = tokio::time::timeout_at(deadline, appended.changed()).await;
+        match changed {
+            Ok(Ok(())) => continue,
+            // The world was replaced (its ledger dropped) or time ran out.
+            _ => {
+                let entries = world.entries(&filter);
+                return Ok(Response::json(408, &json!({
+                    "error": format!("timed out after {} with {} of {count} matching entries", format_duration(timeout), entries.len()),
+                    "status": 408,
+                    "entries": entries,
+                })));
+            }
+        }
+    }
+}
+
+fn parse_json_body(body: &[u8]) -> Result<Value, AdminError> {
+    serde_json::from_slice(body).map_err(|e| AdminError::BadRequest(format!("the body is not valid JSON: {e}")))
+}
+
+const FILTERS: &[&str] = &["service", "route", "key", "work_id", "since", "disposition"];
+
+fn filter_from(params: &[(String, String)], extra: &[&str]) -> Result<Filter, AdminError> {
+    let mut f = Filter::default();
+    for (k, v) in params {
+        match k.as_str() {
+            "service" => f.service = Some(v.clone()),
+            "route" => f.route = Some(v.clone()),
+            "key" => f.key = Some(v.clone()),
+            "work_id" => f.work_id = Some(v.clone()),
+            "since" => {
+                f.since = Some(v.parse().map_err(|_| AdminError::BadRequest(format!("since: expected a ledger seq, found \"{v}\"")))?)
+            }
+            "disposition" => {
+                f.disposition = Some(serde_json::from_value::<Disposition>(Value::from(v.clone())).map_err(|_| {
+                    AdminError::BadRequest(format!("disposition: unknown value \"{v}\""))
+                })?)
+            }
+            k if extra.contains(&k) => {}
+            k => {
+                let known: Vec<&str> = FILTERS.iter().chain(extra).copied().collect();
+                return Err(AdminError::BadRequest(format!(
+                    "unknown query parameter \"{k}\"{}; known: {}",
+                    crate::scenario::did_you_mean(k, known.iter().copied()),
+                    known.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(f)
+}
+
+/// `a=1&b=x%20y` → pairs, percent- and plus-decoded.
+fn parse_query(q: &str) -> Result<Vec<(String, String)>, AdminError> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            Ok((decode(k)?, decode(v)?))
+        })
+        .collect()
+}
+
+fn decode(s: &str) -> Result<String, AdminError> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
+                let b = hex.ok_or_else(|| AdminError::BadRequest(format!("bad percent-encoding in \"{s}\"")))?;
+                out.push(b);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| AdminError::BadRequest(format!("query value \"{s}\" is not UTF-8")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_strings_decode_and_unknown_filters_are_named() {
+        let q = parse_query("service=pay%20ments&key=a+b").unwrap();
+        assert_eq!(q, vec![("service".into(), "pay ments".into()), ("key".into(), "a b".into())]);
+        let e = filter_from(&parse_query("servce=x").unwrap(), &[]).unwrap_err();
+        assert!(e.to_string().contains("did you mean `service`"), "{e}");
+        assert!(parse_query("a=%zz").is_err());
+    }
+
+    #[test]
+    fn openapi_document_is_valid_json_and_lists_every_endpoint() {
+        let doc: Value = serde_json::from_str(OPENAPI).unwrap();
+        for p in ["/_admin/health", "/_admin/ledger", "/_admin/ledger.jsonl", "/_admin/ledger/wait", "/_admin/reset", "/_admin/clock", "/_admin/clock/advance", "/_admin/scenario", "/_admin/openapi.json"] {
+            assert!(doc["paths"].get(p).is_some(), "{p} missing from openapi.json");
+        }
+    }
+}

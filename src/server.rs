@@ -1,0 +1,355 @@
+//! The HTTP server: accepts connections, routes `/_admin/*` to [`crate::admin`] and
+//! `/<service>/*` to [`crate::service`], and carries out each response's delivery plan on the
+//! socket — including the ones a normal server never does on purpose: close without answering,
+//! reset, or hold the connection open.
+//!
+//! Sockets are wrapped in [`Conn`], which shares a small control cell with the request handler:
+//! when a plan says drop or reset, the handler flips the cell and hands hyper a placeholder
+//! response, and `Conn` fails the first write, so not one byte of it reaches the client (for a
+//! reset, after setting `SO_LINGER` to zero so the close is an RST).
+//!
+//! [`serve`] runs on a listener the caller bound and stops when the caller's shutdown future
+//! resolves (the mini-redis shape). [`Server`] is the in-process handle for Rust tests: start on
+//! port 0, read URLs and the ledger, move the clock, stop on drop.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+use crate::admin::{self, AdminRequest};
+use crate::ledger::{Entry, Filter};
+use crate::scenario::{Scenario, ScenarioError};
+use crate::service::{self, Plan, Request, Response};
+use crate::world::{Host, World};
+
+const NORMAL: u8 = 0;
+const DROP: u8 = 1;
+const RESET: u8 = 2;
+
+/// A TCP stream whose next write can be made to fail (drop) or to reset the connection.
+struct Conn {
+    stream: TcpStream,
+    ctl: Arc<AtomicU8>,
+}
+
+impl Conn {
+    fn sabotage(&self) -> Option<io::Error> {
+        match self.ctl.load(Ordering::Acquire) {
+            NORMAL => None,
+            RESET => {
+                let _ = self.stream.set_zero_linger();
+                Some(io::Error::new(io::ErrorKind::ConnectionReset, "fate: reset-after-apply"))
+            }
+            _ => Some(io::Error::new(io::ErrorKind::ConnectionAborted, "fate: response dropped")),
+        }
+    }
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        if let Some(e) = self.sabotage() {
+            return Poll::Ready(Err(e));
+        }
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let Some(e) = self.sabotage() {
+            return Poll::Ready(Err(e));
+        }
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let Some(e) = self.sabotage() {
+            return Poll::Ready(Err(e));
+        }
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// What a running server shares with its connections.
+pub struct App {
+    pub host: Host,
+    pub base_url: String,
+    /// How long pending (delayed) responses may still be sent after shutdown begins.
+    pub drain: Duration,
+}
+
+/// Serve connections from `listener` until `shutdown` resolves, then stop accepting, release hung
+/// connections, let delayed responses finish for up to `app.drain`, and return.
+pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<Output = ()>) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((s, _)) => s,
+                    Err(e) => {
+                        // Out of file descriptors and the like: back off instead of spinning.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let ctl = Arc::new(AtomicU8::new(NORMAL));
+                let io = TokioIo::new(Conn { stream, ctl: ctl.clone() });
+                let app = app.clone();
+                let svc = service_fn(move |req| {
+                    let (app, ctl) = (app.clone(), ctl.clone());
+                    async move { Ok::<_, Infallible>(handle(&app, &ctl, req).await) }
+                });
+                let conn = http1::Builder::new().keep_alive(true).serve_connection(io, svc);
+                let fut = graceful.watch(conn);
+                tokio::spawn(async move {
+                    if let Err(e) = fut.await {
+                        tracing::trace!(error = %e, "connection ended");
+                    }
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    app.host.stop();
+    if tokio::time::timeout(app.drain, graceful.shutdown()).await.is_err() {
+        tracing::warn!(drain = ?app.drain, "drain timeout: closing connections with responses still pending");
+    }
+    app.host.world().close();
+}
+
+async fn handle(app: &App, ctl: &AtomicU8, req: hyper::Request<Incoming>) -> hyper::Response<Full<Bytes>> {
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().map(str::to_string);
+    let method = req.method().as_str().to_string();
+    if let Some(rest) = path.strip_prefix("/_admin") {
+        if rest.is_empty() || rest.starts_with('/') {
+            let body = match read_body(req, 16 << 20).await {
+                Ok((b, false)) => b,
+                _ => return to_hyper(Response::json(413, &json!({"error": "admin request body too large", "status": 413}))),
+            };
+            let areq = AdminRequest { method: &method, path: rest, query: query.as_deref(), body: &body };
+            return to_hyper(admin::handle(&app.host, &app.base_url, areq).await);
+        }
+    }
+    let world = app.host.world();
+    if path == "/" {
+        return to_hyper(Response::json(200, &admin::ready_json(&world, &app.base_url)));
+    }
+    let trimmed = path.trim_start_matches('/');
+    let (svc, rest) = match trimmed.find('/') {
+        Some(i) => (&trimmed[..i], &trimmed[i..]),
+        None => (trimmed, "/"),
+    };
+    let headers = req.headers().clone();
+    // A client that went away mid-body still gets its (empty) request recorded.
+    let (body, too_large) = read_body(req, world.scenario.max_body_bytes).await.unwrap_or_default();
+    let sreq = Request {
+        service: svc.to_string(),
+        method,
+        path: rest.to_string(),
+        headers,
+        body,
+        too_large,
+        actor: None,
+    };
+    let out = service::admit(&world, sreq);
+    deliver(app, &world, ctl, out.plan, out.response).await
+}
+
+async fn deliver(app: &App, world: &World, ctl: &AtomicU8, plan: Plan, response: Response) -> hyper::Response<Full<Bytes>> {
+    let sabotage = |how| {
+        ctl.store(how, Ordering::Release);
+        hyper::Response::new(Full::new(Bytes::new()))
+    };
+    match plan {
+        Plan::Now => to_hyper(response),
+        Plan::At(t) => match world.clock.sleep_until(t).await {
+            Some(_tick) => to_hyper(response),
+            None => sabotage(DROP),
+        },
+        Plan::Drop => sabotage(DROP),
+        Plan::Reset => sabotage(RESET),
+        Plan::Hang => {
+            tokio::select! {
+                _ = world.clock.closed() => {}
+                _ = app.host.stopping() => {}
+            }
+            sabotage(DROP)
+        }
+    }
+}
+
+/// Read a body, keeping at most `cap` bytes; the flag says it was longer.
+async fn read_body(req: hyper::Request<Incoming>, cap: usize) -> Result<(Vec<u8>, bool), hyper::Error> {
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let mut body = req.into_body();
+    let mut out = Vec::new();
+    if declared.is_some_and(|n| n > cap as u64) {
+        // Keep a prefix for the ledger without reading an unbounded body.
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame?.into_data() {
+                out.extend_from_slice(&data[..data.len().min(cap.saturating_sub(out.len()))]);
+            }
+            if out.len() >= cap.min(4096) {
+                break;
+            }
+        }
+        return Ok((out, true));
+    }
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            if out.len() + data.len() > cap {
+                out.extend_from_slice(&data[..cap - out.len()]);
+                return Ok((out, true));
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok((out, false))
+}
+
+fn to_hyper(r: Response) -> hyper::Response<Full<Bytes>> {
+    let mut b = hyper::Response::builder().status(r.status);
+    for (k, v) in &r.headers {
+        b = b.header(k.as_str(), v.as_str());
+    }
+    b.body(Full::new(Bytes::from(r.body))).unwrap_or_else(|e| {
+        // Only a scenario header value hyper refuses can get here; say so rather than panic.
+        let body = json!({"error": format!("doubleagent could not build the response: {e}"), "status": 500});
+        let mut resp = hyper::Response::new(Full::new(Bytes::from(body.to_string())));
+        *resp.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+        resp
+    })
+}
+
+/// Errors from starting a server in process.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error("cannot listen: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// A doubleagent server running inside the current tokio runtime, for Rust tests.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), doubleagent::server::StartError> {
+/// let server = doubleagent::Server::start_toml(doubleagent::scenario::QUICKSTART).await?;
+/// let payments = server.service_url("payments").unwrap();
+/// // ... point the code under test at `payments`, then:
+/// let applied = server.ledger().iter().filter(|e| e.applied).count();
+/// # let _ = (payments, applied); Ok(()) }
+/// ```
+pub struct Server {
+    app: Arc<App>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Server {
+    /// Serve a validated scenario on `127.0.0.1:0`.
+    pub async fn start(scenario: Scenario) -> Result<Server, StartError> {
+        Server::start_on("127.0.0.1:0", scenario, None).await
+    }
+
+    /// Validate and serve a scenario given as TOML text.
+    pub async fn start_toml(toml: &str) -> Result<Server, StartError> {
+        Server::start(Scenario::from_toml(toml, "<inline scenario>")?).await
+    }
+
+    /// Serve on a given address with an optional seed override.
+    pub async fn start_on(addr: &str, scenario: Scenario, seed: Option<u64>) -> Result<Server, StartError> {
+        let listener = TcpListener::bind(addr).await?;
+        let (app, stop) = Server::run(listener, scenario, seed, Duration::from_secs(5))?;
+        Ok(Server { app, stop: Some(stop) })
+    }
+
+    /// Spawn `serve` on an already-bound listener; the sender stops it.
+    pub fn run(listener: TcpListener, scenario: Scenario, seed: Option<u64>, drain: Duration) -> io::Result<(Arc<App>, oneshot::Sender<()>)> {
+        let addr = listener.local_addr()?;
+        let app = Arc::new(App {
+            host: Host::new(scenario, seed),
+            base_url: format!("http://{addr}"),
+            drain,
+        });
+        let (tx, rx) = oneshot::channel::<()>();
+        tokio::spawn(serve(listener, app.clone(), async {
+            let _ = rx.await;
+        }));
+        Ok((app, tx))
+    }
+
+    pub fn url(&self) -> &str {
+        &self.app.base_url
+    }
+
+    /// The base URL of a fake service (`http://127.0.0.1:PORT/payments`).
+    pub fn service_url(&self, name: &str) -> Option<String> {
+        self.world().scenario.service(name).map(|s| format!("{}/{}", self.app.base_url, s.name))
+    }
+
+    /// The ready line's JSON object.
+    pub fn ready(&self) -> Value {
+        admin::ready_json(&self.world(), &self.app.base_url)
+    }
+
+    /// Every ledger entry so far.
+    pub fn ledger(&self) -> Vec<Entry> {
+        self.world().entries(&Filter::default())
+    }
+
+    /// Ledger entries matching a filter.
+    pub fn entries(&self, filter: &Filter) -> Vec<Entry> {
+        self.world().entries(filter)
+    }
+
+    /// Move a manual clock forward.
+    pub async fn advance(&self, by: Duration) -> Result<Duration, crate::clock::ClockError> {
+        self.world().clock.advance(by).await
+    }
+
+    /// Back to the start (same as `POST /_admin/reset`).
+    pub fn reset(&self) {
+        self.app.host.reset();
+    }
+
+    pub fn world(&self) -> Arc<World> {
+        self.app.host.world()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.app.host.stop();
+        self.app.host.world().close();
+    }
+}

@@ -1,0 +1,587 @@
+//! Fake services: the action pipeline a request runs through, independent of HTTP.
+//!
+//! [`admit`] takes a [`Request`] (service-relative path, headers, body) and, in one critical
+//! section over the world, does match → idempotency → fate → ledger, returning an [`Outcome`]:
+//! the response and a [`Plan`] for delivering it (now, at a later scenario time, never, by
+//! reset, or by hanging). The HTTP server is one caller and carries out the plan on a socket;
+//! an agent's side-effect step is another and calls [`call`], which carries out the plan in
+//! process. Because admission is synchronous, the effect of an attempt is in the ledger before
+//! anything is sent, exactly as a real provider commits before it replies.
+
+use std::time::Duration;
+
+use hyper::HeaderMap;
+use serde_json::{json, Map, Value};
+
+use crate::fate::Fate;
+use crate::idempotency::{fingerprint, Cache, Decision, KeyRecord, Mode, StoredResponse};
+use crate::ledger::{parse_action_id, ActionState, Delivery, Disposition, Record, ResponsePlan};
+use crate::scenario::{did_you_mean, CancelPolicy, Per, RespondBody, Route, RouteKind, Service};
+use crate::world::{State, World};
+
+/// A request to a fake service, however it arrived.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    pub service: String,
+    pub method: String,
+    /// Path below the service's mount point, starting with '/'.
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    /// The body was over the cap and `body` holds only its start.
+    pub too_large: bool,
+    /// `None` for an outside client; `agent:NAME` for an agent's own call.
+    pub actor: Option<String>,
+}
+
+/// A response to deliver.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn json(status: u16, v: &Value) -> Response {
+        Response {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: v.to_string().into_bytes(),
+        }
+    }
+
+    fn from_stored(s: &StoredResponse) -> Response {
+        Response {
+            status: s.status,
+            headers: s.headers.clone(),
+            body: s.body.clone(),
+        }
+    }
+
+    fn to_stored(&self) -> StoredResponse {
+        StoredResponse {
+            status: self.status,
+            headers: self.headers.clone(),
+            body: self.body.clone(),
+        }
+    }
+}
+
+/// How the response reaches (or fails to reach) the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plan {
+    Now,
+    /// At this scenario time.
+    At(Duration),
+    /// Close the connection without a response.
+    Drop,
+    /// Reset the connection (TCP RST).
+    Reset,
+    /// Hold the connection open until the world closes.
+    Hang,
+}
+
+/// What admission decided.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub seq: u64,
+    pub response: Response,
+    pub plan: Plan,
+}
+
+/// Run a request through the pipeline and carry out its delivery plan in process: `None` when
+/// the response never arrives (dropped, reset, hung, or the world closed while it was delayed).
+pub async fn call(world: &World, req: Request) -> (u64, Option<Response>) {
+    let out = admit(world, req);
+    let resp = match out.plan {
+        Plan::Now => Some(out.response),
+        Plan::At(t) => world.clock.sleep_until(t).await.map(|_| out.response),
+        Plan::Drop | Plan::Reset | Plan::Hang => None,
+    };
+    (out.seq, resp)
+}
+
+/// The parsed, per-request facts every route kind records.
+struct Facts {
+    json: Option<Value>,
+    work_id: Option<String>,
+    revision: Option<Value>,
+    body: Value,
+    body_truncated: bool,
+}
+
+/// Admit a request: match, idempotency, fate, ledger — atomically.
+pub fn admit(world: &World, req: Request) -> Outcome {
+    let scenario = world.scenario.clone();
+    let service = scenario.service(&req.service);
+    let json = if req.too_large { None } else { serde_json::from_slice::<Value>(&req.body).ok() };
+    let cap = scenario.ledger_body_bytes;
+    let (body, body_truncated) = ledger_body(&req.body, json.as_ref(), cap, req.too_large);
+    let header = |name: &str| {
+        req.headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
+    let facts = Facts {
+        work_id: service.and_then(|s| header(&s.work_id_header)),
+        revision: service.and_then(|s| header(&s.revision_header)).map(|r| match r.trim().parse::<i64>() {
+            Ok(n) => Value::from(n),
+            Err(_) => Value::String(r),
+        }),
+        json,
+        body,
+        body_truncated,
+    };
+    let now = world.clock.now();
+    let mut st = world.lock();
+    let seq = st.ledger.next_seq();
+    let mut record = Record {
+        seq,
+        service: req.service.clone(),
+        route: None,
+        method: req.method.clone(),
+        path: req.path.clone(),
+        received_at: now,
+        idempotency_key: None,
+        fingerprint: None,
+        intent: None,
+        work_id: facts.work_id.clone(),
+        revision: facts.revision.clone(),
+        body: facts.body.clone(),
+        body_truncated: facts.body_truncated,
+        disposition: Disposition::Unmatched,
+        replay_of: None,
+        executed_after_expiry: false,
+        fate: None,
+        applies_at: None,
+        cancelled_at: None,
+        response: ResponsePlan {
+            delivery: Delivery::Sent,
+            status: None,
+            at: Some(now),
+        },
+        actor: req.actor.clone(),
+        detail: None,
+    };
+
+    let (response, plan) = if req.too_large {
+        record.disposition = Disposition::TooLarge;
+        let r = Response::json(413, &json!({
+            "error": format!("request body is larger than the scenario's max_body_bytes ({} bytes)", scenario.max_body_bytes),
+            "status": 413
+        }));
+        (r, Plan::Now)
+    } else {
+        match service.and_then(|s| find_route(s, &req, facts.json.as_ref()).map(|(r, p)| (s, r, p))) {
+            None => (unmatched(&scenario.services, service, &req), Plan::Now),
+            Some((svc, route, params)) => {
+                record.route = Some(route.name.clone());
+                match route.kind {
+                    RouteKind::Action => action(world, &mut st, svc, route, &req, &facts, &mut record),
+                    RouteKind::Lookup => (lookup(world, &st, svc, route, &params, &mut record), Plan::Now),
+                    RouteKind::Cancel => (cancel(&mut st, svc, route, &params, &mut record), Plan::Now),
+                }
+            }
+        }
+    };
+    record.response = match plan {
+        Plan::Now => ResponsePlan { delivery: Delivery::Sent, status: Some(response.status), at: Some(now) },
+        Plan::At(t) => ResponsePlan { delivery: Delivery::Sent, status: Some(response.status), at: Some(t) },
+        Plan::Drop => ResponsePlan { delivery: Delivery::Dropped, status: None, at: Some(now) },
+        Plan::Reset => ResponsePlan { delivery: Delivery::Reset, status: None, at: Some(now) },
+        Plan::Hang => ResponsePlan { delivery: Delivery::Hung, status: None, at: None },
+    };
+    let seq = st.ledger.append(record);
+    drop(st);
+    tracing::debug!(seq, service = %req.service, method = %req.method, path = %req.path, status = response.status, ?plan, "request admitted");
+    Outcome { seq, response, plan }
+}
+
+/// What the ledger keeps of a body: the JSON itself when it parses and fits, else (a prefix of)
+/// the text.
+fn ledger_body(raw: &[u8], json: Option<&Value>, cap: usize, too_large: bool) -> (Value, bool) {
+    if raw.is_empty() {
+        return (Value::Null, false);
+    }
+    if let (Some(v), true) = (json, raw.len() <= cap) {
+        return (v.clone(), false);
+    }
+    let cut = raw.len().min(cap);
+    let text = String::from_utf8_lossy(&raw[..cut]).into_owned();
+    (Value::String(text), too_large || cut < raw.len())
+}
+
+fn find_route<'s>(svc: &'s Service, req: &Request, json: Option<&Value>) -> Option<(&'s Route, Vec<(String, String)>)> {
+    svc.routes.iter().find_map(|r| {
+        if r.method != req.method {
+            return None;
+        }
+        let params = r.path.matches(&req.path)?;
+        let headers_ok = r.matcher.headers.iter().all(|(k, v)| {
+            req.headers.get(k.as_str()).is_some_and(|h| h.as_bytes() == v.as_bytes())
+        });
+        let json_ok = r.matcher.json.iter().all(|(p, v)| json.and_then(|j| j.pointer(p)) == Some(v));
+        (headers_ok && json_ok).then_some((r, params))
+    })
+}
+
+fn unmatched(all: &[Service], service: Option<&Service>, req: &Request) -> Response {
+    let asked = format!("{} {}", req.method, req.path);
+    match service {
+        None => {
+            let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+            Response::json(404, &json!({
+                "error": format!("no service named \"{}\"{}", req.service, did_you_mean(&req.service, names.iter().copied())),
+                "status": 404,
+                "services": names,
+            }))
+        }
+        Some(svc) => {
+            let mut closest: Vec<(usize, String)> = svc
+                .routes
+                .iter()
+                .map(|r| {
+                    let cand = format!("{} {}", r.method, r.path.raw);
+                    (distance(&asked, &cand), format!("{cand} ({})", r.name))
+                })
+                .collect();
+            closest.sort();
+            Response::json(404, &json!({
+                "error": format!("no route of service \"{}\" matches {asked}", svc.name),
+                "status": 404,
+                "closest": closest.into_iter().take(3).map(|(_, c)| c).collect::<Vec<_>>(),
+            }))
+        }
+    }
+}
+
+fn distance(a: &str, b: &str) -> usize {
+    // Common-prefix length counts most: "/v1/transfer" is nearer "/v1/transfers" than "/v2".
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    a.chars().count().max(b.chars().count()) - common
+}
+
+fn action(
+    world: &World,
+    st: &mut State,
+    svc: &Service,
+    route: &Route,
+    req: &Request,
+    facts: &Facts,
+    record: &mut Record,
+) -> (Response, Plan) {
+    let now = record.received_at;
+    let policy = &route.idempotency;
+    let key = req
+        .headers
+        .get(policy.header.as_str())
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let fp = fingerprint(&policy.fingerprint, &req.body, facts.json.as_ref());
+    let intent = intent_of(route, facts.json.as_ref());
+    record.idempotency_key = key.clone();
+    record.fingerprint = fp.clone();
+    record.intent = intent.clone();
+    let echo = |mut r: Response| {
+        if let (true, Some(k)) = (policy.echo_key, &key) {
+            r.headers.push((policy.header.clone(), k.clone()));
+        }
+        r
+    };
+    let decision = st.keys.decide(policy, &svc.name, key.as_deref(), fp.as_deref(), now);
+    match decision {
+        Decision::Missing => {
+            record.disposition = Disposition::MissingKey;
+            let r = Response::json(policy.missing_status, &json!({
+                "error": format!("this endpoint requires an idempotency key in the {} header", policy.header),
+                "status": policy.missing_status,
+            }));
+            (r, Plan::Now)
+        }
+        Decision::Conflict { of } => {
+            record.disposition = Disposition::Conflict;
+            record.detail = Some(json!({"key_owner": of}));
+            let r = Response::json(policy.conflict_status, &json!({
+                "error": "a request with this idempotency key is still in progress; retry later",
+                "status": policy.conflict_status,
+            }));
+            (echo(r), Plan::Now)
+        }
+        Decision::Mismatch { of } => {
+            record.disposition = Disposition::Mismatch;
+            record.detail = Some(json!({"key_owner": of}));
+            (echo(Response::json(policy.mismatch_status, &policy.mismatch_body)), Plan::Now)
+        }
+        Decision::Replay { of, response } => {
+            record.disposition = Disposition::Replayed;
+            record.replay_of = Some(of);
+            let mut r = if policy.cache == Cache::Latest {
+                match st.ledger.get(of) {
+                    Some(orig) => Response::json(200, &action_view(world, orig, orig.state_at(now))),
+                    None => Response::from_stored(&response),
+                }
+            } else {
+                Response::from_stored(&response)
+            };
+            if let Some(h) = &policy.replay_header {
+                r.headers.push((h.clone(), "true".into()));
+            }
+            (echo(r), Plan::Now)
+        }
+        Decision::Execute { after_expiry } => {
+            record.disposition = Disposition::Executed;
+            record.executed_after_expiry = after_expiry;
+            let stream = match route.per {
+                Per::Route => format!("{}/{}", svc.name, route.name),
+                Per::Intent => format!("{}/{}/intent:{}", svc.name, route.name, intent.as_ref().map(|v| v.to_string()).unwrap_or_default()),
+                Per::Key => format!("{}/{}/key:{}", svc.name, route.name, key.as_deref().unwrap_or("")),
+            };
+            let counter = st.counters.entry(stream.clone()).or_insert(0);
+            let ordinal = *counter;
+            *counter += 1;
+            let fate = route.fates.pick(world.seed, &stream, ordinal);
+            record.fate = Some(fate);
+            record.applies_at = match fate {
+                Fate::ApplyLater(d) => Some(now + d),
+                f if f.applies() => Some(now),
+                _ => None,
+            };
+            let ok = render_respond(world, route, req, facts, record);
+            let (response, plan, completes_at) = match fate {
+                Fate::Respond => (ok, Plan::Now, now),
+                Fate::Delay(d) => (ok, Plan::At(now + d), now + d),
+                Fate::DropAfterApply => (ok, Plan::Drop, now),
+                Fate::HangAfterApply => (ok, Plan::Hang, now),
+                Fate::ResetAfterApply => (ok, Plan::Reset, now),
+                Fate::DropBeforeApply => (ok, Plan::Drop, now),
+                Fate::ErrorBeforeApply(s) => {
+                    let mut r = Response::json(s, &json!({"error": error_text(s), "status": s}));
+                    if s == 429 || s == 503 {
+                        r.headers.push(("retry-after".into(), "1".into()));
+                    }
+                    (r, Plan::Now, now)
+                }
+                Fate::ErrorAfterApply(s) => (Response::json(s, &json!({"error": error_text(s), "status": s})), Plan::Now, now),
+                Fate::ApplyLater(_) => {
+                    let r = Response::json(202, &json!({"id": record.action_id(), "status": "pending"}));
+                    (r, Plan::Now, now)
+                }
+            };
+            let response = echo(response);
+            // A provider remembers a key only once execution began (Stripe: "saves only after
+            // endpoint execution begins"), and only responses its cache policy keeps.
+            if let Some(k) = &key {
+                if policy.mode == Mode::Honor && fate.applies() && policy.caches(response.status) {
+                    st.keys.remember(&svc.name, k, KeyRecord {
+                        fingerprint: fp,
+                        seq: record.seq,
+                        created_at: now,
+                        completes_at,
+                        response: response.to_stored(),
+                    });
+                }
+                if fate.applies() {
+                    st.by_key.insert((svc.name.clone(), k.clone()), record.seq);
+                }
+            }
+            (response, plan)
+        }
+    }
+}
+
+fn error_text(status: u16) -> &'static str {
+    match status {
+        429 => "too many requests",
+        500 => "internal server error",
+        502 => "bad gateway",
+        503 => "service unavailable",
+        504 => "gateway timeout",
+        _ => "request failed",
+    }
+}
+
+/// The intent of an action: the values at the route's pointers, or the whole body without them.
+fn intent_of(route: &Route, json: Option<&Value>) -> Option<Value> {
+    if route.intent.is_empty() {
+        return json.cloned();
+    }
+    let mut m = Map::new();
+    for p in &route.intent {
+        m.insert(p.clone(), json.and_then(|j| j.pointer(p)).cloned().unwrap_or(Value::Null));
+    }
+    Some(Value::Object(m))
+}
+
+fn render_respond(world: &World, route: &Route, req: &Request, facts: &Facts, record: &Record) -> Response {
+    let ctx = Ctx { world, req, facts, record };
+    let mut headers: Vec<(String, String)> = route
+        .respond
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), ctx.text(v)))
+        .collect();
+    let body = match &route.respond.body {
+        RespondBody::Json(v) => {
+            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+                headers.push(("content-type".into(), "application/json".into()));
+            }
+            ctx.json(v).to_string().into_bytes()
+        }
+        RespondBody::Text(t) => ctx.text(t).into_bytes(),
+    };
+    Response { status: route.respond.status, headers, body }
+}
+
+/// Placeholder context: `{{action.id}}`, `{{action.seq}}`, `{{key}}`, `{{work_id}}`,
+/// `{{revision}}`, `{{now}}`, `{{body./pointer}}`, `{{path.NAME}}`.
+struct Ctx<'a> {
+    world: &'a World,
+    req: &'a Request,
+    facts: &'a Facts,
+    record: &'a Record,
+}
+
+impl Ctx<'_> {
+    fn lookup(&self, name: &str) -> Option<Value> {
+        let name = name.trim();
+        Some(match name {
+            "action.id" => Value::from(self.record.action_id()),
+            "action.seq" => Value::from(self.record.seq),
+            "key" => Value::from(self.record.idempotency_key.clone()?),
+            "work_id" => Value::from(self.facts.work_id.clone()?),
+            "revision" => self.facts.revision.clone()?,
+            "now" => Value::from(self.world.clock.rfc3339(self.record.received_at)),
+            "request.method" => Value::from(self.req.method.clone()),
+            "request.path" => Value::from(self.req.path.clone()),
+            _ => {
+                if let Some(p) = name.strip_prefix("body.") {
+                    self.facts.json.as_ref()?.pointer(p)?.clone()
+                } else if let Some(seg) = name.strip_prefix("path.") {
+                    let route = self.world.scenario.service(&self.req.service)?.route(self.record.route.as_deref()?)?;
+                    let (_, v) = route.path.matches(&self.req.path)?.into_iter().find(|(k, _)| k == seg)?;
+                    Value::from(v)
+                } else {
+                    return None;
+                }
+            }
+        })
+    }
+
+    fn json(&self, v: &Value) -> Value {
+        match v {
+            Value::String(s) => {
+                let t = s.trim();
+                // A string that is exactly one placeholder takes the value's own JSON type.
+                if let Some(inner) = t.strip_prefix("{{").and_then(|x| x.strip_suffix("}}")) {
+                    if !inner.contains("{{") {
+                        if let Some(v) = self.lookup(inner) {
+                            return v;
+                        }
+                    }
+                }
+                Value::String(self.text(s))
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.json(x)).collect()),
+            Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.clone(), self.json(x))).collect()),
+            other => other.clone(),
+        }
+    }
+
+    fn text(&self, s: &str) -> String {
+        let mut out = String::new();
+        let mut rest = s;
+        while let Some(start) = rest.find("{{") {
+            let Some(len) = rest[start..].find("}}") else { break };
+            out.push_str(&rest[..start]);
+            let name = &rest[start + 2..start + len];
+            match self.lookup(name) {
+                Some(Value::String(v)) => out.push_str(&v),
+                Some(v) => out.push_str(&v.to_string()),
+                None => out.push_str(&rest[start..start + len + 2]),
+            }
+            rest = &rest[start + len + 2..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// Resolve a lookup/cancel `{id}`: an action id of this service or an idempotency key.
+fn resolve_target<'a>(st: &'a State, svc: &Service, route: &Route, id: &str) -> Option<&'a Record> {
+    let seq = parse_action_id(id).or_else(|| st.by_key.get(&(svc.name.clone(), id.to_string())).copied())?;
+    let rec = st.ledger.get(seq)?;
+    let visible = rec.service == svc.name
+        && rec.is_action()
+        && route.of.as_ref().is_none_or(|of| rec.route.as_ref().is_some_and(|r| of.contains(r)));
+    visible.then_some(rec)
+}
+
+fn action_view(world: &World, rec: &Record, state: Option<ActionState>) -> Value {
+    let now = world.clock.now();
+    json!({
+        "id": rec.action_id(),
+        "state": state,
+        "route": rec.route,
+        "idempotency_key": rec.idempotency_key,
+        "intent": rec.intent,
+        "received_at": world.clock.rfc3339(rec.received_at),
+        "applied_at": rec.applied_at(now).filter(|_| state == Some(ActionState::Applied)).map(|t| world.clock.rfc3339(t)),
+    })
+}
+
+fn lookup(world: &World, st: &State, svc: &Service, route: &Route, params: &[(String, String)], record: &mut Record) -> Response {
+    record.disposition = Disposition::Lookup;
+    let id = params.iter().find(|(k, _)| k == "id").map(|(_, v)| v.as_str()).unwrap_or("");
+    if !route.available {
+        record.detail = Some(json!({"id": id, "answer": "unavailable"}));
+        return Response::json(503, &json!({"error": "lookup unavailable", "status": 503}));
+    }
+    let as_of = record.received_at.saturating_sub(route.lag);
+    let found = resolve_target(st, svc, route, id).and_then(|rec| rec.state_at(as_of).map(|s| (rec, s)));
+    match found {
+        Some((rec, state)) => {
+            record.detail = Some(json!({"id": id, "target": rec.seq, "answer": state}));
+            let mut v = action_view(world, rec, Some(state));
+            if state != ActionState::Applied {
+                v["applied_at"] = Value::Null;
+            }
+            Response::json(200, &v)
+        }
+        None => {
+            record.detail = Some(json!({"id": id, "answer": "unknown"}));
+            Response::json(404, &json!({"error": format!("no action \"{id}\""), "id": id, "state": "unknown", "status": 404}))
+        }
+    }
+}
+
+fn cancel(st: &mut State, svc: &Service, route: &Route, params: &[(String, String)], record: &mut Record) -> Response {
+    record.disposition = Disposition::Cancel;
+    let now = record.received_at;
+    let id = params.iter().find(|(k, _)| k == "id").map(|(_, v)| v.clone()).unwrap_or_default();
+    let Some(target) = resolve_target(st, svc, route, &id).map(|r| (r.seq, r.state_at(now))) else {
+        record.detail = Some(json!({"id": id, "outcome": "unknown"}));
+        return Response::json(404, &json!({"error": format!("no action \"{id}\""), "id": id, "status": 404}));
+    };
+    let (seq, state) = target;
+    let (outcome, resp) = match (route.cancel_policy, state) {
+        (CancelPolicy::AckOnly, _) => (
+            "acknowledged",
+            Response::json(202, &json!({"id": id, "status": "stop requested"})),
+        ),
+        (CancelPolicy::Honor, Some(ActionState::Pending)) => {
+            if let Some(r) = st.ledger.get_mut(seq) {
+                r.cancelled_at = Some(now);
+            }
+            ("cancelled", Response::json(200, &json!({"id": id, "state": "cancelled"})))
+        }
+        (CancelPolicy::Honor, Some(ActionState::Cancelled)) => {
+            ("cancelled", Response::json(200, &json!({"id": id, "state": "cancelled"})))
+        }
+        (CancelPolicy::Honor, _) => (
+            "too-late",
+            Response::json(409, &json!({"error": "the action has already been applied", "id": id, "state": "applied", "status": 409})),
+        ),
+    };
+    record.detail = Some(json!({"id": id, "target": seq, "outcome": outcome}));
+    resp
+}
