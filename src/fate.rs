@@ -61,6 +61,19 @@ impl Fate {
     }
 }
 
+/// The fate names, for "did you mean" hints.
+pub const NAMES: &[&str] = &[
+    "respond",
+    "delay",
+    "drop-after-apply",
+    "hang-after-apply",
+    "reset-after-apply",
+    "drop-before-apply",
+    "error-before-apply",
+    "error-after-apply",
+    "apply-later",
+];
+
 const FATE_FORMS: &str = "respond, delay:<dur>, drop-after-apply, hang-after-apply, \
 reset-after-apply, drop-before-apply, error-before-apply:<status>, error-after-apply:<status>, \
 apply-later:<dur>";

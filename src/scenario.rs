@@ -714,6 +714,12 @@ fn locate_serde_error(src: &str, path: &str, e: &toml::de::Error) -> Problem {
         }
     } else if let Some(hint) = parse_unknown_variant(&message) {
         message.push_str(&hint);
+    } else if let Some(rest) = message.strip_prefix("unknown fate \"") {
+        let name = rest.split(['"', ':']).next().unwrap_or_default();
+        let hint = did_you_mean(name, crate::fate::NAMES.iter().copied());
+        if let Some(at) = message.find("; expected") {
+            message.insert_str(at, &hint);
+        }
     }
     let offset = match e.span() {
         Some(span) => Some(span.start),
@@ -751,18 +757,28 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -
         .unwrap_or_default()
 }
 
+/// Optimal-string-alignment distance: like Levenshtein, but a swap of two neighbours (`nmae`)
+/// costs one edit, the commonest typo.
 fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
     }
-    prev[b.len()]
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 fn locate(src: &str, path: String, message: String) -> Problem {
@@ -864,5 +880,6 @@ mod tests {
     fn edit_distance_suggests_close_words_only() {
         assert_eq!(did_you_mean("fatez", ["fates", "intent"].into_iter()), "; did you mean `fates`?");
         assert_eq!(did_you_mean("zzz", ["fates", "intent"].into_iter()), "");
+        assert_eq!(did_you_mean("nmae", ["name", "seed"].into_iter()), "; did you mean `name`?");
     }
 }

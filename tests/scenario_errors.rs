@@ -1,0 +1,137 @@
+//! Golden error messages: a bad scenario is rejected with `file:line:col: key.path: message`
+//! (and a "did you mean" for a misspelt key), exit code 2, and nothing is served.
+
+mod common;
+
+use common::*;
+use std::process::Command;
+
+/// Run `doubleagent check bad.toml` in the file's directory; return (exit code, stderr).
+fn check(toml: &str) -> (i32, String) {
+    let path = temp_file("bad.toml", toml);
+    let out = Command::new(bin())
+        .args(["check", "bad.toml"])
+        .current_dir(path.parent().unwrap())
+        .output()
+        .unwrap();
+    (out.status.code().unwrap(), String::from_utf8(out.stderr).unwrap().trim_end().to_string())
+}
+
+fn route(extra: &str) -> String {
+    format!("[services.payments]\n[[services.payments.routes]]\nname = \"a\"\nmethod = \"POST\"\npath = \"/a\"\nkind = \"action\"\n{extra}\n")
+}
+
+#[track_caller]
+fn golden(toml: &str, expected: &str) {
+    let (code, err) = check(toml);
+    assert_eq!(code, 2, "exit code for: {err}");
+    assert_eq!(err, expected);
+}
+
+#[test]
+fn a_misspelt_key_is_located_and_gets_a_hint() {
+    golden(
+        &route("fatez = [\"respond\"]"),
+        "bad.toml:7:1: services.payments.routes[0].fatez: unknown key `fatez`; did you mean `fates`? (expected one of: name, method, path, kind, intent, fates, per, respond, idempotency, match, lag, available, policy, of, repeatable)",
+    );
+    golden(
+        "nmae = \"x\"\n",
+        "bad.toml:1:1: nmae: unknown key `nmae`; did you mean `name`? (expected one of: name, seed, clock, max_body_bytes, ledger_body_bytes, services)",
+    );
+}
+
+#[test]
+fn a_bad_duration_says_what_a_duration_looks_like() {
+    golden(
+        "[services.payments]\nidempotency = { preset = \"stripe\", retention = \"24 hours\" }\n",
+        "bad.toml:2:48: services.payments.idempotency.retention: expected a duration like \"250ms\", \"3s\", \"10m\", \"24h\" or \"1h30m\", found \"24 hours\"",
+    );
+}
+
+#[test]
+fn a_bad_status_code_is_rejected() {
+    golden(
+        &route("respond = { status = 999 }"),
+        "bad.toml:7:22: services.payments.routes[0].respond.status: expected an HTTP status code between 100 and 599, found 999",
+    );
+}
+
+#[test]
+fn duplicate_route_names_and_paths_are_rejected() {
+    let dup_name = format!("{}[[services.payments.routes]]\nname = \"a\"\nmethod = \"POST\"\npath = \"/b\"\nkind = \"action\"\n", route(""));
+    golden(&dup_name, "bad.toml:9:1: services.payments.routes[1].name: duplicate route name \"a\" in service \"payments\"");
+    let dup_path = format!("{}[[services.payments.routes]]\nname = \"b\"\nmethod = \"POST\"\npath = \"/a\"\nkind = \"action\"\n", route(""));
+    golden(
+        &dup_path,
+        "bad.toml:11:1: services.payments.routes[1].path: duplicate route: POST /a is already served by route \"a\" (add a `match` to tell them apart)",
+    );
+}
+
+#[test]
+fn a_service_named_admin_is_rejected() {
+    golden(
+        "[services._admin]\n",
+        "bad.toml:1:11: services._admin: \"_admin\" is reserved for doubleagent's own endpoints; pick another service name",
+    );
+}
+
+#[test]
+fn unknown_fates_and_kinds_get_hints() {
+    golden(
+        &route("fates = [\"respond\", \"dleay:1s\"]"),
+        "bad.toml:7:9: services.payments.routes[0].fates[1]: unknown fate \"dleay:1s\"; did you mean `delay`?; expected one of: respond, delay:<dur>, drop-after-apply, hang-after-apply, reset-after-apply, drop-before-apply, error-before-apply:<status>, error-after-apply:<status>, apply-later:<dur>",
+    );
+    golden(
+        "[services.payments]\n[[services.payments.routes]]\nname = \"a\"\nmethod = \"POST\"\npath = \"/a\"\nkind = \"acton\"\n",
+        "bad.toml:6:8: services.payments.routes[0].kind: unknown variant `acton`, expected one of `action`, `lookup`, `cancel`; did you mean `action`?",
+    );
+}
+
+#[test]
+fn keys_of_another_route_kind_are_rejected_not_ignored() {
+    golden(
+        &route("lag = \"2s\""),
+        "bad.toml:7:1: services.payments.routes[0].lag: `lag` applies only to lookup routes; this route is kind = \"action\"",
+    );
+}
+
+#[test]
+fn syntax_errors_and_missing_fields_are_located() {
+    golden("[services.payments\n", "bad.toml:1:19: unclosed table, expected `]`");
+    golden(
+        "[services.payments]\n[[services.payments.routes]]\nname = \"a\"\npath = \"/a\"\nkind = \"action\"\n",
+        "bad.toml:2:1: services.payments.routes[0]: missing field `method`",
+    );
+}
+
+#[test]
+fn every_problem_the_semantic_pass_finds_is_reported() {
+    let (code, err) = check("[services._admin]\n[services.agents]\n");
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 2, "{err}");
+}
+
+#[test]
+fn serve_refuses_a_bad_scenario_with_exit_2_and_serves_nothing() {
+    let path = temp_file("bad.toml", "[services._admin]\n");
+    let out = Command::new(bin())
+        .args(["serve", path.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "no ready line: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("services._admin: \"_admin\" is reserved"));
+}
+
+#[test]
+fn every_shipped_scenario_validates() {
+    let dir = format!("{}/scenarios", env!("CARGO_MANIFEST_DIR"));
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(".toml"))
+        .collect();
+    assert!(files.len() >= 4, "quickstart plus at least three more: {files:?}");
+    let out = Command::new(bin()).arg("check").args(&files).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
