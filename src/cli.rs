@@ -18,7 +18,11 @@ use crate::server::{serve, App};
 use crate::world::Host;
 
 #[derive(Parser, Debug)]
-#[command(name = "doubleagent", version, about = "Plays the outside world for AI-agent orchestrators under test.")]
+#[command(
+    name = "doubleagent",
+    version,
+    about = "Plays the outside world for AI-agent orchestrators under test."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -88,7 +92,12 @@ fn check(files: &[PathBuf]) -> ExitCode {
     let mut bad = false;
     for f in files {
         match Scenario::from_file(f) {
-            Ok(s) => println!("{}: ok (scenario \"{}\", {} service(s))", f.display(), s.name, s.services.len()),
+            Ok(s) => println!(
+                "{}: ok (scenario \"{}\", {} service(s))",
+                f.display(),
+                s.name,
+                s.services.len()
+            ),
             Err(e) => {
                 eprintln!("{e}");
                 bad = true;
@@ -118,7 +127,11 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: cannot listen on {}: {e}", args.listen);
-            return ExitCode::from(if e.kind() == std::io::ErrorKind::InvalidInput { 2 } else { 1 });
+            return ExitCode::from(if e.kind() == std::io::ErrorKind::InvalidInput {
+                2
+            } else {
+                1
+            });
         }
     };
     let addr = match listener.local_addr() {

@@ -247,7 +247,11 @@ pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
         if digits == 0 {
             return None;
         }
-        let padded: String = frac[..digits].chars().chain("000".chars()).take(3).collect();
+        let padded: String = frac[..digits]
+            .chars()
+            .chain("000".chars())
+            .take(3)
+            .collect();
         millis = padded.parse().ok()?;
         rest = &frac[digits..];
     }
@@ -269,7 +273,9 @@ pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
 /// Parses a scenario duration: an integer with a unit (`ms`, `s`, `m`, `h`, `d`), optionally
 /// compound (`1h30m`). Whitespace and bare numbers are rejected so a typo never means "zero".
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let expected = || format!("expected a duration like \"250ms\", \"3s\", \"10m\", \"24h\" or \"1h30m\", found \"{s}\"");
+    let expected = || {
+        format!("expected a duration like \"250ms\", \"3s\", \"10m\", \"24h\" or \"1h30m\", found \"{s}\"")
+    };
     if s.is_empty() {
         return Err(expected());
     }
@@ -294,7 +300,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             _ => return Err(expected()),
         };
         let ms = n.checked_mul(ms_per).ok_or_else(expected)?;
-        total = total.checked_add(Duration::from_millis(ms)).ok_or_else(expected)?;
+        total = total
+            .checked_add(Duration::from_millis(ms))
+            .ok_or_else(expected)?;
     }
     Ok(total)
 }
@@ -306,7 +314,13 @@ pub fn format_duration(d: Duration) -> String {
         return "0ms".into();
     }
     let mut out = String::new();
-    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)] {
+    for (unit, size) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+        ("ms", 1),
+    ] {
         if ms >= size {
             out.push_str(&format!("{}{unit}", ms / size));
             ms %= size;
@@ -346,7 +360,10 @@ mod tests {
     #[test]
     fn formats_and_parses_timestamps() {
         assert_eq!(format_rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(format_rfc3339_ms(1_795_000_000_123), "2026-11-18T11:06:40.123Z");
+        assert_eq!(
+            format_rfc3339_ms(1_795_000_000_123),
+            "2026-11-18T11:06:40.123Z"
+        );
         assert_eq!(
             parse_rfc3339_ms("2026-11-18T11:06:40.123Z"),
             Some(1_795_000_000_123)

@@ -100,11 +100,13 @@ impl FromStr for Fate {
             None => (s, None),
         };
         let dur = |a: Option<&str>| -> Result<Duration, FateError> {
-            let a = a.ok_or_else(|| FateError(format!("{name} needs a duration, e.g. \"{name}:2s\"")))?;
+            let a =
+                a.ok_or_else(|| FateError(format!("{name} needs a duration, e.g. \"{name}:2s\"")))?;
             parse_duration(a).map_err(|e| FateError(format!("{name}: {e}")))
         };
         let status = |a: Option<&str>| -> Result<u16, FateError> {
-            let a = a.ok_or_else(|| FateError(format!("{name} needs a status, e.g. \"{name}:503\"")))?;
+            let a =
+                a.ok_or_else(|| FateError(format!("{name} needs a status, e.g. \"{name}:503\"")))?;
             parse_status(a, name)
         };
         let no_arg = |f: Fate| match arg {
@@ -249,7 +251,9 @@ impl<'de> serde::Deserialize<'de> for FateSchedule {
                         choices.push((f.parse::<Fate>().map_err(de::Error::custom)?, w));
                     }
                     if choices.iter().all(|(_, w)| *w == 0) {
-                        return Err(de::Error::custom("random fates need at least one positive weight"));
+                        return Err(de::Error::custom(
+                            "random fates need at least one positive weight",
+                        ));
                     }
                     out = Some(FateSchedule::Weighted(choices));
                 }
@@ -282,7 +286,11 @@ mod tests {
         assert!("delay".parse::<Fate>().is_err());
         assert!("error-after-apply:200".parse::<Fate>().is_err());
         assert!("respond:1s".parse::<Fate>().is_err());
-        assert!("explode".parse::<Fate>().unwrap_err().0.contains("expected one of"));
+        assert!("explode"
+            .parse::<Fate>()
+            .unwrap_err()
+            .0
+            .contains("expected one of"));
     }
 
     #[test]
@@ -296,10 +304,17 @@ mod tests {
     #[test]
     fn weighted_draws_depend_only_on_seed_stream_and_ordinal() {
         let s = FateSchedule::Weighted(vec![(Fate::Respond, 1), (Fate::DropAfterApply, 1)]);
-        let run = |seed| (0..64).map(|i| s.pick(seed, "payments/create", i)).collect::<Vec<_>>();
+        let run = |seed| {
+            (0..64)
+                .map(|i| s.pick(seed, "payments/create", i))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(run(7), run(7));
         assert_ne!(run(7), run(8));
-        let drops = run(7).iter().filter(|f| **f == Fate::DropAfterApply).count();
+        let drops = run(7)
+            .iter()
+            .filter(|f| **f == Fate::DropAfterApply)
+            .count();
         assert!((10..54).contains(&drops), "both fates drawn: {drops}");
     }
 }

@@ -206,17 +206,23 @@ impl KeyStore {
         now: Duration,
     ) -> Decision {
         if policy.mode == Mode::Ignore {
-            return Decision::Execute { after_expiry: false };
+            return Decision::Execute {
+                after_expiry: false,
+            };
         }
         let Some(key) = key else {
             return if policy.required {
                 Decision::Missing
             } else {
-                Decision::Execute { after_expiry: false }
+                Decision::Execute {
+                    after_expiry: false,
+                }
             };
         };
         let Some(rec) = self.keys.get(&(service.to_string(), key.to_string())) else {
-            return Decision::Execute { after_expiry: false };
+            return Decision::Execute {
+                after_expiry: false,
+            };
         };
         if now >= rec.created_at + policy.retention {
             return Decision::Execute { after_expiry: true };
@@ -235,7 +241,8 @@ impl KeyStore {
 
     /// Remember an execution's outcome under its key (replacing an expired record).
     pub fn remember(&mut self, service: &str, key: &str, record: KeyRecord) {
-        self.keys.insert((service.to_string(), key.to_string()), record);
+        self.keys
+            .insert((service.to_string(), key.to_string()), record);
     }
 
     /// The record for a key, expired or not (lookups by key use it).
@@ -273,9 +280,15 @@ pub fn fingerprint(how: &Fingerprint, raw: &[u8], json: Option<&Value>) -> Optio
         Fingerprint::Pointers(ptrs) => {
             let picked: Vec<Value> = ptrs
                 .iter()
-                .map(|p| json.and_then(|v| v.pointer(p)).cloned().unwrap_or(Value::Null))
+                .map(|p| {
+                    json.and_then(|v| v.pointer(p))
+                        .cloned()
+                        .unwrap_or(Value::Null)
+                })
                 .collect();
-            Some(fingerprint_bytes(Value::Array(picked).to_string().as_bytes()))
+            Some(fingerprint_bytes(
+                Value::Array(picked).to_string().as_bytes(),
+            ))
         }
     }
 }
@@ -305,15 +318,28 @@ mod tests {
         let at = Duration::from_secs;
         assert_eq!(
             s.decide(&p, "pay", Some("k"), Some("a"), at(0)),
-            Decision::Execute { after_expiry: false }
+            Decision::Execute {
+                after_expiry: false
+            }
         );
         s.remember("pay", "k", record(1, "a", 0, 5));
-        assert_eq!(s.decide(&p, "pay", Some("k"), Some("a"), at(1)), Decision::Conflict { of: 1 });
-        assert!(matches!(s.decide(&p, "pay", Some("k"), Some("a"), at(5)), Decision::Replay { of: 1, .. }));
-        assert_eq!(s.decide(&p, "pay", Some("k"), Some("b"), at(5)), Decision::Mismatch { of: 1 });
+        assert_eq!(
+            s.decide(&p, "pay", Some("k"), Some("a"), at(1)),
+            Decision::Conflict { of: 1 }
+        );
+        assert!(matches!(
+            s.decide(&p, "pay", Some("k"), Some("a"), at(5)),
+            Decision::Replay { of: 1, .. }
+        ));
+        assert_eq!(
+            s.decide(&p, "pay", Some("k"), Some("b"), at(5)),
+            Decision::Mismatch { of: 1 }
+        );
         assert_eq!(
             s.decide(&p, "other", Some("k"), Some("b"), at(5)),
-            Decision::Execute { after_expiry: false },
+            Decision::Execute {
+                after_expiry: false
+            },
             "keys are scoped per service"
         );
         assert_eq!(
@@ -329,10 +355,18 @@ mod tests {
         let ignore = Preset::None.policy();
         assert_eq!(
             s.decide(&ignore, "pay", Some("k"), Some("a"), Duration::ZERO),
-            Decision::Execute { after_expiry: false }
+            Decision::Execute {
+                after_expiry: false
+            }
         );
-        let required = Policy { required: true, ..Preset::Ietf.policy() };
-        assert_eq!(s.decide(&required, "pay", None, None, Duration::ZERO), Decision::Missing);
+        let required = Policy {
+            required: true,
+            ..Preset::Ietf.policy()
+        };
+        assert_eq!(
+            s.decide(&required, "pay", None, None, Duration::ZERO),
+            Decision::Missing
+        );
     }
 
     #[test]
@@ -344,7 +378,10 @@ mod tests {
         assert_eq!(f(&a), f(&b));
         assert_ne!(f(&a), f(&c));
         let only_to = Fingerprint::Pointers(vec!["/to".into()]);
-        assert_eq!(fingerprint(&only_to, b"", Some(&a)), fingerprint(&only_to, b"", Some(&c)));
+        assert_eq!(
+            fingerprint(&only_to, b"", Some(&a)),
+            fingerprint(&only_to, b"", Some(&c))
+        );
         assert_eq!(fingerprint(&Fingerprint::None, b"x", None), None);
     }
 }

@@ -149,7 +149,9 @@ impl Record {
             Delivery::Sent if self.response.at.is_some_and(|at| at > now) => Delivery::Pending,
             d => d,
         };
-        let sent = delivery == Delivery::Sent || delivery == Delivery::Dropped || delivery == Delivery::Reset;
+        let sent = delivery == Delivery::Sent
+            || delivery == Delivery::Dropped
+            || delivery == Delivery::Reset;
         Entry {
             seq: self.seq,
             service: self.service.clone(),
@@ -174,7 +176,11 @@ impl Record {
             cancelled_at: self.cancelled_at.map(|t| clock.rfc3339(t)),
             response: EntryResponse {
                 delivery,
-                status: if delivery == Delivery::Pending { None } else { self.response.status },
+                status: if delivery == Delivery::Pending {
+                    None
+                } else {
+                    self.response.status
+                },
                 at: self.response.at.filter(|_| sent).map(|t| clock.rfc3339(t)),
             },
             actor: self.actor.clone(),
@@ -249,9 +255,18 @@ pub struct Filter {
 impl Filter {
     pub fn matches(&self, r: &Record) -> bool {
         self.service.as_ref().is_none_or(|s| *s == r.service)
-            && self.route.as_ref().is_none_or(|x| r.route.as_ref() == Some(x))
-            && self.key.as_ref().is_none_or(|k| r.idempotency_key.as_ref() == Some(k))
-            && self.work_id.as_ref().is_none_or(|w| r.work_id.as_ref() == Some(w))
+            && self
+                .route
+                .as_ref()
+                .is_none_or(|x| r.route.as_ref() == Some(x))
+            && self
+                .key
+                .as_ref()
+                .is_none_or(|k| r.idempotency_key.as_ref() == Some(k))
+            && self
+                .work_id
+                .as_ref()
+                .is_none_or(|w| r.work_id.as_ref() == Some(w))
             && self.since.is_none_or(|s| r.seq > s)
             && self.disposition.is_none_or(|d| r.disposition == d)
     }
@@ -362,7 +377,11 @@ mod tests {
         assert_eq!(c.state_at(s(9)), Some(ActionState::Cancelled));
         let late_cancel = action(Some(5), Some(7));
         assert_eq!(late_cancel.state_at(s(9)), Some(ActionState::Applied));
-        assert_eq!(action(None, None).state_at(s(9)), None, "never applied: unknown");
+        assert_eq!(
+            action(None, None).state_at(s(9)),
+            None,
+            "never applied: unknown"
+        );
     }
 
     #[tokio::test]

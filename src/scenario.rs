@@ -150,7 +150,8 @@ impl<'de> Deserialize<'de> for RawFingerprint {
             Word(String),
             List(Vec<String>),
         }
-        let expected = "expected \"body\", \"none\" or a list of JSON pointers like [\"/to\", \"/amount\"]";
+        let expected =
+            "expected \"body\", \"none\" or a list of JSON pointers like [\"/to\", \"/amount\"]";
         match Either::deserialize(d).map_err(|_| de::Error::custom(expected))? {
             Either::Word(w) if w == "body" => Ok(RawFingerprint::Body),
             Either::Word(w) if w == "none" => Ok(RawFingerprint::None),
@@ -344,7 +345,9 @@ impl PathTemplate {
         for seg in raw.trim_start_matches('/').split('/') {
             if let Some(name) = seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
                 if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    return Err(format!("\"{seg}\" is not a valid path parameter; use {{name}}"));
+                    return Err(format!(
+                        "\"{seg}\" is not a valid path parameter; use {{name}}"
+                    ));
                 }
                 segments.push(Segment::Param(name.to_string()));
             } else if seg.contains(['{', '}']) {
@@ -371,7 +374,9 @@ impl PathTemplate {
         for (seg, part) in self.segments.iter().zip(parts) {
             match seg {
                 Segment::Literal(l) if l == part => {}
-                Segment::Param(name) if !part.is_empty() => params.push((name.clone(), part.to_string())),
+                Segment::Param(name) if !part.is_empty() => {
+                    params.push((name.clone(), part.to_string()))
+                }
                 _ => return None,
             }
         }
@@ -379,7 +384,9 @@ impl PathTemplate {
     }
 
     pub fn has_param(&self, name: &str) -> bool {
-        self.segments.iter().any(|s| matches!(s, Segment::Param(n) if n == name))
+        self.segments
+            .iter()
+            .any(|s| matches!(s, Segment::Param(n) if n == name))
     }
 }
 
@@ -431,7 +438,12 @@ impl Scenario {
             fail(vec![locate_serde_error(src, &path, &inner)])
         })?;
         compile(raw, default_name, file).map_err(|issues| {
-            fail(issues.into_iter().map(|(path, message)| locate(src, path, message)).collect())
+            fail(
+                issues
+                    .into_iter()
+                    .map(|(path, message)| locate(src, path, message))
+                    .collect(),
+            )
         })
     }
 
@@ -458,7 +470,11 @@ fn compile(raw: RawScenario, default_name: Option<&str>, origin: &str) -> Result
         let spath = format!("services.{sname}");
         if RESERVED.contains(&sname.as_str()) {
             issues.push((spath.clone(), format!("\"{sname}\" is reserved for doubleagent's own endpoints; pick another service name")));
-        } else if sname.is_empty() || !sname.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        } else if sname.is_empty()
+            || !sname
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
             issues.push((spath.clone(), "a service name may use only letters, digits, '-' and '_' (it becomes a URL path segment)".into()));
         }
         let headers = [
@@ -479,10 +495,18 @@ fn compile(raw: RawScenario, default_name: Option<&str>, origin: &str) -> Result
             let rpath = format!("{spath}.routes[{i}]");
             if let Some(route) = compile_route(r, &rpath, &svc_idem, &mut issues) {
                 if routes.iter().any(|o| o.name == route.name) {
-                    issues.push((format!("{rpath}.name"), format!("duplicate route name \"{}\" in service \"{sname}\"", route.name)));
+                    issues.push((
+                        format!("{rpath}.name"),
+                        format!(
+                            "duplicate route name \"{}\" in service \"{sname}\"",
+                            route.name
+                        ),
+                    ));
                 }
                 if let Some(o) = routes.iter().find(|o| {
-                    o.method == route.method && o.path.raw == route.path.raw && o.matcher == route.matcher
+                    o.method == route.method
+                        && o.path.raw == route.path.raw
+                        && o.matcher == route.matcher
                 }) {
                     issues.push((format!("{rpath}.path"), format!("duplicate route: {} {} is already served by route \"{}\" (add a `match` to tell them apart)", route.method, route.path.raw, o.name)));
                 }
@@ -494,8 +518,17 @@ fn compile(raw: RawScenario, default_name: Option<&str>, origin: &str) -> Result
             for target in r.of.iter().flatten() {
                 match routes.iter().find(|o| &o.name == target) {
                     Some(o) if o.kind == RouteKind::Action => {}
-                    Some(_) => issues.push((format!("{spath}.routes[{i}].of"), format!("\"{target}\" is not an action route"))),
-                    None => issues.push((format!("{spath}.routes[{i}].of"), format!("no route named \"{target}\" in service \"{sname}\"{}", did_you_mean(target, routes.iter().map(|o| o.name.as_str()))))),
+                    Some(_) => issues.push((
+                        format!("{spath}.routes[{i}].of"),
+                        format!("\"{target}\" is not an action route"),
+                    )),
+                    None => issues.push((
+                        format!("{spath}.routes[{i}].of"),
+                        format!(
+                            "no route named \"{target}\" in service \"{sname}\"{}",
+                            did_you_mean(target, routes.iter().map(|o| o.name.as_str()))
+                        ),
+                    )),
                 }
             }
         }
@@ -510,7 +543,10 @@ fn compile(raw: RawScenario, default_name: Option<&str>, origin: &str) -> Result
         return Err(issues);
     }
     Ok(Scenario {
-        name: raw.name.or(default_name.map(str::to_string)).unwrap_or_else(|| "scenario".into()),
+        name: raw
+            .name
+            .or(default_name.map(str::to_string))
+            .unwrap_or_else(|| "scenario".into()),
         seed: raw.seed.unwrap_or(0),
         clock: raw.clock.unwrap_or(ClockKind::Real),
         max_body_bytes: raw.max_body_bytes.unwrap_or(1 << 20),
@@ -522,25 +558,55 @@ fn compile(raw: RawScenario, default_name: Option<&str>, origin: &str) -> Result
 
 fn check_header(h: &str, path: &str, issues: &mut Issues) {
     if hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
-        issues.push((path.to_string(), format!("\"{h}\" is not a valid HTTP header name")));
+        issues.push((
+            path.to_string(),
+            format!("\"{h}\" is not a valid HTTP header name"),
+        ));
     }
 }
 
-fn compile_route(r: RawRoute, rpath: &str, svc_idem: &RawIdempotency, issues: &mut Issues) -> Option<Route> {
+fn compile_route(
+    r: RawRoute,
+    rpath: &str,
+    svc_idem: &RawIdempotency,
+    issues: &mut Issues,
+) -> Option<Route> {
     let start = issues.len();
     const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
     if !METHODS.contains(&r.method.as_str()) {
-        issues.push((format!("{rpath}.method"), format!("expected one of {}, found \"{}\"", METHODS.join(", "), r.method)));
+        issues.push((
+            format!("{rpath}.method"),
+            format!(
+                "expected one of {}, found \"{}\"",
+                METHODS.join(", "),
+                r.method
+            ),
+        ));
     }
-    let path = PathTemplate::parse(&r.path).map_err(|e| issues.push((format!("{rpath}.path"), e))).ok();
+    let path = PathTemplate::parse(&r.path)
+        .map_err(|e| issues.push((format!("{rpath}.path"), e)))
+        .ok();
     if r.name.is_empty() {
-        issues.push((format!("{rpath}.name"), "a route needs a non-empty name".into()));
+        issues.push((
+            format!("{rpath}.name"),
+            "a route needs a non-empty name".into(),
+        ));
     }
     // Keys that only make sense for some kinds: reject rather than silently ignore.
     let only = |present: bool, key: &str, kinds: &[RouteKind], issues: &mut Issues| {
         if present && !kinds.contains(&r.kind) {
-            let names: Vec<String> = kinds.iter().map(|k| format!("{k:?}").to_lowercase()).collect();
-            issues.push((format!("{rpath}.{key}"), format!("`{key}` applies only to {} routes; this route is kind = \"{}\"", names.join(" and "), format!("{:?}", r.kind).to_lowercase())));
+            let names: Vec<String> = kinds
+                .iter()
+                .map(|k| format!("{k:?}").to_lowercase())
+                .collect();
+            issues.push((
+                format!("{rpath}.{key}"),
+                format!(
+                    "`{key}` applies only to {} routes; this route is kind = \"{}\"",
+                    names.join(" and "),
+                    format!("{:?}", r.kind).to_lowercase()
+                ),
+            ));
         }
     };
     use RouteKind::*;
@@ -562,7 +628,10 @@ fn compile_route(r: RawRoute, rpath: &str, svc_idem: &RawIdempotency, issues: &m
     let respond = match r.respond {
         Some(rr) => {
             if rr.json.is_some() && rr.body.is_some() {
-                issues.push((format!("{rpath}.respond"), "give either `json` or `body`, not both".into()));
+                issues.push((
+                    format!("{rpath}.respond"),
+                    "give either `json` or `body`, not both".into(),
+                ));
             }
             for h in rr.headers.keys() {
                 check_header(h, &format!("{rpath}.respond.headers"), issues);
@@ -607,7 +676,12 @@ fn compile_route(r: RawRoute, rpath: &str, svc_idem: &RawIdempotency, issues: &m
         method: r.method,
         path: path?,
         kind: r.kind,
-        intent: r.intent.unwrap_or_default().into_iter().map(|p| p.0).collect(),
+        intent: r
+            .intent
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| p.0)
+            .collect(),
         fates: r.fates.unwrap_or_default(),
         per: r.per.unwrap_or_default(),
         respond,
@@ -631,7 +705,13 @@ fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> (Poli
     let mut p = match preset {
         Some(preset) => preset.policy(),
         // An idempotency table without a preset means "honour keys, IETF style".
-        None if route.is_some() || svc.mode.is_some() || svc.header.is_some() || svc.retention.is_some() => Preset::Ietf.policy(),
+        None if route.is_some()
+            || svc.mode.is_some()
+            || svc.header.is_some()
+            || svc.retention.is_some() =>
+        {
+            Preset::Ietf.policy()
+        }
         None => Policy::default(),
     };
     let mut issues = Vec::new();
@@ -641,7 +721,10 @@ fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> (Poli
         }
         if let Some(h) = &layer.header {
             if hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
-                issues.push(("header".to_string(), format!("\"{h}\" is not a valid HTTP header name")));
+                issues.push((
+                    "header".to_string(),
+                    format!("\"{h}\" is not a valid HTTP header name"),
+                ));
             }
             p.header = h.clone();
         }
@@ -688,7 +771,8 @@ fn path_string(p: &serde_path_to_error::Path) -> String {
     for seg in p.iter() {
         match seg {
             serde_path_to_error::Segment::Seq { index } => out.push_str(&format!("[{index}]")),
-            serde_path_to_error::Segment::Map { key } | serde_path_to_error::Segment::Enum { variant: key } => {
+            serde_path_to_error::Segment::Map { key }
+            | serde_path_to_error::Segment::Enum { variant: key } => {
                 if !out.is_empty() {
                     out.push('.');
                 }
@@ -706,9 +790,16 @@ fn locate_serde_error(src: &str, path: &str, e: &toml::de::Error) -> Problem {
     if let Some((field, expected)) = parse_unknown(&message) {
         // Name the offending key in the path, and guess what was meant.
         if !path.ends_with(&field) {
-            path = if path.is_empty() { field.clone() } else { format!("{path}.{field}") };
+            path = if path.is_empty() {
+                field.clone()
+            } else {
+                format!("{path}.{field}")
+            };
         }
-        message = format!("unknown key `{field}`{}", did_you_mean(&field, expected.iter().map(String::as_str)));
+        message = format!(
+            "unknown key `{field}`{}",
+            did_you_mean(&field, expected.iter().map(String::as_str))
+        );
         if !expected.is_empty() {
             message.push_str(&format!(" (expected one of: {})", expected.join(", ")));
         }
@@ -726,7 +817,12 @@ fn locate_serde_error(src: &str, path: &str, e: &toml::de::Error) -> Problem {
         None => find_path(src, &path),
     };
     let (line, col) = offset.map(|o| line_col(src, o)).unwrap_or((1, 1));
-    Problem { line, col, path, message }
+    Problem {
+        line,
+        col,
+        path,
+        message,
+    }
 }
 
 /// `unknown field `x`, expected one of `a`, `b`` → ("x", ["a", "b"]).
@@ -744,7 +840,11 @@ fn parse_unknown_variant(msg: &str) -> Option<String> {
 }
 
 fn backticked(s: &str) -> Vec<String> {
-    s.split('`').skip(1).step_by(2).map(str::to_string).collect()
+    s.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
 }
 
 /// `; did you mean `fates`?` when a candidate is within a small edit distance.
@@ -771,7 +871,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 v = v.min(d[i - 2][j - 2] + 1);
             }
@@ -782,8 +884,15 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 fn locate(src: &str, path: String, message: String) -> Problem {
-    let (line, col) = find_path(src, &path).map(|o| line_col(src, o)).unwrap_or((1, 1));
-    Problem { line, col, path, message }
+    let (line, col) = find_path(src, &path)
+        .map(|o| line_col(src, o))
+        .unwrap_or((1, 1));
+    Problem {
+        line,
+        col,
+        path,
+        message,
+    }
 }
 
 /// Byte offset of the value (or key) at a `a.b[2].c` path in the document, if it exists.
@@ -792,7 +901,10 @@ fn find_path(src: &str, path: &str) -> Option<usize> {
     let doc = DeTable::parse(src).ok()?;
     let mut segs = Vec::new();
     for part in path.split('.') {
-        let (key, mut rest) = part.split_once('[').map(|(k, r)| (k, Some(r))).unwrap_or((part, None));
+        let (key, mut rest) = part
+            .split_once('[')
+            .map(|(k, r)| (k, Some(r)))
+            .unwrap_or((part, None));
         if !key.is_empty() {
             segs.push(Err(key.to_string()));
         }
@@ -835,7 +947,12 @@ fn line_col(src: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(src.len());
     let before = &src[..offset];
     let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
     (line, col)
 }
 
@@ -856,7 +973,10 @@ mod tests {
     #[test]
     fn path_templates_match_whole_segments() {
         let t = PathTemplate::parse("/v1/transfers/{id}").unwrap();
-        assert_eq!(t.matches("/v1/transfers/act_3"), Some(vec![("id".into(), "act_3".into())]));
+        assert_eq!(
+            t.matches("/v1/transfers/act_3"),
+            Some(vec![("id".into(), "act_3".into())])
+        );
         assert_eq!(t.matches("/v1/transfers"), None);
         assert_eq!(t.matches("/v1/transfers/"), None);
         assert!(PathTemplate::parse("v1").is_err());
@@ -878,8 +998,14 @@ mod tests {
 
     #[test]
     fn edit_distance_suggests_close_words_only() {
-        assert_eq!(did_you_mean("fatez", ["fates", "intent"].into_iter()), "; did you mean `fates`?");
+        assert_eq!(
+            did_you_mean("fatez", ["fates", "intent"].into_iter()),
+            "; did you mean `fates`?"
+        );
         assert_eq!(did_you_mean("zzz", ["fates", "intent"].into_iter()), "");
-        assert_eq!(did_you_mean("nmae", ["name", "seed"].into_iter()), "; did you mean `name`?");
+        assert_eq!(
+            did_you_mean("nmae", ["name", "seed"].into_iter()),
+            "; did you mean `name`?"
+        );
     }
 }

@@ -53,21 +53,35 @@ impl Conn {
             NORMAL => None,
             RESET => {
                 let _ = self.stream.set_zero_linger();
-                Some(io::Error::new(io::ErrorKind::ConnectionReset, "fate: reset-after-apply"))
+                Some(io::Error::new(
+                    io::ErrorKind::ConnectionReset,
+                    "fate: reset-after-apply",
+                ))
             }
-            _ => Some(io::Error::new(io::ErrorKind::ConnectionAborted, "fate: response dropped")),
+            _ => Some(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "fate: response dropped",
+            )),
         }
     }
 }
 
 impl AsyncRead for Conn {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         Pin::new(&mut self.stream).poll_read(cx, buf)
     }
 }
 
 impl AsyncWrite for Conn {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         if let Some(e) = self.sabotage() {
             return Poll::Ready(Err(e));
         }
@@ -133,13 +147,20 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
     }
     drop(listener);
     app.host.stop();
-    if tokio::time::timeout(app.drain, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(app.drain, graceful.shutdown())
+        .await
+        .is_err()
+    {
         tracing::warn!(drain = ?app.drain, "drain timeout: closing connections with responses still pending");
     }
     app.host.world().close();
 }
 
-async fn handle(app: &App, ctl: &AtomicU8, req: hyper::Request<Incoming>) -> hyper::Response<Full<Bytes>> {
+async fn handle(
+    app: &App,
+    ctl: &AtomicU8,
+    req: hyper::Request<Incoming>,
+) -> hyper::Response<Full<Bytes>> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().map(str::to_string);
     let method = req.method().as_str().to_string();
@@ -147,15 +168,28 @@ async fn handle(app: &App, ctl: &AtomicU8, req: hyper::Request<Incoming>) -> hyp
         if rest.is_empty() || rest.starts_with('/') {
             let body = match read_body(req, 16 << 20).await {
                 Ok((b, false)) => b,
-                _ => return to_hyper(Response::json(413, &json!({"error": "admin request body too large", "status": 413}))),
+                _ => {
+                    return to_hyper(Response::json(
+                        413,
+                        &json!({"error": "admin request body too large", "status": 413}),
+                    ))
+                }
             };
-            let areq = AdminRequest { method: &method, path: rest, query: query.as_deref(), body: &body };
+            let areq = AdminRequest {
+                method: &method,
+                path: rest,
+                query: query.as_deref(),
+                body: &body,
+            };
             return to_hyper(admin::handle(&app.host, &app.base_url, areq).await);
         }
     }
     let world = app.host.world();
     if path == "/" {
-        return to_hyper(Response::json(200, &admin::ready_json(&world, &app.base_url)));
+        return to_hyper(Response::json(
+            200,
+            &admin::ready_json(&world, &app.base_url),
+        ));
     }
     let trimmed = path.trim_start_matches('/');
     let (svc, rest) = match trimmed.find('/') {
@@ -164,7 +198,9 @@ async fn handle(app: &App, ctl: &AtomicU8, req: hyper::Request<Incoming>) -> hyp
     };
     let headers = req.headers().clone();
     // A client that went away mid-body still gets its (empty) request recorded.
-    let (body, too_large) = read_body(req, world.scenario.max_body_bytes).await.unwrap_or_default();
+    let (body, too_large) = read_body(req, world.scenario.max_body_bytes)
+        .await
+        .unwrap_or_default();
     let sreq = Request {
         service: svc.to_string(),
         method,
@@ -178,7 +214,13 @@ async fn handle(app: &App, ctl: &AtomicU8, req: hyper::Request<Incoming>) -> hyp
     deliver(app, &world, ctl, out.plan, out.response).await
 }
 
-async fn deliver(app: &App, world: &World, ctl: &AtomicU8, plan: Plan, response: Response) -> hyper::Response<Full<Bytes>> {
+async fn deliver(
+    app: &App,
+    world: &World,
+    ctl: &AtomicU8,
+    plan: Plan,
+    response: Response,
+) -> hyper::Response<Full<Bytes>> {
     let sabotage = |how| {
         ctl.store(how, Ordering::Release);
         hyper::Response::new(Full::new(Bytes::new()))
@@ -202,7 +244,10 @@ async fn deliver(app: &App, world: &World, ctl: &AtomicU8, plan: Plan, response:
 }
 
 /// Read a body, keeping at most `cap` bytes; the flag says it was longer.
-async fn read_body(req: hyper::Request<Incoming>, cap: usize) -> Result<(Vec<u8>, bool), hyper::Error> {
+async fn read_body(
+    req: hyper::Request<Incoming>,
+    cap: usize,
+) -> Result<(Vec<u8>, bool), hyper::Error> {
     let declared = req
         .headers()
         .get(hyper::header::CONTENT_LENGTH)
@@ -284,14 +329,26 @@ impl Server {
     }
 
     /// Serve on a given address with an optional seed override.
-    pub async fn start_on(addr: &str, scenario: Scenario, seed: Option<u64>) -> Result<Server, StartError> {
+    pub async fn start_on(
+        addr: &str,
+        scenario: Scenario,
+        seed: Option<u64>,
+    ) -> Result<Server, StartError> {
         let listener = TcpListener::bind(addr).await?;
         let (app, stop) = Server::run(listener, scenario, seed, Duration::from_secs(5))?;
-        Ok(Server { app, stop: Some(stop) })
+        Ok(Server {
+            app,
+            stop: Some(stop),
+        })
     }
 
     /// Spawn `serve` on an already-bound listener; the sender stops it.
-    pub fn run(listener: TcpListener, scenario: Scenario, seed: Option<u64>, drain: Duration) -> io::Result<(Arc<App>, oneshot::Sender<()>)> {
+    pub fn run(
+        listener: TcpListener,
+        scenario: Scenario,
+        seed: Option<u64>,
+        drain: Duration,
+    ) -> io::Result<(Arc<App>, oneshot::Sender<()>)> {
         let addr = listener.local_addr()?;
         let app = Arc::new(App {
             host: Host::new(scenario, seed),
@@ -311,7 +368,10 @@ impl Server {
 
     /// The base URL of a fake service (`http://127.0.0.1:PORT/payments`).
     pub fn service_url(&self, name: &str) -> Option<String> {
-        self.world().scenario.service(name).map(|s| format!("{}/{}", self.app.base_url, s.name))
+        self.world()
+            .scenario
+            .service(name)
+            .map(|s| format!("{}/{}", self.app.base_url, s.name))
     }
 
     /// The ready line's JSON object.

@@ -115,7 +115,11 @@ struct Facts {
 pub fn admit(world: &World, req: Request) -> Outcome {
     let scenario = world.scenario.clone();
     let service = scenario.service(&req.service);
-    let json = if req.too_large { None } else { serde_json::from_slice::<Value>(&req.body).ok() };
+    let json = if req.too_large {
+        None
+    } else {
+        serde_json::from_slice::<Value>(&req.body).ok()
+    };
     let cap = scenario.ledger_body_bytes;
     let (body, body_truncated) = ledger_body(&req.body, json.as_ref(), cap, req.too_large);
     let header = |name: &str| {
@@ -125,9 +129,11 @@ pub fn admit(world: &World, req: Request) -> Outcome {
     };
     let facts = Facts {
         work_id: service.and_then(|s| header(&s.work_id_header)),
-        revision: service.and_then(|s| header(&s.revision_header)).map(|r| match r.trim().parse::<i64>() {
-            Ok(n) => Value::from(n),
-            Err(_) => Value::String(r),
+        revision: service.and_then(|s| header(&s.revision_header)).map(|r| {
+            match r.trim().parse::<i64>() {
+                Ok(n) => Value::from(n),
+                Err(_) => Value::String(r),
+            }
         }),
         json,
         body,
@@ -167,35 +173,70 @@ pub fn admit(world: &World, req: Request) -> Outcome {
 
     let (response, plan) = if req.too_large {
         record.disposition = Disposition::TooLarge;
-        let r = Response::json(413, &json!({
-            "error": format!("request body is larger than the scenario's max_body_bytes ({} bytes)", scenario.max_body_bytes),
-            "status": 413
-        }));
+        let r = Response::json(
+            413,
+            &json!({
+                "error": format!("request body is larger than the scenario's max_body_bytes ({} bytes)", scenario.max_body_bytes),
+                "status": 413
+            }),
+        );
         (r, Plan::Now)
     } else {
-        match service.and_then(|s| find_route(s, &req, facts.json.as_ref()).map(|(r, p)| (s, r, p))) {
+        match service.and_then(|s| find_route(s, &req, facts.json.as_ref()).map(|(r, p)| (s, r, p)))
+        {
             None => (unmatched(&scenario.services, service, &req), Plan::Now),
             Some((svc, route, params)) => {
                 record.route = Some(route.name.clone());
                 match route.kind {
-                    RouteKind::Action => action(world, &mut st, svc, route, &req, &facts, &mut record),
-                    RouteKind::Lookup => (lookup(world, &st, svc, route, &params, &mut record), Plan::Now),
-                    RouteKind::Cancel => (cancel(&mut st, svc, route, &params, &mut record), Plan::Now),
+                    RouteKind::Action => {
+                        action(world, &mut st, svc, route, &req, &facts, &mut record)
+                    }
+                    RouteKind::Lookup => (
+                        lookup(world, &st, svc, route, &params, &mut record),
+                        Plan::Now,
+                    ),
+                    RouteKind::Cancel => {
+                        (cancel(&mut st, svc, route, &params, &mut record), Plan::Now)
+                    }
                 }
             }
         }
     };
     record.response = match plan {
-        Plan::Now => ResponsePlan { delivery: Delivery::Sent, status: Some(response.status), at: Some(now) },
-        Plan::At(t) => ResponsePlan { delivery: Delivery::Sent, status: Some(response.status), at: Some(t) },
-        Plan::Drop => ResponsePlan { delivery: Delivery::Dropped, status: None, at: Some(now) },
-        Plan::Reset => ResponsePlan { delivery: Delivery::Reset, status: None, at: Some(now) },
-        Plan::Hang => ResponsePlan { delivery: Delivery::Hung, status: None, at: None },
+        Plan::Now => ResponsePlan {
+            delivery: Delivery::Sent,
+            status: Some(response.status),
+            at: Some(now),
+        },
+        Plan::At(t) => ResponsePlan {
+            delivery: Delivery::Sent,
+            status: Some(response.status),
+            at: Some(t),
+        },
+        Plan::Drop => ResponsePlan {
+            delivery: Delivery::Dropped,
+            status: None,
+            at: Some(now),
+        },
+        Plan::Reset => ResponsePlan {
+            delivery: Delivery::Reset,
+            status: None,
+            at: Some(now),
+        },
+        Plan::Hang => ResponsePlan {
+            delivery: Delivery::Hung,
+            status: None,
+            at: None,
+        },
     };
     let seq = st.ledger.append(record);
     drop(st);
     tracing::debug!(seq, service = %req.service, method = %req.method, path = %req.path, status = response.status, ?plan, "request admitted");
-    Outcome { seq, response, plan }
+    Outcome {
+        seq,
+        response,
+        plan,
+    }
 }
 
 /// What the ledger keeps of a body: the JSON itself when it parses and fits, else (a prefix of)
@@ -212,16 +253,26 @@ fn ledger_body(raw: &[u8], json: Option<&Value>, cap: usize, too_large: bool) ->
     (Value::String(text), too_large || cut < raw.len())
 }
 
-fn find_route<'s>(svc: &'s Service, req: &Request, json: Option<&Value>) -> Option<(&'s Route, Vec<(String, String)>)> {
+fn find_route<'s>(
+    svc: &'s Service,
+    req: &Request,
+    json: Option<&Value>,
+) -> Option<(&'s Route, Vec<(String, String)>)> {
     svc.routes.iter().find_map(|r| {
         if r.method != req.method {
             return None;
         }
         let params = r.path.matches(&req.path)?;
         let headers_ok = r.matcher.headers.iter().all(|(k, v)| {
-            req.headers.get(k.as_str()).is_some_and(|h| h.as_bytes() == v.as_bytes())
+            req.headers
+                .get(k.as_str())
+                .is_some_and(|h| h.as_bytes() == v.as_bytes())
         });
-        let json_ok = r.matcher.json.iter().all(|(p, v)| json.and_then(|j| j.pointer(p)) == Some(v));
+        let json_ok = r
+            .matcher
+            .json
+            .iter()
+            .all(|(p, v)| json.and_then(|j| j.pointer(p)) == Some(v));
         (headers_ok && json_ok).then_some((r, params))
     })
 }
@@ -231,11 +282,14 @@ fn unmatched(all: &[Service], service: Option<&Service>, req: &Request) -> Respo
     match service {
         None => {
             let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
-            Response::json(404, &json!({
-                "error": format!("no service named \"{}\"{}", req.service, did_you_mean(&req.service, names.iter().copied())),
-                "status": 404,
-                "services": names,
-            }))
+            Response::json(
+                404,
+                &json!({
+                    "error": format!("no service named \"{}\"{}", req.service, did_you_mean(&req.service, names.iter().copied())),
+                    "status": 404,
+                    "services": names,
+                }),
+            )
         }
         Some(svc) => {
             let mut closest: Vec<(usize, String)> = svc
@@ -247,11 +301,14 @@ fn unmatched(all: &[Service], service: Option<&Service>, req: &Request) -> Respo
                 })
                 .collect();
             closest.sort();
-            Response::json(404, &json!({
-                "error": format!("no route of service \"{}\" matches {asked}", svc.name),
-                "status": 404,
-                "closest": closest.into_iter().take(3).map(|(_, c)| c).collect::<Vec<_>>(),
-            }))
+            Response::json(
+                404,
+                &json!({
+                    "error": format!("no route of service \"{}\" matches {asked}", svc.name),
+                    "status": 404,
+                    "closest": closest.into_iter().take(3).map(|(_, c)| c).collect::<Vec<_>>(),
+                }),
+            )
         }
     }
 }
@@ -288,36 +345,52 @@ fn action(
         }
         r
     };
-    let decision = st.keys.decide(policy, &svc.name, key.as_deref(), fp.as_deref(), now);
+    let decision = st
+        .keys
+        .decide(policy, &svc.name, key.as_deref(), fp.as_deref(), now);
     match decision {
         Decision::Missing => {
             record.disposition = Disposition::MissingKey;
-            let r = Response::json(policy.missing_status, &json!({
-                "error": format!("this endpoint requires an idempotency key in the {} header", policy.header),
-                "status": policy.missing_status,
-            }));
+            let r = Response::json(
+                policy.missing_status,
+                &json!({
+                    "error": format!("this endpoint requires an idempotency key in the {} header", policy.header),
+                    "status": policy.missing_status,
+                }),
+            );
             (r, Plan::Now)
         }
         Decision::Conflict { of } => {
             record.disposition = Disposition::Conflict;
             record.detail = Some(json!({"key_owner": of}));
-            let r = Response::json(policy.conflict_status, &json!({
-                "error": "a request with this idempotency key is still in progress; retry later",
-                "status": policy.conflict_status,
-            }));
+            let r = Response::json(
+                policy.conflict_status,
+                &json!({
+                    "error": "a request with this idempotency key is still in progress; retry later",
+                    "status": policy.conflict_status,
+                }),
+            );
             (echo(r), Plan::Now)
         }
         Decision::Mismatch { of } => {
             record.disposition = Disposition::Mismatch;
             record.detail = Some(json!({"key_owner": of}));
-            (echo(Response::json(policy.mismatch_status, &policy.mismatch_body)), Plan::Now)
+            (
+                echo(Response::json(
+                    policy.mismatch_status,
+                    &policy.mismatch_body,
+                )),
+                Plan::Now,
+            )
         }
         Decision::Replay { of, response } => {
             record.disposition = Disposition::Replayed;
             record.replay_of = Some(of);
             let mut r = if policy.cache == Cache::Latest {
                 match st.ledger.get(of) {
-                    Some(orig) => Response::json(200, &action_view(world, orig, orig.state_at(now))),
+                    Some(orig) => {
+                        Response::json(200, &action_view(world, orig, orig.state_at(now)))
+                    }
                     None => Response::from_stored(&response),
                 }
             } else {
@@ -333,8 +406,18 @@ fn action(
             record.executed_after_expiry = after_expiry;
             let stream = match route.per {
                 Per::Route => format!("{}/{}", svc.name, route.name),
-                Per::Intent => format!("{}/{}/intent:{}", svc.name, route.name, intent.as_ref().map(|v| v.to_string()).unwrap_or_default()),
-                Per::Key => format!("{}/{}/key:{}", svc.name, route.name, key.as_deref().unwrap_or("")),
+                Per::Intent => format!(
+                    "{}/{}/intent:{}",
+                    svc.name,
+                    route.name,
+                    intent.as_ref().map(|v| v.to_string()).unwrap_or_default()
+                ),
+                Per::Key => format!(
+                    "{}/{}/key:{}",
+                    svc.name,
+                    route.name,
+                    key.as_deref().unwrap_or("")
+                ),
             };
             let counter = st.counters.entry(stream.clone()).or_insert(0);
             let ordinal = *counter;
@@ -361,9 +444,16 @@ fn action(
                     }
                     (r, Plan::Now, now)
                 }
-                Fate::ErrorAfterApply(s) => (Response::json(s, &json!({"error": error_text(s), "status": s})), Plan::Now, now),
+                Fate::ErrorAfterApply(s) => (
+                    Response::json(s, &json!({"error": error_text(s), "status": s})),
+                    Plan::Now,
+                    now,
+                ),
                 Fate::ApplyLater(_) => {
-                    let r = Response::json(202, &json!({"id": record.action_id(), "status": "pending"}));
+                    let r = Response::json(
+                        202,
+                        &json!({"id": record.action_id(), "status": "pending"}),
+                    );
                     (r, Plan::Now, now)
                 }
             };
@@ -372,13 +462,17 @@ fn action(
             // endpoint execution begins"), and only responses its cache policy keeps.
             if let Some(k) = &key {
                 if policy.mode == Mode::Honor && fate.applies() && policy.caches(response.status) {
-                    st.keys.remember(&svc.name, k, KeyRecord {
-                        fingerprint: fp,
-                        seq: record.seq,
-                        created_at: now,
-                        completes_at,
-                        response: response.to_stored(),
-                    });
+                    st.keys.remember(
+                        &svc.name,
+                        k,
+                        KeyRecord {
+                            fingerprint: fp,
+                            seq: record.seq,
+                            created_at: now,
+                            completes_at,
+                            response: response.to_stored(),
+                        },
+                    );
                 }
                 if fate.applies() {
                     st.by_key.insert((svc.name.clone(), k.clone()), record.seq);
@@ -407,13 +501,29 @@ fn intent_of(route: &Route, json: Option<&Value>) -> Option<Value> {
     }
     let mut m = Map::new();
     for p in &route.intent {
-        m.insert(p.clone(), json.and_then(|j| j.pointer(p)).cloned().unwrap_or(Value::Null));
+        m.insert(
+            p.clone(),
+            json.and_then(|j| j.pointer(p))
+                .cloned()
+                .unwrap_or(Value::Null),
+        );
     }
     Some(Value::Object(m))
 }
 
-fn render_respond(world: &World, route: &Route, req: &Request, facts: &Facts, record: &Record) -> Response {
-    let ctx = Ctx { world, req, facts, record };
+fn render_respond(
+    world: &World,
+    route: &Route,
+    req: &Request,
+    facts: &Facts,
+    record: &Record,
+) -> Response {
+    let ctx = Ctx {
+        world,
+        req,
+        facts,
+        record,
+    };
     let mut headers: Vec<(String, String)> = route
         .respond
         .headers
@@ -422,14 +532,21 @@ fn render_respond(world: &World, route: &Route, req: &Request, facts: &Facts, re
         .collect();
     let body = match &route.respond.body {
         RespondBody::Json(v) => {
-            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            {
                 headers.push(("content-type".into(), "application/json".into()));
             }
             ctx.json(v).to_string().into_bytes()
         }
         RespondBody::Text(t) => ctx.text(t).into_bytes(),
     };
-    Response { status: route.respond.status, headers, body }
+    Response {
+        status: route.respond.status,
+        headers,
+        body,
+    }
 }
 
 /// Placeholder context: `{{action.id}}`, `{{action.seq}}`, `{{key}}`, `{{work_id}}`,
@@ -457,8 +574,16 @@ impl Ctx<'_> {
                 if let Some(p) = name.strip_prefix("body.") {
                     self.facts.json.as_ref()?.pointer(p)?.clone()
                 } else if let Some(seg) = name.strip_prefix("path.") {
-                    let route = self.world.scenario.service(&self.req.service)?.route(self.record.route.as_deref()?)?;
-                    let (_, v) = route.path.matches(&self.req.path)?.into_iter().find(|(k, _)| k == seg)?;
+                    let route = self
+                        .world
+                        .scenario
+                        .service(&self.req.service)?
+                        .route(self.record.route.as_deref()?)?;
+                    let (_, v) = route
+                        .path
+                        .matches(&self.req.path)?
+                        .into_iter()
+                        .find(|(k, _)| k == seg)?;
                     Value::from(v)
                 } else {
                     return None;
@@ -482,7 +607,9 @@ impl Ctx<'_> {
                 Value::String(self.text(s))
             }
             Value::Array(a) => Value::Array(a.iter().map(|x| self.json(x)).collect()),
-            Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.clone(), self.json(x))).collect()),
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, x)| (k.clone(), self.json(x))).collect())
+            }
             other => other.clone(),
         }
     }
@@ -491,7 +618,9 @@ impl Ctx<'_> {
         let mut out = String::new();
         let mut rest = s;
         while let Some(start) = rest.find("{{") {
-            let Some(len) = rest[start..].find("}}") else { break };
+            let Some(len) = rest[start..].find("}}") else {
+                break;
+            };
             out.push_str(&rest[..start]);
             let name = &rest[start + 2..start + len];
             match self.lookup(name) {
@@ -508,11 +637,15 @@ impl Ctx<'_> {
 
 /// Resolve a lookup/cancel `{id}`: an action id of this service or an idempotency key.
 fn resolve_target<'a>(st: &'a State, svc: &Service, route: &Route, id: &str) -> Option<&'a Record> {
-    let seq = parse_action_id(id).or_else(|| st.by_key.get(&(svc.name.clone(), id.to_string())).copied())?;
+    let seq = parse_action_id(id)
+        .or_else(|| st.by_key.get(&(svc.name.clone(), id.to_string())).copied())?;
     let rec = st.ledger.get(seq)?;
     let visible = rec.service == svc.name
         && rec.is_action()
-        && route.of.as_ref().is_none_or(|of| rec.route.as_ref().is_some_and(|r| of.contains(r)));
+        && route
+            .of
+            .as_ref()
+            .is_none_or(|of| rec.route.as_ref().is_some_and(|r| of.contains(r)));
     visible.then_some(rec)
 }
 
@@ -529,15 +662,27 @@ fn action_view(world: &World, rec: &Record, state: Option<ActionState>) -> Value
     })
 }
 
-fn lookup(world: &World, st: &State, svc: &Service, route: &Route, params: &[(String, String)], record: &mut Record) -> Response {
+fn lookup(
+    world: &World,
+    st: &State,
+    svc: &Service,
+    route: &Route,
+    params: &[(String, String)],
+    record: &mut Record,
+) -> Response {
     record.disposition = Disposition::Lookup;
-    let id = params.iter().find(|(k, _)| k == "id").map(|(_, v)| v.as_str()).unwrap_or("");
+    let id = params
+        .iter()
+        .find(|(k, _)| k == "id")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("");
     if !route.available {
         record.detail = Some(json!({"id": id, "answer": "unavailable"}));
         return Response::json(503, &json!({"error": "lookup unavailable", "status": 503}));
     }
     let as_of = record.received_at.saturating_sub(route.lag);
-    let found = resolve_target(st, svc, route, id).and_then(|rec| rec.state_at(as_of).map(|s| (rec, s)));
+    let found =
+        resolve_target(st, svc, route, id).and_then(|rec| rec.state_at(as_of).map(|s| (rec, s)));
     match found {
         Some((rec, state)) => {
             record.detail = Some(json!({"id": id, "target": rec.seq, "answer": state}));
@@ -549,18 +694,34 @@ fn lookup(world: &World, st: &State, svc: &Service, route: &Route, params: &[(St
         }
         None => {
             record.detail = Some(json!({"id": id, "answer": "unknown"}));
-            Response::json(404, &json!({"error": format!("no action \"{id}\""), "id": id, "state": "unknown", "status": 404}))
+            Response::json(
+                404,
+                &json!({"error": format!("no action \"{id}\""), "id": id, "state": "unknown", "status": 404}),
+            )
         }
     }
 }
 
-fn cancel(st: &mut State, svc: &Service, route: &Route, params: &[(String, String)], record: &mut Record) -> Response {
+fn cancel(
+    st: &mut State,
+    svc: &Service,
+    route: &Route,
+    params: &[(String, String)],
+    record: &mut Record,
+) -> Response {
     record.disposition = Disposition::Cancel;
     let now = record.received_at;
-    let id = params.iter().find(|(k, _)| k == "id").map(|(_, v)| v.clone()).unwrap_or_default();
+    let id = params
+        .iter()
+        .find(|(k, _)| k == "id")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
     let Some(target) = resolve_target(st, svc, route, &id).map(|r| (r.seq, r.state_at(now))) else {
         record.detail = Some(json!({"id": id, "outcome": "unknown"}));
-        return Response::json(404, &json!({"error": format!("no action \"{id}\""), "id": id, "status": 404}));
+        return Response::json(
+            404,
+            &json!({"error": format!("no action \"{id}\""), "id": id, "status": 404}),
+        );
     };
     let (seq, state) = target;
     let (outcome, resp) = match (route.cancel_policy, state) {
@@ -572,14 +733,21 @@ fn cancel(st: &mut State, svc: &Service, route: &Route, params: &[(String, Strin
             if let Some(r) = st.ledger.get_mut(seq) {
                 r.cancelled_at = Some(now);
             }
-            ("cancelled", Response::json(200, &json!({"id": id, "state": "cancelled"})))
+            (
+                "cancelled",
+                Response::json(200, &json!({"id": id, "state": "cancelled"})),
+            )
         }
-        (CancelPolicy::Honor, Some(ActionState::Cancelled)) => {
-            ("cancelled", Response::json(200, &json!({"id": id, "state": "cancelled"})))
-        }
+        (CancelPolicy::Honor, Some(ActionState::Cancelled)) => (
+            "cancelled",
+            Response::json(200, &json!({"id": id, "state": "cancelled"})),
+        ),
         (CancelPolicy::Honor, _) => (
             "too-late",
-            Response::json(409, &json!({"error": "the action has already been applied", "id": id, "state": "applied", "status": 409})),
+            Response::json(
+                409,
+                &json!({"error": "the action has already been applied", "id": id, "state": "applied", "status": 409}),
+            ),
         ),
     };
     record.detail = Some(json!({"id": id, "target": seq, "outcome": outcome}));

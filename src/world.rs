@@ -71,7 +71,12 @@ impl World {
 
     /// Number of entries matching a filter.
     pub fn count(&self, filter: &Filter) -> usize {
-        self.lock().ledger.records().iter().filter(|r| filter.matches(r)).count()
+        self.lock()
+            .ledger
+            .records()
+            .iter()
+            .filter(|r| filter.matches(r))
+            .count()
     }
 
     /// A copy of one record.
@@ -101,7 +106,10 @@ impl Host {
     }
 
     pub fn world(&self) -> Arc<World> {
-        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Replace the world with a fresh one from `scenario` and close the old one.

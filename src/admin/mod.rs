@@ -52,7 +52,10 @@ impl AdminError {
     }
 
     pub fn to_response(&self) -> Response {
-        Response::json(self.status(), &json!({"error": self.to_string(), "status": self.status()}))
+        Response::json(
+            self.status(),
+            &json!({"error": self.to_string(), "status": self.status()}),
+        )
     }
 }
 
@@ -70,26 +73,38 @@ pub async fn handle(host: &Host, base_url: &str, req: AdminRequest<'_>) -> Respo
     }
 }
 
-async fn route(host: &Host, base_url: &str, req: &AdminRequest<'_>) -> Result<Response, AdminError> {
+async fn route(
+    host: &Host,
+    base_url: &str,
+    req: &AdminRequest<'_>,
+) -> Result<Response, AdminError> {
     let world = host.world();
     let params = parse_query(req.query.unwrap_or(""))?;
     match (req.method, req.path) {
-        ("GET", "/health") => Ok(Response::json(200, &json!({
-            "status": "ok",
-            "scenario": world.scenario.name,
-            "clock": world.clock.kind(),
-            "now": world.clock.rfc3339(world.clock.now()),
-            "entries": world.lock().ledger.len(),
-        }))),
+        ("GET", "/health") => Ok(Response::json(
+            200,
+            &json!({
+                "status": "ok",
+                "scenario": world.scenario.name,
+                "clock": world.clock.kind(),
+                "now": world.clock.rfc3339(world.clock.now()),
+                "entries": world.lock().ledger.len(),
+                "seed": world.seed,
+            }),
+        )),
         ("GET", "/ledger") => {
             let filter = filter_from(&params, &[])?;
-            Ok(Response::json(200, &json!({"entries": world.entries(&filter)})))
+            Ok(Response::json(
+                200,
+                &json!({"entries": world.entries(&filter)}),
+            ))
         }
         ("GET", "/ledger.jsonl") => {
             let filter = filter_from(&params, &[])?;
             let mut body = Vec::new();
             for e in world.entries(&filter) {
-                serde_json::to_writer(&mut body, &e).map_err(|e| AdminError::BadRequest(e.to_string()))?;
+                serde_json::to_writer(&mut body, &e)
+                    .map_err(|e| AdminError::BadRequest(e.to_string()))?;
                 body.push(b'\n');
             }
             Ok(Response {
@@ -101,23 +116,27 @@ async fn route(host: &Host, base_url: &str, req: &AdminRequest<'_>) -> Result<Re
         ("GET", "/ledger/wait") => wait(&world, &params).await,
         ("POST", "/reset") => {
             let w = host.reset();
-            Ok(Response::json(200, &json!({"status": "reset", "scenario": w.scenario.name})))
+            Ok(Response::json(
+                200,
+                &json!({"status": "reset", "scenario": w.scenario.name}),
+            ))
         }
         ("GET", "/clock") => Ok(Response::json(200, &clock_view(&world))),
         ("POST", "/clock/advance") => {
             let body: Value = parse_json_body(req.body)?;
-            let by = body
-                .get("by")
-                .and_then(Value::as_str)
-                .ok_or_else(|| AdminError::BadRequest("expected a JSON body like {\"by\": \"25h\"}".into()))?;
+            let by = body.get("by").and_then(Value::as_str).ok_or_else(|| {
+                AdminError::BadRequest("expected a JSON body like {\"by\": \"25h\"}".into())
+            })?;
             let by = parse_duration(by).map_err(|e| AdminError::BadRequest(format!("by: {e}")))?;
             world.clock.advance(by).await?;
             Ok(Response::json(200, &clock_view(&world)))
         }
         ("POST", "/scenario") => {
-            let text = std::str::from_utf8(req.body)
-                .map_err(|_| AdminError::BadRequest("the scenario must be UTF-8 TOML text".into()))?;
-            let scenario = Scenario::from_toml(text, "<request body>").map_err(|e| AdminError::BadRequest(e.to_string()))?;
+            let text = std::str::from_utf8(req.body).map_err(|_| {
+                AdminError::BadRequest("the scenario must be UTF-8 TOML text".into())
+            })?;
+            let scenario = Scenario::from_toml(text, "<request body>")
+                .map_err(|e| AdminError::BadRequest(e.to_string()))?;
             let w = host.replace(scenario.into());
             Ok(Response::json(200, &ready_json(&w, base_url)))
         }
@@ -126,7 +145,10 @@ async fn route(host: &Host, base_url: &str, req: &AdminRequest<'_>) -> Result<Re
             headers: vec![("content-type".into(), "application/json".into())],
             body: OPENAPI.as_bytes().to_vec(),
         }),
-        (m, p) => Err(AdminError::NotFound { method: m.into(), path: p.into() }),
+        (m, p) => Err(AdminError::NotFound {
+            method: m.into(),
+            path: p.into(),
+        }),
     }
 }
 
@@ -145,9 +167,19 @@ impl Ready {
             .scenario
             .services
             .iter()
-            .map(|s| (s.name.clone(), Value::from(format!("{base_url}/{}", s.name))))
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    Value::from(format!("{base_url}/{}", s.name)),
+                )
+            })
             .collect();
-        Ready { event: "ready", url: base_url.to_string(), scenario: world.scenario.name.clone(), services }
+        Ready {
+            event: "ready",
+            url: base_url.to_string(),
+            scenario: world.scenario.name.clone(),
+            services,
+        }
     }
 
     /// The one-line JSON text printed on stdout.
@@ -175,11 +207,15 @@ async fn wait(world: &World, params: &[(String, String)]) -> Result<Response, Ad
     let filter = filter_from(params, &["count", "timeout"])?;
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let count: usize = match get("count") {
-        Some(c) => c.parse().map_err(|_| AdminError::BadRequest(format!("count: expected a number, found \"{c}\"")))?,
+        Some(c) => c.parse().map_err(|_| {
+            AdminError::BadRequest(format!("count: expected a number, found \"{c}\""))
+        })?,
         None => 1,
     };
     let timeout = match get("timeout") {
-        Some(t) => parse_duration(t).map_err(|e| AdminError::BadRequest(format!("timeout: {e}")))?,
+        Some(t) => {
+            parse_duration(t).map_err(|e| AdminError::BadRequest(format!("timeout: {e}")))?
+        }
         None => Duration::from_secs(10),
     };
     let mut appended = world.lock().ledger.subscribe();
@@ -196,18 +232,22 @@ async fn wait(world: &World, params: &[(String, String)]) -> Result<Response, Ad
             // The world was replaced (its ledger dropped) or time ran out.
             _ => {
                 let entries = world.entries(&filter);
-                return Ok(Response::json(408, &json!({
-                    "error": format!("timed out after {} with {} of {count} matching entries", format_duration(timeout), entries.len()),
-                    "status": 408,
-                    "entries": entries,
-                })));
+                return Ok(Response::json(
+                    408,
+                    &json!({
+                        "error": format!("timed out after {} with {} of {count} matching entries", format_duration(timeout), entries.len()),
+                        "status": 408,
+                        "entries": entries,
+                    }),
+                ));
             }
         }
     }
 }
 
 fn parse_json_body(body: &[u8]) -> Result<Value, AdminError> {
-    serde_json::from_slice(body).map_err(|e| AdminError::BadRequest(format!("the body is not valid JSON: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| AdminError::BadRequest(format!("the body is not valid JSON: {e}")))
 }
 
 const FILTERS: &[&str] = &["service", "route", "key", "work_id", "since", "disposition"];
@@ -221,12 +261,16 @@ fn filter_from(params: &[(String, String)], extra: &[&str]) -> Result<Filter, Ad
             "key" => f.key = Some(v.clone()),
             "work_id" => f.work_id = Some(v.clone()),
             "since" => {
-                f.since = Some(v.parse().map_err(|_| AdminError::BadRequest(format!("since: expected a ledger seq, found \"{v}\"")))?)
+                f.since = Some(v.parse().map_err(|_| {
+                    AdminError::BadRequest(format!("since: expected a ledger seq, found \"{v}\""))
+                })?)
             }
             "disposition" => {
-                f.disposition = Some(serde_json::from_value::<Disposition>(Value::from(v.clone())).map_err(|_| {
-                    AdminError::BadRequest(format!("disposition: unknown value \"{v}\""))
-                })?)
+                f.disposition = Some(
+                    serde_json::from_value::<Disposition>(Value::from(v.clone())).map_err(
+                        |_| AdminError::BadRequest(format!("disposition: unknown value \"{v}\"")),
+                    )?,
+                )
             }
             k if extra.contains(&k) => {}
             k => {
@@ -261,8 +305,12 @@ fn decode(s: &str) -> Result<String, AdminError> {
         match bytes[i] {
             b'+' => out.push(b' '),
             b'%' => {
-                let hex = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
-                let b = hex.ok_or_else(|| AdminError::BadRequest(format!("bad percent-encoding in \"{s}\"")))?;
+                let hex = s
+                    .get(i + 1..i + 3)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                let b = hex.ok_or_else(|| {
+                    AdminError::BadRequest(format!("bad percent-encoding in \"{s}\""))
+                })?;
                 out.push(b);
                 i += 2;
             }
@@ -270,7 +318,8 @@ fn decode(s: &str) -> Result<String, AdminError> {
         }
         i += 1;
     }
-    String::from_utf8(out).map_err(|_| AdminError::BadRequest(format!("query value \"{s}\" is not UTF-8")))
+    String::from_utf8(out)
+        .map_err(|_| AdminError::BadRequest(format!("query value \"{s}\" is not UTF-8")))
 }
 
 #[cfg(test)]
@@ -280,7 +329,13 @@ mod tests {
     #[test]
     fn query_strings_decode_and_unknown_filters_are_named() {
         let q = parse_query("service=pay%20ments&key=a+b").unwrap();
-        assert_eq!(q, vec![("service".into(), "pay ments".into()), ("key".into(), "a b".into())]);
+        assert_eq!(
+            q,
+            vec![
+                ("service".into(), "pay ments".into()),
+                ("key".into(), "a b".into())
+            ]
+        );
         let e = filter_from(&parse_query("servce=x").unwrap(), &[]).unwrap_err();
         assert!(e.to_string().contains("did you mean `service`"), "{e}");
         assert!(parse_query("a=%zz").is_err());
@@ -289,8 +344,21 @@ mod tests {
     #[test]
     fn openapi_document_is_valid_json_and_lists_every_endpoint() {
         let doc: Value = serde_json::from_str(OPENAPI).unwrap();
-        for p in ["/_admin/health", "/_admin/ledger", "/_admin/ledger.jsonl", "/_admin/ledger/wait", "/_admin/reset", "/_admin/clock", "/_admin/clock/advance", "/_admin/scenario", "/_admin/openapi.json"] {
-            assert!(doc["paths"].get(p).is_some(), "{p} missing from openapi.json");
+        for p in [
+            "/_admin/health",
+            "/_admin/ledger",
+            "/_admin/ledger.jsonl",
+            "/_admin/ledger/wait",
+            "/_admin/reset",
+            "/_admin/clock",
+            "/_admin/clock/advance",
+            "/_admin/scenario",
+            "/_admin/openapi.json",
+        ] {
+            assert!(
+                doc["paths"].get(p).is_some(),
+                "{p} missing from openapi.json"
+            );
         }
     }
 }
