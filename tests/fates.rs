@@ -19,7 +19,9 @@ fn only_entry(da: &Da) -> Value {
 #[test]
 fn respond_applies_and_answers() {
     let da = with_fates(r#"["respond"]"#);
-    let r = da.post_json("/payments/v1/transfers", &[], &transfer()).unwrap();
+    let r = da
+        .post_json("/payments/v1/transfers", &[], &transfer())
+        .unwrap();
     assert_eq!(r.status, 201);
     assert_eq!(r.json()["id"], "act_1");
     let e = only_entry(&da);
@@ -28,13 +30,22 @@ fn respond_applies_and_answers() {
     assert_eq!(e["fate"], "respond");
     assert_eq!(e["response"]["delivery"], "sent");
     assert_eq!(e["response"]["status"], 201);
-    assert_eq!(e["intent"], serde_json::json!({"/to": "acct-9", "/amount": 100}));
+    assert_eq!(
+        e["intent"],
+        serde_json::json!({"/to": "acct-9", "/amount": 100})
+    );
 }
 
 #[test]
 fn acc_t_delay_applies_at_once_and_answers_when_the_clock_reaches_it() {
     let da = with_fates(r#"["delay:5s"]"#);
-    let conn = send(&da.url, "POST", "/payments/v1/transfers", &[("content-type", "application/json")], transfer().to_string().as_bytes());
+    let conn = send(
+        &da.url,
+        "POST",
+        "/payments/v1/transfers",
+        &[("content-type", "application/json")],
+        transfer().to_string().as_bytes(),
+    );
     let e = &da.wait_for("service=payments", 1)[0];
     assert_eq!(e["applied"], true, "the effect precedes the response");
     assert_eq!(e["response"]["delivery"], "pending");
@@ -49,7 +60,9 @@ fn acc_t_delay_applies_at_once_and_answers_when_the_clock_reaches_it() {
 #[test]
 fn acc_t_drop_after_apply_closes_without_a_response_but_the_effect_stands() {
     let da = with_fates(r#"["drop-after-apply"]"#);
-    let err = da.post_json("/payments/v1/transfers", &[], &transfer()).unwrap_err();
+    let err = da
+        .post_json("/payments/v1/transfers", &[], &transfer())
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
     let e = only_entry(&da);
     assert_eq!(e["applied"], true);
@@ -60,20 +73,31 @@ fn acc_t_drop_after_apply_closes_without_a_response_but_the_effect_stands() {
 #[test]
 fn hang_after_apply_holds_the_connection_until_released() {
     let da = with_fates(r#"["hang-after-apply"]"#);
-    let conn = send(&da.url, "POST", "/payments/v1/transfers", &[("content-type", "application/json")], transfer().to_string().as_bytes());
+    let conn = send(
+        &da.url,
+        "POST",
+        "/payments/v1/transfers",
+        &[("content-type", "application/json")],
+        transfer().to_string().as_bytes(),
+    );
     let e = &da.wait_for("service=payments", 1)[0];
     assert_eq!(e["applied"], true);
     assert_eq!(e["response"]["delivery"], "hung");
     // A reset releases hung connections; the client must then see a close with no bytes at all,
     // which proves nothing was sent while it hung.
     assert_eq!(da.call("POST", "/_admin/reset", &[], "").status, 200);
-    assert_eq!(read_response(conn).unwrap_err().kind(), ErrorKind::UnexpectedEof);
+    assert_eq!(
+        read_response(conn).unwrap_err().kind(),
+        ErrorKind::UnexpectedEof
+    );
 }
 
 #[test]
 fn reset_after_apply_resets_the_connection() {
     let da = with_fates(r#"["reset-after-apply"]"#);
-    let err = da.post_json("/payments/v1/transfers", &[], &transfer()).unwrap_err();
+    let err = da
+        .post_json("/payments/v1/transfers", &[], &transfer())
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ConnectionReset, "{err}");
     let e = only_entry(&da);
     assert_eq!(e["applied"], true);
@@ -83,18 +107,26 @@ fn reset_after_apply_resets_the_connection() {
 #[test]
 fn drop_before_apply_loses_the_request_and_applies_nothing() {
     let da = with_fates(r#"["drop-before-apply"]"#);
-    let err = da.post_json("/payments/v1/transfers", &[], &transfer()).unwrap_err();
+    let err = da
+        .post_json("/payments/v1/transfers", &[], &transfer())
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
     let e = only_entry(&da);
     assert_eq!(e["applied"], false);
     assert_eq!(e["response"]["delivery"], "dropped");
-    assert_eq!(da.get("/payments/v1/transfers/act_1").status, 404, "nothing exists to look up");
+    assert_eq!(
+        da.get("/payments/v1/transfers/act_1").status,
+        404,
+        "nothing exists to look up"
+    );
 }
 
 #[test]
 fn error_before_apply_refuses_with_retry_after_and_applies_nothing() {
     let da = with_fates(r#"["error-before-apply:429"]"#);
-    let r = da.post_json("/payments/v1/transfers", &[], &transfer()).unwrap();
+    let r = da
+        .post_json("/payments/v1/transfers", &[], &transfer())
+        .unwrap();
     assert_eq!(r.status, 429);
     assert_eq!(r.header("retry-after"), Some("1"));
     assert_eq!(r.json()["status"], 429);
@@ -106,24 +138,37 @@ fn error_before_apply_refuses_with_retry_after_and_applies_nothing() {
 #[test]
 fn rec4_error_after_apply_is_a_500_that_lies() {
     let da = with_fates(r#"["error-after-apply:500"]"#);
-    let r = da.post_json("/payments/v1/transfers", &[], &transfer()).unwrap();
+    let r = da
+        .post_json("/payments/v1/transfers", &[], &transfer())
+        .unwrap();
     assert_eq!(r.status, 500);
     let e = only_entry(&da);
     assert_eq!(e["applied"], true, "the effect happened despite the 500");
     assert_eq!(e["response"]["status"], 500);
-    assert_eq!(da.get("/payments/v1/transfers/act_1").json()["state"], "applied");
+    assert_eq!(
+        da.get("/payments/v1/transfers/act_1").json()["state"],
+        "applied"
+    );
 }
 
 #[test]
 fn apply_later_answers_202_and_stays_pending_until_its_time() {
     let da = with_fates(r#"["apply-later:2s"]"#);
-    let r = da.post_json("/payments/v1/transfers", &[], &transfer()).unwrap();
+    let r = da
+        .post_json("/payments/v1/transfers", &[], &transfer())
+        .unwrap();
     assert_eq!(r.status, 202);
     assert_eq!(r.json()["status"], "pending");
-    assert_eq!(da.get("/payments/v1/transfers/act_1").json()["state"], "pending");
+    assert_eq!(
+        da.get("/payments/v1/transfers/act_1").json()["state"],
+        "pending"
+    );
     assert_eq!(da.ledger()[0]["applied"], false);
     da.advance("2s");
-    assert_eq!(da.get("/payments/v1/transfers/act_1").json()["state"], "applied");
+    assert_eq!(
+        da.get("/payments/v1/transfers/act_1").json()["state"],
+        "applied"
+    );
     let e = &da.ledger()[0];
     assert_eq!(e["applied"], true);
     assert!(e["applied_at"].as_str().unwrap() > e["received_at"].as_str().unwrap());
@@ -133,31 +178,60 @@ fn apply_later_answers_202_and_stays_pending_until_its_time() {
 fn the_fate_sequence_advances_per_attempt_and_its_last_fate_repeats() {
     let da = with_fates(r#"["drop-after-apply", "error-before-apply:503", "respond"]"#);
     let statuses: Vec<Option<u16>> = (0..4)
-        .map(|_| da.post_json("/payments/v1/transfers", &[], &transfer()).ok().map(|r| r.status))
+        .map(|_| {
+            da.post_json("/payments/v1/transfers", &[], &transfer())
+                .ok()
+                .map(|r| r.status)
+        })
         .collect();
     assert_eq!(statuses, vec![None, Some(503), Some(201), Some(201)]);
 }
 
 #[test]
 fn fates_can_be_counted_per_intent() {
-    let da = Da::start(&payments("", "fates = [\"drop-after-apply\", \"respond\"]\nper = \"intent\""));
+    let da = Da::start(&payments(
+        "",
+        "fates = [\"drop-after-apply\", \"respond\"]\nper = \"intent\"",
+    ));
     let a = serde_json::json!({"to": "a", "amount": 1});
     let b = serde_json::json!({"to": "b", "amount": 1});
-    assert!(da.post_json("/payments/v1/transfers", &[], &a).is_err(), "1st attempt of intent a");
-    assert!(da.post_json("/payments/v1/transfers", &[], &b).is_err(), "1st attempt of intent b");
-    assert_eq!(da.post_json("/payments/v1/transfers", &[], &a).unwrap().status, 201);
+    assert!(
+        da.post_json("/payments/v1/transfers", &[], &a).is_err(),
+        "1st attempt of intent a"
+    );
+    assert!(
+        da.post_json("/payments/v1/transfers", &[], &b).is_err(),
+        "1st attempt of intent b"
+    );
+    assert_eq!(
+        da.post_json("/payments/v1/transfers", &[], &a)
+            .unwrap()
+            .status,
+        201
+    );
 }
 
 fn seeded_run(seed: &str) -> Vec<String> {
     let da = Da::start_args(&[
-        common::temp_file("s.toml", &payments("", "fates = { random = { respond = 1, \"error-before-apply:503\" = 1 } }")).to_str().unwrap(),
+        common::temp_file(
+            "s.toml",
+            &payments(
+                "",
+                "fates = { random = { respond = 1, \"error-before-apply:503\" = 1 } }",
+            ),
+        )
+        .to_str()
+        .unwrap(),
         "--seed",
         seed,
     ]);
     for _ in 0..40 {
         let _ = da.post_json("/payments/v1/transfers", &[], &transfer());
     }
-    da.ledger().iter().map(|e| e["fate"].as_str().unwrap().to_string()).collect()
+    da.ledger()
+        .iter()
+        .map(|e| e["fate"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]

@@ -14,7 +14,13 @@ fn check(toml: &str) -> (i32, String) {
         .current_dir(path.parent().unwrap())
         .output()
         .unwrap();
-    (out.status.code().unwrap(), String::from_utf8(out.stderr).unwrap().trim_end().to_string())
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .trim_end()
+            .to_string(),
+    )
 }
 
 fn route(extra: &str) -> String {
@@ -97,7 +103,10 @@ fn keys_of_another_route_kind_are_rejected_not_ignored() {
 
 #[test]
 fn syntax_errors_and_missing_fields_are_located() {
-    golden("[services.payments\n", "bad.toml:1:19: unclosed table, expected `]`");
+    golden(
+        "[services.payments\n",
+        "bad.toml:1:19: unclosed table, expected `]`",
+    );
     golden(
         "[services.payments]\n[[services.payments.routes]]\nname = \"a\"\npath = \"/a\"\nkind = \"action\"\n",
         "bad.toml:2:1: services.payments.routes[0]: missing field `method`",
@@ -119,8 +128,14 @@ fn serve_refuses_a_bad_scenario_with_exit_2_and_serves_nothing() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty(), "no ready line: {}", String::from_utf8_lossy(&out.stdout));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("services._admin: \"_admin\" is reserved"));
+    assert!(
+        out.stdout.is_empty(),
+        "no ready line: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("services._admin: \"_admin\" is reserved")
+    );
 }
 
 #[test]
@@ -131,7 +146,18 @@ fn every_shipped_scenario_validates() {
         .map(|e| e.unwrap().path().display().to_string())
         .filter(|p| p.ends_with(".toml"))
         .collect();
-    assert!(files.len() >= 4, "quickstart plus at least three more: {files:?}");
-    let out = Command::new(bin()).arg("check").args(&files).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        files.len() >= 4,
+        "quickstart plus at least three more: {files:?}"
+    );
+    let out = Command::new(bin())
+        .arg("check")
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
