@@ -44,10 +44,15 @@ pub struct Response {
 
 impl Response {
     pub fn json(status: u16, v: &Value) -> Response {
+        Response::json_of(status, v)
+    }
+
+    /// A JSON response from any serializable value (structs keep their field order).
+    pub fn json_of<T: serde::Serialize + ?Sized>(status: u16, v: &T) -> Response {
         Response {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
-            body: v.to_string().into_bytes(),
+            body: serde_json::to_vec(v).unwrap_or_default(),
         }
     }
 

@@ -152,6 +152,12 @@ async fn route(
     }
 }
 
+/// `{"entries": [...]}` with each entry's fields in their documented order.
+#[derive(serde::Serialize)]
+struct Entries {
+    entries: Vec<crate::ledger::Entry>,
+}
+
 /// The ready line: event, url, scenario, services — in that order on the wire.
 #[derive(serde::Serialize)]
 pub struct Ready {
@@ -224,7 +230,7 @@ async fn wait(world: &World, params: &[(String, String)]) -> Result<Response, Ad
         appended.borrow_and_update();
         let entries = world.entries(&filter);
         if entries.len() >= count {
-            return Ok(Response::json(200, &json!({"entries": entries})));
+            return Ok(Response::json_of(200, &Entries { entries }));
         }
         let changed = tokio::time::timeout_at(deadline, appended.changed()).await;
         match changed {
