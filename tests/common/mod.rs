@@ -66,18 +66,36 @@ impl Da {
             .spawn()
             .expect("spawn doubleagent");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         if line.is_empty() {
             let mut err = String::new();
-            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
             panic!("doubleagent exited before its ready line: {err}");
         }
         let ready: Value = serde_json::from_str(&line).expect("ready line is JSON");
         let url = ready["url"].as_str().unwrap().to_string();
-        Da { child, url, ready, ready_line: line }
+        Da {
+            child,
+            url,
+            ready,
+            ready_line: line,
+        }
     }
 
-    pub fn req(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Result<Resp, std::io::Error> {
+    pub fn req(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Result<Resp, std::io::Error> {
         request(&self.url, method, path, headers, body.as_bytes())
     }
 
@@ -91,25 +109,45 @@ impl Da {
         self.call("GET", path, &[], "")
     }
 
-    pub fn post_json(&self, path: &str, headers: &[(&str, &str)], body: &Value) -> Result<Resp, std::io::Error> {
+    pub fn post_json(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> Result<Resp, std::io::Error> {
         let mut h = vec![("content-type", "application/json")];
         h.extend_from_slice(headers);
         self.req("POST", path, &h, &body.to_string())
     }
 
     pub fn ledger(&self) -> Vec<Value> {
-        self.get("/_admin/ledger").json()["entries"].as_array().unwrap().clone()
+        self.get("/_admin/ledger").json()["entries"]
+            .as_array()
+            .unwrap()
+            .clone()
     }
 
     /// Wait (long-poll) until `count` entries match `query` (e.g. `service=payments`).
     pub fn wait_for(&self, query: &str, count: usize) -> Vec<Value> {
-        let r = self.get(&format!("/_admin/ledger/wait?count={count}&timeout=15s&{query}"));
-        assert_eq!(r.status, 200, "waiting for {count} entries matching {query}: {}", r.text());
+        let r = self.get(&format!(
+            "/_admin/ledger/wait?count={count}&timeout=15s&{query}"
+        ));
+        assert_eq!(
+            r.status,
+            200,
+            "waiting for {count} entries matching {query}: {}",
+            r.text()
+        );
         r.json()["entries"].as_array().unwrap().clone()
     }
 
     pub fn advance(&self, by: &str) -> Value {
-        let r = self.call("POST", "/_admin/clock/advance", &[("content-type", "application/json")], &format!("{{\"by\":\"{by}\"}}"));
+        let r = self.call(
+            "POST",
+            "/_admin/clock/advance",
+            &[("content-type", "application/json")],
+            &format!("{{\"by\":\"{by}\"}}"),
+        );
         assert_eq!(r.status, 200, "advance: {}", r.text());
         r.json()
     }
@@ -139,18 +177,28 @@ pub struct Resp {
 
 impl Resp {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
     }
 }
 
 /// Open a connection and send one request (`Connection: close`), without reading.
-pub fn send(base: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> TcpStream {
+pub fn send(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> TcpStream {
     let hostport = base.trim_start_matches("http://");
     let mut s = TcpStream::connect(hostport).unwrap();
     s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
@@ -170,21 +218,44 @@ pub fn read_response(mut s: TcpStream) -> Result<Resp, std::io::Error> {
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)?;
     if raw.is_empty() {
-        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed without a response"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "connection closed without a response",
+        ));
     }
-    let text_end = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
+    let text_end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
     let head = String::from_utf8_lossy(&raw[..text_end]).into_owned();
     let mut lines = head.split("\r\n");
-    let status: u16 = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
         .collect();
     let body = raw[text_end + 4..].to_vec();
-    Ok(Resp { status, headers, body })
+    Ok(Resp {
+        status,
+        headers,
+        body,
+    })
 }
 
-pub fn request(base: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Result<Resp, std::io::Error> {
+pub fn request(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<Resp, std::io::Error> {
     read_response(send(base, method, path, headers, body))
 }
 
