@@ -1,0 +1,583 @@
+//! One test per idempotency rule: replay, 409 in flight, mismatch, missing key, expiry, `ignore`,
+//! the provider presets, fingerprints over chosen fields, and 500 concurrent retries (REC-4, ACC-1).
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::sync::{Arc, Barrier};
+
+const CREATE: &str = "/payments/v1/transfers";
+
+fn with(service_extra: &str, route_extra: &str) -> Da {
+    Da::start(&payments(service_extra, route_extra))
+}
+
+fn post_key(da: &Da, header: &str, key: &str, body: &Value) -> Result<Resp, std::io::Error> {
+    da.post_json(CREATE, &[(header, key)], body)
+}
+
+fn applied(ledger: &[Value]) -> usize {
+    ledger.iter().filter(|e| e["applied"] == true).count()
+}
+
+#[test]
+fn acc1_a_repeat_within_retention_is_replayed_and_applied_once() {
+    let da = with(r#"idempotency = { preset = "stripe" }"#, "");
+    let first = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(first.status, 201);
+    assert_eq!(
+        first.header("idempotent-replayed"),
+        None,
+        "a first execution is not a replay"
+    );
+    let again = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(again.status, 201);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(
+        again.json(),
+        first.json(),
+        "the stored response, byte for byte"
+    );
+    assert_eq!(again.json()["id"], "act_1");
+
+    let l = da.ledger();
+    assert_eq!(l.len(), 2);
+    assert_eq!(l[0]["disposition"], "executed");
+    assert_eq!(l[0]["idempotency_key"], "k-1");
+    assert_eq!(l[1]["disposition"], "replayed");
+    assert_eq!(l[1]["replay_of"], 1);
+    assert_eq!(l[1]["applied"], false);
+    assert_eq!(l[1]["fate"], Value::Null, "a replay draws no fate");
+    assert_eq!(l[1]["fingerprint"], l[0]["fingerprint"]);
+    assert_eq!(applied(&l), 1);
+}
+
+#[test]
+fn rec4_the_retry_of_a_dropped_response_gets_the_stored_response_and_applies_nothing() {
+    let da = Da::start(LOST_RESPONSE);
+    assert!(
+        post_key(&da, "Idempotency-Key", "k-1", &transfer()).is_err(),
+        "1st attempt: response lost"
+    );
+    let r = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(r.status, 201);
+    assert_eq!(r.header("idempotent-replayed"), Some("true"));
+    assert_eq!(
+        r.json()["id"],
+        "act_1",
+        "the response the client never received"
+    );
+    let l = da.ledger();
+    assert_eq!(l[0]["response"]["delivery"], "dropped");
+    assert_eq!(l[1]["disposition"], "replayed");
+    assert_eq!(l[1]["replay_of"], 1);
+    assert_eq!(l[1]["response"]["delivery"], "sent");
+    assert_eq!(applied(&l), 1);
+}
+
+#[test]
+fn a_repeat_while_the_first_is_in_flight_gets_409_and_the_first_still_completes() {
+    let da = with(
+        r#"idempotency = { preset = "stripe" }"#,
+        r#"fates = ["delay:5s"]"#,
+    );
+    let body = transfer().to_string();
+    let h = [
+        ("content-type", "application/json"),
+        ("Idempotency-Key", "k-1"),
+    ];
+    let first = send(&da.url, "POST", CREATE, &h, body.as_bytes());
+    da.wait_for("service=payments", 1);
+
+    let second = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(second.status, 409);
+    assert_eq!(second.json()["status"], 409);
+    let l = da.ledger();
+    assert_eq!(l[1]["disposition"], "conflict");
+    assert_eq!(l[1]["applied"], false);
+    assert_eq!(l[1]["detail"]["key_owner"], 1);
+
+    da.advance("5s");
+    let r = read_response(first).unwrap();
+    assert_eq!(r.status, 201);
+    // Once the first has answered, the same key is a replay.
+    let third = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(third.header("idempotent-replayed"), Some("true"));
+    let l = da.ledger();
+    assert_eq!(l[2]["disposition"], "replayed");
+    assert_eq!(l[2]["replay_of"], 1);
+    assert_eq!(applied(&l), 1);
+}
+
+#[test]
+fn rec4_stripe_rejects_a_key_reused_for_another_payload_with_400_idempotency_error() {
+    let da = with(r#"idempotency = { preset = "stripe" }"#, "");
+    assert_eq!(
+        post_key(&da, "Idempotency-Key", "k-1", &transfer())
+            .unwrap()
+            .status,
+        201
+    );
+    let other = json!({"to": "acct-9", "amount": 999});
+    let r = post_key(&da, "Idempotency-Key", "k-1", &other).unwrap();
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["type"], "idempotency_error");
+    let l = da.ledger();
+    assert_eq!(l[1]["disposition"], "mismatch");
+    assert_eq!(l[1]["applied"], false);
+    assert_eq!(l[1]["detail"]["key_owner"], 1);
+    assert_ne!(l[1]["fingerprint"], l[0]["fingerprint"]);
+    assert_eq!(applied(&l), 1);
+}
+
+#[test]
+fn rec4_ietf_rejects_a_key_reused_for_another_payload_with_422() {
+    let da = with(r#"idempotency = { preset = "ietf" }"#, "");
+    assert_eq!(
+        post_key(&da, "Idempotency-Key", "k-1", &transfer())
+            .unwrap()
+            .status,
+        201
+    );
+    let r = post_key(
+        &da,
+        "Idempotency-Key",
+        "k-1",
+        &json!({"to": "elsewhere", "amount": 100}),
+    )
+    .unwrap();
+    assert_eq!(r.status, 422);
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("different request payload"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(da.ledger()[1]["disposition"], "mismatch");
+}
+
+#[test]
+fn key_order_and_whitespace_do_not_make_a_different_payload() {
+    let da = with(r#"idempotency = { preset = "ietf" }"#, "");
+    let h = [
+        ("content-type", "application/json"),
+        ("Idempotency-Key", "k-1"),
+    ];
+    assert_eq!(
+        da.call("POST", CREATE, &h, r#"{"to":"acct-9","amount":100}"#)
+            .status,
+        201
+    );
+    let r = da.call(
+        "POST",
+        CREATE,
+        &h,
+        "{ \"amount\": 100,\n  \"to\": \"acct-9\" }",
+    );
+    assert_eq!(r.status, 201);
+    assert_eq!(da.ledger()[1]["disposition"], "replayed");
+}
+
+#[test]
+fn a_required_key_that_is_missing_gets_400_and_nothing_runs() {
+    let da = with(r#"idempotency = { preset = "ietf", required = true }"#, "");
+    let r = da.post_json(CREATE, &[], &transfer()).unwrap();
+    assert_eq!(r.status, 400);
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("Idempotency-Key"),
+        "{}",
+        r.text()
+    );
+    let l = da.ledger();
+    assert_eq!(l[0]["disposition"], "missing-key");
+    assert_eq!(l[0]["applied"], false);
+    assert_eq!(l[0]["fate"], Value::Null);
+    assert_eq!(l[0]["idempotency_key"], Value::Null);
+    // With a key it goes through.
+    assert_eq!(
+        post_key(&da, "Idempotency-Key", "k-1", &transfer())
+            .unwrap()
+            .status,
+        201
+    );
+}
+
+#[test]
+fn rec4_after_retention_the_key_is_forgotten_and_the_request_executes_again() {
+    let da = with(
+        r#"idempotency = { preset = "stripe", retention = "24h" }"#,
+        "",
+    );
+    assert_eq!(
+        post_key(&da, "Idempotency-Key", "k-1", &transfer())
+            .unwrap()
+            .status,
+        201
+    );
+    da.advance("23h");
+    let within = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(
+        within.header("idempotent-replayed"),
+        Some("true"),
+        "23h in: still remembered"
+    );
+    da.advance("2h");
+    let after = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(after.status, 201);
+    assert_eq!(after.header("idempotent-replayed"), None);
+    assert_eq!(after.json()["id"], "act_3", "a new action");
+
+    let l = da.ledger();
+    assert_eq!(l[0]["executed_after_expiry"], false);
+    assert_eq!(l[1]["disposition"], "replayed");
+    assert_eq!(l[2]["disposition"], "executed");
+    assert_eq!(
+        l[2]["executed_after_expiry"], true,
+        "the ledger marks the re-execution"
+    );
+    assert_eq!(applied(&l), 2, "the same intent took effect twice");
+    // The re-execution owns the key now.
+    post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(da.ledger()[3]["replay_of"], 3);
+}
+
+#[test]
+fn mode_ignore_executes_every_request_whatever_its_key() {
+    let da = with(
+        r#"idempotency = { preset = "stripe", mode = "ignore" }"#,
+        "",
+    );
+    for _ in 0..3 {
+        let r = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+        assert_eq!(r.status, 201);
+        assert_eq!(r.header("idempotent-replayed"), None);
+    }
+    let l = da.ledger();
+    assert!(
+        l.iter()
+            .all(|e| e["disposition"] == "executed" && e["idempotency_key"] == "k-1"),
+        "{l:?}"
+    );
+    assert_eq!(applied(&l), 3);
+}
+
+#[test]
+fn without_an_idempotency_table_keys_are_recorded_but_not_honoured() {
+    let da = with("", "");
+    post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    let l = da.ledger();
+    assert_eq!(applied(&l), 2);
+    assert_eq!(l[1]["idempotency_key"], "k-1");
+}
+
+#[test]
+fn rec4_checkout_caches_only_2xx_so_a_retry_after_a_lying_500_applies_again() {
+    let da = with(
+        r#"idempotency = { preset = "checkout" }"#,
+        r#"fates = ["error-after-apply:500", "respond"]"#,
+    );
+    let h = "Cko-Idempotency-Key";
+    assert_eq!(post_key(&da, h, "k-1", &transfer()).unwrap().status, 500);
+    let retry = post_key(&da, h, "k-1", &transfer()).unwrap();
+    assert_eq!(retry.status, 201);
+    assert_eq!(retry.json()["id"], "act_2", "executed again, not replayed");
+    let third = post_key(&da, h, "k-1", &transfer()).unwrap();
+    assert_eq!(third.json()["id"], "act_2", "the 2xx was cached");
+
+    let l = da.ledger();
+    assert_eq!(l[0]["applied"], true, "the 500 lied: it applied");
+    assert_eq!(l[1]["disposition"], "executed");
+    assert_eq!(l[2]["disposition"], "replayed");
+    assert_eq!(l[2]["replay_of"], 2);
+    assert_eq!(
+        applied(&l),
+        2,
+        "a retry under checkout's contract is a second effect"
+    );
+}
+
+#[test]
+fn checkout_reads_its_own_header_not_idempotency_key() {
+    let da = with(r#"idempotency = { preset = "checkout" }"#, "");
+    post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    let l = da.ledger();
+    assert_eq!(applied(&l), 2);
+    assert_eq!(l[0]["idempotency_key"], Value::Null);
+}
+
+#[test]
+fn paypal_uses_paypal_request_id_and_replays_the_latest_state() {
+    let da = with(
+        r#"idempotency = { preset = "paypal" }"#,
+        r#"fates = ["apply-later:2s"]"#,
+    );
+    let h = "PayPal-Request-Id";
+    let first = post_key(&da, h, "req-1", &transfer()).unwrap();
+    assert_eq!(first.status, 202);
+    let early = post_key(&da, h, "req-1", &transfer()).unwrap();
+    assert_eq!(early.json()["state"], "pending");
+    assert_eq!(early.json()["id"], "act_1");
+    da.advance("2s");
+    let late = post_key(&da, h, "req-1", &transfer()).unwrap();
+    assert_eq!(late.status, 200);
+    assert_eq!(
+        late.json()["state"],
+        "applied",
+        "not a byte-for-byte replay: the current state"
+    );
+    assert!(late.json()["applied_at"].is_string());
+
+    let l = da.ledger();
+    assert_eq!(l[0]["idempotency_key"], "req-1");
+    assert_eq!(l[1]["replay_of"], 1);
+    assert_eq!(l[2]["replay_of"], 1);
+    assert_eq!(applied(&l), 1);
+}
+
+#[test]
+fn paypal_ignores_an_idempotency_key_header() {
+    let da = with(r#"idempotency = { preset = "paypal" }"#, "");
+    post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(
+        applied(&da.ledger()),
+        2,
+        "omitting PayPal-Request-Id duplicates the request"
+    );
+}
+
+#[test]
+fn adyen_echoes_the_key_header_on_first_responses_and_replays() {
+    let da = with(r#"idempotency = { preset = "adyen" }"#, "");
+    let first = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(first.header("idempotency-key"), Some("k-1"));
+    let again = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(again.header("idempotency-key"), Some("k-1"));
+    assert_eq!(
+        again.header("idempotent-replayed"),
+        None,
+        "Adyen marks replays only by the echo"
+    );
+    assert_eq!(again.json(), first.json());
+    assert_eq!(da.ledger()[1]["disposition"], "replayed");
+    // Adyen keeps keys for 31 days.
+    da.advance("30d");
+    post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(da.ledger()[2]["disposition"], "replayed");
+}
+
+#[test]
+fn a_pointer_fingerprint_compares_only_the_listed_fields() {
+    let da = with(
+        r#"idempotency = { preset = "ietf", fingerprint = ["/to"] }"#,
+        "",
+    );
+    post_key(
+        &da,
+        "Idempotency-Key",
+        "k-1",
+        &json!({"to": "a", "amount": 1, "memo": "x"}),
+    )
+    .unwrap();
+    let same_to = post_key(
+        &da,
+        "Idempotency-Key",
+        "k-1",
+        &json!({"to": "a", "amount": 2}),
+    )
+    .unwrap();
+    assert_eq!(same_to.status, 201);
+    let other_to = post_key(
+        &da,
+        "Idempotency-Key",
+        "k-1",
+        &json!({"to": "b", "amount": 1}),
+    )
+    .unwrap();
+    assert_eq!(other_to.status, 422);
+    let d: Vec<Value> = da
+        .ledger()
+        .iter()
+        .map(|e| e["disposition"].clone())
+        .collect();
+    assert_eq!(
+        d,
+        vec![json!("executed"), json!("replayed"), json!("mismatch")]
+    );
+}
+
+#[test]
+fn fingerprint_none_replays_any_payload_under_a_known_key() {
+    let da = with(
+        r#"idempotency = { preset = "ietf", fingerprint = "none" }"#,
+        "",
+    );
+    post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    let r = post_key(&da, "Idempotency-Key", "k-1", &json!({"to": "zzz"})).unwrap();
+    assert_eq!(r.status, 201);
+    let l = da.ledger();
+    assert_eq!(l[1]["disposition"], "replayed");
+    assert_eq!(l[1]["fingerprint"], Value::Null);
+}
+
+#[test]
+fn keys_are_scoped_per_key_value() {
+    let da = with(r#"idempotency = { preset = "stripe" }"#, "");
+    post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    post_key(&da, "Idempotency-Key", "k-2", &transfer()).unwrap();
+    assert_eq!(applied(&da.ledger()), 2, "another key is another attempt");
+}
+
+/// Fire `n` requests at once (all released by one barrier), each on its own connection.
+fn concurrently(
+    da: &Da,
+    n: usize,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Vec<std::thread::JoinHandle<Result<Resp, std::io::Error>>> {
+    let barrier = Arc::new(Barrier::new(n));
+    (0..n)
+        .map(|_| {
+            let (url, barrier, body) = (da.url.clone(), barrier.clone(), body.to_string());
+            let headers: Vec<(String, String)> = headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            std::thread::spawn(move || {
+                let h: Vec<(&str, &str)> = headers
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                barrier.wait();
+                request(&url, "POST", CREATE, &h, body.as_bytes())
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn acc1_500_concurrent_requests_with_one_key_apply_exactly_once() {
+    let da = with(r#"idempotency = { preset = "stripe" }"#, "");
+    let h = [
+        ("content-type", "application/json"),
+        ("Idempotency-Key", "k-burst"),
+    ];
+    let threads = concurrently(&da, 500, &h, &transfer().to_string());
+    let resps: Vec<Resp> = threads
+        .into_iter()
+        .map(|t| t.join().unwrap().expect("every request answered"))
+        .collect();
+
+    let l = da.ledger();
+    assert_eq!(l.len(), 500);
+    let executed: Vec<&Value> = l.iter().filter(|e| e["applied"] == true).collect();
+    assert_eq!(executed.len(), 1, "exactly one effect");
+    assert_eq!(executed[0]["disposition"], "executed");
+    let owner = executed[0]["seq"].clone();
+    for e in l.iter().filter(|e| e["applied"] == false) {
+        match e["disposition"].as_str().unwrap() {
+            "replayed" => assert_eq!(e["replay_of"], owner),
+            "conflict" => assert_eq!(e["detail"]["key_owner"], owner),
+            other => panic!("unexpected disposition {other}: {e}"),
+        }
+    }
+    // Every client that got a 201 got the same action.
+    let id = format!("act_{owner}");
+    for r in resps.iter().filter(|r| r.status == 201) {
+        assert_eq!(r.json()["id"], id.as_str());
+    }
+    assert!(resps.iter().all(|r| r.status == 201 || r.status == 409));
+}
+
+#[test]
+fn acc1_concurrent_requests_while_the_first_is_delayed_all_conflict() {
+    let da = with(
+        r#"idempotency = { preset = "stripe" }"#,
+        r#"fates = ["delay:1s"]"#,
+    );
+    let h = [
+        ("content-type", "application/json"),
+        ("Idempotency-Key", "k-burst"),
+    ];
+    let threads = concurrently(&da, 100, &h, &transfer().to_string());
+    // All 100 are admitted at scenario time zero: one executes (its response waits for the
+    // clock), the other 99 conflict with it and are answered at once.
+    let l = da.wait_for("service=payments", 100);
+    da.advance("1s");
+    let resps: Vec<Resp> = threads
+        .into_iter()
+        .map(|t| t.join().unwrap().unwrap())
+        .collect();
+    assert_eq!(resps.iter().filter(|r| r.status == 201).count(), 1);
+    assert_eq!(resps.iter().filter(|r| r.status == 409).count(), 99);
+    assert_eq!(
+        l.iter().filter(|e| e["disposition"] == "executed").count(),
+        1
+    );
+    assert_eq!(
+        l.iter().filter(|e| e["disposition"] == "conflict").count(),
+        99
+    );
+    assert_eq!(applied(&da.ledger()), 1);
+}
+
+#[test]
+fn a_request_refused_before_it_began_leaves_the_key_free() {
+    let da = with(
+        r#"idempotency = { preset = "stripe" }"#,
+        r#"fates = ["error-before-apply:503", "respond"]"#,
+    );
+    assert_eq!(
+        post_key(&da, "Idempotency-Key", "k-1", &transfer())
+            .unwrap()
+            .status,
+        503
+    );
+    let retry = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(retry.status, 201);
+    assert_eq!(
+        retry.header("idempotent-replayed"),
+        None,
+        "nothing was stored for a request that never ran"
+    );
+    let l = da.ledger();
+    assert_eq!(l[1]["disposition"], "executed");
+    assert_eq!(applied(&l), 1);
+}
+
+#[test]
+fn stripe_replays_a_lying_500_because_it_caches_every_response() {
+    let da = with(
+        r#"idempotency = { preset = "stripe" }"#,
+        r#"fates = ["error-after-apply:500", "respond"]"#,
+    );
+    assert_eq!(
+        post_key(&da, "Idempotency-Key", "k-1", &transfer())
+            .unwrap()
+            .status,
+        500
+    );
+    let retry = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(retry.status, 500, "the stored 500, replayed");
+    assert_eq!(retry.header("idempotent-replayed"), Some("true"));
+    assert_eq!(applied(&da.ledger()), 1);
+}
+
+#[test]
+fn a_route_policy_overrides_the_service_policy() {
+    let da = with(
+        r#"idempotency = { preset = "stripe" }"#,
+        r#"idempotency = { mode = "ignore" }"#,
+    );
+    post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
+    assert_eq!(applied(&da.ledger()), 2);
+}
