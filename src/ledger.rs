@@ -41,6 +41,8 @@ pub enum Disposition {
     Unmatched,
     /// Rejected before routing: body over the cap.
     TooLarge,
+    /// An agent interaction (message, task, cancel, result, push, run, ...); `event` says which.
+    Agent,
 }
 
 /// What became of the response.
@@ -90,6 +92,8 @@ pub struct Record {
     pub response: ResponsePlan,
     /// Who sent it: `None` for an outside client, `agent:NAME` for an agent's own call.
     pub actor: Option<String>,
+    /// For agent entries: what happened (`message`, `task-created`, `cancel`, `result`, `push`...).
+    pub event: Option<String>,
     /// Kind-specific facts: a lookup's answer, a cancel's outcome, an unmatched request's reason.
     pub detail: Option<Value>,
 }
@@ -184,7 +188,43 @@ impl Record {
                 at: self.response.at.filter(|_| sent).map(|t| clock.rfc3339(t)),
             },
             actor: self.actor.clone(),
+            event: self.event.clone(),
             detail: self.detail.clone(),
+        }
+    }
+}
+
+impl Record {
+    /// A bare record for an agent event at time `at`: no body, no action, response "sent".
+    pub fn agent_event(agent: &str, event: &str, at: Duration, detail: Value) -> Record {
+        Record {
+            seq: 0,
+            service: agent.to_string(),
+            route: None,
+            method: String::new(),
+            path: String::new(),
+            received_at: at,
+            idempotency_key: None,
+            fingerprint: None,
+            intent: None,
+            work_id: None,
+            revision: None,
+            body: Value::Null,
+            body_truncated: false,
+            disposition: Disposition::Agent,
+            replay_of: None,
+            executed_after_expiry: false,
+            fate: None,
+            applies_at: None,
+            cancelled_at: None,
+            response: ResponsePlan {
+                delivery: Delivery::Sent,
+                status: None,
+                at: Some(at),
+            },
+            actor: Some(format!("agent:{agent}")),
+            event: Some(event.to_string()),
+            detail: Some(detail),
         }
     }
 }
@@ -229,6 +269,8 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<Value>,
 }
 
@@ -250,6 +292,8 @@ pub struct Filter {
     /// Only entries with `seq > since` (a cursor).
     pub since: Option<u64>,
     pub disposition: Option<Disposition>,
+    pub event: Option<String>,
+    pub actor: Option<String>,
 }
 
 impl Filter {
@@ -269,6 +313,14 @@ impl Filter {
                 .is_none_or(|w| r.work_id.as_ref() == Some(w))
             && self.since.is_none_or(|s| r.seq > s)
             && self.disposition.is_none_or(|d| r.disposition == d)
+            && self
+                .event
+                .as_ref()
+                .is_none_or(|e| r.event.as_ref() == Some(e))
+            && self
+                .actor
+                .as_ref()
+                .is_none_or(|a| r.actor.as_ref() == Some(a))
     }
 }
 
@@ -361,6 +413,7 @@ mod tests {
                 at: Some(Duration::from_secs(1)),
             },
             actor: None,
+            event: None,
             detail: None,
         }
     }

@@ -7,6 +7,7 @@
 //! (HTTP); [`cli`]. See ARCHITECTURE.md.
 
 pub mod admin;
+pub mod agent;
 pub mod cli;
 pub mod clock;
 pub mod fate;

@@ -23,6 +23,9 @@ use crate::clock::{parse_duration, ClockKind};
 use crate::fate::FateSchedule;
 use crate::idempotency::{Cache, Fingerprint, Mode, Policy, Preset};
 
+pub mod a2a;
+pub mod agui;
+
 /// The built-in quickstart, served when `serve` is given no file.
 pub const QUICKSTART: &str = include_str!("../scenarios/quickstart.toml");
 
@@ -106,6 +109,9 @@ struct RawScenario {
     ledger_body_bytes: Option<usize>,
     #[serde(default)]
     services: BTreeMap<String, RawService>,
+    /// Read as plain tables here; each protocol's module gives them their shape.
+    #[serde(default)]
+    agents: BTreeMap<String, toml::Table>,
 }
 
 #[derive(Deserialize)]
@@ -269,8 +275,23 @@ pub struct Scenario {
     pub max_body_bytes: usize,
     pub ledger_body_bytes: usize,
     pub services: Vec<Service>,
+    pub agents: Vec<Agent>,
     /// Where it came from (a path, or `<quickstart>`), for messages.
     pub origin: String,
+}
+
+/// A fake subagent, served at `/agents/NAME`.
+#[derive(Clone, Debug)]
+pub struct Agent {
+    pub name: String,
+    pub spec: AgentSpec,
+}
+
+/// The protocol an agent speaks, with its protocol-specific script.
+#[derive(Clone, Debug)]
+pub enum AgentSpec {
+    A2a(a2a::A2aAgent),
+    AgUi(agui::AgUiAgent),
 }
 
 #[derive(Clone, Debug)]
@@ -450,6 +471,10 @@ impl Scenario {
     pub fn service(&self, name: &str) -> Option<&Service> {
         self.services.iter().find(|s| s.name == name)
     }
+
+    pub fn agent(&self, name: &str) -> Option<&Agent> {
+        self.agents.iter().find(|a| a.name == name)
+    }
 }
 
 impl Service {
@@ -461,7 +486,7 @@ impl Service {
 // ---------------------------------------------------------------------------------------------
 // Semantic checks and compilation
 
-type Issues = Vec<(String, String)>;
+pub(crate) type Issues = Vec<(String, String)>;
 
 fn compile(raw: RawScenario, default_name: Option<&str>, origin: &str) -> Result<Scenario, Issues> {
     let mut issues: Issues = Vec::new();
@@ -539,10 +564,61 @@ fn compile(raw: RawScenario, default_name: Option<&str>, origin: &str) -> Result
             routes,
         });
     }
+    let mut agents = Vec::new();
+    for (aname, table) in &raw.agents {
+        let apath = format!("agents.{aname}");
+        if aname.is_empty()
+            || !aname
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            issues.push((apath.clone(), "an agent name may use only letters, digits, '-' and '_' (it becomes a URL path segment)".into()));
+        }
+        if services.iter().any(|s| &s.name == aname) {
+            issues.push((apath.clone(), format!("\"{aname}\" is already a service name; agents and services share the ledger's `service` field, so pick another name")));
+        }
+        let spec = match table.get("protocol").map(|p| p.as_str()) {
+            Some(Some("a2a")) => {
+                a2a::compile(table, &apath, &services, &mut issues).map(AgentSpec::A2a)
+            }
+            Some(Some("ag-ui")) => {
+                agui::compile(table, &apath, &services, &mut issues).map(AgentSpec::AgUi)
+            }
+            Some(Some(other)) => {
+                let hint = did_you_mean(other, ["a2a", "ag-ui"].into_iter());
+                issues.push((
+                    format!("{apath}.protocol"),
+                    format!("unknown protocol \"{other}\"{hint}; expected \"a2a\" or \"ag-ui\""),
+                ));
+                None
+            }
+            Some(None) => {
+                issues.push((
+                    format!("{apath}.protocol"),
+                    "expected a string: \"a2a\" or \"ag-ui\"".into(),
+                ));
+                None
+            }
+            None => {
+                issues.push((
+                    apath.clone(),
+                    "missing key `protocol` (\"a2a\" or \"ag-ui\")".into(),
+                ));
+                None
+            }
+        };
+        if let Some(spec) = spec {
+            agents.push(Agent {
+                name: aname.clone(),
+                spec,
+            });
+        }
+    }
     if !issues.is_empty() {
         return Err(issues);
     }
     Ok(Scenario {
+        agents,
         name: raw
             .name
             .or(default_name.map(str::to_string))
@@ -785,10 +861,26 @@ fn path_string(p: &serde_path_to_error::Path) -> String {
 }
 
 fn locate_serde_error(src: &str, path: &str, e: &toml::de::Error) -> Problem {
+    let (path, message) = explain(path, e);
+    let offset = match e.span() {
+        Some(span) => Some(span.start),
+        None => find_path(src, &path),
+    };
+    let (line, col) = offset.map(|o| line_col(src, o)).unwrap_or((1, 1));
+    Problem {
+        line,
+        col,
+        path,
+        message,
+    }
+}
+
+/// A serde error as a (key path, message) pair, with the unknown key named in the path and a
+/// "did you mean" where one is close.
+pub(crate) fn explain(path: &str, e: &toml::de::Error) -> (String, String) {
     let mut message = e.message().trim().to_string();
     let mut path = path.to_string();
     if let Some((field, expected)) = parse_unknown(&message) {
-        // Name the offending key in the path, and guess what was meant.
         if !path.ends_with(&field) {
             path = if path.is_empty() {
                 field.clone()
@@ -812,16 +904,30 @@ fn locate_serde_error(src: &str, path: &str, e: &toml::de::Error) -> Problem {
             message.insert_str(at, &hint);
         }
     }
-    let offset = match e.span() {
-        Some(span) => Some(span.start),
-        None => find_path(src, &path),
-    };
-    let (line, col) = offset.map(|o| line_col(src, o)).unwrap_or((1, 1));
-    Problem {
-        line,
-        col,
-        path,
-        message,
+    (path, message)
+}
+
+/// Deserialize one sub-table of the document (an agent's table) into its protocol's raw model,
+/// reporting failures under `prefix` (e.g. `agents.researcher`).
+pub(crate) fn sub_table<T: serde::de::DeserializeOwned>(
+    table: &toml::Table,
+    prefix: &str,
+    issues: &mut Issues,
+) -> Option<T> {
+    match serde_path_to_error::deserialize(toml::Value::Table(table.clone())) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            let sub = path_string(e.path());
+            let full = if sub.is_empty() {
+                prefix.to_string()
+            } else if sub.starts_with('[') {
+                format!("{prefix}{sub}")
+            } else {
+                format!("{prefix}.{sub}")
+            };
+            issues.push(explain(&full, e.inner()));
+            None
+        }
     }
 }
 

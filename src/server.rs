@@ -21,17 +21,35 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
+use hyper::body::{Body, Bytes, Frame, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
+
+type HttpBody = BoxBody<Bytes, Infallible>;
+
+/// A response body fed by a channel: each message is one frame, sent as soon as it arrives.
+struct ChannelBody(mpsc::Receiver<Bytes>);
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.0.poll_recv(cx).map(|m| m.map(|b| Ok(Frame::data(b))))
+    }
+}
 
 use crate::admin::{self, AdminRequest};
+use crate::agent::{self, AgentRequest, Reply};
 use crate::ledger::{Entry, Filter};
 use crate::scenario::{Scenario, ScenarioError};
 use crate::service::{self, Plan, Request, Response};
@@ -160,7 +178,7 @@ async fn handle(
     app: &App,
     ctl: &AtomicU8,
     req: hyper::Request<Incoming>,
-) -> hyper::Response<Full<Bytes>> {
+) -> hyper::Response<HttpBody> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().map(str::to_string);
     let method = req.method().as_str().to_string();
@@ -191,6 +209,44 @@ async fn handle(
             &admin::ready_json(&world, &app.base_url),
         ));
     }
+    if let Some(rest) = path.strip_prefix("/agents/") {
+        let (name, sub) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        let headers = req.headers().clone();
+        let (body, too_large) = read_body(req, world.scenario.max_body_bytes)
+            .await
+            .unwrap_or_default();
+        if too_large {
+            return to_hyper(Response::json(
+                413,
+                &json!({"error": "request body too large", "status": 413}),
+            ));
+        }
+        let areq = AgentRequest {
+            method,
+            path: sub.to_string(),
+            query,
+            headers,
+            body,
+        };
+        return match agent::handle(world, &app.base_url, name, areq).await {
+            Reply::Full(r) => to_hyper(r),
+            Reply::Stream {
+                status,
+                headers,
+                body,
+            } => {
+                let mut b = hyper::Response::builder().status(status);
+                for (k, v) in &headers {
+                    b = b.header(k.as_str(), v.as_str());
+                }
+                b.body(ChannelBody(body).boxed())
+                    .unwrap_or_else(|e| to_hyper(build_error(e)))
+            }
+        };
+    }
     let trimmed = path.trim_start_matches('/');
     let (svc, rest) = match trimmed.find('/') {
         Some(i) => (&trimmed[..i], &trimmed[i..]),
@@ -208,7 +264,7 @@ async fn handle(
         headers,
         body,
         too_large,
-        actor: None,
+        ..Request::default()
     };
     let out = service::admit(&world, sreq);
     deliver(app, &world, ctl, out.plan, out.response).await
@@ -220,10 +276,10 @@ async fn deliver(
     ctl: &AtomicU8,
     plan: Plan,
     response: Response,
-) -> hyper::Response<Full<Bytes>> {
+) -> hyper::Response<HttpBody> {
     let sabotage = |how| {
         ctl.store(how, Ordering::Release);
-        hyper::Response::new(Full::new(Bytes::new()))
+        hyper::Response::new(Full::new(Bytes::new()).boxed())
     };
     match plan {
         Plan::Now => to_hyper(response),
@@ -279,18 +335,26 @@ async fn read_body(
     Ok((out, false))
 }
 
-fn to_hyper(r: Response) -> hyper::Response<Full<Bytes>> {
+fn to_hyper(r: Response) -> hyper::Response<HttpBody> {
     let mut b = hyper::Response::builder().status(r.status);
     for (k, v) in &r.headers {
         b = b.header(k.as_str(), v.as_str());
     }
-    b.body(Full::new(Bytes::from(r.body))).unwrap_or_else(|e| {
-        // Only a scenario header value hyper refuses can get here; say so rather than panic.
-        let body = json!({"error": format!("doubleagent could not build the response: {e}"), "status": 500});
-        let mut resp = hyper::Response::new(Full::new(Bytes::from(body.to_string())));
-        *resp.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
-        resp
-    })
+    b.body(Full::new(Bytes::from(r.body)).boxed())
+        .unwrap_or_else(|e| {
+            let r = build_error(e);
+            let mut resp = hyper::Response::new(Full::new(Bytes::from(r.body)).boxed());
+            *resp.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+            resp
+        })
+}
+
+/// Only a scenario header value hyper refuses can fail a response build; say so, don't panic.
+fn build_error(e: hyper::http::Error) -> Response {
+    Response::json(
+        500,
+        &json!({"error": format!("doubleagent could not build the response: {e}"), "status": 500}),
+    )
 }
 
 /// Errors from starting a server in process.

@@ -32,6 +32,9 @@ pub struct Request {
     pub too_large: bool,
     /// `None` for an outside client; `agent:NAME` for an agent's own call.
     pub actor: Option<String>,
+    /// Set by in-process callers (an agent's task id and revision) instead of headers.
+    pub work_id: Option<String>,
+    pub revision: Option<Value>,
 }
 
 /// A response to deliver.
@@ -173,6 +176,7 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             at: Some(now),
         },
         actor: req.actor.clone(),
+        event: None,
         detail: None,
     };
 
@@ -685,9 +689,11 @@ fn lookup(
         record.detail = Some(json!({"id": id, "answer": "unavailable"}));
         return Response::json(503, &json!({"error": "lookup unavailable", "status": 503}));
     }
-    let as_of = record.received_at.saturating_sub(route.lag);
-    let found =
-        resolve_target(st, svc, route, id).and_then(|rec| rec.state_at(as_of).map(|s| (rec, s)));
+    // As of `lag` ago; before time zero nothing existed yet.
+    let as_of = record.received_at.checked_sub(route.lag);
+    let found = as_of.and_then(|t| {
+        resolve_target(st, svc, route, id).and_then(|rec| rec.state_at(t).map(|s| (rec, s)))
+    });
     match found {
         Some((rec, state)) => {
             record.detail = Some(json!({"id": id, "target": rec.seq, "answer": state}));
@@ -721,7 +727,10 @@ fn cancel(
         .find(|(k, _)| k == "id")
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    let Some(target) = resolve_target(st, svc, route, &id).map(|r| (r.seq, r.state_at(now))) else {
+    // An attempt that never applied (lost or refused) left nothing to cancel: unknown, as to lookup.
+    let target =
+        resolve_target(st, svc, route, &id).and_then(|r| r.state_at(now).map(|s| (r.seq, s)));
+    let Some(target) = target else {
         record.detail = Some(json!({"id": id, "outcome": "unknown"}));
         return Response::json(
             404,
@@ -734,7 +743,7 @@ fn cancel(
             "acknowledged",
             Response::json(202, &json!({"id": id, "status": "stop requested"})),
         ),
-        (CancelPolicy::Honor, Some(ActionState::Pending)) => {
+        (CancelPolicy::Honor, ActionState::Pending) => {
             if let Some(r) = st.ledger.get_mut(seq) {
                 r.cancelled_at = Some(now);
             }
@@ -743,11 +752,11 @@ fn cancel(
                 Response::json(200, &json!({"id": id, "state": "cancelled"})),
             )
         }
-        (CancelPolicy::Honor, Some(ActionState::Cancelled)) => (
+        (CancelPolicy::Honor, ActionState::Cancelled) => (
             "cancelled",
             Response::json(200, &json!({"id": id, "state": "cancelled"})),
         ),
-        (CancelPolicy::Honor, _) => (
+        (CancelPolicy::Honor, ActionState::Applied) => (
             "too-late",
             Response::json(
                 409,

@@ -9,6 +9,7 @@
 //! its sleepers and releases its hung connections. Callers above (`service`, `admin`, `server`)
 //! reach the state only through here.
 
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -35,6 +36,9 @@ pub struct World {
     /// The scenario's seed, or the one given on the command line.
     pub seed: u64,
     state: Mutex<State>,
+    /// State owned by modules above the world (an agent protocol's tasks or runs), one value per
+    /// type, created on first use. It lives and dies with the world, so reset covers it.
+    extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl World {
@@ -44,7 +48,22 @@ impl World {
             seed: seed.unwrap_or(scenario.seed),
             scenario,
             state: Mutex::new(State::default()),
+            extensions: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// This world's instance of `T`, created with `T::default()` on first use. Lock order: an
+    /// extension's own lock may be taken before [`World::lock`], never the other way round.
+    pub fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut map = self.extensions.lock().unwrap_or_else(|e| e.into_inner());
+        let any = map
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()))
+            .clone();
+        drop(map);
+        // The map is keyed by the type's own id, so the downcast cannot fail.
+        any.downcast::<T>()
+            .unwrap_or_else(|_| Arc::new(T::default()))
     }
 
     /// Lock the state. Keep the guard out of any `.await`.

@@ -42,7 +42,7 @@ fn a_misspelt_key_is_located_and_gets_a_hint() {
     );
     golden(
         "nmae = \"x\"\n",
-        "bad.toml:1:1: nmae: unknown key `nmae`; did you mean `name`? (expected one of: name, seed, clock, max_body_bytes, ledger_body_bytes, services)",
+        "bad.toml:1:1: nmae: unknown key `nmae`; did you mean `name`? (expected one of: name, seed, clock, max_body_bytes, ledger_body_bytes, services, agents)",
     );
 }
 
@@ -159,5 +159,17 @@ fn every_shipped_scenario_validates() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn an_agent_needs_a_known_protocol() {
+    golden(
+        "[agents.researcher]\nprotocol = \"a2b\"\n",
+        "bad.toml:2:1: agents.researcher.protocol: unknown protocol \"a2b\"; did you mean `a2a`?; expected \"a2a\" or \"ag-ui\"",
+    );
+    golden(
+        "[agents.researcher]\nwork = \"3s\"\n",
+        "bad.toml:1:9: agents.researcher: missing key `protocol` (\"a2a\" or \"ag-ui\")",
     );
 }

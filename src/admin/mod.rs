@@ -165,6 +165,8 @@ pub struct Ready {
     pub url: String,
     pub scenario: String,
     pub services: serde_json::Map<String, Value>,
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub agents: serde_json::Map<String, Value>,
 }
 
 impl Ready {
@@ -180,11 +182,23 @@ impl Ready {
                 )
             })
             .collect();
+        let agents = world
+            .scenario
+            .agents
+            .iter()
+            .map(|a| {
+                (
+                    a.name.clone(),
+                    Value::from(format!("{base_url}/agents/{}", a.name)),
+                )
+            })
+            .collect();
         Ready {
             event: "ready",
             url: base_url.to_string(),
             scenario: world.scenario.name.clone(),
             services,
+            agents,
         }
     }
 
@@ -256,7 +270,16 @@ fn parse_json_body(body: &[u8]) -> Result<Value, AdminError> {
         .map_err(|e| AdminError::BadRequest(format!("the body is not valid JSON: {e}")))
 }
 
-const FILTERS: &[&str] = &["service", "route", "key", "work_id", "since", "disposition"];
+const FILTERS: &[&str] = &[
+    "service",
+    "route",
+    "key",
+    "work_id",
+    "since",
+    "disposition",
+    "event",
+    "actor",
+];
 
 fn filter_from(params: &[(String, String)], extra: &[&str]) -> Result<Filter, AdminError> {
     let mut f = Filter::default();
@@ -266,6 +289,8 @@ fn filter_from(params: &[(String, String)], extra: &[&str]) -> Result<Filter, Ad
             "route" => f.route = Some(v.clone()),
             "key" => f.key = Some(v.clone()),
             "work_id" => f.work_id = Some(v.clone()),
+            "event" => f.event = Some(v.clone()),
+            "actor" => f.actor = Some(v.clone()),
             "since" => {
                 f.since = Some(v.parse().map_err(|_| {
                     AdminError::BadRequest(format!("since: expected a ledger seq, found \"{v}\""))

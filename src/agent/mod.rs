@@ -1,0 +1,90 @@
+//! Fake subagents: scripted agents served at `/agents/NAME`, speaking A2A 1.0 ([`a2a`]) or
+//! AG-UI 1.0 ([`agui`]).
+//!
+//! An agent sits on the world like a fake service does: its per-world state is a world
+//! extension (so reset and sessions cover it), its interactions are ledger entries
+//! (`disposition: agent`, with an `event`), and its side effects go through the same action
+//! pipeline as any client's, via [`crate::service::call`] with the agent as actor.
+//! [`handle`] dispatches an HTTP request to the agent's protocol; a protocol answers with a
+//! [`Reply`]: a whole response, or a stream of server-sent-event bytes.
+
+use std::sync::Arc;
+
+use hyper::body::Bytes;
+use hyper::HeaderMap;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::scenario::AgentSpec;
+use crate::service::Response;
+use crate::world::World;
+
+pub mod a2a;
+pub mod agui;
+
+/// An HTTP request to an agent, already read off the wire.
+#[derive(Clone, Debug, Default)]
+pub struct AgentRequest {
+    pub method: String,
+    /// Path below `/agents/NAME` (`""` or starting with '/').
+    pub path: String,
+    pub query: Option<String>,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+/// What an agent answers.
+pub enum Reply {
+    Full(Response),
+    /// A `text/event-stream` (or other streamed) body: each item is sent as it comes; the
+    /// stream ends when the sender is dropped.
+    Stream {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: mpsc::Receiver<Bytes>,
+    },
+}
+
+/// Everything an agent needs to answer one request.
+pub struct Ctx {
+    pub world: Arc<World>,
+    /// The server's base URL (`http://127.0.0.1:PORT`), for agent cards.
+    pub base_url: String,
+    pub name: String,
+}
+
+impl Ctx {
+    /// This agent's own URL (`http://127.0.0.1:PORT/agents/NAME`).
+    pub fn url(&self) -> String {
+        format!("{}/agents/{}", self.base_url, self.name)
+    }
+}
+
+/// Serve one request to agent `name`.
+pub async fn handle(world: Arc<World>, base_url: &str, name: &str, req: AgentRequest) -> Reply {
+    let Some(agent) = world.scenario.agent(name).cloned() else {
+        let names: Vec<&str> = world
+            .scenario
+            .agents
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        return Reply::Full(Response::json(
+            404,
+            &json!({
+                "error": format!("no agent named \"{name}\"{}", crate::scenario::did_you_mean(name, names.iter().copied())),
+                "status": 404,
+                "agents": names,
+            }),
+        ));
+    };
+    let ctx = Ctx {
+        world,
+        base_url: base_url.to_string(),
+        name: agent.name.clone(),
+    };
+    match &agent.spec {
+        AgentSpec::A2a(spec) => a2a::handle(ctx, spec, req).await,
+        AgentSpec::AgUi(spec) => agui::handle(ctx, spec, req).await,
+    }
+}
