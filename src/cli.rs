@@ -13,8 +13,11 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::admin::Ready;
+use crate::client;
+use crate::ledger::{Entry, Filter};
 use crate::scenario::Scenario;
 use crate::server::{serve, App};
+use crate::verify::{verify, Claims, Report};
 use crate::world::Host;
 
 #[derive(Parser, Debug)]
@@ -38,6 +41,45 @@ pub enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Check a ledger for broken rules: a running server's (--url) or an exported one (--ledger).
+    Verify(VerifyArgs),
+    /// Serve a scenario on a free port, run CMD against it, then verify what happened.
+    Run(RunArgs),
+}
+
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["url", "ledger"])))]
+pub struct VerifyArgs {
+    /// Base URL of a running doubleagent (its ledger is read from /_admin/ledger.jsonl).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// An exported ledger (JSON lines, as from GET /_admin/ledger.jsonl).
+    #[arg(long)]
+    pub ledger: Option<PathBuf>,
+    /// The orchestrator's claims (JSON), in addition to any it declared to the server.
+    #[arg(long)]
+    pub claims: Option<PathBuf>,
+    /// Print the report as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// The scenario TOML file.
+    pub scenario: PathBuf,
+    /// The orchestrator's claims (JSON), read after CMD finishes (so CMD may write it).
+    #[arg(long)]
+    pub claims: Option<PathBuf>,
+    /// Override the scenario's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print the report as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The command to run, after `--`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -75,7 +117,7 @@ impl Cli {
     pub fn log_format(&self) -> LogFormat {
         match &self.command {
             Command::Serve(a) => a.log_format,
-            Command::Check { .. } => LogFormat::Pretty,
+            _ => LogFormat::Pretty,
         }
     }
 }
@@ -85,7 +127,177 @@ pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Check { files } => check(&files),
         Command::Serve(args) => serve_cmd(args).await,
+        Command::Verify(args) => verify_cmd(args).await,
+        Command::Run(args) => run_cmd(args).await,
     }
+}
+
+/// Exit code of a verdict: 0 clean, 1 findings.
+fn verdict(report: &Report, entries: &[Entry], json: bool) -> ExitCode {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).unwrap_or_default()
+        );
+    } else {
+        print!("{}", report.human(entries));
+    }
+    if report.clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn read_claims(path: Option<&PathBuf>) -> Result<Option<Claims>, String> {
+    let Some(path) = path else { return Ok(None) };
+    let bytes = std::fs::read(path)
+        .map_err(|e| format!("cannot read the claims file {}: {e}", path.display()))?;
+    Claims::parse(&bytes)
+        .map(Some)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Parse a JSONL ledger; `origin` names it in errors.
+fn parse_ledger(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str::<Entry>(l)
+                .map_err(|e| format!("{origin}:{}: not a ledger entry: {e}", i + 1))
+        })
+        .collect()
+}
+
+async fn verify_cmd(args: VerifyArgs) -> ExitCode {
+    let claims = match read_claims(args.claims.as_ref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let entries = if let Some(path) = &args.ledger {
+        match std::fs::read_to_string(path) {
+            Ok(text) => parse_ledger(&text, &path.display().to_string()),
+            Err(e) => Err(format!("cannot read the ledger {}: {e}", path.display())),
+        }
+    } else {
+        let base = args
+            .url
+            .as_deref()
+            .unwrap_or_default()
+            .trim_end_matches('/');
+        let url = format!("{base}/_admin/ledger.jsonl");
+        match client::send("GET", &url, &[], Vec::new(), Duration::from_secs(30)).await {
+            Ok(r) if r.status == 200 => parse_ledger(&String::from_utf8_lossy(&r.body), &url),
+            Ok(r) => Err(format!(
+                "{url} answered {}: {}",
+                r.status,
+                String::from_utf8_lossy(&r.body)
+            )),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    match entries {
+        Ok(entries) => verdict(&verify(&entries, claims.as_ref()), &entries, args.json),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `DOUBLEAGENT_<NAME>_URL`: upper case, anything but letters and digits becomes `_`.
+pub fn env_name(name: &str) -> String {
+    let up: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("DOUBLEAGENT_{up}_URL")
+}
+
+async fn run_cmd(args: RunArgs) -> ExitCode {
+    let scenario = match Scenario::from_file(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: cannot listen on 127.0.0.1:0: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let (app, stop) =
+        match crate::server::Server::run(listener, scenario, args.seed, Duration::from_secs(1)) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        };
+    let world = app.host.world();
+    let mut cmd = tokio::process::Command::new(&args.command[0]);
+    cmd.args(&args.command[1..])
+        .env("DOUBLEAGENT_URL", &app.base_url);
+    for s in &world.scenario.services {
+        cmd.env(env_name(&s.name), format!("{}/{}", app.base_url, s.name));
+    }
+    for a in &world.scenario.agents {
+        cmd.env(
+            env_name(&a.name),
+            format!("{}/agents/{}", app.base_url, a.name),
+        );
+    }
+    eprintln!(
+        "doubleagent: serving \"{}\" at {} (DOUBLEAGENT_URL) for: {}",
+        world.scenario.name,
+        app.base_url,
+        args.command.join(" ")
+    );
+    let status = match cmd.status().await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot run {}: {e}", args.command[0]);
+            let _ = stop.send(());
+            return ExitCode::from(2);
+        }
+    };
+    // Read claims only now: the command under test may have written them.
+    let claims = read_claims(args.claims.as_ref());
+    let entries = app.host.world().entries(&Filter::default());
+    let _ = stop.send(());
+    let claims = match claims {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = verify(&entries, claims.as_ref());
+    let code = verdict(&report, &entries, args.json);
+    if !status.success() {
+        eprintln!("doubleagent: the command failed ({status})");
+        return ExitCode::from(
+            status
+                .code()
+                .and_then(|c| u8::try_from(c).ok())
+                .filter(|c| *c != 0)
+                .unwrap_or(1),
+        );
+    }
+    code
 }
 
 fn check(files: &[PathBuf]) -> ExitCode {

@@ -28,11 +28,17 @@ pub enum ClockKind {
     Manual,
 }
 
-/// Returned by [`Clock::advance`] on a real clock.
+/// How far a manual clock may be moved: far beyond any scenario, and far enough below the
+/// limits of `Duration` and of epoch milliseconds that no time arithmetic can overflow.
+pub const MAX_ELAPSED: Duration = Duration::from_secs(1000 * 365 * 86_400);
+
+/// Returned by [`Clock::advance`].
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ClockError {
     #[error("the scenario runs on the real clock; set clock = \"manual\" to move time by hand")]
     NotManual,
+    #[error("the manual clock cannot be moved more than 365000d past the scenario's start")]
+    TooFar,
 }
 
 /// A cheap, cloneable handle to one world's clock.
@@ -173,7 +179,12 @@ impl Clock {
         if self.inner.kind != ClockKind::Manual {
             return Err(ClockError::NotManual);
         }
-        let target = self.state().now + by;
+        let target = self
+            .state()
+            .now
+            .checked_add(by)
+            .filter(|t| *t <= MAX_ELAPSED)
+            .ok_or(ClockError::TooFar)?;
         loop {
             let next = {
                 let mut st = self.state();
@@ -433,5 +444,23 @@ mod tests {
             real.advance(Duration::from_secs(1)).await,
             Err(ClockError::NotManual)
         );
+    }
+
+    #[tokio::test]
+    async fn a_manual_clock_stops_at_its_horizon_instead_of_overflowing() {
+        let clock = Clock::new(ClockKind::Manual);
+        let huge = Duration::from_millis(u64::MAX);
+        assert_eq!(clock.advance(huge).await, Err(ClockError::TooFar));
+        assert_eq!(
+            clock.now(),
+            Duration::ZERO,
+            "a refused advance moves nothing"
+        );
+        assert_eq!(clock.advance(MAX_ELAPSED).await, Ok(MAX_ELAPSED));
+        assert_eq!(
+            clock.advance(Duration::from_millis(1)).await,
+            Err(ClockError::TooFar)
+        );
+        assert!(clock.rfc3339(clock.now()).ends_with('Z'));
     }
 }

@@ -20,10 +20,11 @@ use crate::clock::Clock;
 use crate::fate::Fate;
 
 /// What the world did with a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Disposition {
     /// Ran through its fate (whether or not that fate applied anything).
+    #[default]
     Executed,
     /// Answered from an idempotency key's stored response; nothing applied.
     Replayed,
@@ -43,12 +44,16 @@ pub enum Disposition {
     TooLarge,
     /// An agent interaction (message, task, cancel, result, push, run, ...); `event` says which.
     Agent,
+    /// Something the orchestrator or its test declared through the admin API: a revision taking
+    /// over (`event: revision`) or its own account of what happened (`event: claims`).
+    Declaration,
 }
 
 /// What became of the response.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Delivery {
+    #[default]
     Sent,
     Dropped,
     Reset,
@@ -229,6 +234,19 @@ impl Record {
     }
 }
 
+impl Record {
+    /// A declaration made through the admin API (`service` is `_admin`, no actor).
+    pub fn declaration(event: &str, at: Duration, detail: Value) -> Record {
+        Record {
+            disposition: Disposition::Declaration,
+            actor: None,
+            method: "POST".into(),
+            path: format!("/{event}"),
+            ..Record::agent_event("_admin", event, at, detail)
+        }
+    }
+}
+
 /// `act_<seq>`: action ids are ledger positions, so they are stable for a given run.
 pub fn action_id(seq: u64) -> String {
     format!("act_{seq}")
@@ -239,8 +257,10 @@ pub fn parse_action_id(id: &str) -> Option<u64> {
     id.strip_prefix("act_")?.parse().ok()
 }
 
-/// The serialized ledger entry.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The serialized ledger entry. Every field but `seq` has a default when read back, so hand-made
+/// ledgers (test fixtures, other tools' exports) need only the fields that matter to them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct Entry {
     pub seq: u64,
     pub service: String,
@@ -274,7 +294,8 @@ pub struct Entry {
     pub detail: Option<Value>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct EntryResponse {
     pub delivery: Delivery,
     pub status: Option<u16>,

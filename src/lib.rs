@@ -9,12 +9,14 @@
 pub mod admin;
 pub mod agent;
 pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod fate;
 pub mod idempotency;
 pub mod ledger;
 pub mod scenario;
 pub mod server;
+pub mod verify;
 pub mod service;
 pub mod world;
 

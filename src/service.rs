@@ -413,6 +413,10 @@ fn action(
         Decision::Execute { after_expiry } => {
             record.disposition = Disposition::Executed;
             record.executed_after_expiry = after_expiry;
+            if route.repeatable {
+                // Carried in the entry so an exported ledger can be verified without the scenario.
+                record.detail = Some(json!({"repeatable": true}));
+            }
             let stream = match route.per {
                 Per::Route => format!("{}/{}", svc.name, route.name),
                 Per::Intent => format!(

@@ -12,9 +12,10 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::clock::{format_duration, parse_duration, ClockError};
-use crate::ledger::{Disposition, Filter};
+use crate::ledger::{Disposition, Filter, Record};
 use crate::scenario::Scenario;
 use crate::service::Response;
+use crate::verify::{self, Claims};
 use crate::world::{Host, World};
 
 /// The OpenAPI 3 description of this API, served at `GET /_admin/openapi.json`.
@@ -61,7 +62,10 @@ impl AdminError {
 
 impl From<ClockError> for AdminError {
     fn from(e: ClockError) -> Self {
-        AdminError::Conflict(e.to_string())
+        match e {
+            ClockError::NotManual => AdminError::Conflict(e.to_string()),
+            ClockError::TooFar => AdminError::BadRequest(format!("by: {e}")),
+        }
     }
 }
 
@@ -139,6 +143,28 @@ async fn route(
                 .map_err(|e| AdminError::BadRequest(e.to_string()))?;
             let w = host.replace(scenario.into());
             Ok(Response::json(200, &ready_json(&w, base_url)))
+        }
+        ("POST", "/revision") => declare_revision(&world, req.body),
+        ("POST", "/claims") => {
+            let claims =
+                Claims::parse(req.body).map_err(|e| AdminError::BadRequest(e.to_string()))?;
+            let detail =
+                serde_json::to_value(&claims).map_err(|e| AdminError::BadRequest(e.to_string()))?;
+            let rec = Record::declaration("claims", world.clock.now(), detail);
+            let seq = world.lock().ledger.append(rec);
+            Ok(Response::json(
+                200,
+                &json!({
+                    "seq": seq,
+                    "actions": claims.actions.len(),
+                    "tasks": claims.tasks.len(),
+                    "adopted": claims.adopted.len(),
+                }),
+            ))
+        }
+        ("GET", "/verify") => {
+            let entries = world.entries(&Filter::default());
+            Ok(Response::json_of(200, &verify::verify(&entries, None)))
         }
         ("GET", "/openapi.json") => Ok(Response {
             status: 200,
@@ -263,6 +289,34 @@ async fn wait(world: &World, params: &[(String, String)]) -> Result<Response, Ad
             }
         }
     }
+}
+
+/// `{"revision": 2, "work_id": "w-1"}`: record that a revision took over (for one work item, or
+/// for all when `work_id` is absent).
+fn declare_revision(world: &World, body: &[u8]) -> Result<Response, AdminError> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Decl {
+        revision: i64,
+        work_id: Option<String>,
+    }
+    let d: Decl = serde_json::from_slice(body).map_err(|e| {
+        AdminError::BadRequest(format!(
+            "expected a JSON body like {{\"revision\": 2, \"work_id\": \"optional\"}}: {e}"
+        ))
+    })?;
+    let mut rec = Record::declaration(
+        "revision",
+        world.clock.now(),
+        json!({"revision": d.revision, "work_id": d.work_id}),
+    );
+    rec.revision = Some(Value::from(d.revision));
+    rec.work_id = d.work_id.clone();
+    let seq = world.lock().ledger.append(rec);
+    Ok(Response::json(
+        200,
+        &json!({"seq": seq, "revision": d.revision, "work_id": d.work_id}),
+    ))
 }
 
 fn parse_json_body(body: &[u8]) -> Result<Value, AdminError> {
