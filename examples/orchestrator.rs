@@ -415,7 +415,7 @@ async fn main() -> ExitCode {
         } else {
             print!("{:26}", "variant \\ scenario");
             for s in SCENARIOS {
-                print!(" | {s:14}");
+                print!(" | {s:18}");
             }
             println!();
             for (variant, cells) in &rows {
@@ -426,7 +426,7 @@ async fn main() -> ExitCode {
                     } else {
                         rules.join(",")
                     };
-                    print!(" | {cell:14}");
+                    print!(" | {cell:18}");
                 }
                 println!();
             }
