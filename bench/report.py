@@ -1,0 +1,172 @@
+"""Summarise bench/run.sh's raw results: medians, doubleagent/baseline ratios, budget verdicts.
+
+usage: report.py RESULTS.tsv MODE ROUNDS MACHINE AGENTS [OUT.md]
+
+RESULTS.tsv has one measurement a line: figure, kind (da|base), metric, value. Exits 1 when a
+figure failed to run at all (so the CI smoke catches a broken figure); budget misses are reported,
+not fatal.
+"""
+
+import statistics
+import sys
+from collections import defaultdict
+
+path, mode, rounds, machine, agents = sys.argv[1:6]
+out_path = sys.argv[6] if len(sys.argv) > 6 else ""
+smoke = mode == "smoke"
+agents = dict(kv.split("=") for kv in agents.split(","))
+
+values = defaultdict(list)
+failed = set()
+for line in open(path):
+    fig, kind, metric, value = line.rstrip("\n").split("\t")
+    if metric == "failed":
+        failed.add(fig)
+        continue
+    if value in ("true", "false"):
+        values[(fig, kind, metric)].append(value == "true")
+        continue
+    try:
+        values[(fig, kind, metric)].append(float(value))
+    except ValueError:
+        failed.add(fig)
+
+
+def med(fig, kind, metric):
+    v = values.get((fig, kind, metric))
+    if not v:
+        return None
+    if isinstance(v[0], bool):
+        return all(v)
+    return statistics.median(v)
+
+
+def fmt(x, unit=""):
+    if x is None:
+        return "—"
+    if isinstance(x, bool):
+        return "yes" if x else "NO"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}{unit}"
+    if abs(x) >= 100:
+        return f"{x:.0f}{unit}"
+    return f"{x:.2f}{unit}"
+
+
+rows = []
+problems = []
+
+
+def verdict(ok):
+    if ok is None:
+        return "—"
+    if smoke:
+        return "(smoke)"
+    return "pass" if ok else "FAIL"
+
+
+def ratio_row(fig, label, metric, budget_text, test, unit=""):
+    b, d = med(fig, "base", metric), med(fig, "da", metric)
+    if fig in failed or b is None or d is None:
+        problems.append(f"{fig}: did not run")
+        rows.append((label, fmt(b, unit), fmt(d, unit), "—", budget_text, "did not run"))
+        return
+    r = d / b if b else float("inf")
+    rows.append((label, fmt(b, unit), fmt(d, unit), f"{r:.3f}", budget_text, verdict(test(r))))
+
+
+def abs_row(fig, label, metric, budget_text, test, unit="", base_metric=None, extra=None):
+    d = med(fig, "da", metric)
+    b = med(fig, "base", base_metric or metric) if base_metric != "" else None
+    if fig in failed or d is None:
+        problems.append(f"{fig}: did not run")
+        rows.append((label, fmt(b, unit), "—", "—", budget_text, "did not run"))
+        return
+    ok = test(d)
+    if extra is not None:
+        ok = ok and extra
+    rows.append((label, fmt(b, unit), fmt(d, unit), "", budget_text, verdict(ok)))
+
+
+def skipped(label, budget_text):
+    rows.append((label, "—", "—", "—", budget_text, "skipped: agents not available"))
+
+
+def present(fig):
+    return any(k[0] == fig for k in values) or fig in failed
+
+
+if present("throughput"):
+    ratio_row("throughput", "throughput, recorded action (64 conns): rps", "rps", "≥ 0.8×", lambda r: r >= 0.8)
+    ratio_row("throughput", "throughput, recorded action: p99", "p99_ms", "≤ 2×", lambda r: r <= 2.0, " ms")
+if present("delayed"):
+    ratio_row("delayed", "delayed responses (delay:100ms, many conns): rps", "rps", "≥ 0.95×", lambda r: r >= 0.95)
+    ratio_row("delayed", "delayed responses: p99", "p99_ms", "≤ 1.1×", lambda r: r <= 1.1, " ms")
+if present("replays"):
+    ratio_row("replays", "replays (same key, 64 conns): rps", "rps", "≥ 0.9×", lambda r: r >= 0.9)
+if present("startup"):
+    abs_row("startup", "start-up: process start → ready line", "ms", "≤ 10 ms median", lambda d: d <= 10, " ms")
+if present("memory"):
+    abs_row("memory", "ledger memory: RSS growth per recorded entry", "bytes_per_entry", "≤ 300 B/entry",
+            lambda d: d <= 300, " B")
+if present("soak"):
+    first, last = med("soak", "da", "rss_first_kb"), med("soak", "da", "rss_last_kb")
+    creep = med("soak", "da", "creep_pct")
+    if creep is None:
+        problems.append("soak: did not run")
+        rows.append(("soak: RSS after each load+reset cycle", "", "—", "", "flat (≤ 10% creep)", "did not run"))
+    else:
+        rows.append(("soak: RSS after first → last load+reset cycle", "",
+                     f"{first / 1024:.0f} → {last / 1024:.0f} MB ({creep:+.1f}%)", "", "flat (≤ 10% creep)",
+                     verdict(creep <= 10)))
+if present("clock"):
+    n = med("clock", "da", "n")
+    abs_row("clock", f"manual clock: advance over {fmt(n)} pending delayed responses (in process)", "delivered_ms",
+            "all delivered ≤ 1 s", lambda d: d <= 1000, " ms", base_metric="",
+            extra=med("clock", "da", "complete"))
+if present("clock_http"):
+    n = med("clock_http", "da", "n")
+    abs_row("clock_http", f"manual clock over HTTP: {fmt(n)} pending responses on {fmt(n)} connections",
+            "delivered_ms", "all delivered ≤ 1 s", lambda d: d <= 1000, " ms", base_metric="",
+            extra=med("clock_http", "da", "complete"))
+if present("verify"):
+    n = med("verify", "da", "entries")
+    abs_row("verify", f"verify --ledger, {fmt(n)} entries (JSONL)", "seconds", "≤ 2 s", lambda d: d <= 2.0,
+            " s", base_metric="")
+if agents.get("a2a") == "1":
+    ratio_row("a2a", "agents: A2A SendMessage round trips: rps", "rps", "≥ 0.5×", lambda r: r >= 0.5)
+else:
+    skipped("agents: A2A SendMessage round trips: rps", "≥ 0.5×")
+if agents.get("agui") == "1":
+    ratio_row("agui", "agents: AG-UI run with one interrupt: rps", "rps", "≥ 0.5×", lambda r: r >= 0.5)
+else:
+    skipped("agents: AG-UI run with one interrupt: rps", "≥ 0.5×")
+
+errors = [(f, med(f, k, "errors")) for (f, k, m) in values if m == "errors"]
+errors = sorted({(f, e) for f, e in errors if e})
+
+lines = [
+    f"mode: {mode}, {rounds} round(s), medians; machine: {machine}",
+    "",
+    "| figure | baseline | doubleagent | ratio | budget | verdict |",
+    "|---|---|---|---|---|---|",
+]
+lines += [f"| {' | '.join(r)} |" for r in rows]
+if errors:
+    lines.append("")
+    lines.append("requests that failed or got a 4xx/5xx (median per run): "
+                 + ", ".join(f"{f} {e:.0f}" for f, e in errors))
+if problems:
+    lines.append("")
+    lines += [f"problem: {p}" for p in problems]
+text = "\n".join(lines)
+print(text)
+if out_path:
+    with open(out_path, "w") as f:
+        f.write(text + "\n")
+if smoke:
+    # A plain closing line, as test runners print: figures that ran, failed to run, were skipped.
+    ran = sum(1 for r in rows if r[-1] not in ("did not run",) and not r[-1].startswith("skipped"))
+    skip = sum(1 for r in rows if r[-1].startswith("skipped"))
+    print(f"\nbench-smoke: {ran} passed, {len(problems)} failed, {skip} skipped")
+sys.exit(1 if problems else 0)

@@ -1,0 +1,341 @@
+#!/usr/bin/env bash
+# The benchmark suite (issue 6; see BENCHMARKS.md): doubleagent against a bare hyper server
+# (examples/baseline.rs), measured alternately in one run, several rounds, medians and ratios.
+#
+#   bench/run.sh                 full run (release build; ~6 minutes on 2 cores)
+#   bench/run.sh --smoke         every figure end to end in a few seconds, no timing verdicts (CI)
+#   bench/run.sh --rounds 3 --secs 5 --only throughput,replays
+#
+# Environment: BENCH_LOADGEN=benchkit forces the built-in load loop instead of wrk;
+# BENCH_OUT=FILE also writes the result table (markdown) there.
+#
+# Only loopback addresses are used; every load step is bounded in time (wrk -d plus `timeout`);
+# everything started here is stopped on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MODE=full
+ROUNDS=5
+SECS=8
+ONLY=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --smoke) MODE=smoke ;;
+    --rounds) ROUNDS="$2"; shift ;;
+    --secs) SECS="$2"; shift ;;
+    --only) ONLY="$2"; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "bench/run.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [ "$MODE" = smoke ]; then
+  ROUNDS=1; SECS=1; WARM=0
+  DELAY_CONNS=100; CLOCK_N=2000; CLOCK_HTTP_N=200; LEDGER_N=20000; STARTUP_RUNS=2
+  SOAK_CYCLES=2; SOAK_SECS=1; VERIFY_RUNS=1
+  PROFILE=debug
+else
+  WARM=1
+  DELAY_CONNS=1000; CLOCK_N=100000; CLOCK_HTTP_N=15000; LEDGER_N=1000000; STARTUP_RUNS=20
+  SOAK_CYCLES=5; SOAK_SECS=3; VERIFY_RUNS=3
+  PROFILE=release
+fi
+
+want() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
+log() { echo "[bench] $*" >&2; }
+
+# ---------------------------------------------------------------------------------------------
+# Build and tools
+
+log "building ($PROFILE)"
+if [ "$PROFILE" = release ]; then
+  cargo build --release --quiet --bin doubleagent --example baseline --example benchkit
+  BIN=target/release
+else
+  cargo build --quiet --bin doubleagent --example baseline --example benchkit
+  BIN=target/debug
+fi
+DA="$BIN/doubleagent"
+BASE="$BIN/examples/baseline"
+KIT="$BIN/examples/benchkit"
+
+# The fd limit bounds the connection figures; take what the hard limit allows.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((CLOCK_HTTP_N + 1000)) ]; then
+  CLOCK_HTTP_N=$(( $(ulimit -n) - 1000 ))
+fi
+
+LOADGEN=benchkit
+if [ "${BENCH_LOADGEN:-}" != benchkit ]; then
+  if ! command -v wrk >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    log "installing wrk"
+    timeout 300 apt-get install -y -qq wrk >/dev/null 2>&1 \
+      || { timeout 300 apt-get update -qq >/dev/null 2>&1 && timeout 300 apt-get install -y -qq wrk >/dev/null 2>&1; } \
+      || log "could not install wrk: using the built-in load loop"
+  fi
+  command -v wrk >/dev/null 2>&1 && LOADGEN=wrk
+fi
+log "load generator: $LOADGEN"
+
+TMP="$(mktemp -d -t doubleagent-bench.XXXXXX)"
+RESULTS="$TMP/results.tsv"
+: > "$RESULTS"
+SERVER_PID=""
+SERVER_URL=""
+
+cleanup() {
+  stop_server
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------------------------------------
+# Servers
+
+# start_server NAME CMD...: start it, wait (at most 10 s) for its ready line, set SERVER_URL.
+STARTS=0
+start_server() {
+  local name="$1"; shift
+  STARTS=$((STARTS + 1))
+  local out="$TMP/$name.$STARTS.out" err="$TMP/$name.$STARTS.err"
+  : > "$out"
+  "$@" > "$out" 2> "$err" &
+  SERVER_PID=$!
+  SERVER_URL=""
+  local i
+  for i in $(seq 1 1000); do
+    SERVER_URL="$(head -1 "$out" | sed -n 's/.*"event":"ready","url":"\([^"]*\)".*/\1/p')"
+    [ -n "$SERVER_URL" ] && return 0
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
+    sleep 0.01
+  done
+  log "$name did not become ready:"; tail -5 "$err" >&2
+  stop_server
+  return 1
+}
+
+# stop_server: SIGTERM, wait up to 10 s, then SIGKILL.
+stop_server() {
+  [ -n "$SERVER_PID" ] || return 0
+  kill -TERM "$SERVER_PID" 2>/dev/null || true
+  local i
+  for i in $(seq 1 200); do
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -KILL "$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
+}
+
+# serve KIND SCENARIO [CANNED...]: KIND is da or base.
+serve() {
+  local kind="$1" scenario="$2"; shift 2
+  if [ "$kind" = da ]; then
+    start_server da "$DA" serve "$scenario" --listen 127.0.0.1:0 --drain-timeout 1s
+  else
+    local canned=()
+    local c
+    for c in "$@"; do canned+=(--canned "$c"); done
+    start_server base "$BASE" --listen 127.0.0.1:0 "${canned[@]}"
+  fi
+}
+
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$SERVER_PID/status"; }
+
+# probe URL [benchkit probe options...]: prints the PROBE json
+probe() { timeout 30 "$KIT" probe "$@" | sed -n 's/^PROBE //p'; }
+entries() {
+  probe "$SERVER_URL/_admin/health" --out "$TMP/health.json" > /dev/null
+  sed -n 's/.*"entries":\([0-9]*\).*/\1/p' "$TMP/health.json"
+}
+
+# load URL CONNS SECS KEY_MODE BODY [HEADERS]: prints the WRK json line
+load() {
+  local url="$1" conns="$2" secs="$3" mode="$4" body="$5" headers="${6:-}"
+  local run="r$RANDOM$RANDOM"
+  if [ "$LOADGEN" = wrk ]; then
+    WRK_METHOD=POST WRK_BODY="$body" WRK_KEY_HEADER=Idempotency-Key WRK_KEY_MODE="$mode" \
+      WRK_HEADERS="$headers" WRK_RUN="$run" \
+      timeout $((secs + 30)) wrk -t2 -c"$conns" -d"${secs}s" --timeout 5s -s bench/wrk.lua "$url" \
+      | sed -n 's/^WRK //p'
+  else
+    timeout $((secs + 30)) "$KIT" load "$url" --conns "$conns" --secs "$secs" --method POST \
+      --body "$body" --key-header Idempotency-Key --key-mode "$mode" --headers "$headers" \
+      --run "$run" | sed -n 's/^WRK //p'
+  fi
+}
+
+# record FIGURE KIND METRIC VALUE
+record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$RESULTS"; }
+
+json_field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" <<< "$2" | tr -d '"'; }
+
+TRANSFER='{"to":"acct-9","amount":100}'
+
+# load_figure FIGURE KIND SCENARIO PATH CONNS MODE BODY HEADERS [CANNED...]
+load_figure() {
+  local fig="$1" kind="$2" scenario="$3" path="$4" conns="$5" mode="$6" body="$7" headers="$8"
+  shift 8
+  serve "$kind" "$scenario" "$@" || { record "$fig" "$kind" failed 1; return 0; }
+  if [ "$WARM" = 1 ]; then load "$SERVER_URL$path" "$conns" 1 "$mode" "$body" "$headers" > /dev/null; fi
+  local out
+  out="$(load "$SERVER_URL$path" "$conns" "$SECS" "$mode" "$body" "$headers")"
+  stop_server
+  log "$fig $kind: $out"
+  if [ -z "$out" ]; then record "$fig" "$kind" failed 1; return 0; fi
+  record "$fig" "$kind" rps "$(json_field rps "$out")"
+  record "$fig" "$kind" p99_ms "$(awk -v u="$(json_field p99_us "$out")" 'BEGIN {printf "%.3f", u / 1000}')"
+  record "$fig" "$kind" errors "$(( $(json_field errors "$out") + $(json_field non2xx "$out") ))"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Agents: measured only when `doubleagent check` accepts the bench scenarios and one request works
+
+A2A_BODY='{"jsonrpc":"2.0","id":"$K","method":"SendMessage","params":{"message":{"messageId":"m-$K","role":"ROLE_USER","parts":[{"text":"go"}]},"configuration":{}}}'
+A2A_HEADERS='A2A-Version: 1.0'
+AGUI_BODY='{"threadId":"t-$K","runId":"r-$K","messages":[{"id":"m-$K","role":"user","content":"pay the vendor"}],"tools":[],"context":[],"state":{}}'
+AGUI_HEADERS='Accept: text/event-stream'
+A2A_OK=""; AGUI_OK=""
+
+# agent_probe NAME SCENARIO PATH BODY HEADERS MARKER: checks, captures the answer for the baseline
+agent_probe() {
+  local name="$1" scenario="$2" path="$3" body="$4" headers="$5" marker="$6"
+  if ! "$DA" check "$scenario" > "$TMP/$name.check" 2>&1; then
+    log "$name: $(head -1 "$TMP/$name.check")"
+    return 1
+  fi
+  serve da "$scenario" || return 1
+  local out
+  out="$(probe "$SERVER_URL$path" --method POST --body "$body" --headers "$headers" --out "$TMP/$name.canned")"
+  stop_server
+  if [ "$(json_field status "$out")" != 200 ] || ! grep -q "$marker" "$TMP/$name.canned"; then
+    log "$name: probe answered $out: $(head -c 300 "$TMP/$name.canned" 2>/dev/null)"
+    return 1
+  fi
+  echo "$path=$TMP/$name.canned:$(json_field content_type "$out")" > "$TMP/$name.spec"
+}
+
+if want agents; then
+  agent_probe a2a bench/agents-a2a.toml /agents/worker "$A2A_BODY" "$A2A_HEADERS" '"result"' && A2A_OK=1
+  agent_probe agui bench/agents-agui.toml /agents/approver "$AGUI_BODY" "$AGUI_HEADERS" 'RUN_FINISHED' && AGUI_OK=1
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Rounds: each load figure, baseline and doubleagent alternately (the order flips every round)
+
+for round in $(seq 1 "$ROUNDS"); do
+  if [ $((round % 2)) = 1 ]; then ORDER="base da"; else ORDER="da base"; fi
+  log "round $round/$ROUNDS ($ORDER)"
+  for kind in $ORDER; do
+    if want throughput; then
+      load_figure throughput "$kind" bench/bench.toml /pay/v1/transfers 64 unique "$TRANSFER" ""
+    fi
+  done
+  for kind in $ORDER; do
+    if want replays; then
+      load_figure replays "$kind" bench/bench.toml /rep/v1/transfers 64 same "$TRANSFER" ""
+    fi
+  done
+  for kind in $ORDER; do
+    if want delayed; then
+      load_figure delayed "$kind" bench/bench.toml /slow/v1/transfers "$DELAY_CONNS" none "$TRANSFER" ""
+    fi
+  done
+  for kind in $ORDER; do
+    if [ -n "$A2A_OK" ]; then
+      load_figure a2a "$kind" bench/agents-a2a.toml /agents/worker 64 none "$A2A_BODY" "$A2A_HEADERS" "$(cat "$TMP/a2a.spec")"
+    fi
+    if [ -n "$AGUI_OK" ]; then
+      load_figure agui "$kind" bench/agents-agui.toml /agents/approver 64 none "$AGUI_BODY" "$AGUI_HEADERS" "$(cat "$TMP/agui.spec")"
+    fi
+  done
+
+  if want startup; then
+    out="$(timeout 120 "$KIT" startup --runs "$STARTUP_RUNS" \
+      --a "$BASE --listen 127.0.0.1:0" --b "$DA serve bench/bench.toml --listen 127.0.0.1:0" \
+      | sed -n 's/^STARTUP //p')"
+    log "startup: $out"
+    python3 - "$out" "$RESULTS" <<'PY'
+import json, statistics, sys
+d = json.loads(sys.argv[1])
+with open(sys.argv[2], "a") as f:
+    f.write(f"startup\tbase\tms\t{statistics.median(d['a_ms']):.3f}\n")
+    f.write(f"startup\tda\tms\t{statistics.median(d['b_ms']):.3f}\n")
+PY
+  fi
+
+  if want memory; then
+    # RSS growth per recorded entry: warm up, read VmRSS and the entry count, load, read again.
+    for kind in $ORDER; do
+      serve "$kind" bench/bench.toml || continue
+      load "$SERVER_URL/pay/v1/transfers" 64 1 unique "$TRANSFER" "" > /dev/null
+      r0="$(rss_kb)"; e0="$(entries)"
+      load "$SERVER_URL/pay/v1/transfers" 64 "$SECS" unique "$TRANSFER" "" > /dev/null
+      r1="$(rss_kb)"; e1="$(entries)"
+      stop_server
+      per="$(awk -v r0="$r0" -v r1="$r1" -v e0="$e0" -v e1="$e1" 'BEGIN { n = e1 - e0; if (n <= 0) n = 1; printf "%.1f", (r1 - r0) * 1024 / n }')"
+      log "memory $kind: rss ${r0}kB -> ${r1}kB over $((e1 - e0)) requests: $per bytes/entry"
+      record memory "$kind" bytes_per_entry "$per"
+      record memory "$kind" entries "$((e1 - e0))"
+    done
+  fi
+done
+
+# ---------------------------------------------------------------------------------------------
+# Once-per-run figures (absolute budgets)
+
+if want soak; then
+  # Flat memory: load, reset, repeat; RSS after each reset must not creep up.
+  serve da bench/bench.toml
+  rss_list=""
+  for c in $(seq 1 "$SOAK_CYCLES"); do
+    load "$SERVER_URL/pay/v1/transfers" 64 "$SOAK_SECS" unique "$TRANSFER" "" > /dev/null
+    load "$SERVER_URL/slow/v1/transfers" 200 1 none "$TRANSFER" "" > /dev/null
+    probe "$SERVER_URL/_admin/reset" --method POST > /dev/null
+    sleep 0.2
+    rss_list="$rss_list $(rss_kb)"
+  done
+  stop_server
+  log "soak: RSS after each reset (kB):$rss_list"
+  first="$(echo $rss_list | awk '{print $1}')"; last="$(echo $rss_list | awk '{print $NF}')"
+  record soak da rss_first_kb "$first"
+  record soak da rss_last_kb "$last"
+  record soak da creep_pct "$(awk -v a="$first" -v b="$last" 'BEGIN {printf "%.1f", (b - a) * 100 / a}')"
+fi
+
+if want clock; then
+  out="$(timeout 300 "$KIT" clock --n "$CLOCK_N" | sed -n 's/^CLOCK //p')"
+  log "clock (in process): $out"
+  record clock da delivered_ms "$(json_field delivered_ms "$out")"
+  record clock da complete "$(json_field complete "$out")"
+  record clock da n "$CLOCK_N"
+  serve da bench/clock.toml
+  out="$(timeout 300 "$KIT" clock-http "$SERVER_URL" --n "$CLOCK_HTTP_N" | sed -n 's/^CLOCKHTTP //p')"
+  stop_server
+  log "clock (HTTP): $out"
+  record clock_http da delivered_ms "$(json_field delivered_ms "$out")"
+  record clock_http da complete "$(json_field complete "$out")"
+  record clock_http da n "$CLOCK_HTTP_N"
+fi
+
+if want verify; then
+  timeout 600 "$KIT" genledger --n "$LEDGER_N" --out "$TMP/ledger.jsonl" | sed -n 's/^GENLEDGER //p' >&2
+  for r in $(seq 1 "$VERIFY_RUNS"); do
+    t0="$(date +%s%N)"
+    rc=0; timeout 300 "$DA" verify --ledger "$TMP/ledger.jsonl" > "$TMP/verify.out" || rc=$?
+    t1="$(date +%s%N)"
+    if [ "$rc" -gt 1 ]; then log "verify failed ($rc)"; head -3 "$TMP/verify.out" >&2; record verify da failed 1; fi
+    record verify da seconds "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", (b - a) / 1e9}')"
+  done
+  record verify da entries "$LEDGER_N"
+  log "verify: $(head -1 "$TMP/verify.out")"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+MACHINE="$(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(rustc --version), load average $(cut -d' ' -f1-3 /proc/loadavg), loadgen $LOADGEN"
+python3 bench/report.py "$RESULTS" "$MODE" "$ROUNDS" "$MACHINE" "a2a=${A2A_OK:-0},agui=${AGUI_OK:-0}" "${BENCH_OUT:-}"
