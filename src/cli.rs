@@ -18,7 +18,7 @@ use crate::ledger::{Entry, Filter};
 use crate::scenario::Scenario;
 use crate::server::{serve, App};
 use crate::verify::{verify, Claims, Report};
-use crate::world::Host;
+use crate::world::{Host, Limits};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -45,6 +45,15 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Serve a scenario on a free port, run CMD against it, then verify what happened.
     Run(RunArgs),
+    /// Exit 0 when a doubleagent answers its health check (for container HEALTHCHECKs).
+    Probe {
+        /// Base URL of the doubleagent to probe.
+        #[arg(long, default_value = "http://127.0.0.1:7070")]
+        url: String,
+        /// Give up after this long.
+        #[arg(long, default_value = "2s", value_parser = parse_dur)]
+        timeout: Duration,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -62,6 +71,12 @@ pub struct VerifyArgs {
     /// Print the report as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// With --url: the session whose ledger to verify.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// With --url: the server's admin token.
+    #[arg(long, env = "DOUBLEAGENT_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -101,6 +116,24 @@ pub struct ServeArgs {
     /// On shutdown, how long delayed responses may still be sent.
     #[arg(long, default_value = "5s", value_parser = parse_dur)]
     pub drain_timeout: Duration,
+    /// Require `Authorization: Bearer TOKEN` on /_admin/* (health stays open).
+    #[arg(long, env = "DOUBLEAGENT_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Allow serving on a non-loopback address without an admin token.
+    #[arg(long)]
+    pub insecure_admin: bool,
+    /// Named sessions (X-Doubleagent-Session) alive at once.
+    #[arg(long, default_value_t = 1000)]
+    pub max_sessions: usize,
+    /// Drop a named session unused for this long (wall clock).
+    #[arg(long, default_value = "30m", value_parser = parse_dur)]
+    pub session_ttl: Duration,
+    /// Ledger entries kept per session; the oldest are evicted (and counted) beyond it.
+    #[arg(long)]
+    pub max_entries: Option<usize>,
+    /// Idempotency keys kept per session; the oldest are forgotten beyond it.
+    #[arg(long, default_value_t = 100_000)]
+    pub max_keys: usize,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -129,6 +162,56 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Serve(args) => serve_cmd(args).await,
         Command::Verify(args) => verify_cmd(args).await,
         Command::Run(args) => run_cmd(args).await,
+        Command::Probe { url, timeout } => probe(&url, timeout).await,
+    }
+}
+
+async fn probe(url: &str, timeout: Duration) -> ExitCode {
+    let url = format!("{}/_admin/health", url.trim_end_matches('/'));
+    match client::send("GET", &url, &[], Vec::new(), timeout).await {
+        Ok(r) if r.status == 200 => {
+            let ok = serde_json::from_slice::<serde_json::Value>(&r.body)
+                .is_ok_and(|v| v["status"] == "ok");
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!("probe: {url} answered 200 but not ok");
+                ExitCode::from(1)
+            }
+        }
+        Ok(r) => {
+            eprintln!("probe: {url} answered {}", r.status);
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("probe: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// GET an admin path of a running server, with its token and session.
+pub async fn fetch_admin(
+    base: &str,
+    path: &str,
+    session: Option<&str>,
+    token: Option<&str>,
+) -> Result<Vec<u8>, String> {
+    let mut url = format!("{}/_admin/{path}", base.trim_end_matches('/'));
+    if let Some(s) = session {
+        url.push_str(if url.contains('?') { "&" } else { "?" });
+        url.push_str(&format!("session={s}"));
+    }
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
+    match client::send("GET", &url, &headers, Vec::new(), Duration::from_secs(30)).await {
+        Ok(r) if r.status == 200 => Ok(r.body.to_vec()),
+        Ok(r) => Err(format!(
+            "{url} answered {}: {}",
+            r.status,
+            String::from_utf8_lossy(&r.body)
+        )),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -353,11 +436,30 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if !addr.ip().is_loopback() && args.admin_token.is_none() && !args.insecure_admin {
+        eprintln!(
+            "error: refusing to serve the admin API on non-loopback address {addr} without a token: \
+             anyone who can reach it could reset the world or read the ledger.\n\
+             fix: pass --admin-token TOKEN (or set DOUBLEAGENT_ADMIN_TOKEN), or --insecure-admin if the network is private"
+        );
+        return ExitCode::from(2);
+    }
+    let limits = Limits {
+        seed: args.seed,
+        max_sessions: args.max_sessions,
+        session_ttl: args.session_ttl,
+        max_entries: args.max_entries,
+        max_keys: args.max_keys,
+    };
     let app = Arc::new(App {
-        host: Host::new(scenario, args.seed),
-        base_url: format!("http://{addr}"),
         drain: args.drain_timeout,
+        admin_token: args.admin_token.clone().filter(|t| !t.is_empty()),
+        ..App::new(
+            Host::with_limits(scenario, limits),
+            format!("http://{addr}"),
+        )
     });
+    let signals = shutdown_signal();
     let ready = Ready::of(&app.host.world(), &app.base_url).line();
     if let Some(path) = &args.ready_file {
         if let Err(e) = std::fs::write(path, format!("{ready}\n")) {
@@ -374,7 +476,7 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         eprintln!("{}", quickstart_hints(&app.base_url));
     }
     tracing::info!(url = %app.base_url, "serving");
-    serve(listener, app, shutdown_signal()).await;
+    serve(listener, app, signals).await;
     tracing::info!("stopped");
     ExitCode::SUCCESS
 }
@@ -391,24 +493,32 @@ fn quickstart_hints(url: &str) -> String {
     )
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is *called*, not when
+/// the future is first polled, so a signal sent right after the ready line is never lost to the
+/// default action.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let int = signal(SignalKind::interrupt()).ok();
+        let term = signal(SignalKind::terminate()).ok();
+        async move {
+            let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = wait(int) => {}
+                _ = wait(term) => {}
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -10,6 +10,7 @@
 //! [`Entry`] is the serialized view (the `GET /_admin/ledger` and JSONL shape); it deserializes
 //! too, so offline tools can read an exported ledger. Imports `clock` and `fate` only.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -346,54 +347,79 @@ impl Filter {
 }
 
 /// The append-only list of records, with a watch that ticks on every append so waiters
-/// (`ledger/wait`) need no polling.
+/// (`ledger/wait`) need no polling. Optionally bounded: past `max` records the oldest are evicted
+/// (and counted), so a sidecar left running for days keeps flat memory.
 pub struct Ledger {
-    records: Vec<Record>,
+    records: VecDeque<Record>,
+    /// Seq of `records[0]`.
+    first_seq: u64,
+    max: Option<usize>,
+    evicted: u64,
     appended: watch::Sender<u64>,
 }
 
 impl Default for Ledger {
     fn default() -> Self {
-        Ledger {
-            records: Vec::new(),
-            appended: watch::channel(0).0,
-        }
+        Ledger::bounded(None)
     }
 }
 
 impl Ledger {
+    pub fn bounded(max: Option<usize>) -> Ledger {
+        Ledger {
+            records: VecDeque::new(),
+            first_seq: 1,
+            max: max.map(|m| m.max(1)),
+            evicted: 0,
+            appended: watch::channel(0).0,
+        }
+    }
+
     /// The seq the next record will get.
     pub fn next_seq(&self) -> u64 {
-        self.records.len() as u64 + 1
+        self.first_seq + self.records.len() as u64
     }
 
     /// Append a record; its `seq` is overwritten with the next one, which is returned.
     pub fn append(&mut self, mut record: Record) -> u64 {
         let seq = self.next_seq();
         record.seq = seq;
-        self.records.push(record);
+        self.records.push_back(record);
+        if self.max.is_some_and(|m| self.records.len() > m) {
+            self.records.pop_front();
+            self.first_seq += 1;
+            self.evicted += 1;
+        }
         self.appended.send_replace(seq);
         seq
     }
 
     pub fn get(&self, seq: u64) -> Option<&Record> {
-        self.records.get(seq.checked_sub(1)? as usize)
+        self.records.get(seq.checked_sub(self.first_seq)? as usize)
     }
 
     pub fn get_mut(&mut self, seq: u64) -> Option<&mut Record> {
-        self.records.get_mut(seq.checked_sub(1)? as usize)
+        self.records
+            .get_mut(seq.checked_sub(self.first_seq)? as usize)
     }
 
-    pub fn records(&self) -> &[Record] {
-        &self.records
+    /// The records still held, oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Record> + '_ {
+        self.records.iter()
     }
 
+    /// Records still held.
     pub fn len(&self) -> usize {
         self.records.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
+    }
+
+    /// How many of the oldest records were evicted to respect the bound.
+    pub fn evicted(&self) -> u64 {
+        self.evicted
     }
 
     /// A receiver that changes whenever a record is appended.
@@ -456,6 +482,19 @@ mod tests {
             None,
             "never applied: unknown"
         );
+    }
+
+    #[test]
+    fn a_bounded_ledger_evicts_the_oldest_and_counts_them() {
+        let mut l = Ledger::bounded(Some(2));
+        for _ in 0..5 {
+            l.append(action(Some(1), None));
+        }
+        assert_eq!(l.len(), 2);
+        assert_eq!(l.evicted(), 3);
+        assert!(l.get(3).is_none());
+        assert_eq!(l.get(4).map(|r| r.seq), Some(4));
+        assert_eq!(l.next_seq(), 6);
     }
 
     #[tokio::test]

@@ -16,8 +16,8 @@ pub mod idempotency;
 pub mod ledger;
 pub mod scenario;
 pub mod server;
-pub mod verify;
 pub mod service;
+pub mod verify;
 pub mod world;
 
 pub use scenario::Scenario;

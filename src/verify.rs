@@ -250,6 +250,13 @@ pub fn verify(entries: &[Entry], extra: Option<&Claims>) -> Report {
                 .to_string(),
         );
     }
+    if let Some(first) = entries.first().filter(|e| e.seq > 1) {
+        notes.push(format!(
+            "the ledger is incomplete: it starts at entry #{} (the {} oldest were evicted, see --max-entries), so findings involving them cannot be seen",
+            first.seq,
+            first.seq - 1
+        ));
+    }
     findings.sort_by(|a, b| {
         a.entries
             .first()

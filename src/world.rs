@@ -12,6 +12,7 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::idempotency::KeyStore;
@@ -35,6 +36,8 @@ pub struct World {
     pub clock: Clock,
     /// The scenario's seed, or the one given on the command line.
     pub seed: u64,
+    /// The session this world belongs to (`None`: the default session).
+    pub session: Option<String>,
     state: Mutex<State>,
     /// State owned by modules above the world (an agent protocol's tasks or runs), one value per
     /// type, created on first use. It lives and dies with the world, so reset covers it.
@@ -43,11 +46,27 @@ pub struct World {
 
 impl World {
     pub fn new(scenario: Arc<Scenario>, seed: Option<u64>) -> World {
+        World::build(
+            scenario,
+            &Limits {
+                seed,
+                ..Limits::default()
+            },
+            None,
+        )
+    }
+
+    fn build(scenario: Arc<Scenario>, limits: &Limits, session: Option<String>) -> World {
         World {
             clock: Clock::new(scenario.clock),
-            seed: seed.unwrap_or(scenario.seed),
+            seed: limits.seed.unwrap_or(scenario.seed),
             scenario,
-            state: Mutex::new(State::default()),
+            session,
+            state: Mutex::new(State {
+                ledger: Ledger::bounded(limits.max_entries),
+                keys: KeyStore::bounded(limits.max_keys),
+                ..State::default()
+            }),
             extensions: Mutex::new(HashMap::new()),
         }
     }
@@ -81,7 +100,6 @@ impl World {
     pub fn entries(&self, filter: &Filter) -> Vec<Entry> {
         let st = self.lock();
         st.ledger
-            .records()
             .iter()
             .filter(|r| filter.matches(r))
             .map(|r| r.view(&self.clock))
@@ -92,7 +110,6 @@ impl World {
     pub fn count(&self, filter: &Filter) -> usize {
         self.lock()
             .ledger
-            .records()
             .iter()
             .filter(|r| filter.matches(r))
             .count()
@@ -104,48 +121,208 @@ impl World {
     }
 }
 
-/// Holds the current world of a running server and swaps it on reset or scenario replacement.
-/// Every request takes an `Arc` of the world current at its arrival, so a swap never tears a
-/// request in half; the old world is closed, releasing anything waiting on it.
+/// How a server's worlds are bounded.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// `--seed`, which outlives scenario replacements and applies to every session.
+    pub seed: Option<u64>,
+    /// Named sessions alive at once (the default session is not counted).
+    pub max_sessions: usize,
+    /// A named session unused this long (wall clock) is dropped.
+    pub session_ttl: Duration,
+    /// Ledger entries kept per world; the oldest are evicted first.
+    pub max_entries: Option<usize>,
+    /// Idempotency keys kept per world, beyond those already expired.
+    pub max_keys: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            seed: None,
+            max_sessions: 1000,
+            session_ttl: Duration::from_secs(30 * 60),
+            max_entries: None,
+            max_keys: 100_000,
+        }
+    }
+}
+
+/// Why a session could not be had.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SessionError {
+    #[error("bad session name \"{0}\": use 1 to 64 letters, digits, '-', '_' or '.'")]
+    BadName(String),
+    #[error("too many sessions ({0} alive); end some with POST /_admin/reset?session=NAME&drop=true or wait for idle ones to expire")]
+    TooMany(usize),
+}
+
+struct Session {
+    world: Arc<World>,
+    last_used: std::time::Instant,
+}
+
+/// The worlds of a running server: the default session's and one per named session
+/// (`X-Doubleagent-Session: NAME`). Each request takes an `Arc` of its world at arrival, so a
+/// reset or scenario swap never tears a request in half; a replaced world is closed, releasing
+/// anything waiting on it. Sessions are created on first use and dropped when idle.
 pub struct Host {
-    current: std::sync::RwLock<Arc<World>>,
-    /// `--seed` from the command line, which outlives scenario replacements.
-    seed: Option<u64>,
+    /// The scenario served at start: what new sessions begin with.
+    base: Arc<Scenario>,
+    default: std::sync::RwLock<Arc<World>>,
+    sessions: Mutex<HashMap<String, Session>>,
+    limits: Limits,
     /// Set when the server stops accepting: hung connections let go at once.
     stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl Host {
     pub fn new(scenario: Scenario, seed: Option<u64>) -> Host {
+        Host::with_limits(
+            scenario,
+            Limits {
+                seed,
+                ..Limits::default()
+            },
+        )
+    }
+
+    pub fn with_limits(scenario: Scenario, limits: Limits) -> Host {
+        let base = Arc::new(scenario);
+        let world = Arc::new(World::build(base.clone(), &limits, None));
         Host {
-            current: std::sync::RwLock::new(Arc::new(World::new(Arc::new(scenario), seed))),
-            seed,
+            base,
+            default: std::sync::RwLock::new(world),
+            sessions: Mutex::new(HashMap::new()),
+            limits,
             stopping: tokio::sync::watch::channel(false).0,
         }
     }
 
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The default session's world.
     pub fn world(&self) -> Arc<World> {
-        self.current
+        self.default
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    /// Replace the world with a fresh one from `scenario` and close the old one.
-    pub fn replace(&self, scenario: Arc<Scenario>) -> Arc<World> {
-        let fresh = Arc::new(World::new(scenario, self.seed));
-        let old = std::mem::replace(
-            &mut *self.current.write().unwrap_or_else(|e| e.into_inner()),
-            fresh.clone(),
+    /// The world of a session (`None` or `"default"`: the default one), created on first use.
+    pub fn world_for(&self, session: Option<&str>) -> Result<Arc<World>, SessionError> {
+        let Some(name) = named(session)? else {
+            return Ok(self.world());
+        };
+        let mut sessions = self.lock_sessions();
+        if let Some(s) = sessions.get_mut(name) {
+            s.last_used = std::time::Instant::now();
+            return Ok(s.world.clone());
+        }
+        if sessions.len() >= self.limits.max_sessions {
+            return Err(SessionError::TooMany(sessions.len()));
+        }
+        let world = Arc::new(World::build(
+            self.base.clone(),
+            &self.limits,
+            Some(name.to_string()),
+        ));
+        sessions.insert(
+            name.to_string(),
+            Session {
+                world: world.clone(),
+                last_used: std::time::Instant::now(),
+            },
         );
-        old.close();
-        fresh
+        Ok(world)
+    }
+
+    fn lock_sessions(&self) -> MutexGuard<'_, HashMap<String, Session>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replace a session's world with a fresh one from `scenario` and close the old one.
+    pub fn replace(
+        &self,
+        session: Option<&str>,
+        scenario: Arc<Scenario>,
+    ) -> Result<Arc<World>, SessionError> {
+        let name = named(session)?;
+        let fresh = Arc::new(World::build(
+            scenario,
+            &self.limits,
+            name.map(str::to_string),
+        ));
+        let old = match name {
+            None => Some(std::mem::replace(
+                &mut *self.default.write().unwrap_or_else(|e| e.into_inner()),
+                fresh.clone(),
+            )),
+            Some(n) => {
+                let mut sessions = self.lock_sessions();
+                if !sessions.contains_key(n) && sessions.len() >= self.limits.max_sessions {
+                    return Err(SessionError::TooMany(sessions.len()));
+                }
+                sessions
+                    .insert(
+                        n.to_string(),
+                        Session {
+                            world: fresh.clone(),
+                            last_used: std::time::Instant::now(),
+                        },
+                    )
+                    .map(|s| s.world)
+            }
+        };
+        if let Some(old) = old {
+            old.close();
+        }
+        Ok(fresh)
     }
 
     /// Back to the start: same scenario, empty ledger, no keys, counters and clock at zero.
-    pub fn reset(&self) -> Arc<World> {
-        let scenario = self.world().scenario.clone();
-        self.replace(scenario)
+    pub fn reset(&self, session: Option<&str>) -> Result<Arc<World>, SessionError> {
+        let scenario = self.world_for(session)?.scenario.clone();
+        self.replace(session, scenario)
+    }
+
+    /// End a named session now. Returns whether it existed.
+    pub fn drop_session(&self, session: &str) -> bool {
+        let removed = self.lock_sessions().remove(session);
+        removed.map(|s| s.world.close()).is_some()
+    }
+
+    /// Drop sessions idle for longer than the TTL; returns how many went.
+    pub fn sweep(&self) -> usize {
+        let ttl = self.limits.session_ttl;
+        let mut gone = Vec::new();
+        self.lock_sessions().retain(|_, s| {
+            let keep = s.last_used.elapsed() < ttl;
+            if !keep {
+                gone.push(s.world.clone());
+            }
+            keep
+        });
+        for w in &gone {
+            w.close();
+        }
+        gone.len()
+    }
+
+    /// Named sessions alive now.
+    pub fn session_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.lock_sessions().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Every live world: the default one first, then the sessions'.
+    pub fn worlds(&self) -> Vec<Arc<World>> {
+        let mut all = vec![self.world()];
+        all.extend(self.lock_sessions().values().map(|s| s.world.clone()));
+        all
     }
 
     /// Mark the server as stopping (releases hung connections).
@@ -157,5 +334,28 @@ impl Host {
     pub async fn stopping(&self) {
         let mut rx = self.stopping.subscribe();
         let _ = rx.wait_for(|s| *s).await;
+    }
+
+    /// Close every world (at shutdown).
+    pub fn close_all(&self) {
+        for w in self.worlds() {
+            w.close();
+        }
+    }
+}
+
+/// `None` and `"default"` mean the default session; anything else must be a valid name.
+fn named(session: Option<&str>) -> Result<Option<&str>, SessionError> {
+    match session {
+        None | Some("default") => Ok(None),
+        Some(n)
+            if !n.is_empty()
+                && n.len() <= 64
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) =>
+        {
+            Ok(Some(n))
+        }
+        Some(n) => Err(SessionError::BadName(n.chars().take(80).collect())),
     }
 }
