@@ -23,7 +23,7 @@ COPY scenarios /scenarios
 USER doubleagent
 EXPOSE 7070
 VOLUME ["/scenarios", "/var/lib/doubleagent"]
-# The binary probes itself: no curl in the image.
+# The binary probes itself: no extra HTTP client in the image.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=2s --retries=3 \
   CMD ["doubleagent", "probe", "--url", "http://127.0.0.1:7070"]
 ENTRYPOINT ["doubleagent"]

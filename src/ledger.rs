@@ -21,7 +21,9 @@ use crate::clock::Clock;
 use crate::fate::Fate;
 
 /// What the world did with a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Disposition {
     /// Ran through its fate (whether or not that fate applied anything).
@@ -48,6 +50,38 @@ pub enum Disposition {
     /// Something the orchestrator or its test declared through the admin API: a revision taking
     /// over (`event: revision`) or its own account of what happened (`event: claims`).
     Declaration,
+}
+
+impl Disposition {
+    /// The wire spelling (`executed`, `missing-key`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Disposition::Executed => "executed",
+            Disposition::Replayed => "replayed",
+            Disposition::Conflict => "conflict",
+            Disposition::Mismatch => "mismatch",
+            Disposition::MissingKey => "missing-key",
+            Disposition::Lookup => "lookup",
+            Disposition::Cancel => "cancel",
+            Disposition::Unmatched => "unmatched",
+            Disposition::TooLarge => "too-large",
+            Disposition::Agent => "agent",
+            Disposition::Declaration => "declaration",
+        }
+    }
+}
+
+impl Delivery {
+    /// The wire spelling (`sent`, `dropped`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::Sent => "sent",
+            Delivery::Dropped => "dropped",
+            Delivery::Reset => "reset",
+            Delivery::Hung => "hung",
+            Delivery::Pending => "pending",
+        }
+    }
 }
 
 /// What became of the response.
@@ -351,6 +385,7 @@ impl Filter {
 /// (and counted), so a sidecar left running for days keeps flat memory.
 pub struct Ledger {
     records: VecDeque<Record>,
+    counts: Counts,
     /// Seq of `records[0]`.
     first_seq: u64,
     max: Option<usize>,
@@ -368,6 +403,7 @@ impl Ledger {
     pub fn bounded(max: Option<usize>) -> Ledger {
         Ledger {
             records: VecDeque::new(),
+            counts: Counts::default(),
             first_seq: 1,
             max: max.map(|m| m.max(1)),
             evicted: 0,
@@ -384,6 +420,7 @@ impl Ledger {
     pub fn append(&mut self, mut record: Record) -> u64 {
         let seq = self.next_seq();
         record.seq = seq;
+        self.counts.add(&record);
         self.records.push_back(record);
         if self.max.is_some_and(|m| self.records.len() > m) {
             self.records.pop_front();
@@ -417,6 +454,11 @@ impl Ledger {
         self.records.is_empty()
     }
 
+    /// Requests counted by labels since the ledger began (evicted records included).
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
     /// How many of the oldest records were evicted to respect the bound.
     pub fn evicted(&self) -> u64 {
         self.evicted
@@ -425,6 +467,89 @@ impl Ledger {
     /// A receiver that changes whenever a record is appended.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.appended.subscribe()
+    }
+}
+
+/// The labels requests are counted by, for metrics.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CountKey {
+    pub service: String,
+    pub route: String,
+    pub disposition: Disposition,
+    pub fate: String,
+}
+
+/// Request counts by (service, route, disposition, fate), kept as records are appended so that
+/// they survive eviction. Keyed by a hash of the borrowed labels: counting a request allocates
+/// only the first time its label set is seen.
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    map: std::collections::HashMap<u64, (CountKey, u64)>,
+}
+
+impl Counts {
+    fn hash(service: &str, route: &str, d: Disposition, fate: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (service, route, d, fate).hash(&mut h);
+        h.finish()
+    }
+
+    fn bump(&mut self, service: &str, route: &str, d: Disposition, fate: &str, by: u64) {
+        let mut h = Counts::hash(service, route, d, fate);
+        loop {
+            match self.map.get_mut(&h) {
+                Some((k, n))
+                    if k.service == service
+                        && k.route == route
+                        && k.disposition == d
+                        && k.fate == fate =>
+                {
+                    *n += by;
+                    return;
+                }
+                // A 64-bit collision between label sets: probe the next slot.
+                Some(_) => h = h.wrapping_add(1),
+                None => {
+                    let key = CountKey {
+                        service: service.into(),
+                        route: route.into(),
+                        disposition: d,
+                        fate: fate.into(),
+                    };
+                    self.map.insert(h, (key, by));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, r: &Record) {
+        let fate = match r.fate {
+            Some(f) => std::borrow::Cow::Owned(f.to_string()),
+            None => std::borrow::Cow::Borrowed(""),
+        };
+        self.bump(
+            &r.service,
+            r.route.as_deref().unwrap_or(""),
+            r.disposition,
+            &fate,
+            1,
+        );
+    }
+
+    /// Add another set of counts to these (a retired world's, into the server's totals).
+    pub fn merge(&mut self, other: &Counts) {
+        for (k, n) in other.map.values() {
+            self.bump(&k.service, &k.route, k.disposition, &k.fate, *n);
+        }
+    }
+
+    /// Every label set with its count, sorted by labels.
+    pub fn sorted(&self) -> Vec<(CountKey, u64)> {
+        let mut v: Vec<(CountKey, u64)> = self.map.values().cloned().collect();
+        v.sort();
+        v
     }
 }
 
@@ -482,6 +607,21 @@ mod tests {
             None,
             "never applied: unknown"
         );
+    }
+
+    #[test]
+    fn spellings_match_the_serialized_form() {
+        for d in [
+            Disposition::Executed,
+            Disposition::MissingKey,
+            Disposition::TooLarge,
+            Disposition::Declaration,
+        ] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+        }
+        for d in [Delivery::Sent, Delivery::Hung, Delivery::Pending] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+        }
     }
 
     #[test]

@@ -238,9 +238,25 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             at: None,
         },
     };
+    // One log event per request (one JSON object with --log-format json), carrying its seq.
+    if tracing::enabled!(tracing::Level::INFO) {
+        tracing::info!(
+            seq = record.seq,
+            session = world.session.as_deref().unwrap_or("default"),
+            service = %record.service,
+            route = record.route.as_deref().unwrap_or(""),
+            method = %record.method,
+            path = %record.path,
+            disposition = record.disposition.as_str(),
+            fate = %record.fate.map(|f| f.to_string()).unwrap_or_default(),
+            applied = record.applies_at.is_some(),
+            status = response.status,
+            delivery = ?plan,
+            "request"
+        );
+    }
     let seq = st.ledger.append(record);
     drop(st);
-    tracing::debug!(seq, service = %req.service, method = %req.method, path = %req.path, status = response.status, ?plan, "request admitted");
     Outcome {
         seq,
         response,

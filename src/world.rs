@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::idempotency::KeyStore;
-use crate::ledger::{Entry, Filter, Ledger, Record};
+use crate::ledger::{Counts, Entry, Filter, Ledger, Record};
 use crate::scenario::Scenario;
 
 /// The mutable part of a world.
@@ -174,6 +174,18 @@ pub struct Host {
     limits: Limits,
     /// Set when the server stops accepting: hung connections let go at once.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// Counts of worlds that were reset, replaced or dropped, so metrics never go backwards.
+    retired: Mutex<Retired>,
+    /// Findings per rule from the most recent verification (for metrics).
+    last_findings: Mutex<std::collections::BTreeMap<String, u64>>,
+}
+
+/// What retired worlds contribute to the server's metrics.
+#[derive(Default)]
+pub struct Retired {
+    pub counts: Counts,
+    pub evicted: u64,
+    pub sessions_dropped: u64,
 }
 
 impl Host {
@@ -196,7 +208,51 @@ impl Host {
             sessions: Mutex::new(HashMap::new()),
             limits,
             stopping: tokio::sync::watch::channel(false).0,
+            retired: Mutex::new(Retired::default()),
+            last_findings: Mutex::new(Default::default()),
         }
+    }
+
+    /// Remember the findings of the latest verification, per rule.
+    pub fn record_findings<'a>(&self, rules: impl Iterator<Item = &'a str>) {
+        let mut m = self.last_findings.lock().unwrap_or_else(|e| e.into_inner());
+        m.clear();
+        for r in rules {
+            *m.entry(r.to_string()).or_insert(0) += 1;
+        }
+    }
+
+    pub fn last_findings(&self) -> std::collections::BTreeMap<String, u64> {
+        self.last_findings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Fold a world's counts into the retired totals and close it.
+    fn retire(&self, world: &World, dropped_session: bool) {
+        {
+            let st = world.lock();
+            let mut r = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+            r.counts.merge(st.ledger.counts());
+            r.evicted += st.ledger.evicted();
+            r.sessions_dropped += u64::from(dropped_session);
+        }
+        world.close();
+    }
+
+    /// Totals over live and retired worlds: (counts, evicted entries, sessions dropped).
+    pub fn totals(&self) -> (Counts, u64, u64) {
+        let (mut counts, mut evicted, dropped) = {
+            let r = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+            (r.counts.clone(), r.evicted, r.sessions_dropped)
+        };
+        for w in self.worlds() {
+            let st = w.lock();
+            counts.merge(st.ledger.counts());
+            evicted += st.ledger.evicted();
+        }
+        (counts, evicted, dropped)
     }
 
     pub fn limits(&self) -> &Limits {
@@ -277,7 +333,7 @@ impl Host {
             }
         };
         if let Some(old) = old {
-            old.close();
+            self.retire(&old, false);
         }
         Ok(fresh)
     }
@@ -291,7 +347,7 @@ impl Host {
     /// End a named session now. Returns whether it existed.
     pub fn drop_session(&self, session: &str) -> bool {
         let removed = self.lock_sessions().remove(session);
-        removed.map(|s| s.world.close()).is_some()
+        removed.map(|s| self.retire(&s.world, true)).is_some()
     }
 
     /// Drop sessions idle for longer than the TTL; returns how many went.
@@ -306,7 +362,7 @@ impl Host {
             keep
         });
         for w in &gone {
-            w.close();
+            self.retire(w, true);
         }
         gone.len()
     }

@@ -329,3 +329,97 @@ fn probe_exits_0_when_health_answers_and_1_when_nothing_does() {
         .unwrap();
     assert_eq!(down.code(), Some(1));
 }
+
+#[test]
+fn metrics_count_requests_by_label_and_never_go_backwards_across_resets() {
+    let da = Da::start(&payments("idempotency = { preset = \"stripe\" }", ""));
+    let key = [("Idempotency-Key", "k-1")];
+    da.post_json("/payments/v1/transfers", &key, &transfer())
+        .unwrap();
+    da.post_json("/payments/v1/transfers", &key, &transfer())
+        .unwrap();
+    da.call(
+        "GET",
+        "/payments/v1/transfers/x",
+        &[("X-Doubleagent-Session", "s1")],
+        "",
+    );
+    da.get("/_admin/verify");
+    let m = da.get("/_admin/metrics");
+    assert_eq!(m.header("content-type"), Some("text/plain; version=0.0.4"));
+    let text = m.text();
+    assert!(text.contains("doubleagent_requests_total{service=\"payments\",route=\"create-transfer\",disposition=\"executed\",fate=\"respond\"} 1"), "{text}");
+    assert!(text.contains("doubleagent_replays_total 1"), "{text}");
+    assert!(text.contains("doubleagent_sessions 1"), "{text}");
+    assert!(text.contains("disposition=\"lookup\""), "{text}");
+    da.call("POST", "/_admin/reset", &[], "");
+    da.call("POST", "/_admin/reset?session=s1&drop=true", &[], "");
+    let after = da.get("/_admin/metrics").text();
+    assert!(
+        after.contains("doubleagent_replays_total 1"),
+        "counters survive a reset: {after}"
+    );
+    assert!(
+        after.contains("doubleagent_sessions 0")
+            && after.contains("doubleagent_sessions_dropped_total 1"),
+        "{after}"
+    );
+    assert!(after.contains("doubleagent_ledger_entries 0"), "{after}");
+}
+
+#[test]
+fn json_logs_carry_one_object_per_request_with_its_seq() {
+    let path = temp_file("s.toml", &payments("", ""));
+    let mut child = Command::new(bin())
+        .args([
+            "serve",
+            path.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+        ])
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let url = serde_json::from_str::<serde_json::Value>(&line).unwrap()["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    request(&url, "POST", "/payments/v1/transfers", &[], b"{}").unwrap();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let logs = String::from_utf8_lossy(&out.stderr);
+    let req = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["fields"]["message"] == "request")
+        .unwrap_or_else(|| panic!("no request log: {logs}"));
+    assert_eq!(req["fields"]["seq"], 1);
+    assert_eq!(req["fields"]["disposition"], "executed");
+    assert_eq!(req["fields"]["route"], "create-transfer");
+}
+
+#[test]
+fn the_dockerfile_builds_locked_runs_unprivileged_and_probes_itself() {
+    let docker =
+        std::fs::read_to_string(format!("{}/Dockerfile", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    assert!(docker.contains("cargo build --release --locked"));
+    assert!(docker.matches("FROM ").count() >= 2, "multi-stage");
+    assert!(docker.contains("USER doubleagent"));
+    assert!(docker.contains("EXPOSE 7070"));
+    assert!(docker.contains("HEALTHCHECK") && docker.contains("\"probe\""));
+    assert!(docker.contains("0.0.0.0:7070"));
+    assert!(!docker.contains("curl"), "the image needs no curl");
+}

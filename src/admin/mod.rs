@@ -18,6 +18,8 @@ use crate::service::Response;
 use crate::verify::{self, Claims};
 use crate::world::{Host, SessionError, World};
 
+mod metrics;
+
 /// The OpenAPI 3 description of this API, served at `GET /_admin/openapi.json`.
 pub const OPENAPI: &str = include_str!("openapi.json");
 
@@ -101,6 +103,13 @@ async fn route(
         .position(|(k, _)| k == "session")
         .map(|i| params.remove(i).1);
     let session = session.as_deref();
+    if (req.method, req.path) == ("GET", "/metrics") {
+        return Ok(Response {
+            status: 200,
+            headers: vec![("content-type".into(), "text/plain; version=0.0.4".into())],
+            body: metrics::render(host).into_bytes(),
+        });
+    }
     if (req.method, req.path) == ("GET", "/sessions") {
         return Ok(Response::json(
             200,
@@ -201,7 +210,9 @@ async fn route(
         }
         ("GET", "/verify") => {
             let entries = world.entries(&Filter::default());
-            Ok(Response::json_of(200, &verify::verify(&entries, None)))
+            let report = verify::verify(&entries, None);
+            host.record_findings(report.findings.iter().map(|f| f.rule.as_str()));
+            Ok(Response::json_of(200, &report))
         }
         ("GET", "/openapi.json") => Ok(Response {
             status: 200,
