@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::admin::Ready;
 use crate::client;
+use crate::journal::{self, Fsync, Journal};
 use crate::ledger::{Entry, Filter};
 use crate::scenario::Scenario;
 use crate::server::{serve, App};
@@ -134,6 +135,12 @@ pub struct ServeArgs {
     /// Idempotency keys kept per session; the oldest are forgotten beyond it.
     #[arg(long, default_value_t = 100_000)]
     pub max_keys: usize,
+    /// Append ledger entries and resumable state to this file, and restore from it at start.
+    #[arg(long)]
+    pub journal: Option<PathBuf>,
+    /// How often the journal is made durable on disk.
+    #[arg(long, value_enum, default_value_t = Fsync::Batch)]
+    pub fsync: Fsync,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -451,13 +458,29 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         max_entries: args.max_entries,
         max_keys: args.max_keys,
     };
+    let host = match &args.journal {
+        None => Host::with_limits(scenario, limits),
+        Some(path) => {
+            let opened =
+                journal::read(path).and_then(|lines| Ok((lines, Journal::open(path, args.fsync)?)));
+            match opened {
+                Ok((lines, j)) => {
+                    if !lines.is_empty() {
+                        tracing::info!(path = %path.display(), lines = lines.len(), "resuming from the journal");
+                    }
+                    Host::with_journal(scenario, limits, Some(j), lines)
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
     let app = Arc::new(App {
         drain: args.drain_timeout,
         admin_token: args.admin_token.clone().filter(|t| !t.is_empty()),
-        ..App::new(
-            Host::with_limits(scenario, limits),
-            format!("http://{addr}"),
-        )
+        ..App::new(host, format!("http://{addr}"))
     });
     let signals = shutdown_signal();
     let ready = Ready::of(&app.host.world(), &app.base_url).line();
@@ -476,7 +499,8 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         eprintln!("{}", quickstart_hints(&app.base_url));
     }
     tracing::info!(url = %app.base_url, "serving");
-    serve(listener, app, signals).await;
+    serve(listener, app.clone(), signals).await;
+    app.host.flush_journal();
     tracing::info!("stopped");
     ExitCode::SUCCESS
 }

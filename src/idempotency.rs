@@ -156,7 +156,7 @@ impl Policy {
 }
 
 /// A response kept for replay.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StoredResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
@@ -164,7 +164,7 @@ pub struct StoredResponse {
 }
 
 /// What the store remembers about one key.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct KeyRecord {
     pub fingerprint: Option<String>,
     /// Ledger seq of the execution that owns the key.

@@ -97,7 +97,7 @@ pub enum Delivery {
 }
 
 /// The response part of a record, as scheduled.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResponsePlan {
     pub delivery: Delivery,
     /// Status the client receives; `None` when it receives nothing.
@@ -106,8 +106,8 @@ pub struct ResponsePlan {
     pub at: Option<Duration>,
 }
 
-/// One request as the world keeps it.
-#[derive(Clone, Debug)]
+/// One request as the world keeps it (serialized as is into the journal).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Record {
     pub seq: u64,
     pub service: String,
@@ -383,9 +383,16 @@ impl Filter {
 /// The append-only list of records, with a watch that ticks on every append so waiters
 /// (`ledger/wait`) need no polling. Optionally bounded: past `max` records the oldest are evicted
 /// (and counted), so a sidecar left running for days keeps flat memory.
+/// Where appended records are also sent (the journal), so that no code path that appends can
+/// forget to persist.
+pub trait Sink: Send + Sync {
+    fn appended(&self, record: &Record);
+}
+
 pub struct Ledger {
     records: VecDeque<Record>,
     counts: Counts,
+    sink: Option<Box<dyn Sink>>,
     /// Seq of `records[0]`.
     first_seq: u64,
     max: Option<usize>,
@@ -404,6 +411,7 @@ impl Ledger {
         Ledger {
             records: VecDeque::new(),
             counts: Counts::default(),
+            sink: None,
             first_seq: 1,
             max: max.map(|m| m.max(1)),
             evicted: 0,
@@ -420,6 +428,9 @@ impl Ledger {
     pub fn append(&mut self, mut record: Record) -> u64 {
         let seq = self.next_seq();
         record.seq = seq;
+        if let Some(sink) = &self.sink {
+            sink.appended(&record);
+        }
         self.counts.add(&record);
         self.records.push_back(record);
         if self.max.is_some_and(|m| self.records.len() > m) {
@@ -452,6 +463,29 @@ impl Ledger {
 
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
+    }
+
+    /// Send every record appended from now on to `sink` as well.
+    pub fn set_sink(&mut self, sink: Box<dyn Sink>) {
+        self.sink = Some(sink);
+    }
+
+    /// Put back a record read from the journal, with its own seq (replay after a restart).
+    pub fn restore(&mut self, record: Record) {
+        if self.records.is_empty() && self.first_seq == 1 && record.seq > 1 {
+            // The journal starts after evictions: keep numbering where it was.
+            self.first_seq = record.seq;
+        }
+        if record.seq != self.next_seq() {
+            return;
+        }
+        self.counts.add(&record);
+        self.records.push_back(record);
+        if self.max.is_some_and(|m| self.records.len() > m) {
+            self.records.pop_front();
+            self.first_seq += 1;
+            self.evicted += 1;
+        }
     }
 
     /// Requests counted by labels since the ledger began (evicted records included).

@@ -13,6 +13,7 @@ pub mod client;
 pub mod clock;
 pub mod fate;
 pub mod idempotency;
+pub mod journal;
 pub mod ledger;
 pub mod scenario;
 pub mod server;

@@ -15,8 +15,9 @@ use serde_json::{json, Map, Value};
 
 use crate::fate::Fate;
 use crate::idempotency::{fingerprint, Cache, Decision, KeyRecord, Mode, StoredResponse};
+use crate::journal::Line;
 use crate::ledger::{parse_action_id, ActionState, Delivery, Disposition, Record, ResponsePlan};
-use crate::scenario::{did_you_mean, CancelPolicy, Per, RespondBody, Route, RouteKind, Service};
+use crate::scenario::{did_you_mean, CancelPolicy, RespondBody, Route, RouteKind, Service};
 use crate::world::{State, World};
 
 /// A request to a fake service, however it arrived.
@@ -204,9 +205,10 @@ pub fn admit(world: &World, req: Request) -> Outcome {
                         lookup(world, &st, svc, route, &params, &mut record),
                         Plan::Now,
                     ),
-                    RouteKind::Cancel => {
-                        (cancel(&mut st, svc, route, &params, &mut record), Plan::Now)
-                    }
+                    RouteKind::Cancel => (
+                        cancel(world, &mut st, svc, route, &params, &mut record),
+                        Plan::Now,
+                    ),
                 }
             }
         }
@@ -433,21 +435,7 @@ fn action(
                 // Carried in the entry so an exported ledger can be verified without the scenario.
                 record.detail = Some(json!({"repeatable": true}));
             }
-            let stream = match route.per {
-                Per::Route => format!("{}/{}", svc.name, route.name),
-                Per::Intent => format!(
-                    "{}/{}/intent:{}",
-                    svc.name,
-                    route.name,
-                    intent.as_ref().map(|v| v.to_string()).unwrap_or_default()
-                ),
-                Per::Key => format!(
-                    "{}/{}/key:{}",
-                    svc.name,
-                    route.name,
-                    key.as_deref().unwrap_or("")
-                ),
-            };
+            let stream = route.fate_stream(&svc.name, intent.as_ref(), key.as_deref());
             let counter = st.counters.entry(stream.clone()).or_insert(0);
             let ordinal = *counter;
             *counter += 1;
@@ -491,17 +479,20 @@ fn action(
             // endpoint execution begins"), and only responses its cache policy keeps.
             if let Some(k) = &key {
                 if policy.mode == Mode::Honor && fate.applies() && policy.caches(response.status) {
-                    st.keys.remember(
-                        &svc.name,
-                        k,
-                        KeyRecord {
-                            fingerprint: fp,
-                            seq: record.seq,
-                            created_at: now,
-                            completes_at,
-                            response: response.to_stored(),
-                        },
-                    );
+                    let kept = KeyRecord {
+                        fingerprint: fp,
+                        seq: record.seq,
+                        created_at: now,
+                        completes_at,
+                        response: response.to_stored(),
+                    };
+                    world.note(|session| Line::Key {
+                        session,
+                        service: svc.name.clone(),
+                        key: k.clone(),
+                        record: Box::new(kept.clone()),
+                    });
+                    st.keys.remember(&svc.name, k, kept);
                 }
                 if fate.applies() {
                     st.by_key.insert((svc.name.clone(), k.clone()), record.seq);
@@ -734,6 +725,7 @@ fn lookup(
 }
 
 fn cancel(
+    world: &World,
     st: &mut State,
     svc: &Service,
     route: &Route,
@@ -766,6 +758,11 @@ fn cancel(
         (CancelPolicy::Honor, ActionState::Pending) => {
             if let Some(r) = st.ledger.get_mut(seq) {
                 r.cancelled_at = Some(now);
+                world.note(|session| Line::Cancel {
+                    session,
+                    seq,
+                    at: now,
+                });
             }
             (
                 "cancelled",

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::idempotency::KeyStore;
+use crate::journal::{Journal, Line, RecordSink};
 use crate::ledger::{Counts, Entry, Filter, Ledger, Record};
 use crate::scenario::Scenario;
 
@@ -42,6 +43,7 @@ pub struct World {
     /// State owned by modules above the world (an agent protocol's tasks or runs), one value per
     /// type, created on first use. It lives and dies with the world, so reset covers it.
     extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    journal: Option<Arc<Journal>>,
 }
 
 impl World {
@@ -57,17 +59,53 @@ impl World {
     }
 
     fn build(scenario: Arc<Scenario>, limits: &Limits, session: Option<String>) -> World {
+        World::build_journaled(scenario, limits, session, None, None)
+    }
+
+    /// A world whose facts go to `journal`. With `resume`, it continues an earlier run (journal
+    /// replay) on that clock; otherwise it is a fresh world and the journal says so.
+    fn build_journaled(
+        scenario: Arc<Scenario>,
+        limits: &Limits,
+        session: Option<String>,
+        journal: Option<&Arc<Journal>>,
+        resume: Option<Clock>,
+    ) -> World {
+        let mut ledger = Ledger::bounded(limits.max_entries);
+        let clock = resume.clone().unwrap_or_else(|| Clock::new(scenario.clock));
+        if let Some(j) = journal {
+            ledger.set_sink(Box::new(RecordSink {
+                journal: j.clone(),
+                session: session.clone(),
+            }));
+            if resume.is_none() {
+                j.write(&Line::World {
+                    session: session.clone(),
+                    scenario: scenario.source.clone(),
+                    clock: scenario.clock,
+                    epoch_ms: clock.epoch_ms(),
+                });
+            }
+        }
         World {
-            clock: Clock::new(scenario.clock),
+            clock,
             seed: limits.seed.unwrap_or(scenario.seed),
             scenario,
             session,
             state: Mutex::new(State {
-                ledger: Ledger::bounded(limits.max_entries),
+                ledger,
                 keys: KeyStore::bounded(limits.max_keys),
                 ..State::default()
             }),
             extensions: Mutex::new(HashMap::new()),
+            journal: journal.cloned(),
+        }
+    }
+
+    /// Journal a fact about this world (no-op without a journal).
+    pub fn note(&self, line: impl FnOnce(Option<String>) -> Line) {
+        if let Some(j) = &self.journal {
+            j.write(&line(self.session.clone()));
         }
     }
 
@@ -178,6 +216,7 @@ pub struct Host {
     retired: Mutex<Retired>,
     /// Findings per rule from the most recent verification (for metrics).
     last_findings: Mutex<std::collections::BTreeMap<String, u64>>,
+    journal: Option<Arc<Journal>>,
 }
 
 /// What retired worlds contribute to the server's metrics.
@@ -200,16 +239,72 @@ impl Host {
     }
 
     pub fn with_limits(scenario: Scenario, limits: Limits) -> Host {
+        Host::with_journal(scenario, limits, None, Vec::new())
+    }
+
+    /// A host whose worlds are journaled, first rebuilt from the journal's earlier `lines`.
+    pub fn with_journal(
+        scenario: Scenario,
+        limits: Limits,
+        journal: Option<Arc<Journal>>,
+        lines: Vec<Line>,
+    ) -> Host {
         let base = Arc::new(scenario);
-        let world = Arc::new(World::build(base.clone(), &limits, None));
+        let mut worlds = replay(&base, &limits, journal.as_ref(), lines);
+        let default = match worlds.remove(&None) {
+            Some(w) => {
+                if w.scenario.source != base.source {
+                    tracing::warn!("the journal holds a different scenario than the one given; resuming the journal's (delete the journal to start afresh)");
+                }
+                w
+            }
+            None => Arc::new(World::build_journaled(
+                base.clone(),
+                &limits,
+                None,
+                journal.as_ref(),
+                None,
+            )),
+        };
+        let now = std::time::Instant::now();
+        let sessions = worlds
+            .into_iter()
+            .filter_map(|(name, world)| {
+                name.map(|n| {
+                    (
+                        n,
+                        Session {
+                            world,
+                            last_used: now,
+                        },
+                    )
+                })
+            })
+            .collect();
         Host {
             base,
-            default: std::sync::RwLock::new(world),
-            sessions: Mutex::new(HashMap::new()),
+            default: std::sync::RwLock::new(default),
+            sessions: Mutex::new(sessions),
             limits,
             stopping: tokio::sync::watch::channel(false).0,
             retired: Mutex::new(Retired::default()),
             last_findings: Mutex::new(Default::default()),
+            journal,
+        }
+    }
+
+    fn note_drop(&self, session: &str) {
+        if let Some(j) = &self.journal {
+            j.write(&Line::Drop {
+                session: session.to_string(),
+            });
+        }
+    }
+
+    /// Make the journal durable (at shutdown).
+    pub fn flush_journal(&self) {
+        if let Some(j) = &self.journal {
+            j.flush();
         }
     }
 
@@ -280,10 +375,12 @@ impl Host {
         if sessions.len() >= self.limits.max_sessions {
             return Err(SessionError::TooMany(sessions.len()));
         }
-        let world = Arc::new(World::build(
+        let world = Arc::new(World::build_journaled(
             self.base.clone(),
             &self.limits,
             Some(name.to_string()),
+            self.journal.as_ref(),
+            None,
         ));
         sessions.insert(
             name.to_string(),
@@ -306,10 +403,12 @@ impl Host {
         scenario: Arc<Scenario>,
     ) -> Result<Arc<World>, SessionError> {
         let name = named(session)?;
-        let fresh = Arc::new(World::build(
+        let fresh = Arc::new(World::build_journaled(
             scenario,
             &self.limits,
             name.map(str::to_string),
+            self.journal.as_ref(),
+            None,
         ));
         let old = match name {
             None => Some(std::mem::replace(
@@ -347,6 +446,9 @@ impl Host {
     /// End a named session now. Returns whether it existed.
     pub fn drop_session(&self, session: &str) -> bool {
         let removed = self.lock_sessions().remove(session);
+        if removed.is_some() {
+            self.note_drop(session);
+        }
         removed.map(|s| self.retire(&s.world, true)).is_some()
     }
 
@@ -362,6 +464,9 @@ impl Host {
             keep
         });
         for w in &gone {
+            if let Some(name) = &w.session {
+                self.note_drop(name);
+            }
             self.retire(w, true);
         }
         gone.len()
@@ -414,4 +519,99 @@ fn named(session: Option<&str>) -> Result<Option<&str>, SessionError> {
         }
         Some(n) => Err(SessionError::BadName(n.chars().take(80).collect())),
     }
+}
+
+/// Rebuild worlds from journal lines, in order. Sessions map to their worlds (`None`: default).
+fn replay(
+    base: &Arc<Scenario>,
+    limits: &Limits,
+    journal: Option<&Arc<Journal>>,
+    lines: Vec<Line>,
+) -> HashMap<Option<String>, Arc<World>> {
+    let mut worlds: HashMap<Option<String>, Arc<World>> = HashMap::new();
+    let fresh = |session: &Option<String>, scenario: Arc<Scenario>, clock: Clock| {
+        Arc::new(World::build_journaled(
+            scenario,
+            limits,
+            session.clone(),
+            journal,
+            Some(clock),
+        ))
+    };
+    let world_of = |worlds: &mut HashMap<Option<String>, Arc<World>>, session: &Option<String>| {
+        worlds
+            .entry(session.clone())
+            .or_insert_with(|| fresh(session, base.clone(), Clock::new(base.clock)))
+            .clone()
+    };
+    for line in lines {
+        match line {
+            Line::World {
+                session,
+                scenario,
+                clock,
+                epoch_ms,
+            } => {
+                let sc = match Scenario::from_toml(&scenario, "<journal>") {
+                    Ok(s) if s.source == base.source => base.clone(),
+                    Ok(s) => Arc::new(s),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "journal: a journaled scenario no longer validates; using the one given");
+                        base.clone()
+                    }
+                };
+                let w = fresh(&session, sc, Clock::resume(clock, epoch_ms, Duration::ZERO));
+                if let Some(old) = worlds.insert(session, w) {
+                    old.close();
+                }
+            }
+            Line::Record { session, record } => {
+                let w = world_of(&mut worlds, &session);
+                let mut st = w.lock();
+                if record.disposition == crate::ledger::Disposition::Executed {
+                    let route = w
+                        .scenario
+                        .service(&record.service)
+                        .and_then(|s| record.route.as_deref().and_then(|r| s.route(r)));
+                    if let Some(route) = route {
+                        let stream = route.fate_stream(
+                            &record.service,
+                            record.intent.as_ref(),
+                            record.idempotency_key.as_deref(),
+                        );
+                        *st.counters.entry(stream).or_insert(0) += 1;
+                    }
+                    if let (Some(k), Some(_)) = (&record.idempotency_key, record.applies_at) {
+                        st.by_key
+                            .insert((record.service.clone(), k.clone()), record.seq);
+                    }
+                }
+                w.clock.restore_now(record.received_at);
+                st.ledger.restore(*record);
+            }
+            Line::Cancel { session, seq, at } => {
+                let w = world_of(&mut worlds, &session);
+                let mut st = w.lock();
+                if let Some(r) = st.ledger.get_mut(seq) {
+                    r.cancelled_at = Some(at);
+                }
+            }
+            Line::Key {
+                session,
+                service,
+                key,
+                record,
+            } => {
+                let w = world_of(&mut worlds, &session);
+                w.lock().keys.remember(&service, &key, *record);
+            }
+            Line::Clock { session, now } => world_of(&mut worlds, &session).clock.restore_now(now),
+            Line::Drop { session } => {
+                if let Some(old) = worlds.remove(&Some(session)) {
+                    old.close();
+                }
+            }
+        }
+    }
+    worlds
 }

@@ -178,7 +178,8 @@ async fn route(
                 AdminError::BadRequest("expected a JSON body like {\"by\": \"25h\"}".into())
             })?;
             let by = parse_duration(by).map_err(|e| AdminError::BadRequest(format!("by: {e}")))?;
-            world.clock.advance(by).await?;
+            let now = world.clock.advance(by).await?;
+            world.note(|session| crate::journal::Line::Clock { session, now });
             Ok(Response::json(200, &clock_view(&world)))
         }
         ("POST", "/scenario") => {
