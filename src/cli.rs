@@ -322,7 +322,7 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+    let listener = match crate::server::bind("127.0.0.1:0").await {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: cannot listen on 127.0.0.1:0: {e}");
@@ -425,7 +425,7 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         },
         None => Scenario::quickstart(),
     };
-    let listener = match tokio::net::TcpListener::bind(&args.listen).await {
+    let listener = match crate::server::bind(&args.listen).await {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: cannot listen on {}: {e}", args.listen);

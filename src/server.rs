@@ -441,6 +441,32 @@ fn build_error(e: hyper::http::Error) -> Response {
     )
 }
 
+/// Bind a listener with a deep accept queue. A burst of concurrent retries is exactly what a
+/// test double for idempotency receives; the OS default backlog (128) overflows under it and
+/// the kernel then resets some of those connections.
+pub async fn bind(addr: &str) -> io::Result<TcpListener> {
+    let mut last = None;
+    for a in tokio::net::lookup_host(addr).await? {
+        let socket = if a.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        #[cfg(unix)]
+        socket.set_reuseaddr(true)?; // as std's TcpListener::bind does
+        match socket.bind(a) {
+            Ok(()) => return socket.listen(1024),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "could not resolve to any address",
+        )
+    }))
+}
+
 /// Errors from starting a server in process.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -482,7 +508,7 @@ impl Server {
         scenario: Scenario,
         seed: Option<u64>,
     ) -> Result<Server, StartError> {
-        let listener = TcpListener::bind(addr).await?;
+        let listener = bind(addr).await?;
         let (app, stop) = Server::run(listener, scenario, seed, Duration::from_secs(5))?;
         Ok(Server {
             app,

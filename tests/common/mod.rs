@@ -322,3 +322,16 @@ kind = "cancel"
 pub fn transfer() -> Value {
     serde_json::json!({"to": "acct-9", "amount": 100})
 }
+
+/// Open a connection and write `bytes` verbatim (a hand-made request, possibly malformed).
+pub fn send_raw(base: &str, bytes: &[u8]) -> TcpStream {
+    let mut s = TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    s.write_all(bytes).unwrap();
+    s
+}
+
+/// Send a hand-made request and read the whole response.
+pub fn raw_request(base: &str, bytes: &[u8]) -> Result<Resp, std::io::Error> {
+    read_response(send_raw(base, bytes))
+}
