@@ -46,6 +46,14 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Serve a scenario on a free port, run CMD against it, then verify what happened.
     Run(RunArgs),
+    /// Write the HTML timeline of a ledger: a running server's (--url) or an exported one.
+    Report {
+        #[command(flatten)]
+        source: VerifyArgs,
+        /// Where to write the page.
+        #[arg(short = 'o', long = "output", default_value = "report.html")]
+        output: PathBuf,
+    },
     /// Exit 0 when a doubleagent answers its health check (for container HEALTHCHECKs).
     Probe {
         /// Base URL of the doubleagent to probe.
@@ -170,6 +178,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Verify(args) => verify_cmd(args).await,
         Command::Run(args) => run_cmd(args).await,
         Command::Probe { url, timeout } => probe(&url, timeout).await,
+        Command::Report { source, output } => report_cmd(source, &output).await,
     }
 }
 
@@ -260,43 +269,63 @@ fn parse_ledger(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
         .collect()
 }
 
-async fn verify_cmd(args: VerifyArgs) -> ExitCode {
-    let claims = match read_claims(args.claims.as_ref()) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+/// The ledger and claims a `verify` or `report` works on.
+async fn load(args: &VerifyArgs) -> Result<(Vec<Entry>, Option<Claims>), String> {
+    let claims = read_claims(args.claims.as_ref())?;
     let entries = if let Some(path) = &args.ledger {
-        match std::fs::read_to_string(path) {
-            Ok(text) => parse_ledger(&text, &path.display().to_string()),
-            Err(e) => Err(format!("cannot read the ledger {}: {e}", path.display())),
-        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the ledger {}: {e}", path.display()))?;
+        parse_ledger(&text, &path.display().to_string())?
     } else {
-        let base = args
-            .url
-            .as_deref()
-            .unwrap_or_default()
-            .trim_end_matches('/');
-        let url = format!("{base}/_admin/ledger.jsonl");
-        match client::send("GET", &url, &[], Vec::new(), Duration::from_secs(30)).await {
-            Ok(r) if r.status == 200 => parse_ledger(&String::from_utf8_lossy(&r.body), &url),
-            Ok(r) => Err(format!(
-                "{url} answered {}: {}",
-                r.status,
-                String::from_utf8_lossy(&r.body)
-            )),
-            Err(e) => Err(e.to_string()),
-        }
+        let base = args.url.as_deref().unwrap_or_default();
+        let body = fetch_admin(
+            base,
+            "ledger.jsonl",
+            args.session.as_deref(),
+            args.admin_token.as_deref(),
+        )
+        .await?;
+        parse_ledger(&String::from_utf8_lossy(&body), base)?
     };
-    match entries {
-        Ok(entries) => verdict(&verify(&entries, claims.as_ref()), &entries, args.json),
+    Ok((entries, claims))
+}
+
+async fn verify_cmd(args: VerifyArgs) -> ExitCode {
+    match load(&args).await {
+        Ok((entries, claims)) => verdict(&verify(&entries, claims.as_ref()), &entries, args.json),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
         }
     }
+}
+
+async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
+    let (entries, claims) = match load(&args).await {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = verify(&entries, claims.as_ref());
+    let title = args
+        .ledger
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .or(args.url.clone())
+        .unwrap_or_default();
+    if let Err(e) = std::fs::write(output, crate::report::render(&title, &entries, &report)) {
+        eprintln!("error: cannot write {}: {e}", output.display());
+        return ExitCode::from(1);
+    }
+    eprintln!(
+        "wrote {} ({} entries, {} finding(s))",
+        output.display(),
+        entries.len(),
+        report.findings.len()
+    );
+    ExitCode::SUCCESS
 }
 
 /// `DOUBLEAGENT_<NAME>_URL`: upper case, anything but letters and digits becomes `_`.

@@ -15,6 +15,7 @@ pub mod fate;
 pub mod idempotency;
 pub mod journal;
 pub mod ledger;
+pub mod report;
 pub mod scenario;
 pub mod server;
 pub mod service;

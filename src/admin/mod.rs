@@ -215,6 +215,20 @@ async fn route(
             host.record_findings(report.findings.iter().map(|f| f.rule.as_str()));
             Ok(Response::json_of(200, &report))
         }
+        ("GET", "/report") => {
+            let entries = world.entries(&Filter::default());
+            let report = verify::verify(&entries, None);
+            let title = format!(
+                "{} ({})",
+                world.scenario.name,
+                world.session.as_deref().unwrap_or("default session")
+            );
+            Ok(Response {
+                status: 200,
+                headers: vec![("content-type".into(), "text/html; charset=utf-8".into())],
+                body: crate::report::render(&title, &entries, &report).into_bytes(),
+            })
+        }
         ("GET", "/openapi.json") => Ok(Response {
             status: 200,
             headers: vec![("content-type".into(), "application/json".into())],
