@@ -337,10 +337,10 @@ async fn handle(
         None => (trimmed, "/"),
     };
     let headers = req.headers().clone();
-    // A client that went away mid-body still gets its (empty) request recorded.
-    let (body, too_large) = read_body(req, world.scenario.max_body_bytes)
-        .await
-        .unwrap_or_default();
+    // A client that went away mid-body still gets its request recorded (but not executed).
+    let read = read_body(req, world.scenario.max_body_bytes).await;
+    let incomplete = read.is_err();
+    let (body, too_large) = read.unwrap_or_default();
     let sreq = Request {
         service: svc.to_string(),
         method,
@@ -348,6 +348,7 @@ async fn handle(
         headers,
         body,
         too_large,
+        incomplete,
         ..Request::default()
     };
     let out = service::admit(&world, sreq);

@@ -31,6 +31,8 @@ pub struct Request {
     pub body: Vec<u8>,
     /// The body was over the cap and `body` holds only its start.
     pub too_large: bool,
+    /// The client went away before sending the whole body: recorded, never executed.
+    pub incomplete: bool,
     /// `None` for an outside client; `agent:NAME` for an agent's own call.
     pub actor: Option<String>,
     /// Set by in-process callers (an agent's task id and revision) instead of headers.
@@ -191,6 +193,15 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             }),
         );
         (r, Plan::Now)
+    } else if req.incomplete {
+        // Malformed at the HTTP level (disposition stays `unmatched`): no provider acts on a
+        // request it never fully received, and nobody is left to answer.
+        let reason = "incomplete body: the client closed the connection before sending all of it";
+        record.detail = Some(json!({ "reason": reason }));
+        (
+            Response::json(400, &json!({"error": reason, "status": 400})),
+            Plan::Drop,
+        )
     } else {
         match service.and_then(|s| find_route(s, &req, facts.json.as_ref()).map(|(r, p)| (s, r, p)))
         {

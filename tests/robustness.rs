@@ -415,3 +415,35 @@ fn the_root_answers_with_the_ready_json() {
     assert_eq!(v["services"]["payments"], format!("{}/payments", da.url));
     assert!(da.ledger().is_empty(), "the root is not a service request");
 }
+
+#[test]
+fn acc1_a_request_whose_body_never_fully_arrived_is_recorded_but_not_executed() {
+    // The client promises 1000 bytes, sends a few and goes away: no provider would act on
+    // that, so it must not count as an applied action (a retry would look like a double apply).
+    let da = Da::start(&payments("", ""));
+    let host = da.url.trim_start_matches("http://");
+    let head =
+        format!("POST {CREATE} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 1000\r\n\r\n{{\"to\"");
+    let mut s = send_raw(&da.url, head.as_bytes());
+    s.flush().unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    let e = &da.wait_for("service=payments", 1)[0];
+    assert_eq!(e["applied"], false, "{e}");
+    assert_eq!(
+        e["disposition"], "unmatched",
+        "malformed at the HTTP level: {e}"
+    );
+    assert_eq!(e["fate"], Value::Null);
+    assert!(
+        e["detail"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("incomplete"),
+        "{e}"
+    );
+    assert!(read_response(s).is_err(), "nobody is left to answer");
+    // The fate sequence was not consumed: the next real request is the first attempt.
+    assert_eq!(da.post_json(CREATE, &[], &transfer()).unwrap().status, 201);
+    assert_eq!(da.ledger()[1]["action_id"], "act_2");
+    healthy(&da);
+}
