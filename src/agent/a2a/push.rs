@@ -10,17 +10,13 @@
 //! the config's token, as the a2a-sdk sender does.
 //!
 //! Deliveries to one target go out one at a time, in the order their times came due, through
-//! one poster task per target; the posters end when the world closes.
+//! one poster task per target (over [`crate::client`]); the posters end when the world closes.
 
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::task::{arm, log};
@@ -280,39 +276,13 @@ async fn poster(
 }
 
 async fn post(cfg: &TaskPushNotificationConfig, body: Vec<u8>) -> Result<u16, String> {
-    let url = parse_url(&cfg.url)?;
-    let attempt = async {
-        let stream = TcpStream::connect((url.host.as_str(), url.port))
-            .await
-            .map_err(|e| format!("connect: {e}"))?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| format!("handshake: {e}"))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        let mut req = hyper::Request::builder()
-            .method("POST")
-            .uri(url.path.as_str())
-            .header("host", url.authority.as_str())
-            .header("content-type", "application/json");
-        for (k, v) in cfg.delivery_headers() {
-            req = req.header(k, v);
-        }
-        let req = req
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| format!("request: {e}"))?;
-        let resp = sender
-            .send_request(req)
-            .await
-            .map_err(|e| format!("send: {e}"))?;
-        let status = resp.status().as_u16();
-        let _ = resp.into_body().collect().await;
-        Ok(status)
-    };
-    tokio::time::timeout(POST_TIMEOUT, attempt)
+    let extra = cfg.delivery_headers();
+    let mut headers: Vec<(&str, &str)> = vec![("content-type", "application/json")];
+    headers.extend(extra.iter().map(|(k, v)| (*k, v.as_str())));
+    crate::client::send("POST", &cfg.url, &headers, body, POST_TIMEOUT)
         .await
-        .unwrap_or_else(|_| Err(format!("no answer within {}s", POST_TIMEOUT.as_secs())))
+        .map(|r| r.status)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
