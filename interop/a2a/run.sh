@@ -57,6 +57,8 @@ else
 fi
 
 if (( reference )); then
+    # The reference server plays only the three cancel-policy agents: skip the rest.
+    export A2A_REFERENCE=1
     SERVER=("$PY" "$HERE/ref_server.py")
 else
     BIN="${DOUBLEAGENT_BIN:-$ROOT/target/debug/doubleagent}"

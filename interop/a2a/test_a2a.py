@@ -634,3 +634,114 @@ def test_raw_jsonrpc_errors():
         assert info['reason'] == 'TASK_NOT_FOUND' and info['domain'] == 'a2a-protocol.org'
 
     run(t())
+
+
+# ----------------------------------------------------------------------------------------------
+# doubleagent's scripted behaviours (agents `early` and `dedupe`; not in the reference server)
+
+doubleagent_only = pytest.mark.skipif(
+    os.environ.get('A2A_REFERENCE') == '1', reason='scripted behaviour of doubleagent only'
+)
+
+
+@doubleagent_only
+def test_cancel_honor_before_honours_early_and_refuses_late():
+    # REC-3: whether a cancel works depends on when it comes.
+    async def t():
+        async with a2a('early', polling=True) as c:
+            first = await send_nonblocking(c)
+            canceled = await c.cancel_task(CancelTaskRequest(id=first.id))
+            assert canceled.status.state == S.TASK_STATE_CANCELED
+            second = await send_nonblocking(c)
+            await advance('2s')
+            with pytest.raises(TaskNotCancelableError):
+                await c.cancel_task(CancelTaskRequest(id=second.id))
+            await advance('2s')
+            assert_result_artifact((await wait_state(c, second.id, S.TASK_STATE_COMPLETED)).artifacts)
+
+    run(t())
+
+
+@doubleagent_only
+def test_direct_message_reply_instead_of_a_task():
+    async def t():
+        async with a2a('early') as c:
+            msg = Message(role=Role.ROLE_USER, message_id=f'direct-{uuid.uuid4()}', parts=[Part(text='hi')])
+            ev = await only_event(c.send_message(SendMessageRequest(message=msg)))
+        assert ev.WhichOneof('payload') == 'message', MessageToDict(ev)
+        assert ev.message.role == Role.ROLE_AGENT
+        assert ev.message.parts[0].text.startswith('Direct answer cny-')
+
+    run(t())
+
+
+@doubleagent_only
+def test_input_required_task_resumes_on_a_follow_up():
+    async def t():
+        async with a2a('early', polling=True) as c:
+            ev = await only_event(c.send_message(SendMessageRequest(
+                message=user_msg('pay, but which account?'),
+                configuration=SendMessageConfiguration(return_immediately=True))))
+            task = await wait_state(c, ev.task.id, S.TASK_STATE_INPUT_REQUIRED)
+            assert task.status.message.parts[0].text == 'Which account?'
+            await send_nonblocking(c, user_msg('acct-9', task_id=task.id, context_id=task.context_id))
+            await advance('5s')
+            done = await wait_state(c, task.id, S.TASK_STATE_COMPLETED)
+            assert len(done.history) == 2
+            assert_result_artifact(done.artifacts)
+
+    run(t())
+
+
+@doubleagent_only
+def test_stream_sends_artifact_chunks_with_append_and_last_chunk():
+    async def t():
+        async with a2a('early', streaming=True) as c:
+            msg = Message(role=Role.ROLE_USER, message_id=f'chunks-{uuid.uuid4()}', parts=[Part(text='go')])
+            events = await stream_with_clock(c.send_message(SendMessageRequest(message=msg)))
+        chunks = [e.artifact_update for e in events if e.HasField('artifact_update')]
+        assert [(u.append, u.last_chunk) for u in chunks] == [(False, False), (True, True)]
+        assert {u.artifact.artifact_id for u in chunks} == {'report'}
+        assert ''.join(p.text for u in chunks for p in u.artifact.parts) == 'chunk-1 chunk-2'
+        assert final_state(events) == S.TASK_STATE_COMPLETED
+
+    run(t())
+
+
+@doubleagent_only
+def test_push_is_delayed_and_duplicated(webhook):
+    # At-least-once delivery: every notification arrives twice, 1 s of scenario time late.
+    async def t():
+        async with a2a('early', polling=True) as c:
+            task = await send_nonblocking(
+                c, task_push_notification_config=TaskPushNotificationConfig(url=webhook.url, token='tok-d'),
+            )
+            await asyncio.sleep(0.3)
+            assert webhook.for_task(task.id) == [], 'nothing before the delay has passed'
+            await advance('5s')
+            await webhook.wait_completed(task.id)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 5
+            while loop.time() < deadline:
+                done = [d for _, d in webhook.for_task(task.id)
+                        if d.get('statusUpdate', {}).get('status', {}).get('state') == 'TASK_STATE_COMPLETED']
+                if len(done) == 2:
+                    break
+                await asyncio.sleep(0.05)
+            assert len(done) == 2, webhook.for_task(task.id)
+            assert done[0] == done[1]
+
+    run(t())
+
+
+@doubleagent_only
+def test_resent_message_with_dedupe_on_gets_the_first_task():
+    # REC-4: with de-duplication on, the same messageId does not start a second task.
+    async def t():
+        async with a2a('dedupe', polling=True) as c:
+            msg = user_msg()
+            a = await send_nonblocking(c, msg)
+            b = await send_nonblocking(c, msg)
+            assert a.id == b.id
+
+    run(t())

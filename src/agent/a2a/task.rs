@@ -518,6 +518,12 @@ pub(super) fn send(
             e.generation += 1;
             e.cancel = script.cancel;
             e.text = text.clone();
+            // Out of the interrupted state before anyone looks: a blocking call must wait for
+            // the resumed run, and the reply shows the task in flight again.
+            e.set_status(
+                world,
+                TaskStatus::new(TaskState::Submitted, timestamp(world)),
+            );
             e.log(
                 world,
                 "task-resumed",
