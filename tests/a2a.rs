@@ -567,6 +567,20 @@ fn rec6_protocol_errors_carry_the_spec_codes_over_http_200() {
     assert_eq!(error_code(&old), -32009);
     // Every failed call is in the ledger.
     assert!(agent_events(&da, "researcher", "rpc-error").len() >= 10);
+    // Lenient by default about a missing A2A-Version; strict_version refuses it.
+    let get = r#"{"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": "x"}}"#;
+    assert_eq!(error_code(&raw(get, &[])), -32001);
+    let strict = Da::start(&ISSUE.replace(
+        "revision_key = \"revision\"",
+        "revision_key = \"revision\"\nstrict_version = true",
+    ));
+    let r = strict.call(
+        "POST",
+        "/agents/researcher",
+        &[("content-type", "application/json")],
+        get,
+    );
+    assert_eq!(error_code(&r.json()), -32009);
 }
 
 #[test]
