@@ -138,13 +138,19 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             .get(name)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
     };
+    // In-process callers (an agent's step) give these directly; HTTP clients send headers.
     let facts = Facts {
-        work_id: service.and_then(|s| header(&s.work_id_header)),
-        revision: service.and_then(|s| header(&s.revision_header)).map(|r| {
-            match r.trim().parse::<i64>() {
-                Ok(n) => Value::from(n),
-                Err(_) => Value::String(r),
-            }
+        work_id: req
+            .work_id
+            .clone()
+            .or_else(|| service.and_then(|s| header(&s.work_id_header))),
+        revision: req.revision.clone().or_else(|| {
+            service.and_then(|s| header(&s.revision_header)).map(|r| {
+                match r.trim().parse::<i64>() {
+                    Ok(n) => Value::from(n),
+                    Err(_) => Value::String(r),
+                }
+            })
         }),
         json,
         body,
