@@ -846,6 +846,12 @@ fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> (Poli
             p.cache = c;
         }
         if let Some(h) = &layer.replay_header {
+            if !h.is_empty() && hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
+                issues.push((
+                    "replay_header".to_string(),
+                    format!("\"{h}\" is not a valid HTTP header name (\"\" for none)"),
+                ));
+            }
             p.replay_header = (!h.is_empty()).then(|| h.clone());
         }
         if let Some(e) = layer.echo_key {

@@ -288,9 +288,9 @@ async fn handle(
         }
     };
     if path == "/" {
-        return to_hyper(Response::json(
+        return to_hyper(Response::json_of(
             200,
-            &admin::ready_json(&world, &app.base_url),
+            &admin::Ready::of(&world, &app.base_url),
         ));
     }
     if let Some(rest) = path.strip_prefix("/agents/") {

@@ -186,10 +186,17 @@ async fn route(
             let text = std::str::from_utf8(req.body).map_err(|_| {
                 AdminError::BadRequest("the scenario must be UTF-8 TOML text".into())
             })?;
+            if text.trim().is_empty() {
+                // Valid TOML, but almost certainly a mistake: it would leave a world with nothing in it.
+                return Err(AdminError::BadRequest(
+                    "the request body is empty: send the scenario's TOML text; nothing changed"
+                        .into(),
+                ));
+            }
             let scenario = Scenario::from_toml(text, "<request body>")
                 .map_err(|e| AdminError::BadRequest(e.to_string()))?;
             let w = host.replace(session, scenario.into())?;
-            Ok(Response::json(200, &ready_json(&w, base_url)))
+            Ok(Response::json_of(200, &Ready::of(&w, base_url)))
         }
         ("POST", "/revision") => declare_revision(&world, req.body),
         ("POST", "/claims") => {
