@@ -14,11 +14,12 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::admin::Ready;
 use crate::client;
+use crate::journal::{self, Fsync, Journal};
 use crate::ledger::{Entry, Filter};
 use crate::scenario::Scenario;
 use crate::server::{serve, App};
 use crate::verify::{verify, Claims, Report};
-use crate::world::Host;
+use crate::world::{Host, Limits};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -45,6 +46,23 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Serve a scenario on a free port, run CMD against it, then verify what happened.
     Run(RunArgs),
+    /// Write the HTML timeline of a ledger: a running server's (--url) or an exported one.
+    Report {
+        #[command(flatten)]
+        source: VerifyArgs,
+        /// Where to write the page.
+        #[arg(short = 'o', long = "output", default_value = "report.html")]
+        output: PathBuf,
+    },
+    /// Exit 0 when a doubleagent answers its health check (for container HEALTHCHECKs).
+    Probe {
+        /// Base URL of the doubleagent to probe.
+        #[arg(long, default_value = "http://127.0.0.1:7070")]
+        url: String,
+        /// Give up after this long.
+        #[arg(long, default_value = "2s", value_parser = parse_dur)]
+        timeout: Duration,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -62,6 +80,12 @@ pub struct VerifyArgs {
     /// Print the report as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// With --url: the session whose ledger to verify.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// With --url: the server's admin token.
+    #[arg(long, env = "DOUBLEAGENT_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -101,6 +125,30 @@ pub struct ServeArgs {
     /// On shutdown, how long delayed responses may still be sent.
     #[arg(long, default_value = "5s", value_parser = parse_dur)]
     pub drain_timeout: Duration,
+    /// Require `Authorization: Bearer TOKEN` on /_admin/* (health stays open).
+    #[arg(long, env = "DOUBLEAGENT_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Allow serving on a non-loopback address without an admin token.
+    #[arg(long)]
+    pub insecure_admin: bool,
+    /// Named sessions (X-Doubleagent-Session) alive at once.
+    #[arg(long, default_value_t = 1000)]
+    pub max_sessions: usize,
+    /// Drop a named session unused for this long (wall clock).
+    #[arg(long, default_value = "30m", value_parser = parse_dur)]
+    pub session_ttl: Duration,
+    /// Ledger entries kept per session; the oldest are evicted (and counted) beyond it.
+    #[arg(long)]
+    pub max_entries: Option<usize>,
+    /// Idempotency keys kept per session; the oldest are forgotten beyond it.
+    #[arg(long, default_value_t = 100_000)]
+    pub max_keys: usize,
+    /// Append ledger entries and resumable state to this file, and restore from it at start.
+    #[arg(long)]
+    pub journal: Option<PathBuf>,
+    /// How often the journal is made durable on disk.
+    #[arg(long, value_enum, default_value_t = Fsync::Batch)]
+    pub fsync: Fsync,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -129,6 +177,57 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Serve(args) => serve_cmd(args).await,
         Command::Verify(args) => verify_cmd(args).await,
         Command::Run(args) => run_cmd(args).await,
+        Command::Probe { url, timeout } => probe(&url, timeout).await,
+        Command::Report { source, output } => report_cmd(source, &output).await,
+    }
+}
+
+async fn probe(url: &str, timeout: Duration) -> ExitCode {
+    let url = format!("{}/_admin/health", url.trim_end_matches('/'));
+    match client::send("GET", &url, &[], Vec::new(), timeout).await {
+        Ok(r) if r.status == 200 => {
+            let ok = serde_json::from_slice::<serde_json::Value>(&r.body)
+                .is_ok_and(|v| v["status"] == "ok");
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!("probe: {url} answered 200 but not ok");
+                ExitCode::from(1)
+            }
+        }
+        Ok(r) => {
+            eprintln!("probe: {url} answered {}", r.status);
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("probe: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// GET an admin path of a running server, with its token and session.
+pub async fn fetch_admin(
+    base: &str,
+    path: &str,
+    session: Option<&str>,
+    token: Option<&str>,
+) -> Result<Vec<u8>, String> {
+    let mut url = format!("{}/_admin/{path}", base.trim_end_matches('/'));
+    if let Some(s) = session {
+        url.push_str(if url.contains('?') { "&" } else { "?" });
+        url.push_str(&format!("session={s}"));
+    }
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
+    match client::send("GET", &url, &headers, Vec::new(), Duration::from_secs(30)).await {
+        Ok(r) if r.status == 200 => Ok(r.body.to_vec()),
+        Ok(r) => Err(format!(
+            "{url} answered {}: {}",
+            r.status,
+            String::from_utf8_lossy(&r.body)
+        )),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -170,43 +269,63 @@ fn parse_ledger(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
         .collect()
 }
 
-async fn verify_cmd(args: VerifyArgs) -> ExitCode {
-    let claims = match read_claims(args.claims.as_ref()) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+/// The ledger and claims a `verify` or `report` works on.
+async fn load(args: &VerifyArgs) -> Result<(Vec<Entry>, Option<Claims>), String> {
+    let claims = read_claims(args.claims.as_ref())?;
     let entries = if let Some(path) = &args.ledger {
-        match std::fs::read_to_string(path) {
-            Ok(text) => parse_ledger(&text, &path.display().to_string()),
-            Err(e) => Err(format!("cannot read the ledger {}: {e}", path.display())),
-        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the ledger {}: {e}", path.display()))?;
+        parse_ledger(&text, &path.display().to_string())?
     } else {
-        let base = args
-            .url
-            .as_deref()
-            .unwrap_or_default()
-            .trim_end_matches('/');
-        let url = format!("{base}/_admin/ledger.jsonl");
-        match client::send("GET", &url, &[], Vec::new(), Duration::from_secs(30)).await {
-            Ok(r) if r.status == 200 => parse_ledger(&String::from_utf8_lossy(&r.body), &url),
-            Ok(r) => Err(format!(
-                "{url} answered {}: {}",
-                r.status,
-                String::from_utf8_lossy(&r.body)
-            )),
-            Err(e) => Err(e.to_string()),
-        }
+        let base = args.url.as_deref().unwrap_or_default();
+        let body = fetch_admin(
+            base,
+            "ledger.jsonl",
+            args.session.as_deref(),
+            args.admin_token.as_deref(),
+        )
+        .await?;
+        parse_ledger(&String::from_utf8_lossy(&body), base)?
     };
-    match entries {
-        Ok(entries) => verdict(&verify(&entries, claims.as_ref()), &entries, args.json),
+    Ok((entries, claims))
+}
+
+async fn verify_cmd(args: VerifyArgs) -> ExitCode {
+    match load(&args).await {
+        Ok((entries, claims)) => verdict(&verify(&entries, claims.as_ref()), &entries, args.json),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
         }
     }
+}
+
+async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
+    let (entries, claims) = match load(&args).await {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = verify(&entries, claims.as_ref());
+    let title = args
+        .ledger
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .or(args.url.clone())
+        .unwrap_or_default();
+    if let Err(e) = std::fs::write(output, crate::report::render(&title, &entries, &report)) {
+        eprintln!("error: cannot write {}: {e}", output.display());
+        return ExitCode::from(1);
+    }
+    eprintln!(
+        "wrote {} ({} entries, {} finding(s))",
+        output.display(),
+        entries.len(),
+        report.findings.len()
+    );
+    ExitCode::SUCCESS
 }
 
 /// `DOUBLEAGENT_<NAME>_URL`: upper case, anything but letters and digits becomes `_`.
@@ -232,7 +351,7 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+    let listener = match crate::server::bind("127.0.0.1:0").await {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: cannot listen on 127.0.0.1:0: {e}");
@@ -335,7 +454,7 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         },
         None => Scenario::quickstart(),
     };
-    let listener = match tokio::net::TcpListener::bind(&args.listen).await {
+    let listener = match crate::server::bind(&args.listen).await {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: cannot listen on {}: {e}", args.listen);
@@ -353,11 +472,46 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if !addr.ip().is_loopback() && args.admin_token.is_none() && !args.insecure_admin {
+        eprintln!(
+            "error: refusing to serve the admin API on non-loopback address {addr} without a token: \
+             anyone who can reach it could reset the world or read the ledger.\n\
+             fix: pass --admin-token TOKEN (or set DOUBLEAGENT_ADMIN_TOKEN), or --insecure-admin if the network is private"
+        );
+        return ExitCode::from(2);
+    }
+    let limits = Limits {
+        seed: args.seed,
+        max_sessions: args.max_sessions,
+        session_ttl: args.session_ttl,
+        max_entries: args.max_entries,
+        max_keys: args.max_keys,
+    };
+    let host = match &args.journal {
+        None => Host::with_limits(scenario, limits),
+        Some(path) => {
+            let opened =
+                journal::read(path).and_then(|lines| Ok((lines, Journal::open(path, args.fsync)?)));
+            match opened {
+                Ok((lines, j)) => {
+                    if !lines.is_empty() {
+                        tracing::info!(path = %path.display(), lines = lines.len(), "resuming from the journal");
+                    }
+                    Host::with_journal(scenario, limits, Some(j), lines)
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
     let app = Arc::new(App {
-        host: Host::new(scenario, args.seed),
-        base_url: format!("http://{addr}"),
         drain: args.drain_timeout,
+        admin_token: args.admin_token.clone().filter(|t| !t.is_empty()),
+        ..App::new(host, format!("http://{addr}"))
     });
+    let signals = shutdown_signal();
     let ready = Ready::of(&app.host.world(), &app.base_url).line();
     if let Some(path) = &args.ready_file {
         if let Err(e) = std::fs::write(path, format!("{ready}\n")) {
@@ -374,7 +528,8 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         eprintln!("{}", quickstart_hints(&app.base_url));
     }
     tracing::info!(url = %app.base_url, "serving");
-    serve(listener, app, shutdown_signal()).await;
+    serve(listener, app.clone(), signals).await;
+    app.host.flush_journal();
     tracing::info!("stopped");
     ExitCode::SUCCESS
 }
@@ -391,24 +546,32 @@ fn quickstart_hints(url: &str) -> String {
     )
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is *called*, not when
+/// the future is first polled, so a signal sent right after the ready line is never lost to the
+/// default action.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let int = signal(SignalKind::interrupt()).ok();
+        let term = signal(SignalKind::terminate()).ok();
+        async move {
+            let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = wait(int) => {}
+                _ = wait(term) => {}
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -92,6 +92,41 @@ impl Clock {
         }
     }
 
+    /// A clock continuing an earlier run (after a restart): the same epoch, and for a manual
+    /// clock the time it had reached; a real clock simply goes on following the wall clock.
+    pub fn resume(kind: ClockKind, epoch_ms: u64, now: Duration) -> Clock {
+        let wall_now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let elapsed = Duration::from_millis(wall_now.saturating_sub(epoch_ms));
+        let instant_now = tokio::time::Instant::now();
+        Clock {
+            inner: Arc::new(Inner {
+                kind,
+                epoch_ms,
+                origin: instant_now.checked_sub(elapsed).unwrap_or(instant_now),
+                state: Mutex::new(State {
+                    now,
+                    next_id: 0,
+                    waiters: BTreeMap::new(),
+                }),
+                closed: watch::channel(false).0,
+            }),
+        }
+    }
+
+    /// Wall-clock milliseconds since the Unix epoch at scenario time zero.
+    pub fn epoch_ms(&self) -> u64 {
+        self.inner.epoch_ms
+    }
+
+    /// Move a manual clock forward to `now` without waking anyone (journal replay).
+    pub fn restore_now(&self, now: Duration) {
+        let mut st = self.state();
+        st.now = st.now.max(now);
+    }
+
     pub fn kind(&self) -> ClockKind {
         self.inner.kind
     }

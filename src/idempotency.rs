@@ -9,7 +9,7 @@
 //!
 //! Imports only `clock` (for durations); `scenario` builds policies, `service` uses the store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -156,7 +156,7 @@ impl Policy {
 }
 
 /// A response kept for replay.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StoredResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
@@ -164,7 +164,7 @@ pub struct StoredResponse {
 }
 
 /// What the store remembers about one key.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct KeyRecord {
     pub fingerprint: Option<String>,
     /// Ledger seq of the execution that owns the key.
@@ -190,13 +190,32 @@ pub enum Decision {
     Missing,
 }
 
-/// Keys remembered by one world, scoped per service.
-#[derive(Default, Debug)]
+/// Keys remembered by one world, scoped per service, at most `max` of them: past that the
+/// oldest go first. Expired keys are kept until then, because a retry after expiry must still
+/// be recognised as such (the ledger marks `executed_after_expiry`).
+#[derive(Debug)]
 pub struct KeyStore {
     keys: HashMap<(String, String), KeyRecord>,
+    /// Insertion order, for eviction; an entry whose key was since re-remembered is stale.
+    order: VecDeque<(Duration, (String, String))>,
+    max: usize,
+}
+
+impl Default for KeyStore {
+    fn default() -> Self {
+        KeyStore::bounded(usize::MAX)
+    }
 }
 
 impl KeyStore {
+    pub fn bounded(max: usize) -> KeyStore {
+        KeyStore {
+            keys: HashMap::new(),
+            order: VecDeque::new(),
+            max: max.max(1),
+        }
+    }
+
     pub fn decide(
         &self,
         policy: &Policy,
@@ -241,8 +260,23 @@ impl KeyStore {
 
     /// Remember an execution's outcome under its key (replacing an expired record).
     pub fn remember(&mut self, service: &str, key: &str, record: KeyRecord) {
-        self.keys
-            .insert((service.to_string(), key.to_string()), record);
+        let id = (service.to_string(), key.to_string());
+        self.order.push_back((record.created_at, id.clone()));
+        self.keys.insert(id, record);
+        while self.keys.len() > self.max {
+            let Some((created, id)) = self.order.pop_front() else {
+                break;
+            };
+            if self.keys.get(&id).is_some_and(|r| r.created_at == created) {
+                self.keys.remove(&id);
+            }
+        }
+        // Stale order entries would otherwise pile up under repeated re-use of the same keys.
+        if self.order.len() > 2 * self.keys.len() + 64 {
+            let keys = &self.keys;
+            self.order
+                .retain(|(c, id)| keys.get(id).is_some_and(|r| r.created_at == *c));
+        }
     }
 
     /// The record for a key, expired or not (lookups by key use it).
@@ -346,6 +380,17 @@ mod tests {
             s.decide(&p, "pay", Some("k"), Some("a"), at(24 * 3600)),
             Decision::Execute { after_expiry: true }
         );
+    }
+
+    #[test]
+    fn the_store_forgets_its_oldest_keys_beyond_its_bound() {
+        let mut s = KeyStore::bounded(2);
+        for (i, k) in ["a", "b", "c"].iter().enumerate() {
+            s.remember("pay", k, record(i as u64 + 1, "f", i as u64, i as u64));
+        }
+        assert_eq!(s.len(), 2);
+        assert!(s.get("pay", "a").is_none());
+        assert!(s.get("pay", "c").is_some());
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! [`Entry`] is the serialized view (the `GET /_admin/ledger` and JSONL shape); it deserializes
 //! too, so offline tools can read an exported ledger. Imports `clock` and `fate` only.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -20,7 +21,9 @@ use crate::clock::Clock;
 use crate::fate::Fate;
 
 /// What the world did with a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Disposition {
     /// Ran through its fate (whether or not that fate applied anything).
@@ -49,6 +52,38 @@ pub enum Disposition {
     Declaration,
 }
 
+impl Disposition {
+    /// The wire spelling (`executed`, `missing-key`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Disposition::Executed => "executed",
+            Disposition::Replayed => "replayed",
+            Disposition::Conflict => "conflict",
+            Disposition::Mismatch => "mismatch",
+            Disposition::MissingKey => "missing-key",
+            Disposition::Lookup => "lookup",
+            Disposition::Cancel => "cancel",
+            Disposition::Unmatched => "unmatched",
+            Disposition::TooLarge => "too-large",
+            Disposition::Agent => "agent",
+            Disposition::Declaration => "declaration",
+        }
+    }
+}
+
+impl Delivery {
+    /// The wire spelling (`sent`, `dropped`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::Sent => "sent",
+            Delivery::Dropped => "dropped",
+            Delivery::Reset => "reset",
+            Delivery::Hung => "hung",
+            Delivery::Pending => "pending",
+        }
+    }
+}
+
 /// What became of the response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -62,7 +97,7 @@ pub enum Delivery {
 }
 
 /// The response part of a record, as scheduled.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResponsePlan {
     pub delivery: Delivery,
     /// Status the client receives; `None` when it receives nothing.
@@ -71,8 +106,8 @@ pub struct ResponsePlan {
     pub at: Option<Duration>,
 }
 
-/// One request as the world keeps it.
-#[derive(Clone, Debug)]
+/// One request as the world keeps it (serialized as is into the journal).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Record {
     pub seq: u64,
     pub service: String,
@@ -346,48 +381,82 @@ impl Filter {
 }
 
 /// The append-only list of records, with a watch that ticks on every append so waiters
-/// (`ledger/wait`) need no polling.
+/// (`ledger/wait`) need no polling. Optionally bounded: past `max` records the oldest are evicted
+/// (and counted), so a sidecar left running for days keeps flat memory.
+/// Where appended records are also sent (the journal), so that no code path that appends can
+/// forget to persist.
+pub trait Sink: Send + Sync {
+    fn appended(&self, record: &Record);
+}
+
 pub struct Ledger {
-    records: Vec<Record>,
+    records: VecDeque<Record>,
+    counts: Counts,
+    sink: Option<Box<dyn Sink>>,
+    /// Seq of `records[0]`.
+    first_seq: u64,
+    max: Option<usize>,
+    evicted: u64,
     appended: watch::Sender<u64>,
 }
 
 impl Default for Ledger {
     fn default() -> Self {
-        Ledger {
-            records: Vec::new(),
-            appended: watch::channel(0).0,
-        }
+        Ledger::bounded(None)
     }
 }
 
 impl Ledger {
+    pub fn bounded(max: Option<usize>) -> Ledger {
+        Ledger {
+            records: VecDeque::new(),
+            counts: Counts::default(),
+            sink: None,
+            first_seq: 1,
+            max: max.map(|m| m.max(1)),
+            evicted: 0,
+            appended: watch::channel(0).0,
+        }
+    }
+
     /// The seq the next record will get.
     pub fn next_seq(&self) -> u64 {
-        self.records.len() as u64 + 1
+        self.first_seq + self.records.len() as u64
     }
 
     /// Append a record; its `seq` is overwritten with the next one, which is returned.
     pub fn append(&mut self, mut record: Record) -> u64 {
         let seq = self.next_seq();
         record.seq = seq;
-        self.records.push(record);
+        if let Some(sink) = &self.sink {
+            sink.appended(&record);
+        }
+        self.counts.add(&record);
+        self.records.push_back(record);
+        if self.max.is_some_and(|m| self.records.len() > m) {
+            self.records.pop_front();
+            self.first_seq += 1;
+            self.evicted += 1;
+        }
         self.appended.send_replace(seq);
         seq
     }
 
     pub fn get(&self, seq: u64) -> Option<&Record> {
-        self.records.get(seq.checked_sub(1)? as usize)
+        self.records.get(seq.checked_sub(self.first_seq)? as usize)
     }
 
     pub fn get_mut(&mut self, seq: u64) -> Option<&mut Record> {
-        self.records.get_mut(seq.checked_sub(1)? as usize)
+        self.records
+            .get_mut(seq.checked_sub(self.first_seq)? as usize)
     }
 
-    pub fn records(&self) -> &[Record] {
-        &self.records
+    /// The records still held, oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Record> + '_ {
+        self.records.iter()
     }
 
+    /// Records still held.
     pub fn len(&self) -> usize {
         self.records.len()
     }
@@ -396,9 +465,125 @@ impl Ledger {
         self.records.is_empty()
     }
 
+    /// Send every record appended from now on to `sink` as well.
+    pub fn set_sink(&mut self, sink: Box<dyn Sink>) {
+        self.sink = Some(sink);
+    }
+
+    /// Put back a record read from the journal, with its own seq (replay after a restart).
+    pub fn restore(&mut self, record: Record) {
+        if self.records.is_empty() && self.first_seq == 1 && record.seq > 1 {
+            // The journal starts after evictions: keep numbering where it was.
+            self.first_seq = record.seq;
+        }
+        if record.seq != self.next_seq() {
+            return;
+        }
+        self.counts.add(&record);
+        self.records.push_back(record);
+        if self.max.is_some_and(|m| self.records.len() > m) {
+            self.records.pop_front();
+            self.first_seq += 1;
+            self.evicted += 1;
+        }
+    }
+
+    /// Requests counted by labels since the ledger began (evicted records included).
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    /// How many of the oldest records were evicted to respect the bound.
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
     /// A receiver that changes whenever a record is appended.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.appended.subscribe()
+    }
+}
+
+/// The labels requests are counted by, for metrics.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CountKey {
+    pub service: String,
+    pub route: String,
+    pub disposition: Disposition,
+    pub fate: String,
+}
+
+/// Request counts by (service, route, disposition, fate), kept as records are appended so that
+/// they survive eviction. Keyed by a hash of the borrowed labels: counting a request allocates
+/// only the first time its label set is seen.
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    map: std::collections::HashMap<u64, (CountKey, u64)>,
+}
+
+impl Counts {
+    fn hash(service: &str, route: &str, d: Disposition, fate: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (service, route, d, fate).hash(&mut h);
+        h.finish()
+    }
+
+    fn bump(&mut self, service: &str, route: &str, d: Disposition, fate: &str, by: u64) {
+        let mut h = Counts::hash(service, route, d, fate);
+        loop {
+            match self.map.get_mut(&h) {
+                Some((k, n))
+                    if k.service == service
+                        && k.route == route
+                        && k.disposition == d
+                        && k.fate == fate =>
+                {
+                    *n += by;
+                    return;
+                }
+                // A 64-bit collision between label sets: probe the next slot.
+                Some(_) => h = h.wrapping_add(1),
+                None => {
+                    let key = CountKey {
+                        service: service.into(),
+                        route: route.into(),
+                        disposition: d,
+                        fate: fate.into(),
+                    };
+                    self.map.insert(h, (key, by));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, r: &Record) {
+        let fate = match r.fate {
+            Some(f) => std::borrow::Cow::Owned(f.to_string()),
+            None => std::borrow::Cow::Borrowed(""),
+        };
+        self.bump(
+            &r.service,
+            r.route.as_deref().unwrap_or(""),
+            r.disposition,
+            &fate,
+            1,
+        );
+    }
+
+    /// Add another set of counts to these (a retired world's, into the server's totals).
+    pub fn merge(&mut self, other: &Counts) {
+        for (k, n) in other.map.values() {
+            self.bump(&k.service, &k.route, k.disposition, &k.fate, *n);
+        }
+    }
+
+    /// Every label set with its count, sorted by labels.
+    pub fn sorted(&self) -> Vec<(CountKey, u64)> {
+        let mut v: Vec<(CountKey, u64)> = self.map.values().cloned().collect();
+        v.sort();
+        v
     }
 }
 
@@ -456,6 +641,34 @@ mod tests {
             None,
             "never applied: unknown"
         );
+    }
+
+    #[test]
+    fn spellings_match_the_serialized_form() {
+        for d in [
+            Disposition::Executed,
+            Disposition::MissingKey,
+            Disposition::TooLarge,
+            Disposition::Declaration,
+        ] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+        }
+        for d in [Delivery::Sent, Delivery::Hung, Delivery::Pending] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+        }
+    }
+
+    #[test]
+    fn a_bounded_ledger_evicts_the_oldest_and_counts_them() {
+        let mut l = Ledger::bounded(Some(2));
+        for _ in 0..5 {
+            l.append(action(Some(1), None));
+        }
+        assert_eq!(l.len(), 2);
+        assert_eq!(l.evicted(), 3);
+        assert!(l.get(3).is_none());
+        assert_eq!(l.get(4).map(|r| r.seq), Some(4));
+        assert_eq!(l.next_seq(), 6);
     }
 
     #[tokio::test]

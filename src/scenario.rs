@@ -278,6 +278,9 @@ pub struct Scenario {
     pub agents: Vec<Agent>,
     /// Where it came from (a path, or `<quickstart>`), for messages.
     pub origin: String,
+    /// The TOML text it was read from (the journal keeps it, so a restart restores a scenario
+    /// replaced through the admin API).
+    pub source: String,
 }
 
 /// A fake subagent, served at `/agents/NAME`.
@@ -458,7 +461,7 @@ impl Scenario {
             let inner = e.into_inner();
             fail(vec![locate_serde_error(src, &path, &inner)])
         })?;
-        compile(raw, default_name, file).map_err(|issues| {
+        compile(raw, default_name, file, src).map_err(|issues| {
             fail(
                 issues
                     .into_iter()
@@ -477,6 +480,22 @@ impl Scenario {
     }
 }
 
+impl Route {
+    /// The name of the counter an execution of this route advances (its fate ordinal), as
+    /// chosen by `per`.
+    pub fn fate_stream(&self, service: &str, intent: Option<&Value>, key: Option<&str>) -> String {
+        match self.per {
+            Per::Route => format!("{service}/{}", self.name),
+            Per::Intent => format!(
+                "{service}/{}/intent:{}",
+                self.name,
+                intent.map(|v| v.to_string()).unwrap_or_default()
+            ),
+            Per::Key => format!("{service}/{}/key:{}", self.name, key.unwrap_or("")),
+        }
+    }
+}
+
 impl Service {
     pub fn route(&self, name: &str) -> Option<&Route> {
         self.routes.iter().find(|r| r.name == name)
@@ -488,7 +507,12 @@ impl Service {
 
 pub(crate) type Issues = Vec<(String, String)>;
 
-fn compile(raw: RawScenario, default_name: Option<&str>, origin: &str) -> Result<Scenario, Issues> {
+fn compile(
+    raw: RawScenario,
+    default_name: Option<&str>,
+    origin: &str,
+    source: &str,
+) -> Result<Scenario, Issues> {
     let mut issues: Issues = Vec::new();
     let mut services = Vec::new();
     for (sname, rs) in raw.services {
@@ -629,6 +653,7 @@ fn compile(raw: RawScenario, default_name: Option<&str>, origin: &str) -> Result
         ledger_body_bytes: raw.ledger_body_bytes.unwrap_or(64 << 10),
         services,
         origin: origin.to_string(),
+        source: source.to_string(),
     })
 }
 
@@ -821,6 +846,12 @@ fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> (Poli
             p.cache = c;
         }
         if let Some(h) = &layer.replay_header {
+            if !h.is_empty() && hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
+                issues.push((
+                    "replay_header".to_string(),
+                    format!("\"{h}\" is not a valid HTTP header name (\"\" for none)"),
+                ));
+            }
             p.replay_header = (!h.is_empty()).then(|| h.clone());
         }
         if let Some(e) = layer.echo_key {

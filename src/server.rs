@@ -125,6 +125,51 @@ pub struct App {
     pub base_url: String,
     /// How long pending (delayed) responses may still be sent after shutdown begins.
     pub drain: Duration,
+    /// Bearer token required on `/_admin/*` (health excepted), if set.
+    pub admin_token: Option<String>,
+}
+
+impl App {
+    pub fn new(host: Host, base_url: String) -> App {
+        App {
+            host,
+            base_url,
+            drain: Duration::from_secs(5),
+            admin_token: None,
+        }
+    }
+
+    /// Whether a request may use the admin API. Compared in constant time so the token cannot be
+    /// guessed byte by byte from response timings.
+    fn admin_allowed(&self, path: &str, headers: &hyper::HeaderMap) -> bool {
+        let Some(token) = &self.admin_token else {
+            return true;
+        };
+        if path == "/health" {
+            return true;
+        }
+        let given = headers
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        constant_time_eq(given.as_bytes(), token.as_bytes())
+    }
+}
+
+/// Equal-length inputs are compared in time independent of where they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The world a request belongs to, by its `X-Doubleagent-Session` header.
+fn session_of(headers: &hyper::HeaderMap) -> Option<&str> {
+    headers
+        .get("x-doubleagent-session")
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"))
 }
 
 /// Serve connections from `listener` until `shutdown` resolves, then stop accepting, release hung
@@ -132,6 +177,23 @@ pub struct App {
 pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<Output = ()>) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
+    // Idle sessions are dropped on the wall clock: session lifetime is operations, not the
+    // simulated world.
+    let sweeper = {
+        let app = app.clone();
+        let every = (app.host.limits().session_ttl / 4)
+            .clamp(Duration::from_millis(10), Duration::from_secs(60));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                let gone = app.host.sweep();
+                if gone > 0 {
+                    tracing::info!(sessions = gone, "dropped idle sessions");
+                }
+            }
+        })
+    };
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -164,6 +226,7 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
         }
     }
     drop(listener);
+    sweeper.abort();
     app.host.stop();
     if tokio::time::timeout(app.drain, graceful.shutdown())
         .await
@@ -171,7 +234,7 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
     {
         tracing::warn!(drain = ?app.drain, "drain timeout: closing connections with responses still pending");
     }
-    app.host.world().close();
+    app.host.close_all();
 }
 
 async fn handle(
@@ -184,6 +247,14 @@ async fn handle(
     let method = req.method().as_str().to_string();
     if let Some(rest) = path.strip_prefix("/_admin") {
         if rest.is_empty() || rest.starts_with('/') {
+            if !app.admin_allowed(rest, req.headers()) {
+                let mut r = Response::json(
+                    401,
+                    &json!({"error": "the admin API needs the admin token: send `Authorization: Bearer <token>` (the token given by --admin-token or DOUBLEAGENT_ADMIN_TOKEN)", "status": 401}),
+                );
+                r.headers.push(("www-authenticate".into(), "Bearer".into()));
+                return to_hyper(r);
+            }
             let body = match read_body(req, 16 << 20).await {
                 Ok((b, false)) => b,
                 _ => {
@@ -202,11 +273,24 @@ async fn handle(
             return to_hyper(admin::handle(&app.host, &app.base_url, areq).await);
         }
     }
-    let world = app.host.world();
+    let world = match app.host.world_for(session_of(req.headers())) {
+        Ok(w) => w,
+        Err(e) => {
+            let status = if matches!(e, crate::world::SessionError::TooMany(_)) {
+                429
+            } else {
+                400
+            };
+            return to_hyper(Response::json(
+                status,
+                &json!({"error": e.to_string(), "status": status}),
+            ));
+        }
+    };
     if path == "/" {
-        return to_hyper(Response::json(
+        return to_hyper(Response::json_of(
             200,
-            &admin::ready_json(&world, &app.base_url),
+            &admin::Ready::of(&world, &app.base_url),
         ));
     }
     if let Some(rest) = path.strip_prefix("/agents/") {
@@ -253,10 +337,10 @@ async fn handle(
         None => (trimmed, "/"),
     };
     let headers = req.headers().clone();
-    // A client that went away mid-body still gets its (empty) request recorded.
-    let (body, too_large) = read_body(req, world.scenario.max_body_bytes)
-        .await
-        .unwrap_or_default();
+    // A client that went away mid-body still gets its request recorded (but not executed).
+    let read = read_body(req, world.scenario.max_body_bytes).await;
+    let incomplete = read.is_err();
+    let (body, too_large) = read.unwrap_or_default();
     let sreq = Request {
         service: svc.to_string(),
         method,
@@ -264,6 +348,7 @@ async fn handle(
         headers,
         body,
         too_large,
+        incomplete,
         ..Request::default()
     };
     let out = service::admit(&world, sreq);
@@ -357,6 +442,32 @@ fn build_error(e: hyper::http::Error) -> Response {
     )
 }
 
+/// Bind a listener with a deep accept queue. A burst of concurrent retries is exactly what a
+/// test double for idempotency receives; the OS default backlog (128) overflows under it and
+/// the kernel then resets some of those connections.
+pub async fn bind(addr: &str) -> io::Result<TcpListener> {
+    let mut last = None;
+    for a in tokio::net::lookup_host(addr).await? {
+        let socket = if a.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        #[cfg(unix)]
+        socket.set_reuseaddr(true)?; // as std's TcpListener::bind does
+        match socket.bind(a) {
+            Ok(()) => return socket.listen(1024),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "could not resolve to any address",
+        )
+    }))
+}
+
 /// Errors from starting a server in process.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -398,7 +509,7 @@ impl Server {
         scenario: Scenario,
         seed: Option<u64>,
     ) -> Result<Server, StartError> {
-        let listener = TcpListener::bind(addr).await?;
+        let listener = bind(addr).await?;
         let (app, stop) = Server::run(listener, scenario, seed, Duration::from_secs(5))?;
         Ok(Server {
             app,
@@ -415,9 +526,8 @@ impl Server {
     ) -> io::Result<(Arc<App>, oneshot::Sender<()>)> {
         let addr = listener.local_addr()?;
         let app = Arc::new(App {
-            host: Host::new(scenario, seed),
-            base_url: format!("http://{addr}"),
             drain,
+            ..App::new(Host::new(scenario, seed), format!("http://{addr}"))
         });
         let (tx, rx) = oneshot::channel::<()>();
         tokio::spawn(serve(listener, app.clone(), async {
@@ -460,7 +570,7 @@ impl Server {
 
     /// Back to the start (same as `POST /_admin/reset`).
     pub fn reset(&self) {
-        self.app.host.reset();
+        let _ = self.app.host.reset(None);
     }
 
     pub fn world(&self) -> Arc<World> {
@@ -474,6 +584,6 @@ impl Drop for Server {
             let _ = stop.send(());
         }
         self.app.host.stop();
-        self.app.host.world().close();
+        self.app.host.close_all();
     }
 }

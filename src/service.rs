@@ -15,8 +15,9 @@ use serde_json::{json, Map, Value};
 
 use crate::fate::Fate;
 use crate::idempotency::{fingerprint, Cache, Decision, KeyRecord, Mode, StoredResponse};
+use crate::journal::Line;
 use crate::ledger::{parse_action_id, ActionState, Delivery, Disposition, Record, ResponsePlan};
-use crate::scenario::{did_you_mean, CancelPolicy, Per, RespondBody, Route, RouteKind, Service};
+use crate::scenario::{did_you_mean, CancelPolicy, RespondBody, Route, RouteKind, Service};
 use crate::world::{State, World};
 
 /// A request to a fake service, however it arrived.
@@ -30,6 +31,8 @@ pub struct Request {
     pub body: Vec<u8>,
     /// The body was over the cap and `body` holds only its start.
     pub too_large: bool,
+    /// The client went away before sending the whole body: recorded, never executed.
+    pub incomplete: bool,
     /// `None` for an outside client; `agent:NAME` for an agent's own call.
     pub actor: Option<String>,
     /// Set by in-process callers (an agent's task id and revision) instead of headers.
@@ -135,13 +138,19 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             .get(name)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
     };
+    // In-process callers (an agent's step) give these directly; HTTP clients send headers.
     let facts = Facts {
-        work_id: service.and_then(|s| header(&s.work_id_header)),
-        revision: service.and_then(|s| header(&s.revision_header)).map(|r| {
-            match r.trim().parse::<i64>() {
-                Ok(n) => Value::from(n),
-                Err(_) => Value::String(r),
-            }
+        work_id: req
+            .work_id
+            .clone()
+            .or_else(|| service.and_then(|s| header(&s.work_id_header))),
+        revision: req.revision.clone().or_else(|| {
+            service.and_then(|s| header(&s.revision_header)).map(|r| {
+                match r.trim().parse::<i64>() {
+                    Ok(n) => Value::from(n),
+                    Err(_) => Value::String(r),
+                }
+            })
         }),
         json,
         body,
@@ -190,6 +199,15 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             }),
         );
         (r, Plan::Now)
+    } else if req.incomplete {
+        // Malformed at the HTTP level (disposition stays `unmatched`): no provider acts on a
+        // request it never fully received, and nobody is left to answer.
+        let reason = "incomplete body: the client closed the connection before sending all of it";
+        record.detail = Some(json!({ "reason": reason }));
+        (
+            Response::json(400, &json!({"error": reason, "status": 400})),
+            Plan::Drop,
+        )
     } else {
         match service.and_then(|s| find_route(s, &req, facts.json.as_ref()).map(|(r, p)| (s, r, p)))
         {
@@ -204,9 +222,10 @@ pub fn admit(world: &World, req: Request) -> Outcome {
                         lookup(world, &st, svc, route, &params, &mut record),
                         Plan::Now,
                     ),
-                    RouteKind::Cancel => {
-                        (cancel(&mut st, svc, route, &params, &mut record), Plan::Now)
-                    }
+                    RouteKind::Cancel => (
+                        cancel(world, &mut st, svc, route, &params, &mut record),
+                        Plan::Now,
+                    ),
                 }
             }
         }
@@ -238,9 +257,25 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             at: None,
         },
     };
+    // One log event per request (one JSON object with --log-format json), carrying its seq.
+    if tracing::enabled!(tracing::Level::INFO) {
+        tracing::info!(
+            seq = record.seq,
+            session = world.session.as_deref().unwrap_or("default"),
+            service = %record.service,
+            route = record.route.as_deref().unwrap_or(""),
+            method = %record.method,
+            path = %record.path,
+            disposition = record.disposition.as_str(),
+            fate = %record.fate.map(|f| f.to_string()).unwrap_or_default(),
+            applied = record.applies_at.is_some(),
+            status = response.status,
+            delivery = ?plan,
+            "request"
+        );
+    }
     let seq = st.ledger.append(record);
     drop(st);
-    tracing::debug!(seq, service = %req.service, method = %req.method, path = %req.path, status = response.status, ?plan, "request admitted");
     Outcome {
         seq,
         response,
@@ -417,21 +452,7 @@ fn action(
                 // Carried in the entry so an exported ledger can be verified without the scenario.
                 record.detail = Some(json!({"repeatable": true}));
             }
-            let stream = match route.per {
-                Per::Route => format!("{}/{}", svc.name, route.name),
-                Per::Intent => format!(
-                    "{}/{}/intent:{}",
-                    svc.name,
-                    route.name,
-                    intent.as_ref().map(|v| v.to_string()).unwrap_or_default()
-                ),
-                Per::Key => format!(
-                    "{}/{}/key:{}",
-                    svc.name,
-                    route.name,
-                    key.as_deref().unwrap_or("")
-                ),
-            };
+            let stream = route.fate_stream(&svc.name, intent.as_ref(), key.as_deref());
             let counter = st.counters.entry(stream.clone()).or_insert(0);
             let ordinal = *counter;
             *counter += 1;
@@ -475,17 +496,20 @@ fn action(
             // endpoint execution begins"), and only responses its cache policy keeps.
             if let Some(k) = &key {
                 if policy.mode == Mode::Honor && fate.applies() && policy.caches(response.status) {
-                    st.keys.remember(
-                        &svc.name,
-                        k,
-                        KeyRecord {
-                            fingerprint: fp,
-                            seq: record.seq,
-                            created_at: now,
-                            completes_at,
-                            response: response.to_stored(),
-                        },
-                    );
+                    let kept = KeyRecord {
+                        fingerprint: fp,
+                        seq: record.seq,
+                        created_at: now,
+                        completes_at,
+                        response: response.to_stored(),
+                    };
+                    world.note(|session| Line::Key {
+                        session,
+                        service: svc.name.clone(),
+                        key: k.clone(),
+                        record: Box::new(kept.clone()),
+                    });
+                    st.keys.remember(&svc.name, k, kept);
                 }
                 if fate.applies() {
                     st.by_key.insert((svc.name.clone(), k.clone()), record.seq);
@@ -718,6 +742,7 @@ fn lookup(
 }
 
 fn cancel(
+    world: &World,
     st: &mut State,
     svc: &Service,
     route: &Route,
@@ -750,6 +775,11 @@ fn cancel(
         (CancelPolicy::Honor, ActionState::Pending) => {
             if let Some(r) = st.ledger.get_mut(seq) {
                 r.cancelled_at = Some(now);
+                world.note(|session| Line::Cancel {
+                    session,
+                    seq,
+                    at: now,
+                });
             }
             (
                 "cancelled",

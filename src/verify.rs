@@ -198,10 +198,7 @@ pub fn describe(e: &Entry) -> String {
     if let Some(r) = &e.revision {
         let _ = write!(s, " rev={r}");
     }
-    let disp = serde_json::to_value(e.disposition)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
+    let disp = e.disposition.as_str();
     let _ = write!(s, " → {disp}");
     if e.disposition == Disposition::Executed {
         if let Some(f) = &e.fate {
@@ -218,11 +215,7 @@ pub fn describe(e: &Entry) -> String {
             let _ = write!(s, ", {st}");
         }
         (d, _) => {
-            let d = serde_json::to_value(d)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            let _ = write!(s, ", response {d}");
+            let _ = write!(s, ", response {}", d.as_str());
         }
     }
     s
@@ -249,6 +242,13 @@ pub fn verify(entries: &[Entry], extra: Option<&Claims>) -> Report {
              what the orchestrator reported were skipped"
                 .to_string(),
         );
+    }
+    if let Some(first) = entries.first().filter(|e| e.seq > 1) {
+        notes.push(format!(
+            "the ledger is incomplete: it starts at entry #{} (the {} oldest were evicted, see --max-entries), so findings involving them cannot be seen",
+            first.seq,
+            first.seq - 1
+        ));
     }
     findings.sort_by(|a, b| {
         a.entries

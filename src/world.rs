@@ -12,10 +12,12 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::idempotency::KeyStore;
-use crate::ledger::{Entry, Filter, Ledger, Record};
+use crate::journal::{Journal, Line, RecordSink};
+use crate::ledger::{Counts, Entry, Filter, Ledger, Record};
 use crate::scenario::Scenario;
 
 /// The mutable part of a world.
@@ -35,20 +37,75 @@ pub struct World {
     pub clock: Clock,
     /// The scenario's seed, or the one given on the command line.
     pub seed: u64,
+    /// The session this world belongs to (`None`: the default session).
+    pub session: Option<String>,
     state: Mutex<State>,
     /// State owned by modules above the world (an agent protocol's tasks or runs), one value per
     /// type, created on first use. It lives and dies with the world, so reset covers it.
     extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    journal: Option<Arc<Journal>>,
 }
 
 impl World {
     pub fn new(scenario: Arc<Scenario>, seed: Option<u64>) -> World {
-        World {
-            clock: Clock::new(scenario.clock),
-            seed: seed.unwrap_or(scenario.seed),
+        World::build(
             scenario,
-            state: Mutex::new(State::default()),
+            &Limits {
+                seed,
+                ..Limits::default()
+            },
+            None,
+        )
+    }
+
+    fn build(scenario: Arc<Scenario>, limits: &Limits, session: Option<String>) -> World {
+        World::build_journaled(scenario, limits, session, None, None)
+    }
+
+    /// A world whose facts go to `journal`. With `resume`, it continues an earlier run (journal
+    /// replay) on that clock; otherwise it is a fresh world and the journal says so.
+    fn build_journaled(
+        scenario: Arc<Scenario>,
+        limits: &Limits,
+        session: Option<String>,
+        journal: Option<&Arc<Journal>>,
+        resume: Option<Clock>,
+    ) -> World {
+        let mut ledger = Ledger::bounded(limits.max_entries);
+        let clock = resume.clone().unwrap_or_else(|| Clock::new(scenario.clock));
+        if let Some(j) = journal {
+            ledger.set_sink(Box::new(RecordSink {
+                journal: j.clone(),
+                session: session.clone(),
+            }));
+            if resume.is_none() {
+                j.write(&Line::World {
+                    session: session.clone(),
+                    scenario: scenario.source.clone(),
+                    clock: scenario.clock,
+                    epoch_ms: clock.epoch_ms(),
+                });
+            }
+        }
+        World {
+            clock,
+            seed: limits.seed.unwrap_or(scenario.seed),
+            scenario,
+            session,
+            state: Mutex::new(State {
+                ledger,
+                keys: KeyStore::bounded(limits.max_keys),
+                ..State::default()
+            }),
             extensions: Mutex::new(HashMap::new()),
+            journal: journal.cloned(),
+        }
+    }
+
+    /// Journal a fact about this world (no-op without a journal).
+    pub fn note(&self, line: impl FnOnce(Option<String>) -> Line) {
+        if let Some(j) = &self.journal {
+            j.write(&line(self.session.clone()));
         }
     }
 
@@ -81,7 +138,6 @@ impl World {
     pub fn entries(&self, filter: &Filter) -> Vec<Entry> {
         let st = self.lock();
         st.ledger
-            .records()
             .iter()
             .filter(|r| filter.matches(r))
             .map(|r| r.view(&self.clock))
@@ -92,7 +148,6 @@ impl World {
     pub fn count(&self, filter: &Filter) -> usize {
         self.lock()
             .ledger
-            .records()
             .iter()
             .filter(|r| filter.matches(r))
             .count()
@@ -104,48 +159,331 @@ impl World {
     }
 }
 
-/// Holds the current world of a running server and swaps it on reset or scenario replacement.
-/// Every request takes an `Arc` of the world current at its arrival, so a swap never tears a
-/// request in half; the old world is closed, releasing anything waiting on it.
+/// How a server's worlds are bounded.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// `--seed`, which outlives scenario replacements and applies to every session.
+    pub seed: Option<u64>,
+    /// Named sessions alive at once (the default session is not counted).
+    pub max_sessions: usize,
+    /// A named session unused this long (wall clock) is dropped.
+    pub session_ttl: Duration,
+    /// Ledger entries kept per world; the oldest are evicted first.
+    pub max_entries: Option<usize>,
+    /// Idempotency keys kept per world, beyond those already expired.
+    pub max_keys: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            seed: None,
+            max_sessions: 1000,
+            session_ttl: Duration::from_secs(30 * 60),
+            max_entries: None,
+            max_keys: 100_000,
+        }
+    }
+}
+
+/// Why a session could not be had.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SessionError {
+    #[error("bad session name \"{0}\": use 1 to 64 letters, digits, '-', '_' or '.'")]
+    BadName(String),
+    #[error("too many sessions ({0} alive); end some with POST /_admin/reset?session=NAME&drop=true or wait for idle ones to expire")]
+    TooMany(usize),
+}
+
+struct Session {
+    world: Arc<World>,
+    last_used: std::time::Instant,
+}
+
+/// The worlds of a running server: the default session's and one per named session
+/// (`X-Doubleagent-Session: NAME`). Each request takes an `Arc` of its world at arrival, so a
+/// reset or scenario swap never tears a request in half; a replaced world is closed, releasing
+/// anything waiting on it. Sessions are created on first use and dropped when idle.
 pub struct Host {
-    current: std::sync::RwLock<Arc<World>>,
-    /// `--seed` from the command line, which outlives scenario replacements.
-    seed: Option<u64>,
+    /// The scenario served at start: what new sessions begin with.
+    base: Arc<Scenario>,
+    default: std::sync::RwLock<Arc<World>>,
+    sessions: Mutex<HashMap<String, Session>>,
+    limits: Limits,
     /// Set when the server stops accepting: hung connections let go at once.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// Counts of worlds that were reset, replaced or dropped, so metrics never go backwards.
+    retired: Mutex<Retired>,
+    /// Findings per rule from the most recent verification (for metrics).
+    last_findings: Mutex<std::collections::BTreeMap<String, u64>>,
+    journal: Option<Arc<Journal>>,
+}
+
+/// What retired worlds contribute to the server's metrics.
+#[derive(Default)]
+pub struct Retired {
+    pub counts: Counts,
+    pub evicted: u64,
+    pub sessions_dropped: u64,
 }
 
 impl Host {
     pub fn new(scenario: Scenario, seed: Option<u64>) -> Host {
+        Host::with_limits(
+            scenario,
+            Limits {
+                seed,
+                ..Limits::default()
+            },
+        )
+    }
+
+    pub fn with_limits(scenario: Scenario, limits: Limits) -> Host {
+        Host::with_journal(scenario, limits, None, Vec::new())
+    }
+
+    /// A host whose worlds are journaled, first rebuilt from the journal's earlier `lines`.
+    pub fn with_journal(
+        scenario: Scenario,
+        limits: Limits,
+        journal: Option<Arc<Journal>>,
+        lines: Vec<Line>,
+    ) -> Host {
+        let base = Arc::new(scenario);
+        let mut worlds = replay(&base, &limits, journal.as_ref(), lines);
+        let default = match worlds.remove(&None) {
+            Some(w) => {
+                if w.scenario.source != base.source {
+                    tracing::warn!("the journal holds a different scenario than the one given; resuming the journal's (delete the journal to start afresh)");
+                }
+                w
+            }
+            None => Arc::new(World::build_journaled(
+                base.clone(),
+                &limits,
+                None,
+                journal.as_ref(),
+                None,
+            )),
+        };
+        let now = std::time::Instant::now();
+        let sessions = worlds
+            .into_iter()
+            .filter_map(|(name, world)| {
+                name.map(|n| {
+                    (
+                        n,
+                        Session {
+                            world,
+                            last_used: now,
+                        },
+                    )
+                })
+            })
+            .collect();
         Host {
-            current: std::sync::RwLock::new(Arc::new(World::new(Arc::new(scenario), seed))),
-            seed,
+            base,
+            default: std::sync::RwLock::new(default),
+            sessions: Mutex::new(sessions),
+            limits,
             stopping: tokio::sync::watch::channel(false).0,
+            retired: Mutex::new(Retired::default()),
+            last_findings: Mutex::new(Default::default()),
+            journal,
         }
     }
 
+    fn note_drop(&self, session: &str) {
+        if let Some(j) = &self.journal {
+            j.write(&Line::Drop {
+                session: session.to_string(),
+            });
+        }
+    }
+
+    /// Make the journal durable (at shutdown).
+    pub fn flush_journal(&self) {
+        if let Some(j) = &self.journal {
+            j.flush();
+        }
+    }
+
+    /// Remember the findings of the latest verification, per rule.
+    pub fn record_findings<'a>(&self, rules: impl Iterator<Item = &'a str>) {
+        let mut m = self.last_findings.lock().unwrap_or_else(|e| e.into_inner());
+        m.clear();
+        for r in rules {
+            *m.entry(r.to_string()).or_insert(0) += 1;
+        }
+    }
+
+    pub fn last_findings(&self) -> std::collections::BTreeMap<String, u64> {
+        self.last_findings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Fold a world's counts into the retired totals and close it.
+    fn retire(&self, world: &World, dropped_session: bool) {
+        {
+            let st = world.lock();
+            let mut r = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+            r.counts.merge(st.ledger.counts());
+            r.evicted += st.ledger.evicted();
+            r.sessions_dropped += u64::from(dropped_session);
+        }
+        world.close();
+    }
+
+    /// Totals over live and retired worlds: (counts, evicted entries, sessions dropped).
+    pub fn totals(&self) -> (Counts, u64, u64) {
+        let (mut counts, mut evicted, dropped) = {
+            let r = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+            (r.counts.clone(), r.evicted, r.sessions_dropped)
+        };
+        for w in self.worlds() {
+            let st = w.lock();
+            counts.merge(st.ledger.counts());
+            evicted += st.ledger.evicted();
+        }
+        (counts, evicted, dropped)
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The default session's world.
     pub fn world(&self) -> Arc<World> {
-        self.current
+        self.default
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    /// Replace the world with a fresh one from `scenario` and close the old one.
-    pub fn replace(&self, scenario: Arc<Scenario>) -> Arc<World> {
-        let fresh = Arc::new(World::new(scenario, self.seed));
-        let old = std::mem::replace(
-            &mut *self.current.write().unwrap_or_else(|e| e.into_inner()),
-            fresh.clone(),
+    /// The world of a session (`None` or `"default"`: the default one), created on first use.
+    pub fn world_for(&self, session: Option<&str>) -> Result<Arc<World>, SessionError> {
+        let Some(name) = named(session)? else {
+            return Ok(self.world());
+        };
+        let mut sessions = self.lock_sessions();
+        if let Some(s) = sessions.get_mut(name) {
+            s.last_used = std::time::Instant::now();
+            return Ok(s.world.clone());
+        }
+        if sessions.len() >= self.limits.max_sessions {
+            return Err(SessionError::TooMany(sessions.len()));
+        }
+        let world = Arc::new(World::build_journaled(
+            self.base.clone(),
+            &self.limits,
+            Some(name.to_string()),
+            self.journal.as_ref(),
+            None,
+        ));
+        sessions.insert(
+            name.to_string(),
+            Session {
+                world: world.clone(),
+                last_used: std::time::Instant::now(),
+            },
         );
-        old.close();
-        fresh
+        Ok(world)
+    }
+
+    fn lock_sessions(&self) -> MutexGuard<'_, HashMap<String, Session>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replace a session's world with a fresh one from `scenario` and close the old one.
+    pub fn replace(
+        &self,
+        session: Option<&str>,
+        scenario: Arc<Scenario>,
+    ) -> Result<Arc<World>, SessionError> {
+        let name = named(session)?;
+        let fresh = Arc::new(World::build_journaled(
+            scenario,
+            &self.limits,
+            name.map(str::to_string),
+            self.journal.as_ref(),
+            None,
+        ));
+        let old = match name {
+            None => Some(std::mem::replace(
+                &mut *self.default.write().unwrap_or_else(|e| e.into_inner()),
+                fresh.clone(),
+            )),
+            Some(n) => {
+                let mut sessions = self.lock_sessions();
+                if !sessions.contains_key(n) && sessions.len() >= self.limits.max_sessions {
+                    return Err(SessionError::TooMany(sessions.len()));
+                }
+                sessions
+                    .insert(
+                        n.to_string(),
+                        Session {
+                            world: fresh.clone(),
+                            last_used: std::time::Instant::now(),
+                        },
+                    )
+                    .map(|s| s.world)
+            }
+        };
+        if let Some(old) = old {
+            self.retire(&old, false);
+        }
+        Ok(fresh)
     }
 
     /// Back to the start: same scenario, empty ledger, no keys, counters and clock at zero.
-    pub fn reset(&self) -> Arc<World> {
-        let scenario = self.world().scenario.clone();
-        self.replace(scenario)
+    pub fn reset(&self, session: Option<&str>) -> Result<Arc<World>, SessionError> {
+        let scenario = self.world_for(session)?.scenario.clone();
+        self.replace(session, scenario)
+    }
+
+    /// End a named session now. Returns whether it existed.
+    pub fn drop_session(&self, session: &str) -> bool {
+        let removed = self.lock_sessions().remove(session);
+        if removed.is_some() {
+            self.note_drop(session);
+        }
+        removed.map(|s| self.retire(&s.world, true)).is_some()
+    }
+
+    /// Drop sessions idle for longer than the TTL; returns how many went.
+    pub fn sweep(&self) -> usize {
+        let ttl = self.limits.session_ttl;
+        let mut gone = Vec::new();
+        self.lock_sessions().retain(|_, s| {
+            let keep = s.last_used.elapsed() < ttl;
+            if !keep {
+                gone.push(s.world.clone());
+            }
+            keep
+        });
+        for w in &gone {
+            if let Some(name) = &w.session {
+                self.note_drop(name);
+            }
+            self.retire(w, true);
+        }
+        gone.len()
+    }
+
+    /// Named sessions alive now.
+    pub fn session_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.lock_sessions().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Every live world: the default one first, then the sessions'.
+    pub fn worlds(&self) -> Vec<Arc<World>> {
+        let mut all = vec![self.world()];
+        all.extend(self.lock_sessions().values().map(|s| s.world.clone()));
+        all
     }
 
     /// Mark the server as stopping (releases hung connections).
@@ -158,4 +496,122 @@ impl Host {
         let mut rx = self.stopping.subscribe();
         let _ = rx.wait_for(|s| *s).await;
     }
+
+    /// Close every world (at shutdown).
+    pub fn close_all(&self) {
+        for w in self.worlds() {
+            w.close();
+        }
+    }
+}
+
+/// `None` and `"default"` mean the default session; anything else must be a valid name.
+fn named(session: Option<&str>) -> Result<Option<&str>, SessionError> {
+    match session {
+        None | Some("default") => Ok(None),
+        Some(n)
+            if !n.is_empty()
+                && n.len() <= 64
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) =>
+        {
+            Ok(Some(n))
+        }
+        Some(n) => Err(SessionError::BadName(n.chars().take(80).collect())),
+    }
+}
+
+/// Rebuild worlds from journal lines, in order. Sessions map to their worlds (`None`: default).
+fn replay(
+    base: &Arc<Scenario>,
+    limits: &Limits,
+    journal: Option<&Arc<Journal>>,
+    lines: Vec<Line>,
+) -> HashMap<Option<String>, Arc<World>> {
+    let mut worlds: HashMap<Option<String>, Arc<World>> = HashMap::new();
+    let fresh = |session: &Option<String>, scenario: Arc<Scenario>, clock: Clock| {
+        Arc::new(World::build_journaled(
+            scenario,
+            limits,
+            session.clone(),
+            journal,
+            Some(clock),
+        ))
+    };
+    let world_of = |worlds: &mut HashMap<Option<String>, Arc<World>>, session: &Option<String>| {
+        worlds
+            .entry(session.clone())
+            .or_insert_with(|| fresh(session, base.clone(), Clock::new(base.clock)))
+            .clone()
+    };
+    for line in lines {
+        match line {
+            Line::World {
+                session,
+                scenario,
+                clock,
+                epoch_ms,
+            } => {
+                let sc = match Scenario::from_toml(&scenario, "<journal>") {
+                    Ok(s) if s.source == base.source => base.clone(),
+                    Ok(s) => Arc::new(s),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "journal: a journaled scenario no longer validates; using the one given");
+                        base.clone()
+                    }
+                };
+                let w = fresh(&session, sc, Clock::resume(clock, epoch_ms, Duration::ZERO));
+                if let Some(old) = worlds.insert(session, w) {
+                    old.close();
+                }
+            }
+            Line::Record { session, record } => {
+                let w = world_of(&mut worlds, &session);
+                let mut st = w.lock();
+                if record.disposition == crate::ledger::Disposition::Executed {
+                    let route = w
+                        .scenario
+                        .service(&record.service)
+                        .and_then(|s| record.route.as_deref().and_then(|r| s.route(r)));
+                    if let Some(route) = route {
+                        let stream = route.fate_stream(
+                            &record.service,
+                            record.intent.as_ref(),
+                            record.idempotency_key.as_deref(),
+                        );
+                        *st.counters.entry(stream).or_insert(0) += 1;
+                    }
+                    if let (Some(k), Some(_)) = (&record.idempotency_key, record.applies_at) {
+                        st.by_key
+                            .insert((record.service.clone(), k.clone()), record.seq);
+                    }
+                }
+                w.clock.restore_now(record.received_at);
+                st.ledger.restore(*record);
+            }
+            Line::Cancel { session, seq, at } => {
+                let w = world_of(&mut worlds, &session);
+                let mut st = w.lock();
+                if let Some(r) = st.ledger.get_mut(seq) {
+                    r.cancelled_at = Some(at);
+                }
+            }
+            Line::Key {
+                session,
+                service,
+                key,
+                record,
+            } => {
+                let w = world_of(&mut worlds, &session);
+                w.lock().keys.remember(&service, &key, *record);
+            }
+            Line::Clock { session, now } => world_of(&mut worlds, &session).clock.restore_now(now),
+            Line::Drop { session } => {
+                if let Some(old) = worlds.remove(&Some(session)) {
+                    old.close();
+                }
+            }
+        }
+    }
+    worlds
 }

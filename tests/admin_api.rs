@@ -486,3 +486,46 @@ fn every_entry_has_the_documented_fields() {
         }
     }
 }
+
+#[test]
+fn an_empty_scenario_body_is_refused_and_changes_nothing() {
+    let da = Da::start(LOST_RESPONSE);
+    let r = da.call("POST", "/_admin/scenario", &[], "  \n");
+    assert_eq!(r.status, 400);
+    assert!(r.json()["error"].as_str().unwrap().contains("empty"));
+    assert_eq!(da.get("/_admin/health").json()["scenario"], "lost-response");
+}
+
+#[test]
+fn every_ready_json_keeps_the_documented_key_order() {
+    let da = Da::start(LOST_RESPONSE);
+    assert!(da
+        .get("/")
+        .text()
+        .starts_with("{\"event\":\"ready\",\"url\":"));
+    let swapped = da.call("POST", "/_admin/scenario", &[], LOST_RESPONSE);
+    assert!(
+        swapped.text().starts_with("{\"event\":\"ready\",\"url\":"),
+        "{}",
+        swapped.text()
+    );
+}
+
+#[test]
+fn a_bad_replay_header_name_is_a_scenario_error() {
+    let da = Da::start(LOST_RESPONSE);
+    let bad = payments(
+        "idempotency = { preset = \"stripe\", replay_header = \"Bad Header\" }",
+        "",
+    );
+    let r = da.call("POST", "/_admin/scenario", &[], &bad);
+    assert_eq!(r.status, 400);
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("replay_header: \"Bad Header\" is not a valid HTTP header name"),
+        "{}",
+        r.text()
+    );
+}

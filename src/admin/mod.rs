@@ -16,7 +16,9 @@ use crate::ledger::{Disposition, Filter, Record};
 use crate::scenario::Scenario;
 use crate::service::Response;
 use crate::verify::{self, Claims};
-use crate::world::{Host, World};
+use crate::world::{Host, SessionError, World};
+
+mod metrics;
 
 /// The OpenAPI 3 description of this API, served at `GET /_admin/openapi.json`.
 pub const OPENAPI: &str = include_str!("openapi.json");
@@ -40,6 +42,8 @@ pub enum AdminError {
     Conflict(String),
     #[error("{0}")]
     Timeout(String),
+    #[error("{0}")]
+    TooManySessions(String),
 }
 
 impl AdminError {
@@ -49,6 +53,7 @@ impl AdminError {
             AdminError::BadRequest(_) => 400,
             AdminError::Conflict(_) => 409,
             AdminError::Timeout(_) => 408,
+            AdminError::TooManySessions(_) => 429,
         }
     }
 
@@ -57,6 +62,15 @@ impl AdminError {
             self.status(),
             &json!({"error": self.to_string(), "status": self.status()}),
         )
+    }
+}
+
+impl From<SessionError> for AdminError {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::BadName(_) => AdminError::BadRequest(e.to_string()),
+            SessionError::TooMany(_) => AdminError::TooManySessions(e.to_string()),
+        }
     }
 }
 
@@ -82,8 +96,27 @@ async fn route(
     base_url: &str,
     req: &AdminRequest<'_>,
 ) -> Result<Response, AdminError> {
-    let world = host.world();
-    let params = parse_query(req.query.unwrap_or(""))?;
+    let mut params = parse_query(req.query.unwrap_or(""))?;
+    // `?session=NAME` picks the session's world; it is not a filter.
+    let session = params
+        .iter()
+        .position(|(k, _)| k == "session")
+        .map(|i| params.remove(i).1);
+    let session = session.as_deref();
+    if (req.method, req.path) == ("GET", "/metrics") {
+        return Ok(Response {
+            status: 200,
+            headers: vec![("content-type".into(), "text/plain; version=0.0.4".into())],
+            body: metrics::render(host).into_bytes(),
+        });
+    }
+    if (req.method, req.path) == ("GET", "/sessions") {
+        return Ok(Response::json(
+            200,
+            &json!({"sessions": host.session_names(), "max": host.limits().max_sessions}),
+        ));
+    }
+    let world = host.world_for(session)?;
     match (req.method, req.path) {
         ("GET", "/health") => Ok(Response::json(
             200,
@@ -93,14 +126,19 @@ async fn route(
                 "clock": world.clock.kind(),
                 "now": world.clock.rfc3339(world.clock.now()),
                 "entries": world.lock().ledger.len(),
+                "evicted": world.lock().ledger.evicted(),
                 "seed": world.seed,
+                "session": world.session.as_deref().unwrap_or("default"),
+                "sessions": host.session_names().len(),
             }),
         )),
         ("GET", "/ledger") => {
             let filter = filter_from(&params, &[])?;
-            Ok(Response::json(
+            Ok(Response::json_of(
                 200,
-                &json!({"entries": world.entries(&filter)}),
+                &Entries {
+                    entries: world.entries(&filter),
+                },
             ))
         }
         ("GET", "/ledger.jsonl") => {
@@ -119,7 +157,15 @@ async fn route(
         }
         ("GET", "/ledger/wait") => wait(&world, &params).await,
         ("POST", "/reset") => {
-            let w = host.reset();
+            let drop = params.iter().any(|(k, v)| k == "drop" && v == "true");
+            if let (true, Some(name)) = (drop, session) {
+                let existed = host.drop_session(name);
+                return Ok(Response::json(
+                    200,
+                    &json!({"status": "dropped", "session": name, "existed": existed}),
+                ));
+            }
+            let w = host.reset(session)?;
             Ok(Response::json(
                 200,
                 &json!({"status": "reset", "scenario": w.scenario.name}),
@@ -132,17 +178,25 @@ async fn route(
                 AdminError::BadRequest("expected a JSON body like {\"by\": \"25h\"}".into())
             })?;
             let by = parse_duration(by).map_err(|e| AdminError::BadRequest(format!("by: {e}")))?;
-            world.clock.advance(by).await?;
+            let now = world.clock.advance(by).await?;
+            world.note(|session| crate::journal::Line::Clock { session, now });
             Ok(Response::json(200, &clock_view(&world)))
         }
         ("POST", "/scenario") => {
             let text = std::str::from_utf8(req.body).map_err(|_| {
                 AdminError::BadRequest("the scenario must be UTF-8 TOML text".into())
             })?;
+            if text.trim().is_empty() {
+                // Valid TOML, but almost certainly a mistake: it would leave a world with nothing in it.
+                return Err(AdminError::BadRequest(
+                    "the request body is empty: send the scenario's TOML text; nothing changed"
+                        .into(),
+                ));
+            }
             let scenario = Scenario::from_toml(text, "<request body>")
                 .map_err(|e| AdminError::BadRequest(e.to_string()))?;
-            let w = host.replace(scenario.into());
-            Ok(Response::json(200, &ready_json(&w, base_url)))
+            let w = host.replace(session, scenario.into())?;
+            Ok(Response::json_of(200, &Ready::of(&w, base_url)))
         }
         ("POST", "/revision") => declare_revision(&world, req.body),
         ("POST", "/claims") => {
@@ -164,7 +218,23 @@ async fn route(
         }
         ("GET", "/verify") => {
             let entries = world.entries(&Filter::default());
-            Ok(Response::json_of(200, &verify::verify(&entries, None)))
+            let report = verify::verify(&entries, None);
+            host.record_findings(report.findings.iter().map(|f| f.rule.as_str()));
+            Ok(Response::json_of(200, &report))
+        }
+        ("GET", "/report") => {
+            let entries = world.entries(&Filter::default());
+            let report = verify::verify(&entries, None);
+            let title = format!(
+                "{} ({})",
+                world.scenario.name,
+                world.session.as_deref().unwrap_or("default session")
+            );
+            Ok(Response {
+                status: 200,
+                headers: vec![("content-type".into(), "text/html; charset=utf-8".into())],
+                body: crate::report::render(&title, &entries, &report).into_bytes(),
+            })
         }
         ("GET", "/openapi.json") => Ok(Response {
             status: 200,

@@ -1,27 +1,912 @@
 //! The scenario model of an A2A agent (`[agents.NAME]` with `protocol = "a2a"`): its raw TOML
 //! shape, validation against the scenario's services, and the compiled [`A2aAgent`].
+//!
+//! An agent is a default [`Script`] (the keys at the agent's top level) plus per-message
+//! [`Behavior`]s (`[[agents.NAME.behaviors]]`), each a matcher and a script whose missing keys
+//! are taken from the agent's. A script is everything one task does on the scenario clock:
+//! status updates, side-effect calls, artifacts (possibly in chunks) and the final state, all at
+//! offsets from the moment the task started. `agent::a2a::task` turns a script into a timeline.
+//!
+//! Like the rest of the scenario, the raw structs deny unknown keys, and semantic problems (a
+//! step naming an unknown service, a step after the work is over) are reported with their key
+//! path so `scenario::locate` can point at the line.
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer};
 use serde::Deserialize;
+use serde_json::Value;
 
-use super::{sub_table, Issues, Service};
+use super::{did_you_mean, sub_table, Dur, Issues, RouteKind, Service};
+use crate::clock::parse_duration;
+
+// ---------------------------------------------------------------------------------------------
+// The compiled model
+
+/// A validated A2A agent script.
+#[derive(Clone, Debug, Default)]
+pub struct A2aAgent {
+    pub description: String,
+    /// Replay the first answer for a repeated `messageId` instead of starting a new task. A2A
+    /// makes this optional (REC-4), so both behaviours must be available.
+    pub dedupe_message_id: bool,
+    /// The message metadata key that carries the orchestrator's revision (REC-6).
+    pub revision_key: String,
+    pub push: PushPolicy,
+    /// Hosts push notifications may go to besides loopback.
+    pub push_hosts: Vec<String>,
+    /// Refuse calls without an `A2A-Version: 1.x` header (-32009), as a strict 1.0 server does.
+    pub strict_version: bool,
+    /// Used when no behaviour matches. (Boxed to keep `AgentSpec`'s variants of similar size.)
+    pub script: Box<Script>,
+    pub behaviors: Vec<Behavior>,
+}
+
+impl A2aAgent {
+    /// The first behaviour matching the message, else the agent's own script. The index is the
+    /// behaviour's position (for the ledger), `None` for the default.
+    pub fn script_for(
+        &self,
+        text: &str,
+        message_id: &str,
+        metadata: Option<&serde_json::Map<String, Value>>,
+    ) -> (Option<usize>, &Script) {
+        self.behaviors
+            .iter()
+            .enumerate()
+            .find(|(_, b)| b.matcher.matches(text, message_id, metadata))
+            .map(|(i, b)| (Some(i), &b.script))
+            .unwrap_or((None, &self.script))
+    }
+}
+
+/// How push notifications are delivered: `delay` on the scenario clock, and `duplicates` extra
+/// copies of each (at-least-once delivery sends some notifications twice).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PushPolicy {
+    pub delay: Duration,
+    pub duplicates: u32,
+}
+
+/// One part a behaviour plays, chosen per incoming message.
+#[derive(Clone, Debug)]
+pub struct Behavior {
+    pub matcher: MessageMatch,
+    pub script: Script,
+}
+
+/// All given conditions must hold; an empty matcher matches every message.
+#[derive(Clone, Debug, Default)]
+pub struct MessageMatch {
+    /// Substring of the message's text parts (joined by newlines).
+    pub text: Option<String>,
+    pub message_id_prefix: Option<String>,
+    /// Metadata keys with the values they must have (strings also match their text form).
+    pub metadata: Vec<(String, Value)>,
+}
+
+impl MessageMatch {
+    pub fn matches(
+        &self,
+        text: &str,
+        message_id: &str,
+        metadata: Option<&serde_json::Map<String, Value>>,
+    ) -> bool {
+        self.text.as_ref().is_none_or(|t| text.contains(t.as_str()))
+            && self
+                .message_id_prefix
+                .as_ref()
+                .is_none_or(|p| message_id.starts_with(p.as_str()))
+            && self.metadata.iter().all(|(k, want)| {
+                metadata
+                    .and_then(|m| m.get(k))
+                    .is_some_and(|got| got == want || scalar_text(got) == scalar_text(want))
+            })
+    }
+}
+
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// What a task does, on the scenario clock, from the moment it starts.
+#[derive(Clone, Debug)]
+pub struct Script {
+    /// Start → final state.
+    pub work: Duration,
+    pub cancel: CancelPolicy,
+    pub outcome: Outcome,
+    pub reply: ReplyKind,
+    /// Text of the agent message attached to the final status (or of the direct reply).
+    pub message: Option<String>,
+    /// Status updates before the final state (default: `working` at once).
+    pub updates: Vec<StatusStep>,
+    pub steps: Vec<CallStep>,
+    pub artifacts: Vec<ArtifactSpec>,
+}
+
+impl Default for Script {
+    fn default() -> Script {
+        Script {
+            work: Duration::ZERO,
+            cancel: CancelPolicy::Honor,
+            outcome: Outcome::Completed,
+            reply: ReplyKind::Task,
+            message: None,
+            updates: vec![StatusStep {
+                at: Duration::ZERO,
+                state: UpdateState::Working,
+                message: None,
+            }],
+            steps: Vec::new(),
+            artifacts: Vec::new(),
+        }
+    }
+}
+
+/// What CancelTask does to a task that is still running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CancelPolicy {
+    /// working → canceled; later steps never run.
+    Honor,
+    /// Always -32002 TaskNotCancelable; the task carries on.
+    TooLate,
+    /// The call returns the task still working; it completes, performs its remaining steps and
+    /// delivers its result anyway.
+    AckThenComplete,
+    /// Honoured within this long of the task's start, refused (-32002) afterwards.
+    HonorBefore(Duration),
+}
+
+impl CancelPolicy {
+    pub fn name(self) -> String {
+        match self {
+            CancelPolicy::Honor => "honor".into(),
+            CancelPolicy::TooLate => "too-late".into(),
+            CancelPolicy::AckThenComplete => "ack-then-complete".into(),
+            CancelPolicy::HonorBefore(d) => {
+                format!("honor-before:{}", crate::clock::format_duration(d))
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CancelPolicy {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<CancelPolicy, D::Error> {
+        let s = String::deserialize(d)?;
+        let names = [
+            "honor",
+            "too-late",
+            "ack-then-complete",
+            "honor-before:<dur>",
+        ];
+        match s.as_str() {
+            "honor" => Ok(CancelPolicy::Honor),
+            "too-late" => Ok(CancelPolicy::TooLate),
+            "ack-then-complete" => Ok(CancelPolicy::AckThenComplete),
+            _ => {
+                if let Some(dur) = s.strip_prefix("honor-before:") {
+                    return parse_duration(dur)
+                        .map(CancelPolicy::HonorBefore)
+                        .map_err(|e| de::Error::custom(format!("honor-before: {e}")));
+                }
+                let word = s.split(':').next().unwrap_or_default();
+                Err(de::Error::custom(format!(
+                    "unknown cancel policy \"{s}\"{}; expected one of: {}",
+                    did_you_mean(
+                        word,
+                        ["honor", "too-late", "ack-then-complete", "honor-before"].into_iter()
+                    ),
+                    names.join(", ")
+                )))
+            }
+        }
+    }
+}
+
+/// The state a task ends in (or pauses in, for the interrupted ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Completed,
+    Failed,
+    Rejected,
+    InputRequired,
+    AuthRequired,
+}
+
+/// Whether the agent answers with a Task or a direct Message (no task at all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplyKind {
+    Task,
+    Message,
+}
+
+/// States a script may pass through before its outcome; the ones that end a stream are
+/// outcomes, not updates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UpdateState {
+    Submitted,
+    Working,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStatusStep {
+    at: Option<Dur>,
+    state: UpdateState,
+    message: Option<String>,
+}
+
+/// A status update at an offset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatusStep {
+    pub at: Duration,
+    pub state: UpdateState,
+    pub message: Option<String>,
+}
+
+/// A side-effect call the agent makes at an offset, through the service pipeline.
+#[derive(Clone, Debug)]
+pub struct CallStep {
+    pub at: Duration,
+    pub service: String,
+    pub route: String,
+    pub method: String,
+    /// Service-relative path (the route's, or the step's own for a route with parameters).
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    /// JSON body; strings may hold placeholders (`{{task.id}}`, `{{canary}}`, ...).
+    pub json: Option<Value>,
+    pub body: Option<String>,
+}
+
+/// An artifact (or one chunk of one) emitted at an offset (default: when the work ends).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArtifactSpec {
+    pub at: Option<Duration>,
+    pub id: String,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub parts: Vec<PartSpec>,
+    /// This chunk extends an earlier artifact with the same id.
+    pub append: bool,
+    pub last_chunk: bool,
+}
+
+/// One part; text fields may hold placeholders.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartSpec {
+    pub content: PartContent,
+    pub filename: Option<String>,
+    pub media_type: Option<String>,
+    pub metadata: Option<Value>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum PartContent {
+    Text(String),
+    /// The file's bytes, written as UTF-8 text (base64-encoded on the wire).
+    Raw(String),
+    Url(String),
+    Data(Value),
+}
+
+// ---------------------------------------------------------------------------------------------
+// The raw TOML model
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAgent {
     #[allow(dead_code)]
     protocol: String,
+    description: Option<String>,
+    dedupe_message_id: Option<bool>,
+    revision_key: Option<String>,
+    push: Option<RawPush>,
+    push_hosts: Option<Vec<String>>,
+    strict_version: Option<bool>,
+    #[serde(default)]
+    behaviors: Vec<RawBehavior>,
+    // The script keys, shared with behaviours.
+    work: Option<Dur>,
+    cancel: Option<CancelPolicy>,
+    outcome: Option<Outcome>,
+    reply: Option<ReplyKind>,
+    message: Option<String>,
+    updates: Option<Vec<RawStatusStep>>,
+    steps: Option<Vec<RawStep>>,
+    result: Option<RawResult>,
+    artifacts: Option<Vec<RawArtifact>>,
 }
 
-/// A validated A2A agent script.
-#[derive(Clone, Debug, Default)]
-pub struct A2aAgent {}
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBehavior {
+    #[serde(rename = "match")]
+    matcher: Option<RawMatch>,
+    work: Option<Dur>,
+    cancel: Option<CancelPolicy>,
+    outcome: Option<Outcome>,
+    reply: Option<ReplyKind>,
+    message: Option<String>,
+    updates: Option<Vec<RawStatusStep>>,
+    steps: Option<Vec<RawStep>>,
+    result: Option<RawResult>,
+    artifacts: Option<Vec<RawArtifact>>,
+}
+
+/// The script keys of an agent or a behaviour, all optional.
+#[derive(Default)]
+struct RawScript {
+    work: Option<Dur>,
+    cancel: Option<CancelPolicy>,
+    outcome: Option<Outcome>,
+    reply: Option<ReplyKind>,
+    message: Option<String>,
+    updates: Option<Vec<RawStatusStep>>,
+    steps: Option<Vec<RawStep>>,
+    result: Option<RawResult>,
+    artifacts: Option<Vec<RawArtifact>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPush {
+    delay: Option<Dur>,
+    duplicates: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMatch {
+    text: Option<String>,
+    message_id_prefix: Option<String>,
+    #[serde(default)]
+    metadata: BTreeMap<String, Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    at: Option<Dur>,
+    call: RawCall,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCall {
+    service: String,
+    route: String,
+    path: Option<String>,
+    json: Option<Value>,
+    body: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+/// Shorthand for one artifact named `result` with the given parts, in the order text, raw,
+/// url, data.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawResult {
+    name: Option<String>,
+    text: Option<String>,
+    raw: Option<String>,
+    url: Option<String>,
+    data: Option<Value>,
+    filename: Option<String>,
+    media_type: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawArtifact {
+    id: Option<String>,
+    name: Option<String>,
+    description: Option<String>,
+    at: Option<Dur>,
+    #[serde(default)]
+    append: bool,
+    #[serde(default)]
+    last_chunk: bool,
+    parts: Vec<RawPart>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPart {
+    text: Option<String>,
+    raw: Option<String>,
+    url: Option<String>,
+    data: Option<Value>,
+    filename: Option<String>,
+    media_type: Option<String>,
+    metadata: Option<Value>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compilation
 
 pub(crate) fn compile(
     table: &toml::Table,
     path: &str,
-    _services: &[Service],
+    services: &[Service],
     issues: &mut Issues,
 ) -> Option<A2aAgent> {
-    let _raw: RawAgent = sub_table(table, path, issues)?;
-    Some(A2aAgent {})
+    let raw: RawAgent = sub_table(table, path, issues)?;
+    let start = issues.len();
+    let revision_key = raw.revision_key.unwrap_or_else(|| "revision".into());
+    if revision_key.is_empty() {
+        issues.push((
+            format!("{path}.revision_key"),
+            "the revision key must not be empty".into(),
+        ));
+    }
+    for (i, h) in raw.push_hosts.iter().flatten().enumerate() {
+        if h.is_empty() || h.contains(['/', ':', ' ']) {
+            issues.push((
+                format!("{path}.push_hosts[{i}]"),
+                format!("\"{h}\" is not a host name (write just the host, like \"hooks.test\")"),
+            ));
+        }
+    }
+    let base = RawScript {
+        work: raw.work,
+        cancel: raw.cancel,
+        outcome: raw.outcome,
+        reply: raw.reply,
+        message: raw.message,
+        updates: raw.updates,
+        steps: raw.steps,
+        result: raw.result,
+        artifacts: raw.artifacts,
+    };
+    let default = Script::default();
+    let script = compile_script(&base, &default, path, services, issues);
+    let mut behaviors = Vec::new();
+    for (i, b) in raw.behaviors.into_iter().enumerate() {
+        let bpath = format!("{path}.behaviors[{i}]");
+        let own = RawScript {
+            work: b.work,
+            cancel: b.cancel,
+            outcome: b.outcome,
+            reply: b.reply,
+            message: b.message,
+            updates: b.updates,
+            steps: b.steps,
+            result: b.result,
+            artifacts: b.artifacts,
+        };
+        let script = script
+            .as_ref()
+            .and_then(|parent| compile_script(&own, parent, &bpath, services, issues));
+        let m = b.matcher.unwrap_or(RawMatch {
+            text: None,
+            message_id_prefix: None,
+            metadata: BTreeMap::new(),
+        });
+        if let Some(script) = script {
+            behaviors.push(Behavior {
+                matcher: MessageMatch {
+                    text: m.text,
+                    message_id_prefix: m.message_id_prefix,
+                    metadata: m.metadata.into_iter().collect(),
+                },
+                script,
+            });
+        }
+    }
+    let script = script?;
+    if issues.len() > start {
+        return None;
+    }
+    let push = raw.push.map(|p| PushPolicy {
+        delay: p.delay.map(|d| d.0).unwrap_or_default(),
+        duplicates: p.duplicates.unwrap_or(0),
+    });
+    Some(A2aAgent {
+        description: raw
+            .description
+            .unwrap_or_else(|| "A scripted A2A agent served by doubleagent".into()),
+        dedupe_message_id: raw.dedupe_message_id.unwrap_or(false),
+        revision_key,
+        push: push.unwrap_or_default(),
+        push_hosts: raw.push_hosts.unwrap_or_default(),
+        strict_version: raw.strict_version.unwrap_or(false),
+        script: Box::new(script),
+        behaviors,
+    })
+}
+
+/// A script from its own keys over `parent`'s. A behaviour whose outcome is not `completed`
+/// does not inherit the parent's result or artifacts: a rejection carrying the agent's normal
+/// result would be a contradiction nobody asked for.
+fn compile_script(
+    raw: &RawScript,
+    parent: &Script,
+    path: &str,
+    services: &[Service],
+    issues: &mut Issues,
+) -> Option<Script> {
+    let start = issues.len();
+    let outcome = raw.outcome.unwrap_or(parent.outcome);
+    let reply = raw.reply.unwrap_or(parent.reply);
+    let inherit_results = raw.outcome.is_none() || outcome == Outcome::Completed;
+    let updates = match &raw.updates {
+        Some(us) => us
+            .iter()
+            .map(|u| StatusStep {
+                at: u.at.map(|d| d.0).unwrap_or_default(),
+                state: u.state,
+                message: u.message.clone(),
+            })
+            .collect(),
+        None => parent.updates.clone(),
+    };
+    let steps = match &raw.steps {
+        Some(steps) => steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| compile_step(s, &format!("{path}.steps[{i}]"), services, issues))
+            .collect(),
+        None => parent.steps.clone(),
+    };
+    let mut artifacts = Vec::new();
+    let explicit = raw.result.is_some() || raw.artifacts.is_some();
+    if let Some(r) = &raw.result {
+        let part = |content| PartSpec {
+            content,
+            filename: r.filename.clone(),
+            media_type: r.media_type.clone(),
+            metadata: None,
+        };
+        let mut parts = Vec::new();
+        if let Some(t) = &r.text {
+            parts.push(PartSpec {
+                content: PartContent::Text(t.clone()),
+                filename: None,
+                media_type: None,
+                metadata: None,
+            });
+        }
+        if let Some(t) = &r.raw {
+            parts.push(part(PartContent::Raw(t.clone())));
+        }
+        if let Some(u) = &r.url {
+            parts.push(part(PartContent::Url(u.clone())));
+        }
+        if let Some(d) = &r.data {
+            parts.push(PartSpec {
+                content: PartContent::Data(d.clone()),
+                filename: None,
+                media_type: None,
+                metadata: None,
+            });
+        }
+        if parts.is_empty() {
+            issues.push((
+                format!("{path}.result"),
+                "a result needs at least one of `text`, `raw`, `url`, `data`".into(),
+            ));
+        }
+        artifacts.push(ArtifactSpec {
+            at: None,
+            id: "result".into(),
+            name: Some(r.name.clone().unwrap_or_else(|| "result".into())),
+            description: None,
+            parts,
+            append: false,
+            last_chunk: false,
+        });
+    }
+    for (i, a) in raw.artifacts.iter().flatten().enumerate() {
+        let apath = format!("{path}.artifacts[{i}]");
+        let mut parts = Vec::new();
+        for (j, p) in a.parts.iter().enumerate() {
+            let contents = [
+                p.text.clone().map(PartContent::Text),
+                p.raw.clone().map(PartContent::Raw),
+                p.url.clone().map(PartContent::Url),
+                p.data.clone().map(PartContent::Data),
+            ];
+            let mut given: Vec<PartContent> = contents.into_iter().flatten().collect();
+            if given.len() != 1 {
+                issues.push((
+                    format!("{apath}.parts[{j}]"),
+                    "a part has exactly one of `text`, `raw`, `url`, `data`".into(),
+                ));
+                continue;
+            }
+            if p.metadata.as_ref().is_some_and(|m| !m.is_object()) {
+                issues.push((
+                    format!("{apath}.parts[{j}].metadata"),
+                    "metadata is a table".into(),
+                ));
+            }
+            parts.push(PartSpec {
+                content: given.remove(0),
+                filename: p.filename.clone(),
+                media_type: p.media_type.clone(),
+                metadata: p.metadata.clone(),
+            });
+        }
+        if a.parts.is_empty() {
+            issues.push((
+                format!("{apath}.parts"),
+                "an artifact needs at least one part".into(),
+            ));
+        }
+        artifacts.push(ArtifactSpec {
+            at: a.at.map(|d| d.0),
+            id: a
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("artifact-{}", i + 1)),
+            name: a.name.clone(),
+            description: a.description.clone(),
+            parts,
+            append: a.append,
+            last_chunk: a.last_chunk,
+        });
+    }
+    if !explicit && inherit_results {
+        artifacts = parent.artifacts.clone();
+    }
+    let script = Script {
+        work: raw.work.map(|d| d.0).unwrap_or(parent.work),
+        cancel: raw.cancel.unwrap_or(parent.cancel),
+        outcome,
+        reply,
+        message: raw.message.clone().or_else(|| {
+            // A behaviour with its own outcome says its own final words.
+            if raw.outcome.is_some() {
+                None
+            } else {
+                parent.message.clone()
+            }
+        }),
+        updates,
+        steps,
+        artifacts,
+    };
+    // Everything scheduled must fall within the work: after the final state nothing runs.
+    let late = |at: Duration| at > script.work;
+    let work_txt = crate::clock::format_duration(script.work);
+    let mut late_issue = |key: String, at: Duration| {
+        issues.push((
+            key,
+            format!(
+                "at = \"{}\" comes after the task ends (work = \"{work_txt}\"); nothing runs after the final state",
+                crate::clock::format_duration(at)
+            ),
+        ))
+    };
+    for (i, u) in script.updates.iter().enumerate() {
+        if late(u.at) && raw.updates.is_some() {
+            late_issue(format!("{path}.updates[{i}].at"), u.at);
+        }
+    }
+    for (i, s) in script.steps.iter().enumerate() {
+        if late(s.at) {
+            let key = if raw.steps.is_some() {
+                format!("{path}.steps[{i}].at")
+            } else {
+                format!("{path}.work")
+            };
+            late_issue(key, s.at);
+        }
+    }
+    for (i, a) in script.artifacts.iter().enumerate() {
+        if let Some(at) = a.at.filter(|at| late(*at)) {
+            let key = if raw.artifacts.is_some() {
+                format!("{path}.artifacts[{i}].at")
+            } else {
+                format!("{path}.work")
+            };
+            late_issue(key, at);
+        }
+    }
+    if script.reply == ReplyKind::Message
+        && (raw.steps.as_ref().is_some_and(|s| !s.is_empty()) || raw.artifacts.is_some())
+    {
+        issues.push((
+            format!("{path}.reply"),
+            "a direct Message reply has no task, so it cannot have `steps` or `artifacts` (its text is `message`, or the `result` parts)".into(),
+        ));
+    }
+    (issues.len() == start).then_some(script)
+}
+
+fn compile_step(
+    s: &RawStep,
+    path: &str,
+    services: &[Service],
+    issues: &mut Issues,
+) -> Option<CallStep> {
+    let call = &s.call;
+    let Some(svc) = services.iter().find(|x| x.name == call.service) else {
+        issues.push((
+            format!("{path}.call.service"),
+            format!(
+                "no service named \"{}\"{}",
+                call.service,
+                did_you_mean(&call.service, services.iter().map(|x| x.name.as_str()))
+            ),
+        ));
+        return None;
+    };
+    let Some(route) = svc.route(&call.route) else {
+        issues.push((
+            format!("{path}.call.route"),
+            format!(
+                "no route named \"{}\" in service \"{}\"{}",
+                call.route,
+                svc.name,
+                did_you_mean(&call.route, svc.routes.iter().map(|r| r.name.as_str()))
+            ),
+        ));
+        return None;
+    };
+    let has_params = route.path.raw.contains('{');
+    let path_value = match &call.path {
+        Some(p) => {
+            if route
+                .path
+                .matches(p.split('?').next().unwrap_or(""))
+                .is_none()
+            {
+                issues.push((
+                    format!("{path}.call.path"),
+                    format!(
+                        "\"{p}\" does not fit route \"{}\"'s path {}",
+                        route.name, route.path.raw
+                    ),
+                ));
+                return None;
+            }
+            p.clone()
+        }
+        None if has_params => {
+            issues.push((
+                format!("{path}.call"),
+                format!(
+                    "route \"{}\" has path parameters ({}); give the concrete `path`",
+                    route.name, route.path.raw
+                ),
+            ));
+            return None;
+        }
+        None => route.path.raw.clone(),
+    };
+    if call.json.is_some() && call.body.is_some() {
+        issues.push((
+            format!("{path}.call"),
+            "give either `json` or `body`, not both".into(),
+        ));
+        return None;
+    }
+    for h in call.headers.keys() {
+        if hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
+            issues.push((
+                format!("{path}.call.headers"),
+                format!("\"{h}\" is not a valid HTTP header name"),
+            ));
+            return None;
+        }
+    }
+    if route.kind != RouteKind::Action && call.json.is_some() && route.method == "GET" {
+        issues.push((
+            format!("{path}.call.json"),
+            format!(
+                "route \"{}\" is a GET {:?} route; it takes no body",
+                route.name, route.kind
+            )
+            .to_lowercase(),
+        ));
+        return None;
+    }
+    Some(CallStep {
+        at: s.at.map(|d| d.0).unwrap_or_default(),
+        service: svc.name.clone(),
+        route: route.name.clone(),
+        method: route.method.clone(),
+        path: path_value,
+        headers: call
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        json: call.json.clone(),
+        body: call.body.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::{AgentSpec, Scenario};
+
+    fn agent(src: &str) -> super::A2aAgent {
+        let s = Scenario::from_toml(src, "s.toml").unwrap();
+        match &s.agents[0].spec {
+            AgentSpec::A2a(a) => a.clone(),
+            AgentSpec::AgUi(_) => panic!("not a2a"),
+        }
+    }
+
+    fn err(src: &str) -> String {
+        Scenario::from_toml(src, "s.toml").unwrap_err().to_string()
+    }
+
+    const PAY: &str = "[services.payments]\n[[services.payments.routes]]\nname = \"create-transfer\"\nmethod = \"POST\"\npath = \"/v1/transfers\"\nkind = \"action\"\n";
+
+    #[test]
+    fn behaviours_inherit_the_agent_script_and_match_in_order() {
+        let a = agent(&format!(
+            "{PAY}[agents.r]\nprotocol = \"a2a\"\nwork = \"3s\"\ncancel = \"honor-before:1s\"\n[agents.r.result]\ntext = \"x\"\n\
+             [[agents.r.steps]]\nat = \"1s\"\ncall = {{ service = \"payments\", route = \"create-transfer\", json = {{ a = 1 }} }}\n\
+             [[agents.r.behaviors]]\nmatch = {{ message_id_prefix = \"rej-\" }}\noutcome = \"rejected\"\nmessage = \"no\"\n\
+             [[agents.r.behaviors]]\nmatch = {{ text = \"quick\", metadata = {{ lane = \"fast\" }} }}\nwork = \"1s\"\n"
+        ));
+        assert_eq!(a.script.steps.len(), 1);
+        assert_eq!(
+            a.script.cancel,
+            super::CancelPolicy::HonorBefore(std::time::Duration::from_secs(1))
+        );
+        let (i, s) = a.script_for("hi", "rej-1", None);
+        assert_eq!(i, Some(0));
+        assert!(
+            s.artifacts.is_empty(),
+            "a rejection does not inherit the result"
+        );
+        assert_eq!(s.steps.len(), 1);
+        let meta: serde_json::Map<_, _> = serde_json::from_str(r#"{"lane":"fast"}"#).unwrap();
+        let (i, s) = a.script_for("be quick", "m", Some(&meta));
+        assert_eq!(i, Some(1));
+        assert_eq!(s.artifacts.len(), 1);
+        assert_eq!(a.script_for("be quick", "m", None).0, None);
+    }
+
+    #[test]
+    fn a_step_naming_an_unknown_route_gets_a_hint() {
+        let e = err(&format!(
+            "{PAY}[agents.r]\nprotocol = \"a2a\"\nwork = \"3s\"\n[[agents.r.steps]]\nat = \"1s\"\ncall = {{ service = \"payments\", route = \"create-transfr\" }}\n"
+        ));
+        assert!(e.contains("agents.r.steps[0].call.route: no route named \"create-transfr\" in service \"payments\"; did you mean `create-transfer`?"), "{e}");
+    }
+
+    #[test]
+    fn a_step_after_the_work_is_rejected() {
+        let e = err(&format!(
+            "{PAY}[agents.r]\nprotocol = \"a2a\"\nwork = \"1s\"\n[[agents.r.steps]]\nat = \"2s\"\ncall = {{ service = \"payments\", route = \"create-transfer\" }}\n"
+        ));
+        assert!(
+            e.contains("agents.r.steps[0].at: at = \"2s\" comes after the task ends"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_and_policies_are_located() {
+        let e = err("[agents.r]\nprotocol = \"a2a\"\nwrok = \"1s\"\n");
+        assert!(
+            e.starts_with("s.toml:3:1: agents.r.wrok: unknown key `wrok`; did you mean `work`?"),
+            "{e}"
+        );
+        let e = err("[agents.r]\nprotocol = \"a2a\"\ncancel = \"too-lat\"\n");
+        assert!(
+            e.contains(
+                "agents.r.cancel: unknown cancel policy \"too-lat\"; did you mean `too-late`?"
+            ),
+            "{e}"
+        );
+    }
 }

@@ -199,17 +199,29 @@ pub fn send(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> TcpStream {
+    try_send(base, method, path, headers, body).unwrap()
+}
+
+/// Like [`send`], but a refused connection or a failed write is an error, not a panic (for
+/// load that outlives the server, e.g. around a kill).
+pub fn try_send(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<TcpStream, std::io::Error> {
     let hostport = base.trim_start_matches("http://");
-    let mut s = TcpStream::connect(hostport).unwrap();
-    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    let mut s = TcpStream::connect(hostport)?;
+    s.set_read_timeout(Some(IO_TIMEOUT))?;
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {hostport}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
-    s
+    s.write_all(head.as_bytes())?;
+    s.write_all(body)?;
+    Ok(s)
 }
 
 /// Read a whole response. A connection closed with no bytes is `UnexpectedEof`; a reset is
@@ -256,7 +268,7 @@ pub fn request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Result<Resp, std::io::Error> {
-    read_response(send(base, method, path, headers, body))
+    read_response(try_send(base, method, path, headers, body)?)
 }
 
 /// The lost-response scenario from the core issue, verbatim.
@@ -321,4 +333,17 @@ kind = "cancel"
 
 pub fn transfer() -> Value {
     serde_json::json!({"to": "acct-9", "amount": 100})
+}
+
+/// Open a connection and write `bytes` verbatim (a hand-made request, possibly malformed).
+pub fn send_raw(base: &str, bytes: &[u8]) -> TcpStream {
+    let mut s = TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    s.write_all(bytes).unwrap();
+    s
+}
+
+/// Send a hand-made request and read the whole response.
+pub fn raw_request(base: &str, bytes: &[u8]) -> Result<Resp, std::io::Error> {
+    read_response(send_raw(base, bytes))
 }

@@ -1,13 +1,280 @@
-//! Placeholder: the a2a protocol is being built (see its issue).
+//! Fake A2A 1.0 subagents: the HTTP surface of `[agents.NAME]` with `protocol = "a2a"`.
+//!
+//! An agent serves its card at `/agents/NAME/.well-known/agent-card.json` (its one JSON-RPC
+//! interface `url` is the agent's real address, [`Ctx::url`]) and the JSON-RPC 2.0 binding at
+//! `POST /agents/NAME`. This module parses the call ([`wire`]), checks the `A2A-Version`,
+//! dispatches the eleven 1.0 methods and frames the answer: one JSON body (errors included,
+//! always HTTP 200) or an SSE stream ([`stream`]). What the calls *do* lives in [`task`] (the
+//! task table and the scripted lifecycle on the scenario clock) and [`push`] (webhook configs
+//! and deliveries). Every call that fails is also a ledger entry (`rpc-error`).
 
-use serde_json::json;
+pub mod push;
+pub mod stream;
+pub mod task;
+pub mod wire;
 
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+use self::task::Sent;
+use self::wire::{
+    CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse, ListTasksRequest, Method, RpcError, RpcRequest,
+    RpcResponse, SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest,
+    TaskPushNotificationConfig, TaskPushNotificationConfigRef,
+};
 use super::{AgentRequest, Ctx, Reply};
+use crate::scenario::a2a::A2aAgent;
 use crate::service::Response;
+use crate::world::World;
 
-pub async fn handle(ctx: Ctx, _spec: &crate::scenario::a2a::A2aAgent, _req: AgentRequest) -> Reply {
-    Reply::Full(Response::json(
-        501,
-        &json!({"error": format!("agent \"{}\": protocol not implemented yet", ctx.name), "status": 501}),
-    ))
+/// Serve one HTTP request to an A2A agent.
+pub async fn handle(ctx: Ctx, spec: &A2aAgent, req: AgentRequest) -> Reply {
+    let path = req.path.trim_end_matches('/');
+    match (req.method.as_str(), path) {
+        ("GET", wire::AGENT_CARD_PATH) => Reply::Full(Response::json_of(
+            200,
+            &wire::agent_card(&ctx.name, &spec.description, &ctx.url()),
+        )),
+        ("POST", "") => rpc(ctx, spec, req).await,
+        (m, "") | (m, wire::AGENT_CARD_PATH) => Reply::Full(Response::json(
+            405,
+            &json!({
+                "error": format!("{m} is not served here: GET {}{} for the agent card, POST {} for JSON-RPC", ctx.url(), wire::AGENT_CARD_PATH, ctx.url()),
+                "status": 405,
+            }),
+        )),
+        (m, p) => Reply::Full(Response::json(
+            404,
+            &json!({
+                "error": format!("agent \"{}\" serves no {m} {p}: GET {}{} for the agent card, POST {} for JSON-RPC", ctx.name, ctx.url(), wire::AGENT_CARD_PATH, ctx.url()),
+                "status": 404,
+            }),
+        )),
+    }
+}
+
+fn json_reply(resp: &RpcResponse) -> Reply {
+    Reply::Full(Response::json(200, &resp.to_value()))
+}
+
+fn ok(call: &RpcRequest, result: impl serde::Serialize) -> Result<Reply, RpcError> {
+    Ok(json_reply(&RpcResponse::success(call.id.clone(), result)))
+}
+
+/// The `A2A-Version` of a call: the header, else the query parameter the spec also allows.
+fn version(req: &AgentRequest) -> Option<String> {
+    if let Some(v) = req.headers.get(wire::VERSION_HEADER) {
+        return Some(String::from_utf8_lossy(v.as_bytes()).into_owned());
+    }
+    req.query.as_deref().and_then(|q| {
+        q.split('&').find_map(|pair| {
+            let (k, v) = pair.split_once('=')?;
+            k.eq_ignore_ascii_case(wire::VERSION_HEADER)
+                .then(|| v.to_string())
+        })
+    })
+}
+
+async fn rpc(ctx: Ctx, spec: &A2aAgent, req: AgentRequest) -> Reply {
+    let call = match wire::parse_request(&req.body) {
+        Ok(call) => call,
+        Err(resp) => {
+            if let wire::RpcOutcome::Error(e) = &resp.outcome {
+                task::log_error(&ctx.world, &ctx.name, "", e);
+            }
+            return json_reply(&resp);
+        }
+    };
+    match dispatch(&ctx, spec, &req, &call).await {
+        Ok(reply) => reply,
+        Err(e) => {
+            task::log_error(&ctx.world, &ctx.name, &call.method, &e);
+            json_reply(&RpcResponse::error(call.id.clone(), e))
+        }
+    }
+}
+
+async fn dispatch(
+    ctx: &Ctx,
+    spec: &A2aAgent,
+    req: &AgentRequest,
+    call: &RpcRequest,
+) -> Result<Reply, RpcError> {
+    // Lenient by default: a missing header (0.3 per the spec) is accepted, because hand-written
+    // calls rarely send it; `strict_version` refuses it as a 1.0-only server would.
+    match version(req) {
+        Some(v) if !wire::version_supported(Some(&v)) => {
+            return Err(RpcError::version_not_supported(&v))
+        }
+        None if spec.strict_version => return Err(RpcError::version_not_supported("")),
+        _ => {}
+    }
+    let Some(method) = Method::from_name(&call.method) else {
+        return Err(RpcError::method_not_found(&call.method));
+    };
+    match method {
+        Method::SendMessage => send(ctx, spec, call, false).await,
+        Method::SendStreamingMessage => send(ctx, spec, call, true).await,
+        Method::GetTask => {
+            let p: GetTaskRequest = call.params()?;
+            task::log_read(ctx, "get-task", Some(&p.id), json!({"task_id": p.id}));
+            ok(call, task::get(ctx, &p.id, p.history_length)?)
+        }
+        Method::ListTasks => {
+            let p: ListTasksRequest = call.params()?;
+            let page = task::list(ctx, &p)?;
+            task::log_read(
+                ctx,
+                "list-tasks",
+                None,
+                json!({"context_id": p.context_id, "returned": page.tasks.len(), "total": page.total_size}),
+            );
+            ok(call, page)
+        }
+        Method::CancelTask => {
+            let p: CancelTaskRequest = call.params()?;
+            ok(call, task::cancel(ctx, &p.id)?)
+        }
+        Method::SubscribeToTask => {
+            let p: SubscribeToTaskRequest = call.params()?;
+            let (snapshot, events) = task::subscribe(ctx, &p.id)?;
+            Ok(stream::open(
+                ctx.world.clone(),
+                call.id.clone(),
+                vec![StreamResponse::Task(snapshot)],
+                Some(events),
+            ))
+        }
+        Method::CreateTaskPushNotificationConfig => {
+            let p: TaskPushNotificationConfig = call.params()?;
+            let Some(task_id) = p.task_id.clone().filter(|t| !t.is_empty()) else {
+                return Err(RpcError::invalid_params("taskId is required"));
+            };
+            let cfg = push::check(spec, p)?;
+            ok(call, task::add_push(ctx, spec, &task_id, cfg)?)
+        }
+        Method::GetTaskPushNotificationConfig => {
+            let p: TaskPushNotificationConfigRef = call.params()?;
+            let cfg = task::with_push(ctx, &p.task_id, |targets, _| {
+                targets
+                    .iter()
+                    .find(|t| t.config.id.as_deref() == Some(p.id.as_str()))
+                    .map(|t| t.config.clone())
+                    .ok_or_else(|| unknown_config(&p.task_id, &p.id))
+            })?;
+            ok(call, cfg)
+        }
+        Method::ListTaskPushNotificationConfigs => {
+            let p: ListTaskPushNotificationConfigsRequest = call.params()?;
+            let configs = task::with_push(ctx, &p.task_id, |targets, _| {
+                Ok(targets.iter().map(|t| t.config.clone()).collect())
+            })?;
+            ok(
+                call,
+                ListTaskPushNotificationConfigsResponse {
+                    configs,
+                    next_page_token: String::new(),
+                },
+            )
+        }
+        Method::DeleteTaskPushNotificationConfig => {
+            let p: TaskPushNotificationConfigRef = call.params()?;
+            task::with_push(ctx, &p.task_id, |targets, _| {
+                if push::remove(&ctx.world, targets, &p.id) {
+                    Ok(())
+                } else {
+                    Err(unknown_config(&p.task_id, &p.id))
+                }
+            })?;
+            ok(call, Value::Null)
+        }
+        Method::GetExtendedAgentCard => Err(RpcError::extended_agent_card_not_configured()),
+    }
+}
+
+/// An unknown config id is -32001, as the reference server answers.
+fn unknown_config(task_id: &str, id: &str) -> RpcError {
+    RpcError::new(
+        wire::ErrorKind::TaskNotFound,
+        format!("Push notification config {id} not found for task {task_id}"),
+    )
+}
+
+/// SendMessage (blocking or `returnImmediately`) and SendStreamingMessage.
+async fn send(
+    ctx: &Ctx,
+    spec: &A2aAgent,
+    call: &RpcRequest,
+    streaming: bool,
+) -> Result<Reply, RpcError> {
+    let p: SendMessageRequest = call.params()?;
+    match task::send(ctx, spec, &call.method, &p)? {
+        Sent::Message(m) => {
+            if streaming {
+                Ok(stream::open(
+                    ctx.world.clone(),
+                    call.id.clone(),
+                    vec![StreamResponse::Message(m)],
+                    None,
+                ))
+            } else {
+                ok(call, SendMessageResponse::Message(m))
+            }
+        }
+        Sent::Task {
+            id,
+            snapshot,
+            events,
+            run,
+        } => {
+            if run {
+                task::start(&ctx.world, &id);
+            }
+            if streaming {
+                return Ok(stream::open(
+                    ctx.world.clone(),
+                    call.id.clone(),
+                    vec![StreamResponse::Task(*snapshot)],
+                    Some(events),
+                ));
+            }
+            let task = if p.return_immediately() || snapshot.status.state.ends_stream() {
+                *snapshot
+            } else {
+                // Blocking: answer once the task is terminal or interrupted.
+                wait_until_stopped(&ctx.world, &id, events).await?;
+                task::snapshot(&ctx.world, &id)
+                    .ok_or_else(|| RpcError::internal("the task disappeared"))?
+            };
+            ok(
+                call,
+                SendMessageResponse::Task(task.with_history_length(p.history_length())),
+            )
+        }
+    }
+}
+
+async fn wait_until_stopped(
+    world: &World,
+    task_id: &str,
+    mut events: broadcast::Receiver<StreamResponse>,
+) -> Result<(), RpcError> {
+    loop {
+        tokio::select! {
+            r = events.recv() => match r {
+                Ok(ev) if ev.ends_stream() => return Ok(()),
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if task::snapshot(world, task_id).is_none_or(|t| t.status.state.ends_stream()) {
+                        return Ok(());
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return Ok(()),
+            },
+            _ = world.clock.closed() => {
+                return Err(RpcError::internal("the world was reset while the task was running"));
+            }
+        }
+    }
 }

@@ -1,0 +1,312 @@
+//! Push notifications: the webhook configs of a task and the real HTTP deliveries to them.
+//!
+//! A config is checked when it arrives ([`check`]): plain `http://` only, and a loopback host
+//! unless the scenario lists the host in `push_hosts`, so a scenario cannot make doubleagent
+//! post to arbitrary machines. Every event of a task (the initial Task snapshot, status and
+//! artifact updates) is queued for each of its targets ([`enqueue`]), `push.delay` later on the
+//! scenario clock and `1 + push.duplicates` times (at-least-once delivery repeats itself). Each
+//! copy is a ledger entry `push` when it is attempted and `push-delivery` with the HTTP status
+//! (or the error) when the webhook answered. Bodies are the bare `StreamResponse`, headers carry
+//! the config's token, as the a2a-sdk sender does.
+//!
+//! Deliveries to one target go out one at a time, in the order their times came due, through
+//! one poster task per target (over [`crate::client`]); the posters end when the world closes.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::task::{arm, log};
+use super::wire::{self, RpcError, StreamResponse, TaskPushNotificationConfig};
+use crate::scenario::a2a::{A2aAgent, PushPolicy};
+use crate::world::World;
+
+/// How long one webhook POST may take. Wall-clock on purpose: it bounds a socket, not anything
+/// in the simulated world, and must fire even on a stopped manual clock.
+const POST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One registered webhook of a task.
+pub(super) struct PushTarget {
+    pub(super) config: TaskPushNotificationConfig,
+    policy: PushPolicy,
+    agent: String,
+    task_id: String,
+    revision: Option<Value>,
+    poster: mpsc::UnboundedSender<Delivery>,
+}
+
+/// One copy of one notification, ready to post.
+struct Delivery {
+    attempt_seq: u64,
+    body: Vec<u8>,
+}
+
+/// Where a webhook URL points.
+#[derive(Debug, PartialEq)]
+struct Url {
+    /// For connecting: an IPv6 literal without brackets.
+    host: String,
+    port: u16,
+    /// Path and query.
+    path: String,
+    /// The `Host` header.
+    authority: String,
+}
+
+fn parse_url(url: &str) -> Result<Url, String> {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Err(format!(
+            "push url \"{url}\": doubleagent delivers push notifications over plain http:// only"
+        ));
+    };
+    let split = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(split);
+    let path = if path.is_empty() {
+        "/".to_string()
+    } else if path.starts_with('?') {
+        format!("/{path}")
+    } else {
+        path.to_string()
+    };
+    if authority.is_empty() || authority.contains('@') {
+        return Err(format!("push url \"{url}\" has no usable host"));
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, after) = v6
+            .split_once(']')
+            .ok_or_else(|| format!("push url \"{url}\": unclosed IPv6 literal"))?;
+        (h.to_string(), after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    let port = match port {
+        None => 80,
+        Some(p) => p
+            .parse()
+            .map_err(|_| format!("push url \"{url}\": bad port \"{p}\""))?,
+    };
+    Ok(Url {
+        host,
+        port,
+        path,
+        authority: authority.to_string(),
+    })
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Accept a config only if doubleagent may deliver to it: -32602 otherwise.
+pub(super) fn check(
+    spec: &A2aAgent,
+    cfg: TaskPushNotificationConfig,
+) -> Result<TaskPushNotificationConfig, RpcError> {
+    let url = parse_url(&cfg.url).map_err(RpcError::invalid_params)?;
+    let allowed = is_loopback(&url.host)
+        || spec
+            .push_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(&url.host));
+    if !allowed {
+        return Err(RpcError::invalid_params(format!(
+            "push url host \"{}\" is not loopback; the scenario must list it in the agent's `push_hosts`",
+            url.host
+        )));
+    }
+    Ok(cfg)
+}
+
+/// Register a checked config on a task (replacing one with the same id) and start its poster.
+pub(super) fn add(
+    world: &Arc<World>,
+    policy: PushPolicy,
+    agent: &str,
+    targets: &mut Vec<PushTarget>,
+    cfg: TaskPushNotificationConfig,
+    task_id: &str,
+    revision: Option<&Value>,
+) -> TaskPushNotificationConfig {
+    let cfg = cfg.normalized(task_id);
+    targets.retain(|t| t.config.id != cfg.id);
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(poster(
+        world.clone(),
+        agent.to_string(),
+        task_id.to_string(),
+        revision.cloned(),
+        cfg.clone(),
+        rx,
+    ));
+    log(
+        world,
+        agent,
+        "push-config",
+        Some(task_id),
+        revision,
+        json!({"action": "create", "config_id": cfg.id, "url": cfg.url}),
+    );
+    targets.push(PushTarget {
+        config: cfg.clone(),
+        policy,
+        agent: agent.to_string(),
+        task_id: task_id.to_string(),
+        revision: revision.cloned(),
+        poster: tx,
+    });
+    cfg
+}
+
+/// Remove a config; its queued deliveries still go out (they were already due to).
+pub(super) fn remove(world: &World, targets: &mut Vec<PushTarget>, id: &str) -> bool {
+    let Some(i) = targets
+        .iter()
+        .position(|t| t.config.id.as_deref() == Some(id))
+    else {
+        return false;
+    };
+    let t = targets.remove(i);
+    log(
+        world,
+        &t.agent,
+        "push-config",
+        Some(&t.task_id),
+        t.revision.as_ref(),
+        json!({"action": "delete", "config_id": id}),
+    );
+    true
+}
+
+fn event_kind(ev: &StreamResponse) -> (&'static str, Option<&'static str>) {
+    match ev {
+        StreamResponse::Task(t) => ("task", Some(t.status.state.as_str())),
+        StreamResponse::Message(_) => ("message", None),
+        StreamResponse::StatusUpdate(u) => ("statusUpdate", Some(u.status.state.as_str())),
+        StreamResponse::ArtifactUpdate(_) => ("artifactUpdate", None),
+    }
+}
+
+/// Queue `ev` for every target: `delay` from now on the scenario clock, `1 + duplicates` copies.
+/// Each copy's sleeper is registered before this returns (see `task::arm`), so on a manual
+/// clock the attempts happen at their own instants, in order.
+pub(super) fn enqueue(world: &Arc<World>, targets: &[PushTarget], ev: &StreamResponse) {
+    if targets.is_empty() {
+        return;
+    }
+    let body = serde_json::to_vec(&wire::push_body(ev)).unwrap_or_default();
+    let (kind, state) = event_kind(ev);
+    let due = world.clock.now();
+    for t in targets {
+        for copy in 0..=t.policy.duplicates {
+            let armed = arm(world.clock.clone(), due + t.policy.delay);
+            let world = world.clone();
+            let poster = t.poster.clone();
+            let body = body.clone();
+            let detail = json!({
+                "task_id": t.task_id,
+                "config_id": t.config.id,
+                "url": t.config.url,
+                "event": kind,
+                "state": state,
+                "copy": copy + 1,
+                "copies": t.policy.duplicates + 1,
+            });
+            let (agent, task_id, revision) =
+                (t.agent.clone(), t.task_id.clone(), t.revision.clone());
+            tokio::spawn(async move {
+                // None: the world closed before the delivery was due.
+                let Some(tick) = armed.wait().await else {
+                    return;
+                };
+                let attempt_seq = log(
+                    &world,
+                    &agent,
+                    "push",
+                    Some(&task_id),
+                    revision.as_ref(),
+                    detail,
+                );
+                let _ = poster.send(Delivery { attempt_seq, body });
+                drop(tick);
+            });
+        }
+    }
+}
+
+/// Posts one target's deliveries in order and records how each went.
+async fn poster(
+    world: Arc<World>,
+    agent: String,
+    task_id: String,
+    revision: Option<Value>,
+    cfg: TaskPushNotificationConfig,
+    mut rx: mpsc::UnboundedReceiver<Delivery>,
+) {
+    loop {
+        let d = tokio::select! {
+            d = rx.recv() => match d { Some(d) => d, None => return },
+            _ = world.clock.closed() => return,
+        };
+        let outcome = tokio::select! {
+            r = post(&cfg, d.body) => r,
+            _ = world.clock.closed() => return,
+        };
+        let detail = match outcome {
+            Ok(status) => {
+                json!({"attempt": d.attempt_seq, "delivered": (200..300).contains(&status), "status": status})
+            }
+            Err(e) => json!({"attempt": d.attempt_seq, "delivered": false, "error": e}),
+        };
+        log(
+            &world,
+            &agent,
+            "push-delivery",
+            Some(&task_id),
+            revision.as_ref(),
+            detail,
+        );
+    }
+}
+
+async fn post(cfg: &TaskPushNotificationConfig, body: Vec<u8>) -> Result<u16, String> {
+    let extra = cfg.delivery_headers();
+    let mut headers: Vec<(&str, &str)> = vec![("content-type", "application/json")];
+    headers.extend(extra.iter().map(|(k, v)| (*k, v.as_str())));
+    crate::client::send("POST", &cfg.url, &headers, body, POST_TIMEOUT)
+        .await
+        .map(|r| r.status)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn webhook_urls_parse_and_only_loopback_is_allowed_by_default() {
+        let u = parse_url("http://127.0.0.1:8080/hook?x=1").unwrap();
+        assert_eq!(
+            u,
+            Url {
+                host: "127.0.0.1".into(),
+                port: 8080,
+                path: "/hook?x=1".into(),
+                authority: "127.0.0.1:8080".into()
+            }
+        );
+        let v6 = parse_url("http://[::1]:9/").unwrap();
+        assert_eq!((v6.host.as_str(), v6.port), ("::1", 9));
+        assert_eq!(parse_url("http://localhost").unwrap().path, "/");
+        assert!(parse_url("https://127.0.0.1/").is_err());
+        assert!(parse_url("http://u:p@127.0.0.1/").is_err());
+        assert!(is_loopback("127.0.0.2") && is_loopback("::1") && is_loopback("LOCALHOST"));
+        assert!(!is_loopback("10.0.0.1") && !is_loopback("example.com"));
+    }
+}

@@ -1,0 +1,1190 @@
+//! The task table of a world's A2A agents and the lifecycle of each task on the scenario clock.
+//!
+//! [`Tasks`] is a world extension, so `/_admin/reset` (a fresh world) forgets every task. Each
+//! task keeps its wire snapshot (what GetTask returns), the timeline its script compiled to, a
+//! broadcast channel its streams and blocking calls listen on, and its push targets. A task is
+//! driven by one runner: it sleeps on the scenario clock until the next scripted event, and
+//! while it holds the clock's [`Tick`] it applies every event that is due — status change,
+//! side-effect call through [`crate::service::admit`], artifact, final state — so on a manual
+//! clock an advance replays them in order, each at its own instant, and the side effect lands in
+//! the ledger at its scheduled time.
+//!
+//! Everything an orchestrator does to a task (send, cancel, get, subscribe, push configs) is
+//! decided here under the table's lock and recorded in the ledger as an agent entry with the
+//! task as `work_id` and the task's revision. Lock order: the table's lock, then `world.lock()`
+//! (taken by the ledger appends and by `service::admit`), never the reverse.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::broadcast;
+
+use super::push::{self, PushTarget};
+use super::wire::{
+    self, Artifact, ListTasksRequest, ListTasksResponse, Message, Part, RpcError,
+    SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskPushNotificationConfig,
+    TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
+use crate::agent::Ctx;
+use crate::clock::{Clock, Tick};
+use crate::ledger::Record;
+use crate::scenario::a2a::{
+    A2aAgent, ArtifactSpec, CallStep, CancelPolicy, Outcome, PartContent, PartSpec, ReplyKind,
+    Script, StatusStep, UpdateState,
+};
+use crate::service;
+use crate::world::World;
+
+/// Events a task's streams buffer before a slow reader is cut off.
+const STREAM_BUFFER: usize = 1024;
+
+/// Every A2A task of one world, across its agents.
+#[derive(Default)]
+pub struct Tasks {
+    table: Mutex<Table>,
+}
+
+#[derive(Default)]
+struct Table {
+    tasks: HashMap<String, Entry>,
+    /// Creation order, for stable listing.
+    order: Vec<String>,
+    /// What each (agent, messageId) first produced, for de-duplication and for the ledger.
+    seen: HashMap<(String, String), Seen>,
+    next_id: u64,
+}
+
+#[derive(Clone)]
+enum Seen {
+    Task(String),
+    Message(Message),
+}
+
+struct Entry {
+    agent: String,
+    task: Task,
+    revision: Option<Value>,
+    revision_key: String,
+    canary: String,
+    canary_issued: bool,
+    /// When the current script run started, for `honor-before`.
+    start: Duration,
+    timeline: Vec<(Duration, Event)>,
+    cursor: usize,
+    /// Bumped when a paused task resumes with a new script, so a stale runner stops.
+    generation: u64,
+    cancel: CancelPolicy,
+    /// The text of the message that started (or resumed) the task, for `{{message.text}}`.
+    text: String,
+    events: broadcast::Sender<StreamResponse>,
+    push: Vec<PushTarget>,
+}
+
+/// One scripted thing a task does.
+#[derive(Clone, Debug)]
+enum Event {
+    Status(StatusStep),
+    Call(CallStep),
+    Artifact(ArtifactSpec),
+    Final {
+        outcome: Outcome,
+        message: Option<String>,
+    },
+}
+
+/// What a message led to.
+pub(super) enum Sent {
+    /// A task (new, resumed, or the one a follow-up or duplicate names). `run` says a script
+    /// was (re)started and needs [`start`].
+    Task {
+        id: String,
+        snapshot: Box<Task>,
+        events: broadcast::Receiver<StreamResponse>,
+        run: bool,
+    },
+    /// A direct Message reply: no task exists.
+    Message(Message),
+}
+
+impl Tasks {
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        // Every mutation keeps the table consistent before it can panic, so poison is harmless.
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn tasks(world: &World) -> Arc<Tasks> {
+    world.extension::<Tasks>()
+}
+
+/// Append an agent entry with the task as work id and its revision.
+pub(super) fn log(
+    world: &World,
+    agent: &str,
+    event: &str,
+    task: Option<&str>,
+    revision: Option<&Value>,
+    detail: Value,
+) -> u64 {
+    let mut rec = Record::agent_event(agent, event, world.clock.now(), detail);
+    rec.work_id = task.map(str::to_string);
+    rec.revision = revision.cloned();
+    world.lock().ledger.append(rec)
+}
+
+/// Record a protocol error an orchestrator got (malformed call, unknown method...).
+pub(super) fn log_error(world: &World, agent: &str, method: &str, err: &RpcError) {
+    log(
+        world,
+        agent,
+        "rpc-error",
+        None,
+        None,
+        json!({"method": method, "code": err.code, "message": err.message}),
+    );
+}
+
+fn timestamp(world: &World) -> String {
+    world.clock.rfc3339(world.clock.now())
+}
+
+fn revision_meta(key: &str, revision: Option<&Value>) -> Option<Map<String, Value>> {
+    revision.map(|r| {
+        let mut m = Map::new();
+        m.insert(key.to_string(), r.clone());
+        m
+    })
+}
+
+/// A token unique to (world seed, task, revision): it lets a later check tell which task and
+/// revision produced a value that shows up somewhere else.
+fn canary(world: &World, task_id: &str, revision: Option<&Value>) -> String {
+    let rev = revision.map(Value::to_string).unwrap_or_default();
+    let h = crate::fate::stream_seed(world.seed, &format!("canary/{task_id}/{rev}"), 0);
+    format!("cny-{h:016x}")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Placeholders
+
+/// Expands `{{canary}}`, `{{task.id}}`, `{{context.id}}`, `{{revision}}`, `{{agent}}` and
+/// `{{message.text}}`, noting whether the canary was issued.
+struct Render<'a> {
+    task_id: &'a str,
+    context_id: &'a str,
+    revision: Option<&'a Value>,
+    canary: &'a str,
+    agent: &'a str,
+    text: &'a str,
+    used_canary: std::cell::Cell<bool>,
+}
+
+impl Render<'_> {
+    fn lookup(&self, name: &str) -> Option<Value> {
+        Some(match name.trim() {
+            "canary" => {
+                self.used_canary.set(true);
+                Value::from(self.canary)
+            }
+            "task.id" => Value::from(self.task_id),
+            "context.id" => Value::from(self.context_id),
+            "revision" => self.revision?.clone(),
+            "agent" => Value::from(self.agent),
+            "message.text" => Value::from(self.text),
+            _ => return None,
+        })
+    }
+
+    fn text(&self, s: &str) -> String {
+        let mut out = String::new();
+        let mut rest = s;
+        while let Some(start) = rest.find("{{") {
+            let Some(len) = rest[start..].find("}}") else {
+                break;
+            };
+            out.push_str(&rest[..start]);
+            match self.lookup(&rest[start + 2..start + len]) {
+                Some(Value::String(v)) => out.push_str(&v),
+                Some(v) => out.push_str(&v.to_string()),
+                None => out.push_str(&rest[start..start + len + 2]),
+            }
+            rest = &rest[start + len + 2..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    fn json(&self, v: &Value) -> Value {
+        match v {
+            Value::String(s) => {
+                // A string that is exactly one placeholder keeps the value's JSON type.
+                if let Some(inner) = s
+                    .trim()
+                    .strip_prefix("{{")
+                    .and_then(|x| x.strip_suffix("}}"))
+                {
+                    if !inner.contains("{{") {
+                        if let Some(v) = self.lookup(inner) {
+                            return v;
+                        }
+                    }
+                }
+                Value::String(self.text(s))
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.json(x)).collect()),
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, x)| (k.clone(), self.json(x))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+
+    fn part(&self, p: &PartSpec) -> Part {
+        let mut part = match &p.content {
+            PartContent::Text(t) => Part::text(self.text(t)),
+            PartContent::Raw(t) => Part::raw(self.text(t).as_bytes()),
+            PartContent::Url(u) => Part::url(self.text(u)),
+            PartContent::Data(d) => Part::data(self.json(d)),
+        };
+        part.filename = p.filename.clone();
+        part.media_type = p.media_type.clone();
+        part.metadata = p
+            .metadata
+            .as_ref()
+            .and_then(|m| self.json(m).as_object().cloned());
+        part
+    }
+}
+
+impl Entry {
+    fn render(&self) -> Render<'_> {
+        Render {
+            task_id: &self.task.id,
+            context_id: &self.task.context_id,
+            revision: self.revision.as_ref(),
+            canary: &self.canary,
+            agent: &self.agent,
+            text: &self.text,
+            used_canary: std::cell::Cell::new(false),
+        }
+    }
+
+    fn meta(&self) -> Option<Map<String, Value>> {
+        revision_meta(&self.revision_key, self.revision.as_ref())
+    }
+
+    fn agent_message(&self, id: String, text: String) -> Message {
+        let mut m = Message::agent(id, vec![Part::text(text)]);
+        m.task_id = Some(self.task.id.clone());
+        m.context_id = Some(self.task.context_id.clone());
+        m.metadata = self.meta();
+        m
+    }
+
+    /// Send an event to the task's streams and push targets.
+    fn emit(&self, world: &Arc<World>, ev: StreamResponse) {
+        push::enqueue(world, &self.push, &ev);
+        // No receiver is fine: nobody is streaming this task.
+        let _ = self.events.send(ev);
+    }
+
+    fn set_status(&mut self, world: &Arc<World>, status: TaskStatus) {
+        self.task.status = status.clone();
+        let ev = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: self.task.id.clone(),
+            context_id: self.task.context_id.clone(),
+            status,
+            metadata: self.meta(),
+        });
+        self.emit(world, ev);
+    }
+
+    fn log(&self, world: &World, event: &str, detail: Value) -> u64 {
+        log(
+            world,
+            &self.agent,
+            event,
+            Some(&self.task.id),
+            self.revision.as_ref(),
+            detail,
+        )
+    }
+
+    fn note_canary(&mut self, world: &World, used: bool) {
+        if used && !self.canary_issued {
+            self.canary_issued = true;
+            self.log(
+                world,
+                "canary",
+                json!({"task_id": self.task.id, "revision": self.revision, "canary": self.canary}),
+            );
+        }
+    }
+}
+
+/// The events of a script as absolute deadlines from `start`, in the order they happen:
+/// by time, then updates, calls, artifacts and the final state.
+fn timeline(script: &Script, start: Duration) -> Vec<(Duration, Event)> {
+    let mut evs: Vec<(Duration, u8, usize, Event)> = Vec::new();
+    for (i, u) in script.updates.iter().enumerate() {
+        evs.push((start + u.at, 0, i, Event::Status(u.clone())));
+    }
+    for (i, s) in script.steps.iter().enumerate() {
+        evs.push((start + s.at, 1, i, Event::Call(s.clone())));
+    }
+    for (i, a) in script.artifacts.iter().enumerate() {
+        let at = a.at.unwrap_or(script.work);
+        evs.push((start + at, 2, i, Event::Artifact(a.clone())));
+    }
+    evs.push((
+        start + script.work,
+        3,
+        0,
+        Event::Final {
+            outcome: script.outcome,
+            message: script.message.clone(),
+        },
+    ));
+    evs.sort_by_key(|(t, rank, i, _)| (*t, *rank, *i));
+    evs.into_iter().map(|(t, _, _, e)| (t, e)).collect()
+}
+
+fn outcome_state(o: Outcome) -> TaskState {
+    match o {
+        Outcome::Completed => TaskState::Completed,
+        Outcome::Failed => TaskState::Failed,
+        Outcome::Rejected => TaskState::Rejected,
+        Outcome::InputRequired => TaskState::InputRequired,
+        Outcome::AuthRequired => TaskState::AuthRequired,
+    }
+}
+
+fn outcome_name(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Completed => "completed",
+        Outcome::Failed => "failed",
+        Outcome::Rejected => "rejected",
+        Outcome::InputRequired => "input-required",
+        Outcome::AuthRequired => "auth-required",
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SendMessage / SendStreamingMessage
+
+/// Take in a message: a follow-up to a task, a duplicate, a new task, or a direct reply.
+pub(super) fn send(
+    ctx: &Ctx,
+    spec: &A2aAgent,
+    method: &str,
+    req: &SendMessageRequest,
+) -> Result<Sent, RpcError> {
+    let world = &ctx.world;
+    let msg = &req.message;
+    if msg.message_id.is_empty() {
+        return Err(RpcError::invalid_params("message.messageId is required"));
+    }
+    if msg.parts.is_empty() {
+        return Err(RpcError::invalid_params(
+            "message.parts must hold at least one part",
+        ));
+    }
+    let push_config = match req.push_config() {
+        Some(c) => Some(push::check(spec, c.clone())?),
+        None => None,
+    };
+    let revision = msg
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get(&spec.revision_key))
+        .filter(|v| !v.is_null())
+        .cloned();
+    let text = msg.text();
+    let all = tasks(world);
+    let mut table = all.lock();
+    let seen_key = (ctx.name.clone(), msg.message_id.clone());
+    let seen = table.seen.get(&seen_key).cloned();
+    let detail = |task_id: Option<&str>, context_id: Option<&str>, extra: Value| {
+        let mut d = json!({
+            "method": method,
+            "message_id": msg.message_id,
+            "task_id": task_id,
+            "context_id": context_id,
+            "revision": revision,
+            "text": text,
+        });
+        if let (Value::Object(d), Value::Object(extra)) = (&mut d, extra) {
+            d.extend(extra);
+        }
+        d
+    };
+
+    // A repeated messageId, with de-duplication on: answer with what the first one produced.
+    if let (true, Some(first)) = (spec.dedupe_message_id, &seen) {
+        match first {
+            Seen::Task(id) => {
+                if let Some(e) = table.tasks.get(id) {
+                    e.log(
+                        world,
+                        "message",
+                        detail(
+                            Some(id),
+                            Some(&e.task.context_id),
+                            json!({"duplicate_of": id}),
+                        ),
+                    );
+                    return Ok(Sent::Task {
+                        id: id.clone(),
+                        snapshot: Box::new(e.task.clone()),
+                        events: e.events.subscribe(),
+                        run: false,
+                    });
+                }
+            }
+            Seen::Message(m) => {
+                log(
+                    world,
+                    &ctx.name,
+                    "message",
+                    None,
+                    revision.as_ref(),
+                    detail(
+                        None,
+                        m.context_id.as_deref(),
+                        json!({"duplicate_of": m.message_id}),
+                    ),
+                );
+                return Ok(Sent::Message(m.clone()));
+            }
+        }
+    }
+    let repeat_of = seen.as_ref().map(|s| match s {
+        Seen::Task(id) => id.clone(),
+        Seen::Message(m) => m.message_id.clone(),
+    });
+
+    // A message naming a task: a follow-up. Terminal tasks never restart (REC-6).
+    if let Some(task_id) = msg.task_id.as_deref().filter(|t| !t.is_empty()) {
+        let Some(e) = table.tasks.get_mut(task_id).filter(|e| e.agent == ctx.name) else {
+            return Err(RpcError::task_not_found(task_id));
+        };
+        if let Some(c) = msg.context_id.as_deref().filter(|c| !c.is_empty()) {
+            if c != e.task.context_id {
+                return Err(RpcError::context_mismatch(c, &e.task.context_id, task_id));
+            }
+        }
+        let state = e.task.status.state;
+        if state.is_terminal() {
+            return Err(RpcError::task_in_terminal_state(task_id, state));
+        }
+        let mut m = msg.clone();
+        m.task_id = Some(e.task.id.clone());
+        m.context_id = Some(e.task.context_id.clone());
+        e.task.history.push(m);
+        let resume = state.is_interrupted();
+        e.log(
+            world,
+            "message",
+            detail(
+                Some(task_id),
+                Some(&e.task.context_id.clone()),
+                json!({"follow_up": true, "resumes": resume, "repeat_of": repeat_of}),
+            ),
+        );
+        if let Some(cfg) = push_config {
+            let rev = e.revision.clone();
+            push::add(
+                world,
+                spec.push,
+                &ctx.name,
+                &mut e.push,
+                cfg,
+                task_id,
+                rev.as_ref(),
+            );
+        }
+        if resume {
+            // The paused task carries on with the script this message selects.
+            let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
+            let now = world.clock.now();
+            e.timeline = timeline(script, now);
+            e.cursor = 0;
+            e.start = now;
+            e.generation += 1;
+            e.cancel = script.cancel;
+            e.text = text.clone();
+            // Out of the interrupted state before anyone looks: a blocking call must wait for
+            // the resumed run, and the reply shows the task in flight again.
+            e.set_status(
+                world,
+                TaskStatus::new(TaskState::Submitted, timestamp(world)),
+            );
+            e.log(
+                world,
+                "task-resumed",
+                json!({"task_id": task_id, "behavior": behavior, "work": crate::clock::format_duration(script.work)}),
+            );
+        }
+        let snapshot = e.task.clone();
+        let events = e.events.subscribe();
+        table
+            .seen
+            .entry(seen_key)
+            .or_insert(Seen::Task(task_id.to_string()));
+        return Ok(Sent::Task {
+            id: task_id.to_string(),
+            snapshot: Box::new(snapshot),
+            events,
+            run: resume,
+        });
+    }
+
+    // A new task (or a direct reply), in the given context or a fresh one.
+    table.next_id += 1;
+    let n = table.next_id;
+    let context_id = msg
+        .context_id
+        .clone()
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| format!("ctx-{n}"));
+    let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
+
+    if script.reply == ReplyKind::Message {
+        let reply_id = format!("msg-{n}");
+        let token = canary(world, &reply_id, revision.as_ref());
+        let r = Render {
+            task_id: "",
+            context_id: &context_id,
+            revision: revision.as_ref(),
+            canary: &token,
+            agent: &ctx.name,
+            text: &text,
+            used_canary: std::cell::Cell::new(false),
+        };
+        let parts = match &script.message {
+            Some(t) => vec![Part::text(r.text(t))],
+            None => script
+                .artifacts
+                .iter()
+                .flat_map(|a| a.parts.iter().map(|p| r.part(p)))
+                .collect(),
+        };
+        let mut reply = Message::agent(reply_id.clone(), parts);
+        reply.context_id = Some(context_id.clone());
+        reply.metadata = revision_meta(&spec.revision_key, revision.as_ref());
+        log(
+            world,
+            &ctx.name,
+            "message",
+            None,
+            revision.as_ref(),
+            detail(
+                None,
+                Some(&context_id),
+                json!({"behavior": behavior, "repeat_of": repeat_of}),
+            ),
+        );
+        log(
+            world,
+            &ctx.name,
+            "result",
+            None,
+            revision.as_ref(),
+            json!({"reply": "message", "message_id": reply_id, "context_id": context_id}),
+        );
+        if r.used_canary.get() {
+            log(
+                world,
+                &ctx.name,
+                "canary",
+                None,
+                revision.as_ref(),
+                json!({"task_id": null, "message_id": reply_id, "revision": revision, "canary": token}),
+            );
+        }
+        table.seen.insert(seen_key, Seen::Message(reply.clone()));
+        return Ok(Sent::Message(reply));
+    }
+
+    let task_id = format!("task-{n}");
+    let now = world.clock.now();
+    let mut user = msg.clone();
+    user.task_id = Some(task_id.clone());
+    user.context_id = Some(context_id.clone());
+    let task = Task {
+        id: task_id.clone(),
+        context_id: context_id.clone(),
+        status: TaskStatus::new(TaskState::Submitted, timestamp(world)),
+        artifacts: Vec::new(),
+        history: vec![user],
+        metadata: revision_meta(&spec.revision_key, revision.as_ref()),
+    };
+    let (events, rx) = broadcast::channel(STREAM_BUFFER);
+    let mut entry = Entry {
+        agent: ctx.name.clone(),
+        task,
+        revision: revision.clone(),
+        revision_key: spec.revision_key.clone(),
+        canary: canary(world, &task_id, revision.as_ref()),
+        canary_issued: false,
+        start: now,
+        timeline: timeline(script, now),
+        cursor: 0,
+        generation: 0,
+        cancel: script.cancel,
+        text: text.clone(),
+        events,
+        push: Vec::new(),
+    };
+    entry.log(
+        world,
+        "message",
+        detail(
+            Some(&task_id),
+            Some(&context_id),
+            json!({"behavior": behavior, "repeat_of": repeat_of}),
+        ),
+    );
+    entry.log(
+        world,
+        "task-created",
+        json!({
+            "task_id": task_id,
+            "context_id": context_id,
+            "revision": revision,
+            "behavior": behavior,
+            "work": crate::clock::format_duration(script.work),
+            "cancel": script.cancel.name(),
+        }),
+    );
+    if let Some(cfg) = push_config {
+        push::add(
+            world,
+            spec.push,
+            &ctx.name,
+            &mut entry.push,
+            cfg,
+            &task_id,
+            revision.as_ref(),
+        );
+    }
+    // Push receivers get the initial Task snapshot too, as the reference sender does.
+    push::enqueue(
+        world,
+        &entry.push,
+        &StreamResponse::Task(entry.task.clone()),
+    );
+    let snapshot = entry.task.clone();
+    table.tasks.insert(task_id.clone(), entry);
+    table.order.push(task_id.clone());
+    table
+        .seen
+        .entry(seen_key)
+        .or_insert(Seen::Task(task_id.clone()));
+    Ok(Sent::Task {
+        id: task_id,
+        snapshot: Box::new(snapshot),
+        events: rx,
+        run: true,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running a task on the clock
+
+type Sleep = Pin<Box<dyn Future<Output = Option<Tick>> + Send>>;
+
+pub(super) enum Armed {
+    Ready(Option<Tick>),
+    Waiting(Sleep),
+}
+
+/// Start sleeping until `deadline` *now*: the sleeper is registered with the clock before this
+/// returns, so an advance that is already under way (or starts next) sees it and wakes it at
+/// its own deadline instead of passing it by.
+pub(super) fn arm(clock: Clock, deadline: Duration) -> Armed {
+    let mut fut: Sleep = Box::pin(async move { clock.sleep_until(deadline).await });
+    match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(t) => Armed::Ready(t),
+        Poll::Pending => Armed::Waiting(fut),
+    }
+}
+
+impl Armed {
+    pub(super) async fn wait(self) -> Option<Tick> {
+        match self {
+            Armed::Ready(t) => t,
+            Armed::Waiting(f) => f.await,
+        }
+    }
+}
+
+/// Apply what is due now and hand the rest of the task's script to a runner.
+pub(super) fn start(world: &Arc<World>, task_id: &str) {
+    let Some((generation, next)) = run_due(world, task_id, None) else {
+        return;
+    };
+    let Some(deadline) = next else { return };
+    let armed = arm(world.clock.clone(), deadline);
+    tokio::spawn(drive(world.clone(), task_id.to_string(), generation, armed));
+}
+
+async fn drive(world: Arc<World>, task_id: String, generation: u64, mut armed: Armed) {
+    loop {
+        let tick = armed.wait().await;
+        // None: the world closed (reset, replaced, shut down).
+        let Some(tick) = tick else { return };
+        match run_due(&world, &task_id, Some(generation)) {
+            Some((_, Some(deadline))) => {
+                armed = arm(world.clock.clone(), deadline);
+                drop(tick);
+            }
+            _ => return,
+        }
+    }
+}
+
+/// Apply every event of the task due by now. Returns the task's generation and its next
+/// deadline; `None` if the task is gone or a newer run owns it.
+fn run_due(
+    world: &Arc<World>,
+    task_id: &str,
+    generation: Option<u64>,
+) -> Option<(u64, Option<Duration>)> {
+    let all = tasks(world);
+    let mut table = all.lock();
+    let e = table.tasks.get_mut(task_id)?;
+    if generation.is_some_and(|g| g != e.generation) {
+        return None;
+    }
+    let now = world.clock.now();
+    loop {
+        // A canceled task does nothing more; its remaining steps never run.
+        if e.task.status.state.is_terminal() {
+            return Some((e.generation, None));
+        }
+        let Some((at, ev)) = e.timeline.get(e.cursor).cloned() else {
+            return Some((e.generation, None));
+        };
+        if at > now {
+            return Some((e.generation, Some(at)));
+        }
+        e.cursor += 1;
+        apply(world, e, ev);
+    }
+}
+
+fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
+    let ts = timestamp(world);
+    match ev {
+        Event::Status(step) => {
+            let r = e.render();
+            let message = step.message.as_ref().map(|t| r.text(t));
+            let used = r.used_canary.get();
+            let state = match step.state {
+                UpdateState::Submitted => TaskState::Submitted,
+                UpdateState::Working => TaskState::Working,
+            };
+            let id = format!("{}-status-{}", e.task.id, e.cursor);
+            let status = TaskStatus {
+                state,
+                message: message.map(|t| e.agent_message(id, t)),
+                timestamp: Some(ts),
+            };
+            e.set_status(world, status);
+            e.log(world, "status", json!({"state": state.as_str()}));
+            e.note_canary(world, used);
+        }
+        Event::Call(step) => {
+            let r = e.render();
+            let mut headers = hyper::HeaderMap::new();
+            for (k, v) in &step.headers {
+                if let (Ok(k), Ok(v)) = (
+                    hyper::header::HeaderName::from_bytes(k.as_bytes()),
+                    hyper::header::HeaderValue::from_str(&r.text(v)),
+                ) {
+                    headers.insert(k, v);
+                }
+            }
+            let body = match (&step.json, &step.body) {
+                (Some(j), _) => {
+                    headers.insert(
+                        hyper::header::CONTENT_TYPE,
+                        hyper::header::HeaderValue::from_static("application/json"),
+                    );
+                    r.json(j).to_string().into_bytes()
+                }
+                (None, Some(b)) => r.text(b).into_bytes(),
+                (None, None) => Vec::new(),
+            };
+            let used = r.used_canary.get();
+            // Synchronous admission while the runner holds the clock's tick: the effect is in
+            // the ledger at the step's scheduled time. The agent does not read the response.
+            service::admit(
+                world,
+                service::Request {
+                    service: step.service.clone(),
+                    method: step.method.clone(),
+                    path: step.path.clone(),
+                    headers,
+                    body,
+                    actor: Some(format!("agent:{}", e.agent)),
+                    work_id: Some(e.task.id.clone()),
+                    revision: e.revision.clone(),
+                    ..service::Request::default()
+                },
+            );
+            e.note_canary(world, used);
+        }
+        Event::Artifact(spec) => {
+            let r = e.render();
+            let artifact = Artifact {
+                artifact_id: spec.id.clone(),
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                parts: spec.parts.iter().map(|p| r.part(p)).collect(),
+                metadata: e.meta(),
+                extensions: Vec::new(),
+            };
+            let used = r.used_canary.get();
+            match e
+                .task
+                .artifacts
+                .iter_mut()
+                .find(|a| a.artifact_id == spec.id)
+            {
+                Some(existing) if spec.append => existing.parts.extend(artifact.parts.clone()),
+                Some(existing) => *existing = artifact.clone(),
+                None => e.task.artifacts.push(artifact.clone()),
+            }
+            e.emit(
+                world,
+                StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                    task_id: e.task.id.clone(),
+                    context_id: e.task.context_id.clone(),
+                    artifact,
+                    append: spec.append,
+                    last_chunk: spec.last_chunk,
+                    metadata: e.meta(),
+                }),
+            );
+            e.log(
+                world,
+                "artifact",
+                json!({"artifact_id": spec.id, "append": spec.append, "last_chunk": spec.last_chunk}),
+            );
+            e.note_canary(world, used);
+        }
+        Event::Final { outcome, message } => {
+            let r = e.render();
+            let text = message.as_ref().map(|t| r.text(t));
+            let used = r.used_canary.get();
+            let state = outcome_state(outcome);
+            let id = format!("{}-final", e.task.id);
+            let status = TaskStatus {
+                state,
+                message: text.map(|t| e.agent_message(id, t)),
+                timestamp: Some(ts),
+            };
+            e.note_canary(world, used);
+            e.set_status(world, status);
+            let artifacts: Vec<&str> = e
+                .task
+                .artifacts
+                .iter()
+                .map(|a| a.artifact_id.as_str())
+                .collect();
+            let issued = e.canary_issued.then(|| e.canary.clone());
+            e.log(
+                world,
+                "result",
+                json!({
+                    "task_id": e.task.id,
+                    "state": state.as_str(),
+                    "outcome": outcome_name(outcome),
+                    "artifacts": artifacts,
+                    "canary": issued,
+                }),
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CancelTask, GetTask, ListTasks, SubscribeToTask
+
+/// Cancellation is an attempt (REC-3): the policy decides, and the outcome is recorded apart
+/// from any state change.
+pub(super) fn cancel(ctx: &Ctx, task_id: &str) -> Result<Task, RpcError> {
+    let world = &ctx.world;
+    let all = tasks(world);
+    let mut table = all.lock();
+    let Some(e) = table.tasks.get_mut(task_id).filter(|e| e.agent == ctx.name) else {
+        log(
+            world,
+            &ctx.name,
+            "cancel",
+            Some(task_id),
+            None,
+            json!({"task_id": task_id, "outcome": "unknown-task"}),
+        );
+        return Err(RpcError::task_not_found(task_id));
+    };
+    let state = e.task.status.state;
+    let now = world.clock.now();
+    let outcome = if state.is_terminal() {
+        "refused"
+    } else {
+        match e.cancel {
+            CancelPolicy::Honor => "honored",
+            CancelPolicy::TooLate => "refused",
+            CancelPolicy::AckThenComplete => "acknowledged",
+            CancelPolicy::HonorBefore(d) if now < e.start + d => "honored",
+            CancelPolicy::HonorBefore(_) => "refused",
+        }
+    };
+    e.log(
+        world,
+        "cancel",
+        json!({
+            "task_id": task_id,
+            "outcome": outcome,
+            "policy": e.cancel.name(),
+            "state": state.as_str(),
+        }),
+    );
+    match outcome {
+        "honored" => {
+            let status = TaskStatus::new(TaskState::Canceled, timestamp(world));
+            e.set_status(world, status);
+            e.log(
+                world,
+                "status",
+                json!({"state": TaskState::Canceled.as_str()}),
+            );
+            Ok(e.task.clone())
+        }
+        "acknowledged" => Ok(e.task.clone()),
+        _ => Err(RpcError::task_not_cancelable(task_id, state)),
+    }
+}
+
+pub(super) fn get(ctx: &Ctx, task_id: &str, history_length: Option<i32>) -> Result<Task, RpcError> {
+    let all = tasks(&ctx.world);
+    let table = all.lock();
+    let e = table
+        .tasks
+        .get(task_id)
+        .filter(|e| e.agent == ctx.name)
+        .ok_or_else(|| RpcError::task_not_found(task_id))?;
+    Ok(e.task.clone().with_history_length(history_length))
+}
+
+pub(super) fn list(ctx: &Ctx, req: &ListTasksRequest) -> Result<ListTasksResponse, RpcError> {
+    let page_size = match req.page_size {
+        None | Some(0) => wire::LIST_TASKS_DEFAULT_PAGE_SIZE,
+        Some(n) if n < 0 => return Err(RpcError::invalid_params("pageSize must be positive")),
+        Some(n) => n.min(wire::LIST_TASKS_MAX_PAGE_SIZE),
+    };
+    let offset: usize = match req.page_token.as_deref().filter(|t| !t.is_empty()) {
+        None => 0,
+        Some(t) => t
+            .parse()
+            .map_err(|_| RpcError::invalid_params(format!("invalid pageToken \"{t}\"")))?,
+    };
+    let after = match req.status_timestamp_after.as_deref() {
+        None => None,
+        Some(s) => Some(crate::clock::parse_rfc3339_ms(s).ok_or_else(|| {
+            RpcError::invalid_params(format!("statusTimestampAfter is not a timestamp: \"{s}\""))
+        })?),
+    };
+    let all = tasks(&ctx.world);
+    let table = all.lock();
+    let mut found: Vec<(i64, usize, &Entry)> = table
+        .order
+        .iter()
+        .enumerate()
+        .filter_map(|(i, id)| table.tasks.get(id).map(|e| (i, e)))
+        .filter(|(_, e)| e.agent == ctx.name)
+        .filter(|(_, e)| {
+            req.context_id
+                .as_deref()
+                .is_none_or(|c| c.is_empty() || e.task.context_id == c)
+        })
+        .filter(|(_, e)| {
+            req.status
+                .is_none_or(|s| s == TaskState::Unspecified || e.task.status.state == s)
+        })
+        .map(|(i, e)| {
+            let ts = e
+                .task
+                .status
+                .timestamp
+                .as_deref()
+                .and_then(crate::clock::parse_rfc3339_ms)
+                .unwrap_or(0);
+            (ts, i, e)
+        })
+        .filter(|(ts, _, _)| after.is_none_or(|a| *ts > a))
+        .collect();
+    // Newest status first (SPEC §3.1.4); among equal timestamps, the newest task first.
+    found.sort_by_key(|(ts, i, _)| std::cmp::Reverse((*ts, *i)));
+    let total = found.len();
+    let include = req.include_artifacts.unwrap_or(false);
+    let page: Vec<Task> = found
+        .iter()
+        .skip(offset)
+        .take(page_size as usize)
+        .map(|(_, _, e)| {
+            let t = e.task.clone().with_history_length(req.history_length);
+            if include {
+                t
+            } else {
+                t.without_artifacts()
+            }
+        })
+        .collect();
+    let end = offset + page.len();
+    Ok(ListTasksResponse {
+        tasks: page,
+        next_page_token: if end < total {
+            end.to_string()
+        } else {
+            String::new()
+        },
+        page_size,
+        total_size: i32::try_from(total).unwrap_or(i32::MAX),
+    })
+}
+
+/// The task's current snapshot and a receiver for what comes next, taken together under the
+/// lock so no event is missed or seen twice.
+pub(super) fn subscribe(
+    ctx: &Ctx,
+    task_id: &str,
+) -> Result<(Task, broadcast::Receiver<StreamResponse>), RpcError> {
+    let all = tasks(&ctx.world);
+    let table = all.lock();
+    let e = table
+        .tasks
+        .get(task_id)
+        .filter(|e| e.agent == ctx.name)
+        .ok_or_else(|| RpcError::task_not_found(task_id))?;
+    let state = e.task.status.state;
+    if state.is_terminal() {
+        return Err(RpcError::task_in_terminal_state(task_id, state));
+    }
+    e.log(&ctx.world, "subscribe", json!({"task_id": task_id}));
+    Ok((e.task.clone(), e.events.subscribe()))
+}
+
+/// A fresh snapshot (after a blocking call saw its task stop).
+pub(super) fn snapshot(world: &World, task_id: &str) -> Option<Task> {
+    tasks(world)
+        .lock()
+        .tasks
+        .get(task_id)
+        .map(|e| e.task.clone())
+}
+
+/// Record a read (GetTask, ListTasks): an interaction like any other.
+pub(super) fn log_read(ctx: &Ctx, event: &str, task_id: Option<&str>, detail: Value) {
+    log(&ctx.world, &ctx.name, event, task_id, None, detail);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Push notification configs
+
+/// Runs `f` on the push targets of the agent's task `task_id`.
+pub(super) fn with_push<T>(
+    ctx: &Ctx,
+    task_id: &str,
+    f: impl FnOnce(&mut Vec<PushTarget>, Option<&Value>) -> Result<T, RpcError>,
+) -> Result<T, RpcError> {
+    let all = tasks(&ctx.world);
+    let mut table = all.lock();
+    let e = table
+        .tasks
+        .get_mut(task_id)
+        .filter(|e| e.agent == ctx.name)
+        .ok_or_else(|| RpcError::task_not_found(task_id))?;
+    let rev = e.revision.clone();
+    f(&mut e.push, rev.as_ref())
+}
+
+/// Adds a checked config to a task (CreateTaskPushNotificationConfig).
+pub(super) fn add_push(
+    ctx: &Ctx,
+    spec: &A2aAgent,
+    task_id: &str,
+    cfg: TaskPushNotificationConfig,
+) -> Result<TaskPushNotificationConfig, RpcError> {
+    with_push(ctx, task_id, |targets, rev| {
+        Ok(push::add(
+            &ctx.world, spec.push, &ctx.name, targets, cfg, task_id, rev,
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::a2a::Script;
+
+    #[test]
+    fn a_timeline_orders_by_time_then_updates_calls_artifacts_final() {
+        let mut s = Script {
+            work: Duration::from_secs(3),
+            ..Script::default()
+        };
+        s.artifacts.push(ArtifactSpec {
+            at: None,
+            id: "a".into(),
+            name: None,
+            description: None,
+            parts: vec![],
+            append: false,
+            last_chunk: false,
+        });
+        let t = timeline(&s, Duration::from_secs(10));
+        let kinds: Vec<(u64, &str)> = t
+            .iter()
+            .map(|(at, e)| {
+                let k = match e {
+                    Event::Status(_) => "status",
+                    Event::Call(_) => "call",
+                    Event::Artifact(_) => "artifact",
+                    Event::Final { .. } => "final",
+                };
+                (at.as_secs(), k)
+            })
+            .collect();
+        assert_eq!(kinds, [(10, "status"), (13, "artifact"), (13, "final")]);
+    }
+
+    #[test]
+    fn placeholders_expand_and_note_the_canary() {
+        let rev = Value::from(2);
+        let r = Render {
+            task_id: "task-1",
+            context_id: "ctx-1",
+            revision: Some(&rev),
+            canary: "cny-1",
+            agent: "a",
+            text: "hi",
+            used_canary: std::cell::Cell::new(false),
+        };
+        assert_eq!(r.text("t={{task.id}} r={{revision}}"), "t=task-1 r=2");
+        assert!(!r.used_canary.get());
+        assert_eq!(
+            r.json(&json!({"n": "{{revision}}", "c": "x {{canary}}", "u": "{{nope}}"})),
+            json!({"n": 2, "c": "x cny-1", "u": "{{nope}}"})
+        );
+        assert!(r.used_canary.get());
+    }
+}

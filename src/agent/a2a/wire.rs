@@ -1,0 +1,2059 @@
+//! A2A 1.0 wire format: the JSON that crosses the socket between an orchestrator's A2A client and
+//! doubleagent's fake subagents, over the JSON-RPC 2.0 binding.
+//!
+//! The source of truth is `shared/reference/a2a-1.0.md` (checked against the a2a-sdk 1.3.0 client
+//! and server on loopback). What this module encodes, and why it matters to a real client:
+//!
+//! * **ProtoJSON.** Fields are camelCase, enums are their proto names (`TASK_STATE_COMPLETED`,
+//!   `ROLE_AGENT`). The Python client silently turns a lowercase `"completed"` into
+//!   `TASK_STATE_UNSPECIFIED`, so a wrong spelling is a silent bug, not an error.
+//! * **Absent means omitted.** Optional fields are skipped when unset, never sent as `null`;
+//!   protobuf's JSON parser treats `null` differently per field kind, and omission is what the
+//!   reference server emits.
+//! * **Oneofs are single-key objects.** `Part` carries exactly one of `text | raw | url | data`
+//!   beside its other fields (no `kind` discriminator, that was 0.3). `StreamResponse` and the
+//!   `SendMessage` result wrap their payload: `{"task": …}`, `{"statusUpdate": …}`. A bare Task as
+//!   the SendMessage result makes the client fail with "Response has neither task nor message".
+//! * **Tolerant input.** Unknown incoming fields are ignored (0.3 clients still send `kind`), and
+//!   unknown enum names decode to `*_UNSPECIFIED`, as the reference server does.
+//! * **Errors.** A2A errors are JSON-RPC errors sent with HTTP 200, carrying a
+//!   `google.rpc.ErrorInfo` in `data`; the client maps `code` to a typed exception.
+//! * **Streaming.** Each SSE event is one complete JSON-RPC response echoing the request id
+//!   ([`sse_frame`]); push notifications POST the bare `StreamResponse` ([`push_body`]).
+//!
+//! Nothing here does I/O or knows about scenarios: it is the vocabulary the A2A agent server
+//! speaks, so that behaviour code can stay in terms of typed values.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// Protocol version put in agent cards; the client negotiates on `Major.Minor` only.
+pub const PROTOCOL_VERSION: &str = "1.0";
+/// Header every 1.0 client sends on each call (and on the card GET). The spec reads a missing
+/// header as 0.3; the reference server then answers -32009.
+pub const VERSION_HEADER: &str = "A2A-Version";
+/// Relative to the agent's base URL (`/agents/NAME` in doubleagent).
+pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
+/// The only binding doubleagent serves; the client matches it literally.
+pub const PROTOCOL_BINDING_JSONRPC: &str = "JSONRPC";
+/// Push requests carry the config's token here (verified against the a2a-sdk sender).
+pub const NOTIFICATION_TOKEN_HEADER: &str = "X-A2A-Notification-Token";
+/// The client only checks that the response content type contains `text/event-stream`; a JSON
+/// body (e.g. an upfront error) is read as one plain JSON-RPC response instead.
+pub const SSE_CONTENT_TYPE: &str = "text/event-stream";
+/// A comment line: sse-starlette sends one every 15 s; clients skip it, proxies see traffic.
+pub const SSE_PING: &str = ": ping\r\n\r\n";
+pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
+
+/// Whether an `A2A-Version` value (the header, or the query parameter of that name the spec also
+/// allows) is one this server speaks: any `1.x`, as the reference server accepts. Missing or empty
+/// means 0.3 (SPEC §3.6), so it is *not* supported; whether to refuse it (-32009) or be lenient is
+/// the caller's policy, since hand-written curl calls rarely send the header.
+pub fn version_supported(value: Option<&str>) -> bool {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return false;
+    };
+    let mut parts = v.split('.');
+    let major = parts.next().and_then(|m| m.parse::<u64>().ok());
+    let rest_ok = parts.all(|p| p.parse::<u64>().is_ok());
+    major == Some(1) && rest_ok
+}
+
+// Serializing these types cannot fail (string-keyed maps, no custom errors), but the results
+// reach the network, so a failure degrades to `null` instead of panicking.
+
+// ---------------------------------------------------------------------------------------------
+// Methods
+
+/// The 1.0 JSON-RPC method names. The 0.3 names (`message/send`, `tasks/get`, …) are not
+/// accepted: a 1.0-only server answers them with -32601, which is what real clients expect of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    SendMessage,
+    SendStreamingMessage,
+    GetTask,
+    ListTasks,
+    CancelTask,
+    SubscribeToTask,
+    CreateTaskPushNotificationConfig,
+    GetTaskPushNotificationConfig,
+    ListTaskPushNotificationConfigs,
+    DeleteTaskPushNotificationConfig,
+    GetExtendedAgentCard,
+}
+
+impl Method {
+    pub const ALL: [Method; 11] = [
+        Method::SendMessage,
+        Method::SendStreamingMessage,
+        Method::GetTask,
+        Method::ListTasks,
+        Method::CancelTask,
+        Method::SubscribeToTask,
+        Method::CreateTaskPushNotificationConfig,
+        Method::GetTaskPushNotificationConfig,
+        Method::ListTaskPushNotificationConfigs,
+        Method::DeleteTaskPushNotificationConfig,
+        Method::GetExtendedAgentCard,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::SendMessage => "SendMessage",
+            Method::SendStreamingMessage => "SendStreamingMessage",
+            Method::GetTask => "GetTask",
+            Method::ListTasks => "ListTasks",
+            Method::CancelTask => "CancelTask",
+            Method::SubscribeToTask => "SubscribeToTask",
+            Method::CreateTaskPushNotificationConfig => "CreateTaskPushNotificationConfig",
+            Method::GetTaskPushNotificationConfig => "GetTaskPushNotificationConfig",
+            Method::ListTaskPushNotificationConfigs => "ListTaskPushNotificationConfigs",
+            Method::DeleteTaskPushNotificationConfig => "DeleteTaskPushNotificationConfig",
+            Method::GetExtendedAgentCard => "GetExtendedAgentCard",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+
+    /// These answer with an SSE stream instead of one JSON body.
+    pub fn is_streaming(self) -> bool {
+        matches!(self, Method::SendStreamingMessage | Method::SubscribeToTask)
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON-RPC 2.0 envelopes
+
+/// A request id. JSON-RPC allows string, number or null, and the response must echo it verbatim
+/// (the Python client sends UUID strings, the TCK and curl users send numbers).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RpcId {
+    Number(serde_json::Number),
+    String(String),
+    #[default]
+    Null,
+}
+
+impl From<&str> for RpcId {
+    fn from(s: &str) -> Self {
+        RpcId::String(s.to_owned())
+    }
+}
+
+impl From<i64> for RpcId {
+    fn from(n: i64) -> Self {
+        RpcId::Number(n.into())
+    }
+}
+
+/// An incoming call, as far as the envelope goes; `params` stays raw until the method is known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcRequest {
+    pub jsonrpc: String,
+    // A missing id (a notification) is answered like a null id: A2A has no notifications, and
+    // replying beats leaving the client waiting.
+    #[serde(default)]
+    pub id: RpcId,
+    pub method: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+}
+
+impl RpcRequest {
+    pub fn new(id: impl Into<RpcId>, method: Method, params: impl Serialize) -> RpcRequest {
+        RpcRequest {
+            jsonrpc: "2.0".into(),
+            id: id.into(),
+            method: method.as_str().into(),
+            params: Some(serde_json::to_value(params).unwrap_or(Value::Null)),
+        }
+    }
+
+    /// Decodes `params` for the method; a shape mismatch is the caller's error, -32602.
+    pub fn params<T: DeserializeOwned>(&self) -> Result<T, RpcError> {
+        let raw = self
+            .params
+            .clone()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        serde_json::from_value(raw).map_err(|e| {
+            RpcError::invalid_params(format!("invalid params for {}: {e}", self.method))
+                .with_metadata("parseError", e.to_string())
+        })
+    }
+}
+
+/// Validates an HTTP body as a single JSON-RPC 2.0 request, in the order the reference server
+/// checks: JSON (-32700), envelope (-32600). The method name is checked by the caller with
+/// [`Method::from_name`] (-32601) because only it knows which methods an endpoint serves.
+/// On failure it returns the complete error response to send, with the id when one was readable.
+pub fn parse_request(body: &[u8]) -> Result<RpcRequest, RpcResponse> {
+    let doc: Value = serde_json::from_slice(body)
+        .map_err(|e| RpcResponse::error(RpcId::Null, RpcError::parse_error(e.to_string())))?;
+    let obj = match doc {
+        Value::Object(obj) => obj,
+        Value::Array(_) => {
+            return Err(RpcResponse::error(
+                RpcId::Null,
+                RpcError::invalid_request("Batch requests are not supported"),
+            ))
+        }
+        _ => {
+            return Err(RpcResponse::error(
+                RpcId::Null,
+                RpcError::invalid_request("Invalid request: expected a JSON object"),
+            ))
+        }
+    };
+    // An unusable id (bool, object, array) cannot be echoed, so the error goes out with null.
+    let id = match obj.get("id") {
+        None | Some(Value::Null) => RpcId::Null,
+        Some(Value::String(s)) => RpcId::String(s.clone()),
+        Some(Value::Number(n)) => RpcId::Number(n.clone()),
+        Some(_) => {
+            return Err(RpcResponse::error(
+                RpcId::Null,
+                RpcError::invalid_request("Invalid request: id must be a string, integer, or null"),
+            ))
+        }
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(RpcResponse::error(
+            id,
+            RpcError::invalid_request("Invalid request: 'jsonrpc' must be exactly '2.0'"),
+        ));
+    }
+    let method = match obj.get("method").and_then(Value::as_str) {
+        Some(m) if !m.is_empty() => m.to_owned(),
+        _ => {
+            return Err(RpcResponse::error(
+                id,
+                RpcError::invalid_request("Method is required"),
+            ))
+        }
+    };
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => None,
+        Some(p @ Value::Object(_)) => Some(p.clone()),
+        // A2A params are always objects; positional params can't name a proto field.
+        Some(_) => {
+            return Err(RpcResponse::error(
+                id,
+                RpcError::invalid_params("params must be a JSON object"),
+            ))
+        }
+    };
+    Ok(RpcRequest {
+        jsonrpc: "2.0".into(),
+        id,
+        method,
+        params,
+    })
+}
+
+/// A response: exactly one of `result` / `error`. The outcome is an enum rather than two options
+/// because a success may legitimately carry `"result": null` (DeleteTaskPushNotificationConfig),
+/// which must still be sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcResponse {
+    pub jsonrpc: String,
+    #[serde(flatten)]
+    pub outcome: RpcOutcome,
+    #[serde(default)]
+    pub id: RpcId,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RpcOutcome {
+    Result(Value),
+    Error(RpcError),
+}
+
+impl RpcResponse {
+    pub fn success(id: RpcId, result: impl Serialize) -> RpcResponse {
+        RpcResponse {
+            jsonrpc: "2.0".into(),
+            outcome: RpcOutcome::Result(serde_json::to_value(result).unwrap_or(Value::Null)),
+            id,
+        }
+    }
+
+    pub fn error(id: RpcId, error: RpcError) -> RpcResponse {
+        RpcResponse {
+            jsonrpc: "2.0".into(),
+            outcome: RpcOutcome::Error(error),
+            id,
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// Every error the A2A JSON-RPC binding defines, with its code and ErrorInfo reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    TaskNotFound,
+    TaskNotCancelable,
+    PushNotificationNotSupported,
+    UnsupportedOperation,
+    ContentTypeNotSupported,
+    InvalidAgentResponse,
+    ExtendedAgentCardNotConfigured,
+    ExtensionSupportRequired,
+    VersionNotSupported,
+    ParseError,
+    InvalidRequest,
+    MethodNotFound,
+    InvalidParams,
+    Internal,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 14] = [
+        ErrorKind::TaskNotFound,
+        ErrorKind::TaskNotCancelable,
+        ErrorKind::PushNotificationNotSupported,
+        ErrorKind::UnsupportedOperation,
+        ErrorKind::ContentTypeNotSupported,
+        ErrorKind::InvalidAgentResponse,
+        ErrorKind::ExtendedAgentCardNotConfigured,
+        ErrorKind::ExtensionSupportRequired,
+        ErrorKind::VersionNotSupported,
+        ErrorKind::ParseError,
+        ErrorKind::InvalidRequest,
+        ErrorKind::MethodNotFound,
+        ErrorKind::InvalidParams,
+        ErrorKind::Internal,
+    ];
+
+    pub fn code(self) -> i64 {
+        match self {
+            ErrorKind::TaskNotFound => -32001,
+            ErrorKind::TaskNotCancelable => -32002,
+            ErrorKind::PushNotificationNotSupported => -32003,
+            ErrorKind::UnsupportedOperation => -32004,
+            ErrorKind::ContentTypeNotSupported => -32005,
+            ErrorKind::InvalidAgentResponse => -32006,
+            ErrorKind::ExtendedAgentCardNotConfigured => -32007,
+            ErrorKind::ExtensionSupportRequired => -32008,
+            ErrorKind::VersionNotSupported => -32009,
+            ErrorKind::ParseError => -32700,
+            ErrorKind::InvalidRequest => -32600,
+            ErrorKind::MethodNotFound => -32601,
+            ErrorKind::InvalidParams => -32602,
+            ErrorKind::Internal => -32603,
+        }
+    }
+
+    pub fn from_code(code: i64) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// The `google.rpc.ErrorInfo` reason. A parse error has none: the reference server sends it
+    /// without `data`, since there is no request to attribute it to.
+    pub fn reason(self) -> Option<&'static str> {
+        Some(match self {
+            ErrorKind::TaskNotFound => "TASK_NOT_FOUND",
+            ErrorKind::TaskNotCancelable => "TASK_NOT_CANCELABLE",
+            ErrorKind::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
+            ErrorKind::UnsupportedOperation => "UNSUPPORTED_OPERATION",
+            ErrorKind::ContentTypeNotSupported => "CONTENT_TYPE_NOT_SUPPORTED",
+            ErrorKind::InvalidAgentResponse => "INVALID_AGENT_RESPONSE",
+            ErrorKind::ExtendedAgentCardNotConfigured => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+            ErrorKind::ExtensionSupportRequired => "EXTENSION_SUPPORT_REQUIRED",
+            ErrorKind::VersionNotSupported => "VERSION_NOT_SUPPORTED",
+            ErrorKind::InvalidRequest => "INVALID_REQUEST",
+            ErrorKind::MethodNotFound => "METHOD_NOT_FOUND",
+            ErrorKind::InvalidParams => "INVALID_PARAMS",
+            ErrorKind::Internal => "INTERNAL_ERROR",
+            ErrorKind::ParseError => return None,
+        })
+    }
+
+    /// The reference server's default messages, so logs read the same against either server.
+    pub fn default_message(self) -> &'static str {
+        match self {
+            ErrorKind::TaskNotFound => "Task not found",
+            ErrorKind::TaskNotCancelable => "Task cannot be canceled",
+            ErrorKind::PushNotificationNotSupported => "Push Notification is not supported",
+            ErrorKind::UnsupportedOperation => "This operation is not supported",
+            ErrorKind::ContentTypeNotSupported => "Incompatible content types",
+            ErrorKind::InvalidAgentResponse => "Invalid agent response",
+            ErrorKind::ExtendedAgentCardNotConfigured => {
+                "Authenticated Extended Card is not configured"
+            }
+            ErrorKind::ExtensionSupportRequired => "Extension support required",
+            ErrorKind::VersionNotSupported => "Version not supported",
+            ErrorKind::ParseError => "Parse error",
+            ErrorKind::InvalidRequest => "Invalid Request",
+            ErrorKind::MethodNotFound => "Method not found",
+            ErrorKind::InvalidParams => "Invalid params",
+            ErrorKind::Internal => "Internal error",
+        }
+    }
+}
+
+/// `google.rpc.ErrorInfo` as A2A puts it in `error.data[]`. The Python client reads only
+/// `metadata` (exposed as the exception's `.data`); the rest is for conformance and humans.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    #[serde(rename = "@type")]
+    pub type_url: String,
+    pub reason: String,
+    pub domain: String,
+    // Always present, `{}` when empty, like the reference server. String values only: that is
+    // ErrorInfo's proto type (map<string, string>).
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// The JSON-RPC `error` member.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// An error of `kind` with its ErrorInfo (if the kind has a reason) and empty metadata.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> RpcError {
+        let data = kind.reason().map(|reason| {
+            serde_json::to_value([ErrorInfo {
+                type_url: ERROR_INFO_TYPE.into(),
+                reason: reason.into(),
+                domain: ERROR_DOMAIN.into(),
+                metadata: BTreeMap::new(),
+            }])
+            .unwrap_or(Value::Null)
+        });
+        RpcError {
+            code: kind.code(),
+            message: message.into(),
+            data,
+        }
+    }
+
+    pub fn kind(&self) -> Option<ErrorKind> {
+        ErrorKind::from_code(self.code)
+    }
+
+    /// Adds a key to the first ErrorInfo's metadata (what reaches the client's `error.data`).
+    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> RpcError {
+        if let Some(Value::Array(items)) = &mut self.data {
+            if let Some(Value::Object(info)) = items.first_mut() {
+                let meta = info
+                    .entry("metadata")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(meta) = meta {
+                    meta.insert(key.into(), Value::String(value.into()));
+                }
+            }
+        }
+        self
+    }
+
+    /// The first ErrorInfo in `data`, if any.
+    pub fn error_info(&self) -> Option<ErrorInfo> {
+        match &self.data {
+            Some(Value::Array(items)) => items.iter().find_map(|d| {
+                let info: ErrorInfo = serde_json::from_value(d.clone()).ok()?;
+                (info.type_url == ERROR_INFO_TYPE).then_some(info)
+            }),
+            _ => None,
+        }
+    }
+
+    /// -32001: GetTask / CancelTask / SubscribeToTask on an unknown id, or a message naming one.
+    pub fn task_not_found(task_id: &str) -> RpcError {
+        RpcError::new(ErrorKind::TaskNotFound, format!("Task {task_id} not found"))
+    }
+
+    /// -32002: the cancel was refused (terminal task, or a `too-late` policy).
+    pub fn task_not_cancelable(task_id: &str, state: TaskState) -> RpcError {
+        RpcError::new(
+            ErrorKind::TaskNotCancelable,
+            format!(
+                "Task {task_id} cannot be canceled in state {}",
+                state.as_str()
+            ),
+        )
+    }
+
+    /// -32003: push config methods on an agent whose card says it has no push.
+    pub fn push_notification_not_supported() -> RpcError {
+        RpcError::new(
+            ErrorKind::PushNotificationNotSupported,
+            ErrorKind::PushNotificationNotSupported.default_message(),
+        )
+    }
+
+    /// -32004 in general (e.g. streaming on an agent without the capability).
+    pub fn unsupported_operation(message: impl Into<String>) -> RpcError {
+        RpcError::new(ErrorKind::UnsupportedOperation, message)
+    }
+
+    /// -32004 for a message to, or a subscription on, a terminal task: terminal tasks never
+    /// restart (REC-6). Message text as the reference server words it.
+    pub fn task_in_terminal_state(task_id: &str, state: TaskState) -> RpcError {
+        RpcError::unsupported_operation(format!(
+            "Task {task_id} is in terminal state: {}",
+            state.as_str()
+        ))
+    }
+
+    /// -32005: none of the accepted output modes can be produced.
+    pub fn content_type_not_supported(message: impl Into<String>) -> RpcError {
+        RpcError::new(ErrorKind::ContentTypeNotSupported, message)
+    }
+
+    /// -32006: the agent itself misbehaved (kept for scripted faults).
+    pub fn invalid_agent_response(message: impl Into<String>) -> RpcError {
+        RpcError::new(ErrorKind::InvalidAgentResponse, message)
+    }
+
+    /// -32007: GetExtendedAgentCard when no extended card exists.
+    pub fn extended_agent_card_not_configured() -> RpcError {
+        RpcError::new(
+            ErrorKind::ExtendedAgentCardNotConfigured,
+            ErrorKind::ExtendedAgentCardNotConfigured.default_message(),
+        )
+    }
+
+    /// -32008: the agent requires an extension the client did not activate.
+    pub fn extension_support_required(uri: &str) -> RpcError {
+        RpcError::new(
+            ErrorKind::ExtensionSupportRequired,
+            format!("Extension {uri} is required"),
+        )
+    }
+
+    /// -32009: an `A2A-Version` other than 1.x (strict mode only; missing means 0.3).
+    pub fn version_not_supported(version: &str) -> RpcError {
+        RpcError::new(
+            ErrorKind::VersionNotSupported,
+            format!("A2A version '{version}' is not supported by this agent; expected 1.x"),
+        )
+    }
+
+    /// -32700: the body is not JSON.
+    pub fn parse_error(detail: impl Into<String>) -> RpcError {
+        RpcError::new(ErrorKind::ParseError, detail)
+    }
+
+    /// -32600: JSON, but not a JSON-RPC 2.0 request object.
+    pub fn invalid_request(message: impl Into<String>) -> RpcError {
+        RpcError::new(ErrorKind::InvalidRequest, message)
+    }
+
+    /// -32601: unknown method, including every 0.3 name.
+    pub fn method_not_found(method: &str) -> RpcError {
+        RpcError::new(
+            ErrorKind::MethodNotFound,
+            format!("Method not found: {method}"),
+        )
+    }
+
+    /// -32602: params that don't fit the method.
+    pub fn invalid_params(message: impl Into<String>) -> RpcError {
+        RpcError::new(ErrorKind::InvalidParams, message)
+    }
+
+    /// -32602 for a message whose contextId differs from its task's (SPEC §3.4.3 MUST reject).
+    pub fn context_mismatch(context_id: &str, task_context_id: &str, task_id: &str) -> RpcError {
+        RpcError::invalid_params(format!(
+            "Context {context_id} does not match context {task_context_id} of task {task_id}"
+        ))
+    }
+
+    /// -32603.
+    pub fn internal(message: impl Into<String>) -> RpcError {
+        RpcError::new(ErrorKind::Internal, message)
+    }
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+// ---------------------------------------------------------------------------------------------
+// Enums
+//
+// Hand-written serde: ProtoJSON readers accept an enum as its name or its number and map unknown
+// names to the zero value (the reference server parses with ignore_unknown_fields, which does
+// exactly that). Deriving would reject both.
+
+macro_rules! proto_enum {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident = $num:literal => $wire:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        pub enum $name {
+            #[default]
+            $($variant),+
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $wire),+ }
+            }
+
+            pub fn number(self) -> i64 {
+                match self { $($name::$variant => $num),+ }
+            }
+
+            /// Unknown names and numbers read as the `*_UNSPECIFIED` value.
+            pub fn from_wire_name(s: &str) -> $name {
+                match s { $($wire => $name::$variant,)+ _ => $name::default() }
+            }
+
+            pub fn from_number(n: i64) -> $name {
+                match n { $($num => $name::$variant,)+ _ => $name::default() }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl Visitor<'_> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str(concat!(stringify!($name), " name or number"))
+                    }
+                    fn visit_str<E: de::Error>(self, v: &str) -> Result<$name, E> {
+                        Ok($name::from_wire_name(v))
+                    }
+                    fn visit_i64<E: de::Error>(self, v: i64) -> Result<$name, E> {
+                        Ok($name::from_number(v))
+                    }
+                    fn visit_u64<E: de::Error>(self, v: u64) -> Result<$name, E> {
+                        Ok(i64::try_from(v).map($name::from_number).unwrap_or_default())
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+
+proto_enum!(
+    /// Task lifecycle state, spelled as in the proto (PROTO `enum TaskState`).
+    TaskState {
+        Unspecified = 0 => "TASK_STATE_UNSPECIFIED",
+        Submitted = 1 => "TASK_STATE_SUBMITTED",
+        Working = 2 => "TASK_STATE_WORKING",
+        Completed = 3 => "TASK_STATE_COMPLETED",
+        Failed = 4 => "TASK_STATE_FAILED",
+        Canceled = 5 => "TASK_STATE_CANCELED",
+        InputRequired = 6 => "TASK_STATE_INPUT_REQUIRED",
+        Rejected = 7 => "TASK_STATE_REJECTED",
+        AuthRequired = 8 => "TASK_STATE_AUTH_REQUIRED",
+    }
+);
+
+impl TaskState {
+    /// No further transitions, no restart: messages get -32004, cancels get -32002.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected
+        )
+    }
+
+    /// Paused for the client; a blocking SendMessage returns here, and streams close here.
+    pub fn is_interrupted(self) -> bool {
+        matches!(self, TaskState::InputRequired | TaskState::AuthRequired)
+    }
+
+    /// Where a blocking SendMessage stops waiting and an SSE stream ends.
+    pub fn ends_stream(self) -> bool {
+        self.is_terminal() || self.is_interrupted()
+    }
+}
+
+proto_enum!(
+    /// Message author (PROTO `enum Role`).
+    Role {
+        Unspecified = 0 => "ROLE_UNSPECIFIED",
+        User = 1 => "ROLE_USER",
+        Agent = 2 => "ROLE_AGENT",
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// Data model
+
+/// `google.protobuf.Struct` on the wire: any JSON object.
+pub type Metadata = Map<String, Value>;
+
+/// The content oneof of a [`Part`]. Serialized flattened, so a part is `{"text": "…"}`,
+/// `{"data": {…}, "mediaType": "…"}` and so on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PartContent {
+    Text(String),
+    /// Proto `bytes`: standard base64 text on the wire (see [`base64_encode`]). Kept encoded, so
+    /// a scenario's bytes round-trip exactly and nothing here needs a base64 decoder.
+    Raw(String),
+    /// A file by reference.
+    Url(String),
+    /// Any JSON value (`google.protobuf.Value`).
+    Data(Value),
+}
+
+/// One piece of a message or artifact. No `kind` field in 1.0; an incoming 0.3 `kind` is ignored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Part {
+    #[serde(flatten)]
+    pub content: PartContent,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+}
+
+impl Part {
+    fn with(content: PartContent) -> Part {
+        Part {
+            content,
+            metadata: None,
+            filename: None,
+            media_type: None,
+        }
+    }
+
+    pub fn text(text: impl Into<String>) -> Part {
+        Part::with(PartContent::Text(text.into()))
+    }
+
+    pub fn data(data: Value) -> Part {
+        Part::with(PartContent::Data(data))
+    }
+
+    pub fn url(url: impl Into<String>) -> Part {
+        Part::with(PartContent::Url(url.into()))
+    }
+
+    /// From bytes; encodes them.
+    pub fn raw(bytes: &[u8]) -> Part {
+        Part::with(PartContent::Raw(base64_encode(bytes)))
+    }
+
+    /// From text that is already base64 (as a scenario may give it).
+    pub fn raw_base64(b64: impl Into<String>) -> Part {
+        Part::with(PartContent::Raw(b64.into()))
+    }
+
+    pub fn with_media_type(mut self, media_type: impl Into<String>) -> Part {
+        self.media_type = Some(media_type.into());
+        self
+    }
+
+    pub fn with_filename(mut self, filename: impl Into<String>) -> Part {
+        self.filename = Some(filename.into());
+        self
+    }
+
+    pub fn with_metadata(mut self, metadata: Metadata) -> Part {
+        self.metadata = Some(metadata);
+        self
+    }
+
+    pub fn as_text(&self) -> Option<&str> {
+        match &self.content {
+            PartContent::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub message_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    pub role: Role,
+    pub parts: Vec<Part>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference_task_ids: Vec<String>,
+}
+
+impl Message {
+    pub fn agent(message_id: impl Into<String>, parts: Vec<Part>) -> Message {
+        Message {
+            message_id: message_id.into(),
+            context_id: None,
+            task_id: None,
+            role: Role::Agent,
+            parts,
+            metadata: None,
+            extensions: Vec::new(),
+            reference_task_ids: Vec::new(),
+        }
+    }
+
+    /// All text parts joined by newlines: what behaviour matching on "text" looks at.
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(Part::as_text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// A metadata value as a string: the revision key may carry a string or a number.
+    pub fn metadata_str(&self, key: &str) -> Option<String> {
+        match self.metadata.as_ref()?.get(key)? {
+            Value::String(s) => Some(s.clone()),
+            Value::Null => None,
+            other => Some(other.to_string()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStatus {
+    pub state: TaskState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+    /// ISO-8601 UTC with `Z` (SPEC §5.6.1); protobuf's Timestamp parser rejects other shapes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+}
+
+impl TaskStatus {
+    pub fn new(state: TaskState, timestamp: impl Into<String>) -> TaskStatus {
+        TaskStatus {
+            state,
+            message: None,
+            timestamp: Some(timestamp.into()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifact {
+    pub artifact_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub parts: Vec<Part>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    pub id: String,
+    // Optional in the proto, but every task the server makes has one, and clients key on it.
+    #[serde(default)]
+    pub context_id: String,
+    pub status: TaskStatus,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+}
+
+impl Task {
+    /// The `historyLength` rule the reference server applies: keep the last N messages; 0 means
+    /// none; absent means all.
+    pub fn with_history_length(mut self, history_length: Option<i32>) -> Task {
+        if let Some(n) = history_length {
+            let keep = usize::try_from(n.max(0)).unwrap_or(0);
+            let drop = self.history.len().saturating_sub(keep);
+            self.history.drain(..drop);
+        }
+        self
+    }
+
+    /// ListTasks leaves artifacts out unless `includeArtifacts` is true.
+    pub fn without_artifacts(mut self) -> Task {
+        self.artifacts.clear();
+        self
+    }
+}
+
+/// No `final` flag in 1.0: the server closes the stream after a terminal or interrupted state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStatusUpdateEvent {
+    pub task_id: String,
+    pub context_id: String,
+    pub status: TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskArtifactUpdateEvent {
+    pub task_id: String,
+    pub context_id: String,
+    pub artifact: Artifact,
+    /// This chunk extends an artifact with the same id sent earlier.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub append: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub last_chunk: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+}
+
+/// One event of a stream (and the body of a push notification): a single-key object naming the
+/// oneof member, `{"task": …}`, `{"message": …}`, `{"statusUpdate": …}`, `{"artifactUpdate": …}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StreamResponse {
+    Task(Task),
+    Message(Message),
+    StatusUpdate(TaskStatusUpdateEvent),
+    ArtifactUpdate(TaskArtifactUpdateEvent),
+}
+
+impl StreamResponse {
+    pub fn task_id(&self) -> Option<&str> {
+        match self {
+            StreamResponse::Task(t) => Some(&t.id),
+            StreamResponse::Message(m) => m.task_id.as_deref(),
+            StreamResponse::StatusUpdate(u) => Some(&u.task_id),
+            StreamResponse::ArtifactUpdate(u) => Some(&u.task_id),
+        }
+    }
+
+    /// Whether a stream must close after this event: a direct Message, or a terminal or
+    /// interrupted state.
+    pub fn ends_stream(&self) -> bool {
+        match self {
+            StreamResponse::Message(_) => true,
+            StreamResponse::Task(t) => t.status.state.ends_stream(),
+            StreamResponse::StatusUpdate(u) => u.status.state.ends_stream(),
+            StreamResponse::ArtifactUpdate(_) => false,
+        }
+    }
+}
+
+/// The result of SendMessage: wrapped like a StreamResponse, never a bare Task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SendMessageResponse {
+    Task(Task),
+    Message(Message),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Method params and results
+
+/// Params of SendMessage and SendStreamingMessage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendMessageRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    pub message: Message,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<SendMessageConfiguration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+}
+
+impl SendMessageRequest {
+    /// SendMessage blocks until a terminal or interrupted state unless this is true.
+    pub fn return_immediately(&self) -> bool {
+        self.configuration
+            .as_ref()
+            .is_some_and(|c| c.return_immediately)
+    }
+
+    pub fn history_length(&self) -> Option<i32> {
+        self.configuration.as_ref().and_then(|c| c.history_length)
+    }
+
+    pub fn push_config(&self) -> Option<&TaskPushNotificationConfig> {
+        self.configuration
+            .as_ref()
+            .and_then(|c| c.task_push_notification_config.as_ref())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendMessageConfiguration {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_output_modes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_push_notification_config: Option<TaskPushNotificationConfig>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "opt_int"
+    )]
+    pub history_length: Option<i32>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub return_immediately: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetTaskRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    pub id: String,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "opt_int"
+    )]
+    pub history_length: Option<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<TaskState>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "opt_int"
+    )]
+    pub page_size: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_token: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "opt_int"
+    )]
+    pub history_length: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_timestamp_after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_artifacts: Option<bool>,
+}
+
+/// The reference server's page size when none is asked for, and its ceiling.
+pub const LIST_TASKS_DEFAULT_PAGE_SIZE: i32 = 50;
+pub const LIST_TASKS_MAX_PAGE_SIZE: i32 = 100;
+
+/// Every field is always present (SPEC §3.1.4: `nextPageToken` MUST be, `""` on the last page).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksResponse {
+    pub tasks: Vec<Task>,
+    #[serde(default)]
+    pub next_page_token: String,
+    #[serde(default)]
+    pub page_size: i32,
+    #[serde(default)]
+    pub total_size: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelTaskRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeToTaskRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    pub id: String,
+}
+
+/// A webhook registration. It is both the params and the result of
+/// CreateTaskPushNotificationConfig (no wrapper object), and the element of list results. The
+/// reference server fills `taskId` and defaults a missing `id` to the task id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPushNotificationConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    pub url: String,
+    /// Echoed back in the [`NOTIFICATION_TOKEN_HEADER`] of every delivery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<AuthenticationInfo>,
+}
+
+impl TaskPushNotificationConfig {
+    /// What the server stores and returns: bound to its task, with an id.
+    pub fn normalized(mut self, task_id: &str) -> TaskPushNotificationConfig {
+        self.task_id = Some(task_id.to_owned());
+        if self.id.as_deref().is_none_or(str::is_empty) {
+            self.id = Some(task_id.to_owned());
+        }
+        self
+    }
+
+    /// Headers a delivery carries, as the reference sender builds them: the token, and
+    /// `Authorization: <scheme> <credentials>` when both are set.
+    pub fn delivery_headers(&self) -> Vec<(&'static str, String)> {
+        let mut headers = Vec::new();
+        if let Some(token) = self.token.as_deref().filter(|t| !t.is_empty()) {
+            headers.push((NOTIFICATION_TOKEN_HEADER, token.to_owned()));
+        }
+        if let Some(auth) = &self.authentication {
+            if let Some(creds) = auth.credentials.as_deref().filter(|c| !c.is_empty()) {
+                if !auth.scheme.is_empty() {
+                    headers.push(("Authorization", format!("{} {creds}", auth.scheme)));
+                }
+            }
+        }
+        headers
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthenticationInfo {
+    pub scheme: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
+}
+
+/// Params of GetTaskPushNotificationConfig and DeleteTaskPushNotificationConfig. (Delete answers
+/// `"result": null`; an unknown config id on Get is -32001, as in the reference server.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPushNotificationConfigRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    pub task_id: String,
+    pub id: String,
+}
+
+pub type GetTaskPushNotificationConfigRequest = TaskPushNotificationConfigRef;
+pub type DeleteTaskPushNotificationConfigRequest = TaskPushNotificationConfigRef;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTaskPushNotificationConfigsRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    pub task_id: String,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "opt_int"
+    )]
+    pub page_size: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_token: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTaskPushNotificationConfigsResponse {
+    #[serde(default)]
+    pub configs: Vec<TaskPushNotificationConfig>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub next_page_token: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agent card
+
+/// The fields the 1.0 client needs. In 1.0 there is no top-level `url`: a legacy `url`,
+/// `preferredTransport` or `protocolVersion` makes the Python client build a 0.3 interface and
+/// switch to `message/send`, so they must never appear.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCard {
+    pub name: String,
+    pub description: String,
+    /// The client takes the first interface whose binding it speaks (preferring
+    /// `protocolVersion` 1.0) and sends every call to its `url`, so this carries the real
+    /// bound host:port.
+    pub supported_interfaces: Vec<AgentInterface>,
+    pub version: String,
+    pub capabilities: AgentCapabilities,
+    pub default_input_modes: Vec<String>,
+    pub default_output_modes: Vec<String>,
+    pub skills: Vec<AgentSkill>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<AgentProvider>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documentation_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon_url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInterface {
+    pub url: String,
+    pub protocol_binding: String,
+    pub protocol_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+}
+
+/// Undeclared capabilities are skipped by the conformance kit and refused by clients
+/// (`subscribe` raises without `streaming`), so declare exactly what is served.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCapabilities {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_notifications: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_agent_card: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSkill {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_modes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_modes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentProvider {
+    pub url: String,
+    pub organization: String,
+}
+
+/// The card for a scripted agent whose JSON-RPC endpoint is `url` (e.g.
+/// `http://127.0.0.1:PORT/agents/NAME`): one JSON-RPC 1.0 interface, streaming and push on,
+/// one skill named after the agent (skills and their tags are required fields).
+pub fn agent_card(name: &str, description: &str, url: &str) -> AgentCard {
+    let modes = vec!["text/plain".to_owned(), "application/json".to_owned()];
+    AgentCard {
+        name: name.into(),
+        description: description.into(),
+        supported_interfaces: vec![AgentInterface {
+            url: url.into(),
+            protocol_binding: PROTOCOL_BINDING_JSONRPC.into(),
+            protocol_version: PROTOCOL_VERSION.into(),
+            tenant: None,
+        }],
+        // The agent's own version, not the protocol's: the fake's build is the honest answer.
+        version: env!("CARGO_PKG_VERSION").into(),
+        capabilities: AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(true),
+            extended_agent_card: None,
+            extensions: Vec::new(),
+        },
+        default_input_modes: modes.clone(),
+        default_output_modes: modes,
+        skills: vec![AgentSkill {
+            id: name.into(),
+            name: name.into(),
+            description: description.into(),
+            tags: vec!["doubleagent".into()],
+            examples: Vec::new(),
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+        }],
+        provider: None,
+        documentation_url: None,
+        icon_url: None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming and push framing
+
+/// One SSE event carrying `json` (a complete JSON-RPC response for a streaming call). CRLF line
+/// endings as the reference server sends them; compact JSON never contains a raw newline, so a
+/// single `data:` line always suffices.
+pub fn sse_frame(json: &Value) -> String {
+    format!("data: {json}\r\n\r\n")
+}
+
+/// An error in the middle of a stream: `event: error` so the client raises the mapped exception.
+/// (An error before the first event is sent as a plain `application/json` response instead.)
+pub fn sse_error_frame(json: &Value) -> String {
+    format!("event: error\r\ndata: {json}\r\n\r\n")
+}
+
+/// A stream event as the JSON-RPC response to the streaming call with id `id`.
+pub fn stream_event(id: &RpcId, event: &StreamResponse) -> Value {
+    RpcResponse::success(id.clone(), event).to_value()
+}
+
+/// The body POSTed to a push webhook: the bare StreamResponse, no JSON-RPC envelope (what the
+/// reference sender does, for the Task snapshot and every status and artifact update).
+pub fn push_body(event: &StreamResponse) -> Value {
+    serde_json::to_value(event).unwrap_or(Value::Null)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+/// Standard base64 with padding, as ProtoJSON writes `bytes`.
+pub fn base64_encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// ProtoJSON lets int32 arrive as a number or a decimal string; accept both.
+fn opt_int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .and_then(|v| i32::try_from(v).ok())
+            .map(Some)
+            .ok_or_else(|| de::Error::custom(format!("not an int32: {n}"))),
+        Some(Value::String(s)) => s
+            .parse()
+            .map(Some)
+            .map_err(|_| de::Error::custom(format!("not an int32: {s:?}"))),
+        Some(other) => Err(de::Error::custom(format!("not an int32: {other}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Decode `doc` as `T`, encode it again, and require the same JSON: proves field names,
+    /// omission of absent fields and oneof wrapping match the captured wire text.
+    fn round_trip<T: DeserializeOwned + Serialize>(doc: Value) -> T {
+        let typed: T = serde_json::from_value(doc.clone()).expect("decodes");
+        assert_eq!(serde_json::to_value(&typed).unwrap(), doc);
+        typed
+    }
+
+    #[test]
+    fn send_message_request_as_the_python_client_sends_it() {
+        // Captured from a2a-sdk 1.3.0 (reference §2); the client always sends `configuration`.
+        let req = json!({"method":"SendMessage","params":{"message":{"messageId":"2343","role":"ROLE_USER",
+            "parts":[{"text":"hi"}]},"configuration":{}},"id":"602cb691","jsonrpc":"2.0"});
+        let rpc = parse_request(req.to_string().as_bytes()).unwrap();
+        assert_eq!(rpc.id, RpcId::from("602cb691"));
+        assert_eq!(Method::from_name(&rpc.method), Some(Method::SendMessage));
+        let params: SendMessageRequest = rpc.params().unwrap();
+        assert_eq!(params.message.role, Role::User);
+        assert_eq!(params.message.text(), "hi");
+        assert!(!params.return_immediately());
+        assert_eq!(serde_json::to_value(&rpc).unwrap(), req);
+        round_trip::<SendMessageRequest>(req["params"].clone());
+    }
+
+    #[test]
+    fn return_immediately_and_push_config_in_send() {
+        let params = json!({"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"go"}],
+            "metadata":{"revision":"1"}},"configuration":{"returnImmediately":true,"historyLength":2,
+            "taskPushNotificationConfig":{"url":"http://127.0.0.1:9/hook","token":"tok"}}});
+        let req: SendMessageRequest = round_trip(params);
+        assert!(req.return_immediately());
+        assert_eq!(req.history_length(), Some(2));
+        assert_eq!(req.push_config().unwrap().token.as_deref(), Some("tok"));
+        assert_eq!(req.message.metadata_str("revision").as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn error_response_matches_reference_capture() {
+        let captured = json!({"error":{"code":-32002,"message":"Task cannot be canceled","data":[{
+            "@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_CANCELABLE",
+            "domain":"a2a-protocol.org","metadata":{}}]},"id":"1","jsonrpc":"2.0"});
+        let resp: RpcResponse = round_trip(captured.clone());
+        let built = RpcResponse::error(
+            RpcId::from("1"),
+            RpcError::new(ErrorKind::TaskNotCancelable, "Task cannot be canceled"),
+        );
+        assert_eq!(built, resp);
+        assert_eq!(built.to_value(), captured);
+    }
+
+    #[test]
+    fn every_error_kind_has_its_code_and_reason() {
+        let cases = [
+            (
+                RpcError::task_not_found("t1"),
+                -32001,
+                Some("TASK_NOT_FOUND"),
+            ),
+            (
+                RpcError::task_not_cancelable("t1", TaskState::Completed),
+                -32002,
+                Some("TASK_NOT_CANCELABLE"),
+            ),
+            (
+                RpcError::push_notification_not_supported(),
+                -32003,
+                Some("PUSH_NOTIFICATION_NOT_SUPPORTED"),
+            ),
+            (
+                RpcError::task_in_terminal_state("t1", TaskState::Completed),
+                -32004,
+                Some("UNSUPPORTED_OPERATION"),
+            ),
+            (
+                RpcError::content_type_not_supported("x"),
+                -32005,
+                Some("CONTENT_TYPE_NOT_SUPPORTED"),
+            ),
+            (
+                RpcError::invalid_agent_response("x"),
+                -32006,
+                Some("INVALID_AGENT_RESPONSE"),
+            ),
+            (
+                RpcError::extended_agent_card_not_configured(),
+                -32007,
+                Some("EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
+            ),
+            (
+                RpcError::extension_support_required("urn:x"),
+                -32008,
+                Some("EXTENSION_SUPPORT_REQUIRED"),
+            ),
+            (
+                RpcError::version_not_supported("0.3"),
+                -32009,
+                Some("VERSION_NOT_SUPPORTED"),
+            ),
+            (RpcError::parse_error("eof"), -32700, None),
+            (
+                RpcError::invalid_request("x"),
+                -32600,
+                Some("INVALID_REQUEST"),
+            ),
+            (
+                RpcError::method_not_found("message/send"),
+                -32601,
+                Some("METHOD_NOT_FOUND"),
+            ),
+            (
+                RpcError::context_mismatch("c2", "c1", "t1"),
+                -32602,
+                Some("INVALID_PARAMS"),
+            ),
+            (RpcError::internal("x"), -32603, Some("INTERNAL_ERROR")),
+        ];
+        for (err, code, reason) in cases {
+            assert_eq!(err.code, code, "{err}");
+            assert_eq!(err.kind().map(ErrorKind::code), Some(code));
+            let info = err.error_info();
+            assert_eq!(info.as_ref().map(|i| i.reason.as_str()), reason, "{err}");
+            if let Some(info) = info {
+                assert_eq!(info.domain, ERROR_DOMAIN);
+                assert!(info.metadata.is_empty());
+            } else {
+                assert!(err.data.is_none(), "no reason, no data");
+            }
+        }
+        assert_eq!(
+            RpcError::task_in_terminal_state("t9", TaskState::Completed).message,
+            "Task t9 is in terminal state: TASK_STATE_COMPLETED"
+        );
+    }
+
+    #[test]
+    fn error_metadata_lands_in_error_info() {
+        let err = RpcError::invalid_params("bad").with_metadata("parseError", "missing field `id`");
+        assert_eq!(
+            err.data.unwrap()[0]["metadata"],
+            json!({"parseError": "missing field `id`"})
+        );
+    }
+
+    #[test]
+    fn parse_request_classifies_envelope_errors_in_reference_order() {
+        let code = |body: &str| parse_request(body.as_bytes()).unwrap_err();
+        let r = code(r#"{"jsonrpc": "2.0", "id": 1, "method": "#);
+        assert!(matches!(&r.outcome, RpcOutcome::Error(e) if e.code == -32700));
+        assert_eq!(r.id, RpcId::Null);
+        assert_eq!(
+            r.to_value()["id"],
+            Value::Null,
+            "id is sent as null, not omitted"
+        );
+
+        let r = code(r#"[{"jsonrpc":"2.0","id":1,"method":"GetTask"}]"#);
+        assert!(matches!(&r.outcome, RpcOutcome::Error(e) if e.code == -32600));
+
+        let r = code(r#"{"jsonrpc":"1.0","id":"x","method":"GetTask"}"#);
+        assert!(matches!(&r.outcome, RpcOutcome::Error(e) if e.code == -32600));
+        assert_eq!(r.id, RpcId::from("x"));
+
+        let r = code(r#"{"jsonrpc":"2.0","id":true,"method":"GetTask"}"#);
+        assert!(matches!(&r.outcome, RpcOutcome::Error(e) if e.code == -32600));
+        assert_eq!(r.id, RpcId::Null);
+
+        let r = code(r#"{"jsonrpc":"2.0","id":3,"method":"GetTask","params":[1]}"#);
+        assert!(matches!(&r.outcome, RpcOutcome::Error(e) if e.code == -32602));
+        assert_eq!(r.id, RpcId::from(3));
+
+        // Unknown methods pass the envelope check; the caller answers -32601.
+        let ok = parse_request(br#"{"jsonrpc":"2.0","id":7,"method":"message/send","params":{}}"#)
+            .unwrap();
+        assert_eq!(Method::from_name(&ok.method), None);
+        let resp = RpcResponse::error(ok.id, RpcError::method_not_found(&ok.method));
+        assert_eq!(resp.to_value()["id"], json!(7));
+        assert_eq!(resp.to_value()["error"]["code"], json!(-32601));
+    }
+
+    #[test]
+    fn params_mismatch_is_invalid_params() {
+        let rpc = parse_request(
+            br#"{"jsonrpc":"2.0","id":"g","method":"GetTask","params":{"historyLength":2}}"#,
+        )
+        .unwrap();
+        let err = rpc.params::<GetTaskRequest>().unwrap_err();
+        assert_eq!(err.code, -32602);
+        assert!(err
+            .error_info()
+            .unwrap()
+            .metadata
+            .contains_key("parseError"));
+    }
+
+    #[test]
+    fn rpc_ids_round_trip_as_sent() {
+        for id in [json!("abc"), json!(42), json!(null), json!(1.5)] {
+            let doc = json!({"jsonrpc": "2.0", "result": {}, "id": id});
+            let resp: RpcResponse = round_trip(doc);
+            assert_eq!(serde_json::to_value(&resp.id).unwrap(), id);
+        }
+    }
+
+    #[test]
+    fn delete_result_null_is_still_a_result() {
+        let doc = json!({"result": null, "id": "d1", "jsonrpc": "2.0"});
+        let resp: RpcResponse = round_trip(doc.clone());
+        assert_eq!(resp.outcome, RpcOutcome::Result(Value::Null));
+        assert_eq!(RpcResponse::success(RpcId::from("d1"), ()).to_value(), doc);
+    }
+
+    #[test]
+    fn stream_events_from_reference_sse_capture() {
+        let submitted = json!({"result": {"task": {"id": "66e5", "contextId": "0546",
+            "status": {"state": "TASK_STATE_SUBMITTED"}, "history": [{"messageId": "m1", "contextId": "0546",
+            "taskId": "66e5", "role": "ROLE_USER", "parts": [{"text": "research vendor"}]}]}},
+            "id": "s1", "jsonrpc": "2.0"});
+        let artifact = json!({"result": {"artifactUpdate": {"taskId": "66e5", "contextId": "0546",
+            "artifact": {"artifactId": "a1", "name": "answer", "parts": [{"text": "result text"}]}}},
+            "id": "s1", "jsonrpc": "2.0"});
+        let completed = json!({"result": {"statusUpdate": {"taskId": "66e5", "contextId": "0546",
+            "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-11-30T08:20:56.819310Z"}}},
+            "id": "s1", "jsonrpc": "2.0"});
+        let mut ends = Vec::new();
+        for doc in [&submitted, &artifact, &completed] {
+            let resp: RpcResponse = round_trip(doc.clone());
+            let RpcOutcome::Result(result) = resp.outcome else {
+                panic!("result expected")
+            };
+            let ev: StreamResponse = round_trip(result);
+            assert_eq!(ev.task_id(), Some("66e5"));
+            assert_eq!(stream_event(&RpcId::from("s1"), &ev), *doc);
+            ends.push(ev.ends_stream());
+        }
+        assert_eq!(ends, [false, false, true]);
+    }
+
+    #[test]
+    fn sse_frames_are_single_data_lines_with_crlf() {
+        let ev = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus::new(TaskState::Working, "2026-01-01T00:00:00.000Z"),
+            metadata: None,
+        });
+        let v = stream_event(&RpcId::from(5), &ev);
+        let frame = sse_frame(&v);
+        assert!(frame.starts_with("data: {") && frame.ends_with("}\r\n\r\n"));
+        assert_eq!(frame.matches('\n').count(), 2);
+        let data = frame.strip_prefix("data: ").unwrap().trim_end();
+        assert_eq!(serde_json::from_str::<Value>(data).unwrap(), v);
+        assert_eq!(
+            v,
+            json!({"jsonrpc":"2.0","id":5,"result":{"statusUpdate":{"taskId":"t","contextId":"c",
+                "status":{"state":"TASK_STATE_WORKING","timestamp":"2026-01-01T00:00:00.000Z"}}}})
+        );
+
+        // Newlines inside strings are escaped, so they can't split the data line.
+        let text = json!({"result": {"message": "a\nb"}});
+        assert_eq!(sse_frame(&text).matches('\n').count(), 2);
+
+        let err = RpcResponse::error(RpcId::from(5), RpcError::internal("boom")).to_value();
+        let frame = sse_error_frame(&err);
+        assert!(frame.starts_with("event: error\r\ndata: {"));
+        assert!(frame.ends_with("}\r\n\r\n"));
+    }
+
+    #[test]
+    fn send_message_result_is_wrapped() {
+        let task = Task {
+            id: "t1".into(),
+            context_id: "c1".into(),
+            status: TaskStatus {
+                state: TaskState::Completed,
+                message: None,
+                timestamp: None,
+            },
+            artifacts: vec![],
+            history: vec![],
+            metadata: None,
+        };
+        let v = serde_json::to_value(SendMessageResponse::Task(task)).unwrap();
+        assert_eq!(
+            v,
+            json!({"task": {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}}})
+        );
+        let msg = Message::agent("m1", vec![Part::text("hello")]);
+        let v = serde_json::to_value(SendMessageResponse::Message(msg)).unwrap();
+        assert_eq!(
+            v,
+            json!({"message": {"messageId": "m1", "role": "ROLE_AGENT", "parts": [{"text": "hello"}]}})
+        );
+    }
+
+    #[test]
+    fn parts_are_oneofs_without_kind() {
+        let doc = json!([
+            {"text": "hello", "mediaType": "text/plain"},
+            {"raw": "aGk=", "filename": "hi.txt", "mediaType": "text/plain"},
+            {"url": "https://example.invalid/report.pdf", "filename": "report.pdf", "mediaType": "application/pdf"},
+            {"data": {"account": "acct-9", "amount": 100}, "metadata": {"revision": "2"}},
+            {"data": [1, "two", null]}
+        ]);
+        let parts: Vec<Part> = round_trip(doc);
+        assert_eq!(parts[1].content, PartContent::Raw(base64_encode(b"hi")));
+        assert_eq!(
+            serde_json::to_value(Part::raw(b"hi").with_filename("hi.txt")).unwrap(),
+            json!({"raw": "aGk=", "filename": "hi.txt"})
+        );
+        // 0.3 clients still send `kind`; it is ignored, and never emitted.
+        let old: Part = serde_json::from_value(json!({"kind": "text", "text": "hi"})).unwrap();
+        assert_eq!(serde_json::to_value(old).unwrap(), json!({"text": "hi"}));
+        // A part with no content is not a part.
+        assert!(serde_json::from_value::<Part>(json!({"mediaType": "text/plain"})).is_err());
+    }
+
+    #[test]
+    fn enums_use_proto_names_and_tolerate_unknowns() {
+        let all = [
+            (TaskState::Unspecified, "TASK_STATE_UNSPECIFIED"),
+            (TaskState::Submitted, "TASK_STATE_SUBMITTED"),
+            (TaskState::Working, "TASK_STATE_WORKING"),
+            (TaskState::Completed, "TASK_STATE_COMPLETED"),
+            (TaskState::Failed, "TASK_STATE_FAILED"),
+            (TaskState::Canceled, "TASK_STATE_CANCELED"),
+            (TaskState::InputRequired, "TASK_STATE_INPUT_REQUIRED"),
+            (TaskState::Rejected, "TASK_STATE_REJECTED"),
+            (TaskState::AuthRequired, "TASK_STATE_AUTH_REQUIRED"),
+        ];
+        for (state, name) in all {
+            assert_eq!(serde_json::to_value(state).unwrap(), json!(name));
+            assert_eq!(
+                serde_json::from_value::<TaskState>(json!(name)).unwrap(),
+                state
+            );
+            assert_eq!(
+                serde_json::from_value::<TaskState>(json!(state.number())).unwrap(),
+                state
+            );
+        }
+        assert_eq!(
+            serde_json::from_value::<TaskState>(json!("completed")).unwrap(),
+            TaskState::Unspecified
+        );
+        assert_eq!(
+            serde_json::from_value::<TaskState>(json!(99)).unwrap(),
+            TaskState::Unspecified
+        );
+        assert_eq!(
+            serde_json::to_value(Role::Agent).unwrap(),
+            json!("ROLE_AGENT")
+        );
+        assert_eq!(
+            serde_json::from_value::<Role>(json!("ROLE_USER")).unwrap(),
+            Role::User
+        );
+        assert_eq!(
+            serde_json::from_value::<Role>(json!("user")).unwrap(),
+            Role::Unspecified
+        );
+
+        let terminal: Vec<_> = all
+            .iter()
+            .map(|(s, _)| *s)
+            .filter(|s| s.is_terminal())
+            .collect();
+        assert_eq!(
+            terminal,
+            [
+                TaskState::Completed,
+                TaskState::Failed,
+                TaskState::Canceled,
+                TaskState::Rejected
+            ]
+        );
+        assert!(TaskState::InputRequired.ends_stream() && !TaskState::Working.ends_stream());
+    }
+
+    #[test]
+    fn task_with_everything_round_trips_and_optional_fields_are_omitted() {
+        let doc = json!({"id": "t1", "contextId": "c1",
+            "status": {"state": "TASK_STATE_INPUT_REQUIRED", "timestamp": "2026-11-30T08:20:56.819Z",
+                "message": {"messageId": "m2", "role": "ROLE_AGENT", "parts": [{"text": "which account?"}],
+                    "taskId": "t1", "contextId": "c1"}},
+            "artifacts": [{"artifactId": "a1", "name": "result", "description": "d",
+                "parts": [{"text": "Pay vendor account cny-1"}, {"data": {"account": "cny-1"}}],
+                "metadata": {"revision": "1"}, "extensions": ["urn:x"]}],
+            "history": [{"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "go"}],
+                "referenceTaskIds": ["t0"], "extensions": ["urn:y"], "metadata": {"revision": "1"}}],
+            "metadata": {"revision": "1"}});
+        let task: Task = round_trip(doc);
+        assert_eq!(task.clone().with_history_length(Some(0)).history.len(), 0);
+        assert_eq!(task.clone().with_history_length(None).history.len(), 1);
+        assert!(task.without_artifacts().artifacts.is_empty());
+
+        let bare = Task {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: None,
+            },
+            artifacts: vec![],
+            history: vec![],
+            metadata: None,
+        };
+        let s = serde_json::to_string(&bare).unwrap();
+        assert!(!s.contains("null"), "{s}");
+        assert_eq!(
+            s,
+            r#"{"id":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}"#
+        );
+    }
+
+    #[test]
+    fn artifact_chunks_carry_append_and_last_chunk_only_when_set() {
+        let doc = json!({"taskId": "t", "contextId": "c", "append": true, "lastChunk": true,
+            "artifact": {"artifactId": "a", "parts": [{"text": "tail"}]}, "metadata": {"revision": "1"}});
+        let ev: TaskArtifactUpdateEvent = round_trip(doc);
+        assert!(ev.append && ev.last_chunk);
+        let first = TaskArtifactUpdateEvent {
+            append: false,
+            last_chunk: false,
+            ..ev
+        };
+        let v = serde_json::to_value(first).unwrap();
+        assert!(v.get("append").is_none() && v.get("lastChunk").is_none());
+    }
+
+    #[test]
+    fn unknown_incoming_fields_are_ignored() {
+        let req: SendMessageRequest = serde_json::from_value(json!({
+            "message": {"kind": "message", "messageId": "m", "role": "ROLE_USER",
+                "parts": [{"kind": "text", "text": "hi"}], "futureField": 1},
+            "configuration": {"blocking": true, "somethingNew": {}}, "extra": []
+        }))
+        .unwrap();
+        assert_eq!(req.message.text(), "hi");
+        assert!(!req.return_immediately());
+    }
+
+    #[test]
+    fn method_params_round_trip() {
+        round_trip::<GetTaskRequest>(json!({"id": "t1", "historyLength": 10}));
+        round_trip::<CancelTaskRequest>(json!({"id": "t1", "metadata": {"reason": "redirected"}}));
+        round_trip::<SubscribeToTaskRequest>(json!({"id": "t1"}));
+        let list: ListTasksRequest =
+            round_trip(json!({"contextId": "c1", "status": "TASK_STATE_WORKING",
+            "pageSize": 10, "pageToken": "p", "historyLength": 0,
+            "statusTimestampAfter": "2026-01-01T00:00:00Z", "includeArtifacts": true}));
+        assert_eq!(list.status, Some(TaskState::Working));
+        assert_eq!(
+            round_trip::<ListTasksRequest>(json!({})),
+            ListTasksRequest::default()
+        );
+        // int32 as a string is valid ProtoJSON.
+        let g: GetTaskRequest =
+            serde_json::from_value(json!({"id": "t", "historyLength": "3"})).unwrap();
+        assert_eq!(g.history_length, Some(3));
+    }
+
+    #[test]
+    fn list_tasks_result_always_has_every_field() {
+        let captured = json!({"tasks": [], "pageSize": 50, "totalSize": 1, "nextPageToken": ""});
+        let page: ListTasksResponse = round_trip(captured);
+        assert_eq!(page.next_page_token, "");
+    }
+
+    #[test]
+    fn push_config_methods_round_trip() {
+        // Params and result of CreateTaskPushNotificationConfig, captured from the reference server.
+        let created: TaskPushNotificationConfig =
+            round_trip(json!({"id": "hook-1", "taskId": "t1",
+            "url": "http://127.0.0.1:41947/hook", "token": "tok-2"}));
+        let get: GetTaskPushNotificationConfigRequest =
+            round_trip(json!({"taskId": "t1", "id": "hook-1"}));
+        assert_eq!(get.id, "hook-1");
+        round_trip::<DeleteTaskPushNotificationConfigRequest>(
+            json!({"taskId": "t1", "id": "hook-1"}),
+        );
+        round_trip::<ListTaskPushNotificationConfigsRequest>(
+            json!({"taskId": "t1", "pageSize": 5}),
+        );
+        let listed: ListTaskPushNotificationConfigsResponse =
+            round_trip(json!({"configs": [{"id": "hook-1",
+            "taskId": "t1", "url": "http://127.0.0.1:41947/hook", "token": "tok-2"}]}));
+        assert_eq!(listed.configs, [created]);
+
+        let bare: TaskPushNotificationConfig =
+            serde_json::from_value(json!({"url": "http://127.0.0.1:1/h",
+            "authentication": {"scheme": "Bearer", "credentials": "s3"}, "token": "tk"}))
+            .unwrap();
+        let n = bare.normalized("t9");
+        assert_eq!(
+            (n.id.as_deref(), n.task_id.as_deref()),
+            (Some("t9"), Some("t9"))
+        );
+        assert_eq!(
+            n.delivery_headers(),
+            [
+                (NOTIFICATION_TOKEN_HEADER, "tk".to_owned()),
+                ("Authorization", "Bearer s3".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn push_body_is_a_bare_stream_response() {
+        let ev = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus::new(TaskState::Completed, "2026-11-30T09:02:59.676Z"),
+            metadata: None,
+        });
+        assert_eq!(
+            push_body(&ev),
+            json!({"statusUpdate": {"taskId": "t", "contextId": "c",
+            "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-11-30T09:02:59.676Z"}}})
+        );
+    }
+
+    #[test]
+    fn agent_card_has_the_fields_the_client_requires() {
+        // The card the reference server emitted (reference §2).
+        let reference = json!({"name":"fake","description":"d","supportedInterfaces":[{"url":"http://127.0.0.1:8765/",
+            "protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"version":"0.1.0","capabilities":{"streaming":true},
+            "defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
+            "skills":[{"id":"echo","name":"Echo","description":"echo","tags":["t"]}]});
+        round_trip::<AgentCard>(reference);
+
+        let card = serde_json::to_value(agent_card(
+            "researcher",
+            "does research",
+            "http://127.0.0.1:7070/agents/researcher",
+        ))
+        .unwrap();
+        for field in [
+            "name",
+            "description",
+            "supportedInterfaces",
+            "version",
+            "capabilities",
+            "defaultInputModes",
+            "defaultOutputModes",
+            "skills",
+        ] {
+            assert!(card.get(field).is_some(), "{field}");
+        }
+        for legacy in [
+            "url",
+            "preferredTransport",
+            "protocolVersion",
+            "additionalInterfaces",
+        ] {
+            assert!(
+                card.get(legacy).is_none(),
+                "{legacy} would switch the client to 0.3"
+            );
+        }
+        assert_eq!(
+            card["supportedInterfaces"],
+            json!([{"url": "http://127.0.0.1:7070/agents/researcher",
+            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}])
+        );
+        assert_eq!(
+            card["capabilities"],
+            json!({"streaming": true, "pushNotifications": true})
+        );
+        assert!(!card["skills"][0]["tags"].as_array().unwrap().is_empty());
+        assert!(!serde_json::to_string(&card).unwrap().contains("null"));
+    }
+
+    #[test]
+    fn methods_by_name() {
+        for m in Method::ALL {
+            assert_eq!(Method::from_name(m.as_str()), Some(m));
+        }
+        for old in [
+            "message/send",
+            "message/stream",
+            "tasks/get",
+            "tasks/cancel",
+            "tasks/resubscribe",
+            "sendMessage",
+        ] {
+            assert_eq!(Method::from_name(old), None, "{old}");
+        }
+        let streaming: Vec<_> = Method::ALL
+            .into_iter()
+            .filter(|m| m.is_streaming())
+            .collect();
+        assert_eq!(
+            streaming,
+            [Method::SendStreamingMessage, Method::SubscribeToTask]
+        );
+        let req = RpcRequest::new(
+            1,
+            Method::GetTask,
+            GetTaskRequest {
+                tenant: None,
+                id: "t".into(),
+                history_length: None,
+            },
+        );
+        assert_eq!(
+            serde_json::to_value(req).unwrap(),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t"}})
+        );
+    }
+
+    #[test]
+    fn version_header_values() {
+        for ok in ["1.0", "1.1", "1", "1.0.0", " 1.0 "] {
+            assert!(version_supported(Some(ok)), "{ok}");
+        }
+        for bad in [
+            None,
+            Some(""),
+            Some("0.3"),
+            Some("0.3.0"),
+            Some("2.0"),
+            Some("1.x"),
+            Some("v1"),
+        ] {
+            assert!(!version_supported(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        let vectors = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (plain, enc) in vectors {
+            assert_eq!(base64_encode(plain.as_bytes()), enc);
+        }
+        assert_eq!(base64_encode(&[0xff, 0xfe, 0xfd]), "//79");
+    }
+}
