@@ -676,7 +676,7 @@ fn genledger(opts: &Opts) {
     ));
     let file = std::fs::File::create(&out).unwrap_or_else(|e| panic!("{out}: {e}"));
     let mut w = std::io::BufWriter::new(file);
-    for r in st.ledger.records() {
+    for r in st.ledger.iter() {
         serde_json::to_writer(&mut w, &r.view(&world.clock)).expect("write");
         w.write_all(b"\n").expect("write");
     }
