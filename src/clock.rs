@@ -8,9 +8,13 @@
 //! Most timed behaviour in doubleagent is *derived* from the clock rather than scheduled: an
 //! `apply-later` effect is applied when `now >= applied_at`, a key is expired when
 //! `now >= created + retention`. Only things that must act on a socket or run an agent step sleep.
-//! Sleepers on a manual clock are woken strictly in deadline order, with `now` set to each
-//! sleeper's deadline while it runs; the [`Tick`] a sleeper gets back holds `advance` until the
-//! sleeper has recorded what it did, so an advance is a deterministic, ordered replay of time.
+//! Sleepers on a manual clock are woken strictly in deadline order. A sleeper that records what it
+//! does when it wakes ([`Clock::sleep_until`]) runs with `now` set to its deadline, and the
+//! [`Tick`] it gets back holds `advance` until it has recorded it, so an advance is a
+//! deterministic, ordered replay of time. A sleeper that only delivers something already recorded
+//! (a delayed response: [`Clock::wait_until`]) needs no such handshake: `advance` wakes it and
+//! goes on, so a hundred thousand pending responses are released in one sweep instead of one
+//! round trip between tasks each.
 //!
 //! Sits at the bottom of the module graph: it imports nothing from the crate.
 
@@ -61,8 +65,28 @@ struct Inner {
 struct State {
     now: Duration,
     next_id: u64,
-    waiters: BTreeMap<(Duration, u64), oneshot::Sender<oneshot::Sender<()>>>,
+    waiters: BTreeMap<(Duration, u64), Waiter>,
 }
+
+impl State {
+    fn insert(&mut self, deadline: Duration, waiter: Waiter) {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.waiters.insert((deadline, id), waiter);
+    }
+}
+
+/// A sleeper on a manual clock, by what it needs when woken.
+enum Waiter {
+    /// Gets a [`Tick`]: `advance` waits until the sleeper drops it.
+    Ordered(oneshot::Sender<oneshot::Sender<()>>),
+    /// Only woken, in deadline order; `advance` does not wait for it.
+    Unordered(oneshot::Sender<()>),
+}
+
+/// How many unordered sleepers `advance` wakes per hold of the clock's lock (readers of `now`
+/// wait at most that long).
+const WAKE_BATCH: usize = 1024;
 
 /// Held by a woken sleeper on a manual clock: while it lives, `advance` waits (so whatever the
 /// sleeper records happens at its deadline, before later deadlines). Drop it before awaiting
@@ -154,7 +178,9 @@ impl Clock {
         format_rfc3339_ms(self.wall_ms(t))
     }
 
-    /// Sleep until scenario time `deadline`. Returns `None` if the world closed first.
+    /// Sleep until scenario time `deadline`. Returns `None` if the world closed first. On a
+    /// manual clock the returned [`Tick`] holds `advance` (and so later deadlines) until it is
+    /// dropped: use this when the sleeper records something at its deadline.
     pub async fn sleep_until(&self, deadline: Duration) -> Option<Tick> {
         let mut closed = self.inner.closed.subscribe();
         if *closed.borrow() {
@@ -171,17 +197,44 @@ impl Clock {
             ClockKind::Manual => {
                 let rx = {
                     let mut st = self.state();
+                    // Checked under the lock `close` takes the waiters under: no sleeper slips
+                    // in after it.
+                    if self.is_closed() {
+                        return None;
+                    }
                     if deadline <= st.now {
                         return Some(Tick { _done: None });
                     }
                     let (tx, rx) = oneshot::channel();
-                    let id = st.next_id;
-                    st.next_id += 1;
-                    st.waiters.insert((deadline, id), tx);
+                    st.insert(deadline, Waiter::Ordered(tx));
                     rx
                 };
                 // Closing drops every waiter's sender, so `rx` resolves with an error.
                 rx.await.ok().map(|done| Tick { _done: Some(done) })
+            }
+        }
+    }
+
+    /// Wait until scenario time `deadline`; `false` if the world closed first. Woken in deadline
+    /// order like [`Clock::sleep_until`], but `advance` does not wait for the waiter to run: for
+    /// delivering what is already recorded (a delayed response), not for recording anything.
+    pub async fn wait_until(&self, deadline: Duration) -> bool {
+        match self.inner.kind {
+            ClockKind::Real => self.sleep_until(deadline).await.is_some(),
+            ClockKind::Manual => {
+                let rx = {
+                    let mut st = self.state();
+                    if self.is_closed() {
+                        return false;
+                    }
+                    if deadline <= st.now {
+                        return true;
+                    }
+                    let (tx, rx) = oneshot::channel();
+                    st.insert(deadline, Waiter::Unordered(tx));
+                    rx
+                };
+                rx.await.is_ok()
             }
         }
     }
@@ -220,25 +273,48 @@ impl Clock {
             .checked_add(by)
             .filter(|t| *t <= MAX_ELAPSED)
             .ok_or(ClockError::TooFar)?;
+        let mut woken: Vec<oneshot::Sender<()>> = Vec::new();
         loop {
-            let next = {
-                let mut st = self.state();
-                match st.waiters.first_key_value() {
-                    Some((&(deadline, _), _)) if deadline <= target => {
-                        st.now = st.now.max(deadline);
-                        st.waiters.pop_first().map(|(_, tx)| tx)
+            // Under one hold of the lock: every unordered sleeper due next (at most a batch),
+            // then stop at the first ordered one, which runs alone at its own deadline.
+            let ordered = {
+                let mut guard = self.state();
+                let st = &mut *guard;
+                let mut ordered = None;
+                while let Some(entry) = st.waiters.first_entry() {
+                    let deadline = entry.key().0;
+                    if deadline > target || woken.len() >= WAKE_BATCH {
+                        break;
                     }
-                    _ => {
-                        st.now = st.now.max(target);
-                        None
+                    st.now = st.now.max(deadline);
+                    match entry.remove() {
+                        Waiter::Unordered(tx) => woken.push(tx),
+                        Waiter::Ordered(tx) => {
+                            ordered = Some(tx);
+                            break;
+                        }
                     }
                 }
+                let due = st
+                    .waiters
+                    .first_key_value()
+                    .is_some_and(|(&(d, _), _)| d <= target);
+                if ordered.is_none() && woken.is_empty() && !due {
+                    st.now = st.now.max(target);
+                    break;
+                }
+                ordered
             };
-            let Some(waiter) = next else { break };
-            let (done_tx, done_rx) = oneshot::channel();
-            if waiter.send(done_tx).is_ok() {
-                // Resolves when the sleeper drops its Tick (or is itself dropped).
-                let _ = done_rx.await;
+            // Wake outside the lock: woken tasks may read the clock at once.
+            for tx in woken.drain(..) {
+                let _ = tx.send(());
+            }
+            if let Some(waiter) = ordered {
+                let (done_tx, done_rx) = oneshot::channel();
+                if waiter.send(done_tx).is_ok() {
+                    // Resolves when the sleeper drops its Tick (or is itself dropped).
+                    let _ = done_rx.await;
+                }
             }
         }
         Ok(self.now())
@@ -462,6 +538,85 @@ mod tests {
             .map(|s| (*s, Duration::from_secs(*s)))
             .collect();
         assert_eq!(seen, expected);
+    }
+
+    #[tokio::test]
+    async fn waiters_and_sleepers_wake_in_one_deadline_order() {
+        // Unordered waiters (delayed responses) and ordered sleepers (agent steps) interleave:
+        // everything due before an ordered sleeper's deadline is woken before it runs, and it
+        // runs with `now` at its own deadline.
+        let clock = Clock::new(ClockKind::Manual);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for (secs, ordered) in [(4u64, false), (2, true), (1, false), (3, false), (5, true)] {
+            let (clock, seen) = (clock.clone(), seen.clone());
+            tasks.push(tokio::spawn(async move {
+                let at = Duration::from_secs(secs);
+                if ordered {
+                    let tick = clock.sleep_until(at).await;
+                    assert!(tick.is_some());
+                    assert_eq!(clock.now(), at, "an ordered sleeper runs at its deadline");
+                    seen.lock().unwrap().push(secs);
+                } else {
+                    assert!(clock.wait_until(at).await);
+                    seen.lock().unwrap().push(secs);
+                }
+            }));
+        }
+        while clock.pending_sleepers() < 5 {
+            tokio::task::yield_now().await;
+        }
+        clock.advance(Duration::from_secs(10)).await.unwrap();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let seen = seen.lock().unwrap().clone();
+        let pos = |s: u64| seen.iter().position(|x| *x == s).unwrap();
+        assert_eq!(seen.len(), 5);
+        assert!(
+            pos(1) < pos(2),
+            "waiter at 1s woken before the sleeper at 2s ran: {seen:?}"
+        );
+        assert!(
+            pos(2) < pos(5) && pos(3) < pos(5) && pos(4) < pos(5),
+            "{seen:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn advance_does_not_wait_for_unordered_waiters_to_run() {
+        let clock = Clock::new(ClockKind::Manual);
+        let n = 20_000;
+        let mut tasks = Vec::new();
+        for i in 0..n {
+            let clock = clock.clone();
+            tasks.push(tokio::spawn(async move {
+                clock.wait_until(Duration::from_millis(1 + i % 100)).await
+            }));
+        }
+        while clock.pending_sleepers() < n as usize {
+            tokio::task::yield_now().await;
+        }
+        // On a current-thread runtime no woken task can run before advance returns: if advance
+        // waited for any of them, this would never finish.
+        let now = clock.advance(Duration::from_millis(100)).await.unwrap();
+        assert_eq!(now, Duration::from_millis(100));
+        assert_eq!(clock.pending_sleepers(), 0);
+        for t in tasks {
+            assert!(t.await.unwrap());
+        }
+        assert!(
+            clock.wait_until(Duration::from_millis(50)).await,
+            "a past deadline is due"
+        );
+        let c2 = clock.clone();
+        let late = tokio::spawn(async move { c2.wait_until(Duration::from_secs(60)).await });
+        while clock.pending_sleepers() < 1 {
+            tokio::task::yield_now().await;
+        }
+        clock.close();
+        assert!(!late.await.unwrap(), "closing releases waiters with false");
+        assert!(!clock.wait_until(Duration::from_secs(61)).await);
     }
 
     #[tokio::test]

@@ -368,9 +368,10 @@ async fn deliver(
     };
     match plan {
         Plan::Now => to_hyper(response),
-        Plan::At(t) => match world.clock.sleep_until(t).await {
-            Some(_tick) => to_hyper(response),
-            None => sabotage(DROP),
+        // The response is already recorded: no need to hold the clock while it goes out.
+        Plan::At(t) => match world.clock.wait_until(t).await {
+            true => to_hyper(response),
+            false => sabotage(DROP),
         },
         Plan::Drop => sabotage(DROP),
         Plan::Reset => sabotage(RESET),

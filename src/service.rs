@@ -107,7 +107,7 @@ pub async fn call(world: &World, req: Request) -> (u64, Option<Response>) {
     let out = admit(world, req);
     let resp = match out.plan {
         Plan::Now => Some(out.response),
-        Plan::At(t) => world.clock.sleep_until(t).await.map(|_| out.response),
+        Plan::At(t) => world.clock.wait_until(t).await.then_some(out.response),
         Plan::Drop | Plan::Reset | Plan::Hang => None,
     };
     (out.seq, resp)
