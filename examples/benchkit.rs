@@ -53,6 +53,7 @@ fn main() {
         "clock-http" => runtime().block_on(clock_http(&opts)),
         "genledger" => genledger(&opts),
         "probe" => runtime().block_on(probe(&opts)),
+        "verify-parts" => verify_parts(&opts),
         _ => usage(),
     }
 }
@@ -738,4 +739,37 @@ async fn probe(opts: &Opts) {
             );
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// verify-parts: where `verify --ledger` spends its time
+
+fn verify_parts(opts: &Opts) {
+    let path = opts.url();
+    let t = Instant::now();
+    let text = std::fs::read_to_string(path).expect("ledger");
+    let read = t.elapsed();
+    let t = Instant::now();
+    let entries = doubleagent::verify::parse_jsonl_for_verify(&text, path).expect("ledger");
+    let parse = t.elapsed();
+    let t = Instant::now();
+    let report = doubleagent::verify::verify(&entries, None);
+    let check = t.elapsed();
+    let t = Instant::now();
+    let human = report.human(&entries);
+    let text_out = t.elapsed();
+    let t = Instant::now();
+    drop(entries);
+    drop(text);
+    let free = t.elapsed();
+    println!(
+        "VERIFYPARTS {{\"read_ms\":{},\"parse_ms\":{},\"verify_ms\":{},\"human_ms\":{},\"free_ms\":{},\"findings\":{},\"bytes\":{}}}",
+        read.as_millis(),
+        parse.as_millis(),
+        check.as_millis(),
+        text_out.as_millis(),
+        free.as_millis(),
+        report.findings.len(),
+        human.len()
+    );
 }

@@ -257,25 +257,23 @@ fn read_claims(path: Option<&PathBuf>) -> Result<Option<Claims>, String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Parse a JSONL ledger; `origin` names it in errors.
-fn parse_ledger(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str::<Entry>(l)
-                .map_err(|e| format!("{origin}:{}: not a ledger entry: {e}", i + 1))
-        })
-        .collect()
+/// Parse a JSONL ledger; `origin` names it in errors. `lean`: for verification only, without
+/// the fields no checker reads (see [`crate::verify::parse_jsonl_for_verify`]).
+fn parse_ledger(text: &str, origin: &str, lean: bool) -> Result<Vec<Entry>, String> {
+    if lean {
+        crate::verify::parse_jsonl_for_verify(text, origin)
+    } else {
+        crate::verify::parse_jsonl(text, origin)
+    }
 }
 
-/// The ledger and claims a `verify` or `report` works on.
-async fn load(args: &VerifyArgs) -> Result<(Vec<Entry>, Option<Claims>), String> {
+/// The ledger and claims a `verify` (`lean`) or `report` works on.
+async fn load(args: &VerifyArgs, lean: bool) -> Result<(Vec<Entry>, Option<Claims>), String> {
     let claims = read_claims(args.claims.as_ref())?;
     let entries = if let Some(path) = &args.ledger {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the ledger {}: {e}", path.display()))?;
-        parse_ledger(&text, &path.display().to_string())?
+        parse_ledger(&text, &path.display().to_string(), lean)?
     } else {
         let base = args.url.as_deref().unwrap_or_default();
         let body = fetch_admin(
@@ -285,14 +283,19 @@ async fn load(args: &VerifyArgs) -> Result<(Vec<Entry>, Option<Claims>), String>
             args.admin_token.as_deref(),
         )
         .await?;
-        parse_ledger(&String::from_utf8_lossy(&body), base)?
+        parse_ledger(&String::from_utf8_lossy(&body), base, lean)?
     };
     Ok((entries, claims))
 }
 
 async fn verify_cmd(args: VerifyArgs) -> ExitCode {
-    match load(&args).await {
-        Ok((entries, claims)) => verdict(&verify(&entries, claims.as_ref()), &entries, args.json),
+    match load(&args, true).await {
+        Ok((entries, claims)) => {
+            let code = verdict(&verify(&entries, claims.as_ref()), &entries, args.json);
+            // The process ends next: freeing a million entries one by one would only delay it.
+            std::mem::forget(entries);
+            code
+        }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
@@ -301,7 +304,7 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
 }
 
 async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
-    let (entries, claims) = match load(&args).await {
+    let (entries, claims) = match load(&args, false).await {
         Ok(x) => x,
         Err(e) => {
             eprintln!("error: {e}");

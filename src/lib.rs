@@ -12,6 +12,7 @@ pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod fate;
+pub mod hash;
 pub mod idempotency;
 pub mod journal;
 pub mod ledger;

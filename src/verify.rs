@@ -11,8 +11,10 @@
 //! should have done. The checkers are linear or `n log n` in the ledger: a million entries verify
 //! in seconds.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -107,6 +109,218 @@ impl Claims {
         self.actions.extend(other.actions);
         self.tasks.extend(other.tasks);
         self.adopted.extend(other.adopted);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading an exported ledger
+
+/// Parse a JSONL ledger (one [`Entry`] a line, blank lines skipped); `origin` names it in the
+/// error, which gives the first bad line's number. A million entries are a few hundred MB of
+/// JSON, so the text is cut at line boundaries into one piece per core and parsed in parallel.
+pub fn parse_jsonl(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
+    parse_lines(text, origin, |l| serde_json::from_str::<Entry>(l))
+}
+
+/// Like [`parse_jsonl`], for verification only: the fields no checker reads (`body`,
+/// `fingerprint`, `body_truncated`, `applied_at`, `cancelled_at`, `response.at`) are checked for
+/// their type but not kept, which spares most of the allocations of a full parse. The same lines
+/// are accepted and rejected as by [`parse_jsonl`].
+pub fn parse_jsonl_for_verify(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
+    parse_lines(text, origin, |l| {
+        serde_json::from_str::<LeanEntry>(l).map(LeanEntry::into_entry)
+    })
+}
+
+fn parse_lines(
+    text: &str,
+    origin: &str,
+    one: impl Fn(&str) -> serde_json::Result<Entry> + Sync,
+) -> Result<Vec<Entry>, String> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(16);
+    let pieces = if text.len() < (1 << 20) { 1 } else { threads };
+    let mut bounds = vec![0usize];
+    for k in 1..pieces {
+        let at = (text.len() * k / pieces).max(*bounds.last().unwrap_or(&0));
+        let cut = text[at..].find('\n').map_or(text.len(), |i| at + i + 1);
+        bounds.push(cut);
+    }
+    bounds.push(text.len());
+    let parse = |piece: &str| -> Result<Vec<Entry>, (usize, String)> {
+        piece
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| one(l).map_err(|e| (i, e.to_string())))
+            .collect()
+    };
+    let results: Vec<Result<Vec<Entry>, (usize, String)>> = if pieces == 1 {
+        vec![parse(text)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = bounds
+                .windows(2)
+                .map(|w| {
+                    let piece = &text[w[0]..w[1]];
+                    let parse = &parse;
+                    scope.spawn(move || parse(piece))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err((0, "parser panicked".into())))
+                })
+                .collect()
+        })
+    };
+    let total = results.iter().map(|r| r.as_ref().map_or(0, Vec::len)).sum();
+    let mut entries = Vec::with_capacity(total);
+    for (k, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(v) => entries.extend(v),
+            Err((i, e)) => {
+                let before = text[..bounds[k]].bytes().filter(|b| *b == b'\n').count();
+                return Err(format!(
+                    "{origin}:{}: not a ledger entry: {e}",
+                    before + i + 1
+                ));
+            }
+        }
+    }
+    Ok(entries)
+}
+
+/// A string whose value is not kept (its type is still checked).
+#[derive(Default)]
+struct SkippedString;
+
+impl<'de> Deserialize<'de> for SkippedString {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = SkippedString;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<SkippedString, E> {
+                Ok(SkippedString)
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// [`Entry`] as verification reads it: the same fields, types and defaults, minus the values
+/// no checker looks at.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct LeanEntry {
+    seq: u64,
+    service: String,
+    route: Option<String>,
+    method: String,
+    path: String,
+    received_at: String,
+    idempotency_key: Option<String>,
+    fingerprint: Option<SkippedString>,
+    intent: Option<Value>,
+    work_id: Option<String>,
+    revision: Option<Value>,
+    body: serde::de::IgnoredAny,
+    body_truncated: bool,
+    disposition: Disposition,
+    replay_of: Option<u64>,
+    executed_after_expiry: bool,
+    fate: Option<String>,
+    action_id: Option<String>,
+    applied: bool,
+    applied_at: Option<SkippedString>,
+    cancelled_at: Option<SkippedString>,
+    response: LeanResponse,
+    actor: Option<String>,
+    event: Option<String>,
+    detail: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct LeanResponse {
+    delivery: Delivery,
+    status: Option<u16>,
+    at: Option<SkippedString>,
+}
+
+impl LeanEntry {
+    fn into_entry(self) -> Entry {
+        let LeanEntry {
+            seq,
+            service,
+            route,
+            method,
+            path,
+            received_at,
+            idempotency_key,
+            fingerprint: _,
+            intent,
+            work_id,
+            revision,
+            body: _,
+            body_truncated: _,
+            disposition,
+            replay_of,
+            executed_after_expiry,
+            fate,
+            action_id,
+            applied,
+            applied_at: _,
+            cancelled_at: _,
+            response:
+                LeanResponse {
+                    delivery,
+                    status,
+                    at: _,
+                },
+            actor,
+            event,
+            detail,
+        } = self;
+        // Listed in full so that a field added to Entry is a compile error here.
+        Entry {
+            seq,
+            service,
+            route,
+            method,
+            path,
+            received_at,
+            idempotency_key,
+            fingerprint: None,
+            intent,
+            work_id,
+            revision,
+            body: Value::Null,
+            body_truncated: false,
+            disposition,
+            replay_of,
+            executed_after_expiry,
+            fate,
+            action_id,
+            applied,
+            applied_at: None,
+            cancelled_at: None,
+            response: crate::ledger::EntryResponse {
+                delivery,
+                status,
+                at: None,
+            },
+            actor,
+            event,
+            detail,
+        }
     }
 }
 
@@ -276,6 +490,168 @@ struct Index<'a> {
     lookups_by_target: HashMap<u64, Vec<u64>>,
     lookups_by_id: HashMap<(&'a str, &'a str), Vec<u64>>,
     replays_of: HashMap<u64, Vec<u64>>,
+    /// For each execution with an intent, a number shared by every execution of the same
+    /// (service, route, intent); [`NO_INTENT`] otherwise.
+    intent_ids: Vec<u32>,
+    intents: usize,
+    /// For each entry with an idempotency key, a number shared by every entry with the same
+    /// (service, key); [`NO_KEY`] otherwise.
+    key_ids: Vec<u32>,
+    keys: usize,
+}
+
+const NO_INTENT: u32 = u32::MAX;
+const NO_KEY: u32 = u32::MAX;
+
+/// Number the distinct (service, route, intent) of executions. Intents are hashed and compared
+/// as JSON trees, without formatting them; two intents are the same exactly when their JSON
+/// texts are (see [`same_json`]).
+fn intent_ids(entries: &[Entry]) -> (Vec<u32>, usize) {
+    let state = crate::hash::FastState::default();
+    // hash → (id, position of its first execution); `more` holds the rare hash collisions.
+    let mut first: HashMap<u64, (u32, usize)> = HashMap::default();
+    let mut more: HashMap<u64, Vec<(u32, usize)>> = HashMap::default();
+    let mut next = 0u32;
+    let ids = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let (Disposition::Executed, Some(intent)) = (e.disposition, e.intent.as_ref()) else {
+                return NO_INTENT;
+            };
+            let route = e.route.as_deref().unwrap_or("");
+            let mut h = state.build_hasher();
+            e.service.hash(&mut h);
+            route.hash(&mut h);
+            hash_json(&mut h, intent);
+            let h = h.finish();
+            let same = |at: usize| {
+                let f = &entries[at];
+                f.service == e.service
+                    && f.route.as_deref().unwrap_or("") == route
+                    && f.intent.as_ref().is_some_and(|x| same_json(x, intent))
+            };
+            let id = next;
+            match first.get(&h) {
+                None => {
+                    first.insert(h, (id, i));
+                }
+                Some(&(known, at)) if same(at) => return known,
+                Some(_) => {
+                    let bucket = more.entry(h).or_default();
+                    if let Some(&(known, _)) = bucket.iter().find(|(_, at)| same(*at)) {
+                        return known;
+                    }
+                    bucket.push((id, i));
+                }
+            }
+            next += 1;
+            id
+        })
+        .collect();
+    (ids, next as usize)
+}
+
+/// Number the distinct (service, idempotency key) of all entries that carry a key.
+fn key_ids(entries: &[Entry]) -> (Vec<u32>, usize) {
+    let mut ids: HashMap<(&str, &str), u32> = HashMap::default();
+    let v = entries
+        .iter()
+        .map(|e| match e.idempotency_key.as_deref() {
+            None => NO_KEY,
+            Some(k) => {
+                let next = ids.len() as u32;
+                *ids.entry((e.service.as_str(), k)).or_insert(next)
+            }
+        })
+        .collect();
+    (v, ids.len())
+}
+
+fn hash_json(h: &mut impl Hasher, v: &Value) {
+    match v {
+        Value::Null => h.write_u8(0),
+        Value::Bool(b) => h.write_u8(1 + *b as u8),
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                h.write_u8(3);
+                h.write_u64(u);
+            } else if let Some(i) = n.as_i64() {
+                h.write_u8(4);
+                h.write_u64(i as u64);
+            } else {
+                h.write_u8(5);
+                h.write_u64(n.as_f64().map(f64::to_bits).unwrap_or(0));
+            }
+        }
+        Value::String(s) => {
+            h.write_u8(6);
+            s.hash(h);
+        }
+        Value::Array(a) => {
+            h.write_u8(7);
+            h.write_usize(a.len());
+            for x in a {
+                hash_json(h, x);
+            }
+        }
+        Value::Object(m) => {
+            h.write_u8(8);
+            h.write_usize(m.len());
+            for (k, x) in m {
+                k.hash(h);
+                hash_json(h, x);
+            }
+        }
+    }
+}
+
+/// JSON equality as text: like `==`, except that numbers must also be written the same way
+/// (`1` is not `1.0`, `0.0` is not `-0.0`), as when intents were compared as strings.
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x.as_u64() == y.as_u64()
+                && x.as_i64() == y.as_i64()
+                && x.is_f64() == y.is_f64()
+                && x.as_f64().map(f64::to_bits) == y.as_f64().map(f64::to_bits)
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_json(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kp, p), (kq, q))| kp == kq && same_json(p, q))
+        }
+        _ => a == b,
+    }
+}
+
+/// Executions (as positions) grouped by intent id, in ledger order, keeping only the groups of
+/// two or more that pass `keep`.
+fn intent_groups<'e>(ix: &Index<'e>, keep: impl Fn(&Entry) -> bool) -> Vec<Vec<&'e Entry>> {
+    let mut counts = vec![0u32; ix.intents];
+    for (e, id) in ix.entries.iter().zip(&ix.intent_ids) {
+        if *id != NO_INTENT && keep(e) {
+            counts[*id as usize] += 1;
+        }
+    }
+    let mut slot = vec![u32::MAX; ix.intents];
+    let mut groups: Vec<Vec<&Entry>> = Vec::new();
+    for (e, id) in ix.entries.iter().zip(&ix.intent_ids) {
+        if *id == NO_INTENT || counts[*id as usize] < 2 || !keep(e) {
+            continue;
+        }
+        let g = &mut slot[*id as usize];
+        if *g == u32::MAX {
+            *g = groups.len() as u32;
+            groups.push(Vec::new());
+        }
+        groups[*g as usize].push(e);
+    }
+    groups
 }
 
 fn revision_of(e: &Entry) -> Option<i64> {
@@ -287,10 +663,10 @@ impl<'a> Index<'a> {
         let mut claims: Option<Claims> = extra.cloned();
         let mut in_force = Vec::with_capacity(entries.len());
         let mut global: Option<(i64, u64)> = None;
-        let mut scoped: HashMap<&str, (i64, u64)> = HashMap::new();
-        let mut lookups_by_target: HashMap<u64, Vec<u64>> = HashMap::new();
-        let mut lookups_by_id: HashMap<(&str, &str), Vec<u64>> = HashMap::new();
-        let mut replays_of: HashMap<u64, Vec<u64>> = HashMap::new();
+        let mut scoped: HashMap<&str, (i64, u64)> = HashMap::default();
+        let mut lookups_by_target: HashMap<u64, Vec<u64>> = HashMap::default();
+        let mut lookups_by_id: HashMap<(&str, &str), Vec<u64>> = HashMap::default();
+        let mut replays_of: HashMap<u64, Vec<u64>> = HashMap::default();
         let raise = |slot: &mut Option<(i64, u64)>, rev: i64, seq: u64| {
             if slot.is_none_or(|(r, _)| rev > r) {
                 *slot = Some((rev, seq));
@@ -353,6 +729,8 @@ impl<'a> Index<'a> {
                 replays_of.entry(of).or_default().push(e.seq);
             }
         }
+        let (intent_ids, intents) = intent_ids(entries);
+        let (key_ids, keys) = key_ids(entries);
         Index {
             entries,
             claims,
@@ -360,6 +738,10 @@ impl<'a> Index<'a> {
             lookups_by_target,
             lookups_by_id,
             replays_of,
+            intent_ids,
+            intents,
+            key_ids,
+            keys,
         }
     }
 
@@ -401,15 +783,6 @@ fn why_uncertain(e: &Entry) -> &'static str {
     }
 }
 
-fn intent_key(e: &Entry) -> Option<String> {
-    let intent = e.intent.as_ref()?;
-    Some(format!(
-        "{}\u{1f}{}\u{1f}{intent}",
-        e.service,
-        e.route.as_deref().unwrap_or("")
-    ))
-}
-
 fn is_repeatable(e: &Entry) -> bool {
     e.detail
         .as_ref()
@@ -427,15 +800,10 @@ fn intent_text(e: &Entry) -> String {
 
 /// ACC-1: the same intent applied more than once.
 fn acc1_duplicate_effects(ix: &Index, out: &mut Vec<Finding>) {
-    let mut groups: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
-    for e in ix.entries {
-        if e.disposition == Disposition::Executed && e.applied && !is_repeatable(e) {
-            if let Some(k) = intent_key(e) {
-                groups.entry(k).or_default().push(e);
-            }
-        }
-    }
-    for group in groups.values().filter(|g| g.len() > 1) {
+    let groups = intent_groups(ix, |e| {
+        e.disposition == Disposition::Executed && e.applied && !is_repeatable(e)
+    });
+    for group in &groups {
         let first = group[0];
         out.push(Finding {
             rule: "ACC-1".into(),
@@ -455,15 +823,10 @@ fn acc1_duplicate_effects(ix: &Index, out: &mut Vec<Finding>) {
 /// REC-4: a retry with a new or no key after an attempt whose outcome was unknown, with no
 /// lookup or replay in between — even when luck prevented a duplicate.
 fn rec4_blind_retries(ix: &Index, out: &mut Vec<Finding>) {
-    let mut later: HashMap<String, Vec<&Entry>> = HashMap::new();
-    for e in ix.entries {
-        if e.disposition == Disposition::Executed && e.actor.is_none() {
-            if let Some(k) = intent_key(e) {
-                later.entry(k).or_default().push(e);
-            }
-        }
-    }
-    for group in later.values() {
+    let later = intent_groups(ix, |e| {
+        e.disposition == Disposition::Executed && e.actor.is_none()
+    });
+    for group in &later {
         for (i, first) in group.iter().enumerate() {
             if !uncertain(first) {
                 continue;
@@ -498,9 +861,9 @@ fn rec4_blind_retries(ix: &Index, out: &mut Vec<Finding>) {
 
 /// REC-4: an idempotency key reused for a different intent.
 fn rec4_key_reuse(ix: &Index, out: &mut Vec<Finding>) {
-    let mut first_use: HashMap<(&str, &str), &Entry> = HashMap::new();
-    let mut reported: HashSet<(u64, String)> = HashSet::new();
-    for e in ix.entries {
+    let mut first_use: Vec<Option<&Entry>> = vec![None; ix.keys];
+    let mut reported: HashSet<(u64, String)> = HashSet::default();
+    for (e, kid) in ix.entries.iter().zip(&ix.key_ids) {
         if e.actor.is_some()
             || e.disposition == Disposition::Lookup
             || e.disposition == Disposition::Cancel
@@ -510,9 +873,10 @@ fn rec4_key_reuse(ix: &Index, out: &mut Vec<Finding>) {
         let (Some(key), Some(intent)) = (e.idempotency_key.as_deref(), e.intent.as_ref()) else {
             continue;
         };
-        match first_use.get(&(e.service.as_str(), key)) {
+        let slot = &mut first_use[*kid as usize];
+        match slot {
             None => {
-                first_use.insert((e.service.as_str(), key), e);
+                *slot = Some(e);
             }
             Some(first) if first.intent.as_ref() != Some(intent) => {
                 if reported.insert((first.seq, intent.to_string())) {
@@ -534,20 +898,17 @@ fn rec4_key_reuse(ix: &Index, out: &mut Vec<Finding>) {
 
 /// REC-4: a retry that relied on a key past its retention window.
 fn rec4_expired_keys(ix: &Index, out: &mut Vec<Finding>) {
-    let mut last_exec: HashMap<(&str, &str), u64> = HashMap::new();
-    for e in ix.entries {
+    let mut last_exec: Vec<Option<u64>> = vec![None; ix.keys];
+    for (e, kid) in ix.entries.iter().zip(&ix.key_ids) {
         if e.disposition != Disposition::Executed {
             continue;
         }
         let Some(key) = e.idempotency_key.as_deref() else {
             continue;
         };
+        let last = &mut last_exec[*kid as usize];
         if e.executed_after_expiry {
-            let mut seqs: Vec<u64> = last_exec
-                .get(&(e.service.as_str(), key))
-                .copied()
-                .into_iter()
-                .collect();
+            let mut seqs: Vec<u64> = last.iter().copied().collect();
             seqs.push(e.seq);
             out.push(Finding {
                 rule: "REC-4".into(),
@@ -558,7 +919,7 @@ fn rec4_expired_keys(ix: &Index, out: &mut Vec<Finding>) {
                 hint: "reuse a key only within the service's retention window; past it, look the action up before deciding to retry".into(),
             });
         }
-        last_exec.insert((e.service.as_str(), key), e.seq);
+        *last = Some(e.seq);
     }
 }
 
@@ -586,23 +947,100 @@ fn rec2_stale_admissions(ix: &Index, out: &mut Vec<Finding>) {
     }
 }
 
-/// Executions an action claim refers to.
-fn claimed<'e>(ix: &'e Index, c: &ActionClaim) -> Vec<&'e Entry> {
-    ix.entries
-        .iter()
-        .filter(|e| e.disposition == Disposition::Executed)
-        .filter(|e| {
-            if let Some(k) = &c.key {
-                e.idempotency_key.as_ref() == Some(k)
-            } else if let Some(w) = &c.work_id {
-                e.work_id.as_ref() == Some(w)
-            } else if let Some(i) = &c.intent {
-                intent_matches(i, e)
-            } else {
-                false
+/// Executions indexed by what an action claim can name them by, so that resolving every claim
+/// costs lookups, not a scan of the ledger each (1 000 claims over 1 000 000 entries used to take
+/// a minute).
+struct Claimable<'e> {
+    entries: &'e [Entry],
+    by_key: HashMap<&'e str, Vec<usize>>,
+    by_work: HashMap<&'e str, Vec<usize>>,
+    /// Recorded intent (its JSON text) → executions; built only when a claim names an intent.
+    by_intent: HashMap<String, Vec<usize>>,
+    /// The distinct pointer sets of recorded intents (`["/amount", "/to"]`), onto which a claim
+    /// written as body fields is projected.
+    pointer_sets: Vec<Vec<&'e str>>,
+}
+
+impl<'e> Claimable<'e> {
+    fn new(entries: &'e [Entry], claims: &'e Claims) -> Claimable<'e> {
+        let with_intent = claims.actions.iter().any(|c| c.intent.is_some());
+        // Only the keys and work ids some claim names are worth indexing.
+        let keys: HashSet<&str> = claims
+            .actions
+            .iter()
+            .filter_map(|c| c.key.as_deref())
+            .collect();
+        let works: HashSet<&str> = claims
+            .actions
+            .iter()
+            .filter_map(|c| c.work_id.as_deref())
+            .collect();
+        let mut ix = Claimable {
+            entries,
+            by_key: HashMap::default(),
+            by_work: HashMap::default(),
+            by_intent: HashMap::default(),
+            pointer_sets: Vec::new(),
+        };
+        let mut sets: HashSet<Vec<&str>> = HashSet::default();
+        for (i, e) in entries.iter().enumerate() {
+            if e.disposition != Disposition::Executed {
+                continue;
             }
-        })
-        .collect()
+            if let Some(k) = e.idempotency_key.as_deref().filter(|k| keys.contains(k)) {
+                ix.by_key.entry(k).or_default().push(i);
+            }
+            if let Some(w) = e.work_id.as_deref().filter(|w| works.contains(w)) {
+                ix.by_work.entry(w).or_default().push(i);
+            }
+            if let (true, Some(intent)) = (with_intent, &e.intent) {
+                ix.by_intent.entry(intent.to_string()).or_default().push(i);
+                if let Some(m) = intent.as_object() {
+                    if !m.is_empty() && m.keys().all(|k| k.starts_with('/')) {
+                        sets.insert(m.keys().map(String::as_str).collect());
+                    }
+                }
+            }
+        }
+        ix.pointer_sets = sets.into_iter().collect();
+        ix
+    }
+
+    /// Executions an action claim refers to, in ledger order.
+    fn claimed(&self, c: &ActionClaim) -> Vec<&'e Entry> {
+        let mut hits: Vec<usize> = if let Some(k) = &c.key {
+            self.by_key.get(k.as_str()).cloned().unwrap_or_default()
+        } else if let Some(w) = &c.work_id {
+            self.by_work.get(w.as_str()).cloned().unwrap_or_default()
+        } else if let Some(claimed) = &c.intent {
+            // Candidates: the claim as recorded, and the claim projected onto each pointer set;
+            // `intent_matches` has the last word.
+            let mut found: Vec<usize> = Vec::new();
+            let mut add = |text: String| {
+                if let Some(v) = self.by_intent.get(&text) {
+                    found.extend_from_slice(v);
+                }
+            };
+            add(claimed.to_string());
+            for set in &self.pointer_sets {
+                let projected: Option<serde_json::Map<String, Value>> = set
+                    .iter()
+                    .map(|p| claimed.pointer(p).map(|v| (p.to_string(), v.clone())))
+                    .collect();
+                if let Some(m) = projected {
+                    add(Value::Object(m).to_string());
+                }
+            }
+            found.sort_unstable();
+            found.dedup();
+            found.retain(|&i| intent_matches(claimed, &self.entries[i]));
+            found
+        } else {
+            Vec::new()
+        };
+        hits.sort_unstable();
+        hits.into_iter().map(|i| &self.entries[i]).collect()
+    }
 }
 
 /// A claimed intent matches an entry's intent as recorded (`{"/to": ..}`) or as body fields
@@ -625,10 +1063,11 @@ fn intent_matches(claimed: &Value, e: &Entry) -> bool {
 /// ACC-3: claims contradicted by the ledger, unknown outcomes not reported, and effects applied
 /// under a superseded revision that the claims do not mention.
 fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
-    let mut covered: HashMap<u64, ActionOutcome> = HashMap::new();
-    let mut contradicted: HashSet<u64> = HashSet::new();
+    let mut covered: HashMap<u64, ActionOutcome> = HashMap::default();
+    let mut contradicted: HashSet<u64> = HashSet::default();
+    let claimable = Claimable::new(ix.entries, claims);
     for c in &claims.actions {
-        let hits = claimed(ix, c);
+        let hits = claimable.claimed(c);
         for h in &hits {
             covered.insert(h.seq, c.claim);
         }
@@ -667,23 +1106,20 @@ fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
     }
     // The last execution per (service, key) that got an answer: a later same-key execution
     // that answered also told the client the outcome.
-    let mut answered: HashMap<(&str, &str), u64> = HashMap::new();
-    for x in ix.entries {
-        if let (Disposition::Executed, Some(k), false) =
-            (x.disposition, x.idempotency_key.as_deref(), uncertain(x))
-        {
-            answered.insert((x.service.as_str(), k), x.seq);
+    let mut answered: Vec<Option<u64>> = vec![None; ix.keys];
+    for (x, kid) in ix.entries.iter().zip(&ix.key_ids) {
+        if *kid != NO_KEY && x.disposition == Disposition::Executed && !uncertain(x) {
+            answered[*kid as usize] = Some(x.seq);
         }
     }
-    for e in ix.entries {
+    for (e, kid) in ix.entries.iter().zip(&ix.key_ids) {
         if e.actor.is_some() || !uncertain(e) || ix.learned(e, u64::MAX) {
             continue;
         }
-        let answered_by_retry = e
-            .idempotency_key
-            .as_deref()
-            .and_then(|k| answered.get(&(e.service.as_str(), k)))
-            .is_some_and(|last| *last > e.seq);
+        let answered_by_retry = (*kid != NO_KEY)
+            .then(|| answered[*kid as usize])
+            .flatten()
+            .is_some_and(|last| last > e.seq);
         if answered_by_retry {
             continue;
         }
@@ -743,5 +1179,107 @@ fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
                 hint: "report effects that happened under an old revision (e.g. by a subagent that ignored its cancel) so they can be reconciled or compensated".into(),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(seq: u64, key: &str) -> String {
+        format!(
+            r#"{{"seq":{seq},"service":"pay","route":"create","method":"POST","path":"/t","received_at":"2026-01-01T00:00:00.000Z","idempotency_key":"{key}","fingerprint":"00ff","intent":{{"/to":"a","/n":{seq}}},"body":{{"to":"a","n":{seq},"deep":[1,{{"x":null}}]}},"body_truncated":false,"disposition":"executed","fate":"respond","action_id":"act_{seq}","applied":true,"applied_at":"2026-01-01T00:00:00.000Z","response":{{"delivery":"sent","status":201,"at":"2026-01-01T00:00:00.000Z"}}}}"#
+        )
+    }
+
+    #[test]
+    fn the_lean_parse_keeps_what_checkers_read_and_rejects_the_same_lines() {
+        // Over 1 MiB, so that the text is parsed in pieces on several threads.
+        let mut text = String::new();
+        for i in 1..=6000u64 {
+            text.push_str(&line(i, &format!("k-{i}")));
+            text.push('\n');
+            if i % 1000 == 0 {
+                text.push('\n'); // blank lines are skipped
+            }
+        }
+        assert!(text.len() > 1 << 20);
+        let full = parse_jsonl(&text, "t").unwrap();
+        let lean = parse_jsonl_for_verify(&text, "t").unwrap();
+        assert_eq!(full.len(), 6000);
+        assert_eq!(lean.len(), 6000);
+        for (f, l) in full.iter().zip(&lean) {
+            let mut expect = f.clone();
+            expect.body = Value::Null;
+            expect.fingerprint = None;
+            expect.applied_at = None;
+            expect.response.at = None;
+            assert_eq!(&expect, l);
+        }
+        assert_eq!(verify(&full, None), verify(&lean, None));
+
+        // A wrong type in a field the lean parse does not keep is still an error, on the same
+        // line, however the text was cut into pieces.
+        let bad = 5123;
+        let broken: String = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                if i + 1 == bad {
+                    l.replace(r#""fingerprint":"00ff""#, r#""fingerprint":7"#)
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let e1 = parse_jsonl(&broken, "f.jsonl").unwrap_err();
+        let e2 = parse_jsonl_for_verify(&broken, "f.jsonl").unwrap_err();
+        assert!(
+            e1.starts_with(&format!("f.jsonl:{bad}: not a ledger entry")),
+            "{e1}"
+        );
+        assert!(
+            e2.starts_with(&format!("f.jsonl:{bad}: not a ledger entry")),
+            "{e2}"
+        );
+    }
+
+    #[test]
+    fn intents_are_the_same_exactly_when_their_json_text_is() {
+        let v = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        assert!(same_json(
+            &v(r#"{"a":1,"b":[true,"x"]}"#),
+            &v(r#"{"b":[true,"x"],"a":1}"#)
+        ));
+        assert!(!same_json(&v("1"), &v("1.0")));
+        assert!(!same_json(&v("0.0"), &v("-0.0")));
+        assert!(!same_json(&v(r#"{"a":1}"#), &v(r#"{"a":1,"b":2}"#)));
+        let entry = |seq: u64, intent: &str| Entry {
+            seq,
+            service: "pay".into(),
+            route: Some("create".into()),
+            disposition: Disposition::Executed,
+            applied: true,
+            intent: Some(v(intent)),
+            ..Entry::default()
+        };
+        let ledger = [
+            entry(1, r#"{"/to":"a","/n":1}"#),
+            entry(2, r#"{"/n":1,"/to":"a"}"#),
+            entry(3, r#"{"/to":"a","/n":1.0}"#),
+        ];
+        let report = verify(&ledger, None);
+        let acc1: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| f.rule == "ACC-1")
+            .collect();
+        assert_eq!(acc1.len(), 1);
+        assert_eq!(
+            acc1[0].entries,
+            vec![1, 2],
+            "1.0 is another intent, as in its text"
+        );
     }
 }
