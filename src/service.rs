@@ -113,6 +113,17 @@ pub async fn call(world: &World, req: Request) -> (u64, Option<Response>) {
     (out.seq, resp)
 }
 
+/// What the per-request log event says, taken from the record before it goes into the ledger.
+struct RequestLog {
+    service: String,
+    route: Option<String>,
+    method: String,
+    path: String,
+    disposition: Disposition,
+    fate: Option<Fate>,
+    applied: bool,
+}
+
 /// The parsed, per-request facts every route kind records.
 struct Facts {
     json: Option<Value>,
@@ -257,25 +268,40 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             at: None,
         },
     };
-    // One log event per request (one JSON object with --log-format json), carrying its seq.
-    if tracing::enabled!(tracing::Level::INFO) {
+    // One log event per request (target `doubleagent::request`; the binary shows it by default
+    // with --log-format json: one object per request), carrying its seq. Its fields are copied
+    // under the lock and the event is written after it is released, so that formatting and
+    // writing a log line never holds up other requests.
+    let log = tracing::enabled!(target: "doubleagent::request", tracing::Level::INFO).then(|| {
+        RequestLog {
+            service: record.service.clone(),
+            route: record.route.clone(),
+            method: record.method.clone(),
+            path: record.path.clone(),
+            disposition: record.disposition,
+            fate: record.fate,
+            applied: record.applies_at.is_some(),
+        }
+    });
+    let seq = st.ledger.append(record);
+    drop(st);
+    if let Some(l) = log {
         tracing::info!(
-            seq = record.seq,
+            target: "doubleagent::request",
+            seq,
             session = world.session.as_deref().unwrap_or("default"),
-            service = %record.service,
-            route = record.route.as_deref().unwrap_or(""),
-            method = %record.method,
-            path = %record.path,
-            disposition = record.disposition.as_str(),
-            fate = %record.fate.map(|f| f.to_string()).unwrap_or_default(),
-            applied = record.applies_at.is_some(),
+            service = %l.service,
+            route = l.route.as_deref().unwrap_or(""),
+            method = %l.method,
+            path = %l.path,
+            disposition = l.disposition.as_str(),
+            fate = %l.fate.map(|f| f.to_string()).unwrap_or_default(),
+            applied = l.applied,
             status = response.status,
             delivery = ?plan,
             "request"
         );
     }
-    let seq = st.ledger.append(record);
-    drop(st);
     Outcome {
         seq,
         response,
