@@ -9,10 +9,14 @@
 //!
 //! Imports only `clock` (for durations); `scenario` builds policies, `service` uses the store.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::hash::BuildHasher;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+use crate::hash::{FastMap, FastState};
 
 /// Whether keys de-duplicate at all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -195,10 +199,29 @@ pub enum Decision {
 /// be recognised as such (the ledger marks `executed_after_expiry`).
 #[derive(Debug)]
 pub struct KeyStore {
-    keys: HashMap<(String, String), KeyRecord>,
+    /// By `service\u{1f}key` (service names cannot contain U+001F), shared with `order`, so a
+    /// key costs one allocation and a lookup none.
+    keys: FastMap<Arc<str>, KeyRecord>,
     /// Insertion order, for eviction; an entry whose key was since re-remembered is stale.
-    order: VecDeque<(Duration, (String, String))>,
+    order: VecDeque<(Duration, Arc<str>)>,
     max: usize,
+}
+
+/// `service\u{1f}key` in a reused buffer, for lookups.
+fn with_id<T>(service: &str, key: &str, f: impl FnOnce(&str) -> T) -> T {
+    thread_local! {
+        static BUF: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    BUF.with(|b| match b.try_borrow_mut() {
+        Ok(mut buf) => {
+            buf.clear();
+            buf.push_str(service);
+            buf.push('\u{1f}');
+            buf.push_str(key);
+            f(&buf)
+        }
+        Err(_) => f(&format!("{service}\u{1f}{key}")),
+    })
 }
 
 impl Default for KeyStore {
@@ -210,7 +233,7 @@ impl Default for KeyStore {
 impl KeyStore {
     pub fn bounded(max: usize) -> KeyStore {
         KeyStore {
-            keys: HashMap::new(),
+            keys: FastMap::default(),
             order: VecDeque::new(),
             max: max.max(1),
         }
@@ -238,7 +261,7 @@ impl KeyStore {
                 }
             };
         };
-        let Some(rec) = self.keys.get(&(service.to_string(), key.to_string())) else {
+        let Some(rec) = with_id(service, key, |id| self.keys.get(id)) else {
             return Decision::Execute {
                 after_expiry: false,
             };
@@ -260,7 +283,7 @@ impl KeyStore {
 
     /// Remember an execution's outcome under its key (replacing an expired record).
     pub fn remember(&mut self, service: &str, key: &str, record: KeyRecord) {
-        let id = (service.to_string(), key.to_string());
+        let id: Arc<str> = format!("{service}\u{1f}{key}").into();
         self.order.push_back((record.created_at, id.clone()));
         self.keys.insert(id, record);
         while self.keys.len() > self.max {
@@ -281,7 +304,7 @@ impl KeyStore {
 
     /// The record for a key, expired or not (lookups by key use it).
     pub fn get(&self, service: &str, key: &str) -> Option<&KeyRecord> {
-        self.keys.get(&(service.to_string(), key.to_string()))
+        with_id(service, key, |id| self.keys.get(id))
     }
 
     pub fn len(&self) -> usize {
@@ -290,6 +313,35 @@ impl KeyStore {
 
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+}
+
+/// The latest execution (seq) per (service, idempotency key), whatever the idempotency mode:
+/// lookups and cancels accept a key as the action's id. It grows with every keyed execution, so
+/// it keeps 16 bytes a key (a hash of the pair and the seq) rather than two strings; a caller
+/// confirms a hit against the record it names (a 64-bit collision then reads as "unknown",
+/// never as another action).
+#[derive(Default)]
+pub struct KeyIndex {
+    map: FastMap<u64, u64>,
+    state: FastState,
+}
+
+impl KeyIndex {
+    pub fn insert(&mut self, service: &str, key: &str, seq: u64) {
+        self.map.insert(self.state.hash_one((service, key)), seq);
+    }
+
+    pub fn get(&self, service: &str, key: &str) -> Option<u64> {
+        self.map.get(&self.state.hash_one((service, key))).copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
     }
 }
 

@@ -10,7 +10,6 @@
 //! [`Entry`] is the serialized view (the `GET /_admin/ledger` and JSONL shape); it deserializes
 //! too, so offline tools can read an exported ledger. Imports `clock` and `fate` only.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +18,8 @@ use tokio::sync::watch;
 
 use crate::clock::Clock;
 use crate::fate::Fate;
+
+mod codec;
 
 /// What the world did with a request.
 #[derive(
@@ -390,10 +391,11 @@ pub trait Sink: Send + Sync {
 }
 
 pub struct Ledger {
-    records: VecDeque<Record>,
+    /// The records, encoded (see `codec`): a few hundred bytes less each than as `Record`s.
+    records: codec::Store,
     counts: Counts,
     sink: Option<Box<dyn Sink>>,
-    /// Seq of `records[0]`.
+    /// Seq of the oldest record held.
     first_seq: u64,
     max: Option<usize>,
     evicted: u64,
@@ -409,7 +411,7 @@ impl Default for Ledger {
 impl Ledger {
     pub fn bounded(max: Option<usize>) -> Ledger {
         Ledger {
-            records: VecDeque::new(),
+            records: codec::Store::default(),
             counts: Counts::default(),
             sink: None,
             first_seq: 1,
@@ -432,28 +434,74 @@ impl Ledger {
             sink.appended(&record);
         }
         self.counts.add(&record);
-        self.records.push_back(record);
+        self.records.push(&record);
+        self.evict();
+        self.appended.send_replace(seq);
+        seq
+    }
+
+    fn evict(&mut self) {
         if self.max.is_some_and(|m| self.records.len() > m) {
             self.records.pop_front();
             self.first_seq += 1;
             self.evicted += 1;
         }
-        self.appended.send_replace(seq);
-        seq
     }
 
-    pub fn get(&self, seq: u64) -> Option<&Record> {
-        self.records.get(seq.checked_sub(self.first_seq)? as usize)
+    fn position(&self, seq: u64) -> Option<usize> {
+        let i = seq.checked_sub(self.first_seq)? as usize;
+        (i < self.records.len()).then_some(i)
     }
 
-    pub fn get_mut(&mut self, seq: u64) -> Option<&mut Record> {
-        self.records
-            .get_mut(seq.checked_sub(self.first_seq)? as usize)
+    /// A copy of the record numbered `seq`, if it is still held.
+    pub fn get(&self, seq: u64) -> Option<Record> {
+        self.records.get(self.position(seq)?, seq)
     }
 
-    /// The records still held, oldest first.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Record> + '_ {
-        self.records.iter()
+    /// Change the record numbered `seq` (a cancel stopping a pending action); false if it is no
+    /// longer held.
+    pub fn update(&mut self, seq: u64, change: impl FnOnce(&mut Record)) -> bool {
+        let Some(i) = self.position(seq) else {
+            return false;
+        };
+        let Some(mut r) = self.records.get(i, seq) else {
+            return false;
+        };
+        change(&mut r);
+        r.seq = seq;
+        self.records.replace(i, &r);
+        true
+    }
+
+    /// The records still held, oldest first (each decoded as it is reached).
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Record> + '_ {
+        (0..self.records.len()).filter_map(move |i| self.records.get(i, self.first_seq + i as u64))
+    }
+
+    /// The records that pass `filter`, oldest first: tested before they are decoded, and
+    /// starting after the `since` cursor.
+    pub fn matching<'a>(&'a self, filter: &'a Filter) -> impl Iterator<Item = Record> + 'a {
+        let start = filter
+            .since
+            .map_or(0, |s| s.saturating_sub(self.first_seq - 1) as usize);
+        (start.min(self.records.len())..self.records.len()).filter_map(move |i| {
+            let seq = self.first_seq + i as u64;
+            if self.records.matches(i, seq, filter) {
+                self.records.get(i, seq)
+            } else {
+                None
+            }
+        })
+    }
+
+    /// How many records pass `filter`, without decoding any.
+    pub fn count_matching(&self, filter: &Filter) -> usize {
+        let start = filter
+            .since
+            .map_or(0, |s| s.saturating_sub(self.first_seq - 1) as usize);
+        (start.min(self.records.len())..self.records.len())
+            .filter(|&i| self.records.matches(i, self.first_seq + i as u64, filter))
+            .count()
     }
 
     /// Records still held.
@@ -462,7 +510,7 @@ impl Ledger {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.records.len() == 0
     }
 
     /// Send every record appended from now on to `sink` as well.
@@ -472,7 +520,7 @@ impl Ledger {
 
     /// Put back a record read from the journal, with its own seq (replay after a restart).
     pub fn restore(&mut self, record: Record) {
-        if self.records.is_empty() && self.first_seq == 1 && record.seq > 1 {
+        if self.records.len() == 0 && self.first_seq == 1 && record.seq > 1 {
             // The journal starts after evictions: keep numbering where it was.
             self.first_seq = record.seq;
         }
@@ -480,12 +528,8 @@ impl Ledger {
             return;
         }
         self.counts.add(&record);
-        self.records.push_back(record);
-        if self.max.is_some_and(|m| self.records.len() > m) {
-            self.records.pop_front();
-            self.first_seq += 1;
-            self.evicted += 1;
-        }
+        self.records.push(&record);
+        self.evict();
     }
 
     /// Requests counted by labels since the ledger began (evicted records included).

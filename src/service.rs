@@ -459,7 +459,7 @@ fn action(
             let mut r = if policy.cache == Cache::Latest {
                 match st.ledger.get(of) {
                     Some(orig) => {
-                        Response::json(200, &action_view(world, orig, orig.state_at(now)))
+                        Response::json(200, &action_view(world, &orig, orig.state_at(now)))
                     }
                     None => Response::from_stored(&response),
                 }
@@ -538,7 +538,7 @@ fn action(
                     st.keys.remember(&svc.name, k, kept);
                 }
                 if fate.applies() {
-                    st.by_key.insert((svc.name.clone(), k.clone()), record.seq);
+                    st.by_key.insert(&svc.name, k, record.seq);
                 }
             }
             (response, plan)
@@ -699,11 +699,12 @@ impl Ctx<'_> {
 }
 
 /// Resolve a lookup/cancel `{id}`: an action id of this service or an idempotency key.
-fn resolve_target<'a>(st: &'a State, svc: &Service, route: &Route, id: &str) -> Option<&'a Record> {
-    let seq = parse_action_id(id)
-        .or_else(|| st.by_key.get(&(svc.name.clone(), id.to_string())).copied())?;
+fn resolve_target(st: &State, svc: &Service, route: &Route, id: &str) -> Option<Record> {
+    let by_id = parse_action_id(id);
+    let seq = by_id.or_else(|| st.by_key.get(&svc.name, id))?;
     let rec = st.ledger.get(seq)?;
     let visible = rec.service == svc.name
+        && (by_id.is_some() || rec.idempotency_key.as_deref() == Some(id))
         && rec.is_action()
         && route
             .of
@@ -751,7 +752,7 @@ fn lookup(
     match found {
         Some((rec, state)) => {
             record.detail = Some(json!({"id": id, "target": rec.seq, "answer": state}));
-            let mut v = action_view(world, rec, Some(state));
+            let mut v = action_view(world, &rec, Some(state));
             if state != ActionState::Applied {
                 v["applied_at"] = Value::Null;
             }
@@ -799,8 +800,7 @@ fn cancel(
             Response::json(202, &json!({"id": id, "status": "stop requested"})),
         ),
         (CancelPolicy::Honor, ActionState::Pending) => {
-            if let Some(r) = st.ledger.get_mut(seq) {
-                r.cancelled_at = Some(now);
+            if st.ledger.update(seq, |r| r.cancelled_at = Some(now)) {
                 world.note(|session| Line::Cancel {
                     session,
                     seq,

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::clock::Clock;
-use crate::idempotency::KeyStore;
+use crate::idempotency::{KeyIndex, KeyStore};
 use crate::journal::{Journal, Line, RecordSink};
 use crate::ledger::{Counts, Entry, Filter, Ledger, Record};
 use crate::scenario::Scenario;
@@ -29,7 +29,7 @@ pub struct State {
     pub counters: HashMap<String, u64>,
     /// Latest execution (seq) per (service, idempotency key), whatever the idempotency mode:
     /// lookups and cancels accept a key as the action's id.
-    pub by_key: HashMap<(String, String), u64>,
+    pub by_key: KeyIndex,
 }
 
 pub struct World {
@@ -138,24 +138,19 @@ impl World {
     pub fn entries(&self, filter: &Filter) -> Vec<Entry> {
         let st = self.lock();
         st.ledger
-            .iter()
-            .filter(|r| filter.matches(r))
+            .matching(filter)
             .map(|r| r.view(&self.clock))
             .collect()
     }
 
     /// Number of entries matching a filter.
     pub fn count(&self, filter: &Filter) -> usize {
-        self.lock()
-            .ledger
-            .iter()
-            .filter(|r| filter.matches(r))
-            .count()
+        self.lock().ledger.count_matching(filter)
     }
 
     /// A copy of one record.
     pub fn record(&self, seq: u64) -> Option<Record> {
-        self.lock().ledger.get(seq).cloned()
+        self.lock().ledger.get(seq)
     }
 }
 
@@ -582,8 +577,7 @@ fn replay(
                         *st.counters.entry(stream).or_insert(0) += 1;
                     }
                     if let (Some(k), Some(_)) = (&record.idempotency_key, record.applies_at) {
-                        st.by_key
-                            .insert((record.service.clone(), k.clone()), record.seq);
+                        st.by_key.insert(&record.service, k, record.seq);
                     }
                 }
                 w.clock.restore_now(record.received_at);
@@ -592,9 +586,7 @@ fn replay(
             Line::Cancel { session, seq, at } => {
                 let w = world_of(&mut worlds, &session);
                 let mut st = w.lock();
-                if let Some(r) = st.ledger.get_mut(seq) {
-                    r.cancelled_at = Some(at);
-                }
+                st.ledger.update(seq, |r| r.cancelled_at = Some(at));
             }
             Line::Key {
                 session,

@@ -1,0 +1,691 @@
+//! How the ledger keeps its records in memory: encoded, back to back, in chunks.
+//!
+//! A [`Record`] as a Rust value is ~500 bytes before its strings and JSON trees; a request with a
+//! small body costs ~2.5 KB that way. Encoded it is ~130 bytes: repeated strings (service, route,
+//! method, path, fate, actor, event) are numbers into a per-ledger table, times are varints, JSON
+//! values are their compact text, and a time equal to `received_at` is one byte. Chunks of 1 MiB
+//! are filled in order and never moved, so a growing ledger never copies what it holds (a
+//! `Vec<Record>` doubling under the world lock was a latency spike of its own). Readers decode a
+//! record when they ask for it; [`Store::matches`] tests a [`Filter`] on the encoded bytes
+//! without decoding or allocating.
+//!
+//! The encoding is private to a running process (the journal and every API use `Record` and
+//! `Entry`), so it can change freely; `tests` below round-trip every field.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Delivery, Disposition, Filter, Record, ResponsePlan};
+use crate::fate::Fate;
+use crate::hash::FastMap;
+
+const CHUNK: usize = 1 << 20;
+/// Distinct strings the table keeps; past that, strings are stored inline.
+const MAX_INTERNED: usize = 1 << 16;
+/// Longer strings are always inline.
+const MAX_INTERNED_LEN: usize = 256;
+
+/// Interned strings.
+#[derive(Default)]
+struct Strings {
+    table: Vec<Box<str>>,
+    ids: FastMap<Box<str>, u32>,
+}
+
+impl Strings {
+    fn intern(&mut self, s: &str) -> Option<u32> {
+        if let Some(id) = self.ids.get(s) {
+            return Some(*id);
+        }
+        if self.table.len() >= MAX_INTERNED || s.len() > MAX_INTERNED_LEN {
+            return None;
+        }
+        let id = self.table.len() as u32;
+        self.table.push(s.into());
+        self.ids.insert(s.into(), id);
+        Some(id)
+    }
+}
+
+/// The encoded records of one ledger, oldest first.
+#[derive(Default)]
+pub(super) struct Store {
+    chunks: VecDeque<Vec<u8>>,
+    /// Number of `chunks[0]` since the store began.
+    first_chunk: u64,
+    /// Where each record starts: chunk number << 32 | offset.
+    index: VecDeque<u64>,
+    strings: Strings,
+    scratch: Vec<u8>,
+}
+
+impl Store {
+    pub(super) fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Append an encoded copy of `r` (its `seq` is not stored: it is the position).
+    pub(super) fn push(&mut self, r: &Record) {
+        let at = self.write(r);
+        self.index.push_back(at);
+    }
+
+    /// Re-encode the record at position `i` (the old bytes stay, unused, until their chunk goes).
+    pub(super) fn replace(&mut self, i: usize, r: &Record) {
+        let at = self.write(r);
+        if let Some(slot) = self.index.get_mut(i) {
+            *slot = at;
+        }
+    }
+
+    /// Forget the oldest record, and the chunks no remaining record starts in.
+    pub(super) fn pop_front(&mut self) {
+        self.index.pop_front();
+        let keep_from = match self.index.front() {
+            Some(at) => at >> 32,
+            None => self.first_chunk + self.chunks.len().saturating_sub(1) as u64,
+        };
+        while self.first_chunk < keep_from && self.chunks.len() > 1 {
+            self.chunks.pop_front();
+            self.first_chunk += 1;
+        }
+    }
+
+    /// Decode the record at position `i`, numbering it `seq`.
+    pub(super) fn get(&self, i: usize, seq: u64) -> Option<Record> {
+        let bytes = self.bytes(i)?;
+        Some(Reader::new(bytes, &self.strings).record(seq))
+    }
+
+    /// Whether the record at position `i` (numbered `seq`) passes `f`, without decoding it.
+    pub(super) fn matches(&self, i: usize, seq: u64, f: &Filter) -> bool {
+        if f.since.is_some_and(|s| seq <= s) {
+            return false;
+        }
+        let Some(bytes) = self.bytes(i) else {
+            return false;
+        };
+        Reader::new(bytes, &self.strings).matches(f)
+    }
+
+    fn bytes(&self, i: usize) -> Option<&[u8]> {
+        let at = *self.index.get(i)?;
+        let chunk = self.chunks.get(((at >> 32) - self.first_chunk) as usize)?;
+        chunk.get((at & 0xffff_ffff) as usize..)
+    }
+
+    fn write(&mut self, r: &Record) -> u64 {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        encode(&mut buf, r, &mut self.strings);
+        let fits = self
+            .chunks
+            .back()
+            .is_some_and(|c| c.capacity() - c.len() >= buf.len());
+        if !fits {
+            self.chunks
+                .push_back(Vec::with_capacity(CHUNK.max(buf.len())));
+        }
+        let number = self.first_chunk + self.chunks.len() as u64 - 1;
+        let chunk = self.chunks.back_mut().expect("a chunk was just ensured");
+        let offset = chunk.len() as u64;
+        chunk.extend_from_slice(&buf);
+        self.scratch = buf;
+        (number << 32) | offset
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// 0 none, 1 inline text, 2 + n interned string n.
+fn put_str(out: &mut Vec<u8>, s: Option<&str>, strings: Option<&mut Strings>) {
+    match s {
+        None => out.push(0),
+        Some(s) => match strings.and_then(|t| t.intern(s)) {
+            Some(id) => put_varint(out, id as u64 + 2),
+            None => {
+                out.push(1);
+                put_bytes(out, s.as_bytes());
+            }
+        },
+    }
+}
+
+/// 0 none, 1 same as `received_at`, 2 seconds + nanoseconds.
+fn put_time(out: &mut Vec<u8>, t: Option<Duration>, received: Duration) {
+    match t {
+        None => out.push(0),
+        Some(t) if t == received => out.push(1),
+        Some(t) => {
+            out.push(2);
+            put_varint(out, t.as_secs());
+            put_varint(out, t.subsec_nanos() as u64);
+        }
+    }
+}
+
+/// 0 none, 1 JSON null, 2 compact JSON text.
+fn put_json(out: &mut Vec<u8>, v: Option<&Value>) {
+    match v {
+        None => out.push(0),
+        Some(Value::Null) => out.push(1),
+        Some(v) => {
+            out.push(2);
+            let len_at = out.len();
+            out.extend_from_slice(&[0; 4]);
+            let _ = serde_json::to_writer(&mut *out, v);
+            let len = (out.len() - len_at - 4) as u32;
+            out[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
+        }
+    }
+}
+
+/// A fingerprint is usually 16 hex digits (FNV-1a): 8 bytes then.
+fn put_fingerprint(out: &mut Vec<u8>, f: Option<&str>) {
+    match f {
+        Some(h)
+            if h.len() == 16
+                && h.bytes()
+                    .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) =>
+        {
+            out.push(2);
+            out.extend_from_slice(&u64::from_str_radix(h, 16).unwrap_or(0).to_le_bytes());
+        }
+        other => put_str(out, other, None),
+    }
+}
+
+fn disposition_code(d: Disposition) -> u8 {
+    // Exhaustive on purpose: a new disposition must get a code here and in DISPOSITIONS.
+    match d {
+        Disposition::Executed => 0,
+        Disposition::Replayed => 1,
+        Disposition::Conflict => 2,
+        Disposition::Mismatch => 3,
+        Disposition::MissingKey => 4,
+        Disposition::Lookup => 5,
+        Disposition::Cancel => 6,
+        Disposition::Unmatched => 7,
+        Disposition::TooLarge => 8,
+        Disposition::Agent => 9,
+        Disposition::Declaration => 10,
+    }
+}
+
+const DISPOSITIONS: [Disposition; 11] = [
+    Disposition::Executed,
+    Disposition::Replayed,
+    Disposition::Conflict,
+    Disposition::Mismatch,
+    Disposition::MissingKey,
+    Disposition::Lookup,
+    Disposition::Cancel,
+    Disposition::Unmatched,
+    Disposition::TooLarge,
+    Disposition::Agent,
+    Disposition::Declaration,
+];
+
+fn delivery_code(d: Delivery) -> u8 {
+    match d {
+        Delivery::Sent => 0,
+        Delivery::Dropped => 1,
+        Delivery::Reset => 2,
+        Delivery::Hung => 3,
+        Delivery::Pending => 4,
+    }
+}
+
+const DELIVERIES: [Delivery; 5] = [
+    Delivery::Sent,
+    Delivery::Dropped,
+    Delivery::Reset,
+    Delivery::Hung,
+    Delivery::Pending,
+];
+
+fn encode(out: &mut Vec<u8>, r: &Record, strings: &mut Strings) {
+    // Destructured in full so that a field added to Record is a compile error here.
+    let Record {
+        seq: _,
+        service,
+        route,
+        method,
+        path,
+        received_at,
+        idempotency_key,
+        fingerprint,
+        intent,
+        work_id,
+        revision,
+        body,
+        body_truncated,
+        disposition,
+        replay_of,
+        executed_after_expiry,
+        fate,
+        applies_at,
+        cancelled_at,
+        response,
+        actor,
+        event,
+        detail,
+    } = r;
+    let received = *received_at;
+    // The fields filters look at come first.
+    put_str(out, Some(service), Some(strings));
+    put_str(out, route.as_deref(), Some(strings));
+    out.push(disposition_code(*disposition));
+    put_str(out, idempotency_key.as_deref(), None);
+    put_str(out, work_id.as_deref(), None);
+    put_str(out, actor.as_deref(), Some(strings));
+    put_str(out, event.as_deref(), Some(strings));
+    // Then the rest.
+    put_str(out, Some(method), Some(strings));
+    put_str(out, Some(path), Some(strings));
+    put_varint(out, received.as_secs());
+    put_varint(out, received.subsec_nanos() as u64);
+    put_fingerprint(out, fingerprint.as_deref());
+    put_json(out, intent.as_ref());
+    put_json(out, revision.as_ref());
+    put_json(out, Some(body));
+    out.push(*body_truncated as u8 | (*executed_after_expiry as u8) << 1);
+    put_varint(out, replay_of.map_or(0, |s| s + 1));
+    let fate_text = fate.map(|f| f.to_string());
+    put_str(out, fate_text.as_deref(), Some(strings));
+    put_time(out, *applies_at, received);
+    put_time(out, *cancelled_at, received);
+    let ResponsePlan {
+        delivery,
+        status,
+        at,
+    } = response;
+    out.push(delivery_code(*delivery));
+    put_varint(out, status.map_or(0, |s| s as u64 + 1));
+    put_time(out, *at, received);
+    put_json(out, detail.as_ref());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+
+/// A string as stored: interned or inline.
+enum Str<'a> {
+    None,
+    Inline(&'a [u8]),
+    Interned(u32),
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    strings: &'a Strings,
+}
+
+impl<'a> Reader<'a> {
+    fn new(buf: &'a [u8], strings: &'a Strings) -> Reader<'a> {
+        Reader {
+            buf,
+            pos: 0,
+            strings,
+        }
+    }
+
+    fn byte(&mut self) -> u8 {
+        let b = self.buf.get(self.pos).copied().unwrap_or(0);
+        self.pos += 1;
+        b
+    }
+
+    fn varint(&mut self) -> u64 {
+        let mut v = 0u64;
+        let mut shift = 0;
+        loop {
+            let b = self.byte();
+            v |= ((b & 0x7f) as u64) << shift;
+            if b < 0x80 || shift >= 63 {
+                return v;
+            }
+            shift += 7;
+        }
+    }
+
+    fn take(&mut self, n: usize) -> &'a [u8] {
+        let end = (self.pos + n).min(self.buf.len());
+        let s = &self.buf[self.pos.min(end)..end];
+        self.pos = end;
+        s
+    }
+
+    fn str_ref(&mut self) -> Str<'a> {
+        match self.varint() {
+            0 => Str::None,
+            1 => {
+                let n = self.varint() as usize;
+                Str::Inline(self.take(n))
+            }
+            id => Str::Interned((id - 2) as u32),
+        }
+    }
+
+    fn text(&self, s: Str<'a>) -> Option<&'a str> {
+        match s {
+            Str::None => None,
+            Str::Inline(b) => Some(std::str::from_utf8(b).unwrap_or("")),
+            Str::Interned(id) => Some(self.strings.table.get(id as usize).map_or("", |s| s)),
+        }
+    }
+
+    fn string(&mut self) -> Option<String> {
+        let s = self.str_ref();
+        self.text(s).map(str::to_string)
+    }
+
+    /// Whether a stored string equals `want` (a missing one never does).
+    fn is(&mut self, want: &str) -> bool {
+        let s = self.str_ref();
+        self.text(s) == Some(want)
+    }
+
+    fn time(&mut self, received: Duration) -> Option<Duration> {
+        match self.byte() {
+            0 => None,
+            1 => Some(received),
+            _ => {
+                let secs = self.varint();
+                let nanos = self.varint() as u32;
+                Some(Duration::new(secs, nanos))
+            }
+        }
+    }
+
+    fn json(&mut self) -> Option<Value> {
+        match self.byte() {
+            0 => None,
+            1 => Some(Value::Null),
+            _ => {
+                let len = u32::from_le_bytes(self.take(4).try_into().unwrap_or([0; 4]));
+                let text = self.take(len as usize);
+                Some(serde_json::from_slice(text).unwrap_or(Value::Null))
+            }
+        }
+    }
+
+    fn fingerprint(&mut self) -> Option<String> {
+        match self.varint() {
+            2 => {
+                let b: [u8; 8] = self.take(8).try_into().unwrap_or([0; 8]);
+                Some(format!("{:016x}", u64::from_le_bytes(b)))
+            }
+            1 => {
+                let n = self.varint() as usize;
+                Some(String::from_utf8_lossy(self.take(n)).into_owned())
+            }
+            _ => None,
+        }
+    }
+
+    fn record(mut self, seq: u64) -> Record {
+        let service = self.string().unwrap_or_default();
+        let route = self.string();
+        let disposition = DISPOSITIONS
+            .get(self.byte() as usize)
+            .copied()
+            .unwrap_or_default();
+        let idempotency_key = self.string();
+        let work_id = self.string();
+        let actor = self.string();
+        let event = self.string();
+        let method = self.string().unwrap_or_default();
+        let path = self.string().unwrap_or_default();
+        let secs = self.varint();
+        let received_at = Duration::new(secs, self.varint() as u32);
+        let fingerprint = self.fingerprint();
+        let intent = self.json();
+        let revision = self.json();
+        let body = self.json().unwrap_or(Value::Null);
+        let flags = self.byte();
+        let replay_of = self.varint().checked_sub(1);
+        let fate = self.string().and_then(|f| f.parse::<Fate>().ok());
+        let applies_at = self.time(received_at);
+        let cancelled_at = self.time(received_at);
+        let delivery = DELIVERIES
+            .get(self.byte() as usize)
+            .copied()
+            .unwrap_or_default();
+        let status = self.varint().checked_sub(1).map(|s| s as u16);
+        let at = self.time(received_at);
+        let detail = self.json();
+        Record {
+            seq,
+            service,
+            route,
+            method,
+            path,
+            received_at,
+            idempotency_key,
+            fingerprint,
+            intent,
+            work_id,
+            revision,
+            body,
+            body_truncated: flags & 1 != 0,
+            disposition,
+            replay_of,
+            executed_after_expiry: flags & 2 != 0,
+            fate,
+            applies_at,
+            cancelled_at,
+            response: ResponsePlan {
+                delivery,
+                status,
+                at,
+            },
+            actor,
+            event,
+            detail,
+        }
+    }
+
+    /// [`Filter::matches`] on the encoded fields (`since` is checked by the caller).
+    fn matches(mut self, f: &Filter) -> bool {
+        if !self.want(&f.service) || !self.want(&f.route) {
+            return false;
+        }
+        let d = DISPOSITIONS.get(self.byte() as usize).copied();
+        if f.disposition.is_some_and(|w| Some(w) != d) {
+            return false;
+        }
+        self.want(&f.key) && self.want(&f.work_id) && self.want(&f.actor) && self.want(&f.event)
+    }
+
+    /// Reads the next string: whether it is `w` (any string, when `w` is `None`).
+    fn want(&mut self, w: &Option<String>) -> bool {
+        match w {
+            None => {
+                self.str_ref();
+                true
+            }
+            Some(w) => self.is(w),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn record(seq: u64) -> Record {
+        Record {
+            seq,
+            service: "pay".into(),
+            route: Some("create".into()),
+            method: "POST".into(),
+            path: format!("/v1/t/{seq}"),
+            received_at: Duration::new(12, 345_678_901),
+            idempotency_key: Some(format!("k-{seq}")),
+            fingerprint: Some("00ff00ff00ff00ff".into()),
+            intent: Some(json!({"/to": "a", "/n": seq})),
+            work_id: Some("w".into()),
+            revision: Some(json!(2)),
+            body: json!({"to": "a", "n": seq, "f": 1.5}),
+            body_truncated: true,
+            disposition: Disposition::Replayed,
+            replay_of: Some(0),
+            executed_after_expiry: true,
+            fate: Some("apply-later:2s".parse().unwrap()),
+            applies_at: Some(Duration::new(14, 345_678_901)),
+            cancelled_at: Some(Duration::new(12, 345_678_901)),
+            response: ResponsePlan {
+                delivery: Delivery::Pending,
+                status: Some(202),
+                at: None,
+            },
+            actor: Some("agent:x".into()),
+            event: Some("message".into()),
+            detail: Some(json!({"a": [1, null, "x"]})),
+        }
+    }
+
+    fn same(a: &Record, b: &Record) -> bool {
+        format!("{a:?}") == format!("{b:?}")
+    }
+
+    #[test]
+    fn every_field_round_trips() {
+        let mut s = Store::default();
+        let full = record(1);
+        let mut bare = Record::agent_event("x", "e", Duration::ZERO, Value::Null);
+        bare.detail = None;
+        bare.actor = None;
+        bare.event = None;
+        bare.fingerprint = Some("not hex".into());
+        bare.route = None;
+        bare.method = "M\u{e9}".into();
+        s.push(&full);
+        s.push(&bare);
+        assert!(same(&s.get(0, 1).unwrap(), &full));
+        assert!(same(&s.get(1, 0).unwrap(), &bare));
+        for (i, d) in DISPOSITIONS.iter().enumerate() {
+            assert_eq!(disposition_code(*d) as usize, i);
+        }
+        for (i, d) in DELIVERIES.iter().enumerate() {
+            assert_eq!(delivery_code(*d) as usize, i);
+        }
+        // Small records stay small.
+        let mut small = Store::default();
+        for i in 1..=1000 {
+            let mut r = record(i);
+            r.actor = None;
+            r.event = None;
+            r.detail = None;
+            r.cancelled_at = None;
+            small.push(&r);
+        }
+        let bytes: usize = small.chunks.iter().map(Vec::len).sum();
+        assert!(bytes / 1000 < 160, "{} bytes a record", bytes / 1000);
+    }
+
+    #[test]
+    fn filters_match_on_encoded_records_as_on_records() {
+        let mut s = Store::default();
+        let mut records = Vec::new();
+        for i in 0..40u64 {
+            let mut r = record(i + 1);
+            r.service = ["pay", "bank"][(i % 2) as usize].into();
+            r.route = [None, Some("create".into())][(i % 3 == 0) as usize].clone();
+            r.disposition = DISPOSITIONS[(i % 11) as usize];
+            r.idempotency_key = (i % 4 != 0).then(|| format!("k-{}", i % 5));
+            r.work_id = (i % 5 != 0).then(|| format!("w-{}", i % 3));
+            r.actor = (i % 2 == 0).then(|| "agent:x".into());
+            r.event = (i % 7 == 0).then(|| "message".into());
+            s.push(&r);
+            records.push(r);
+        }
+        let filters = [
+            Filter::default(),
+            Filter {
+                service: Some("pay".into()),
+                ..Filter::default()
+            },
+            Filter {
+                route: Some("create".into()),
+                disposition: Some(Disposition::Replayed),
+                ..Filter::default()
+            },
+            Filter {
+                key: Some("k-2".into()),
+                since: Some(10),
+                ..Filter::default()
+            },
+            Filter {
+                work_id: Some("w-1".into()),
+                actor: Some("agent:x".into()),
+                ..Filter::default()
+            },
+            Filter {
+                event: Some("message".into()),
+                service: Some("nope".into()),
+                ..Filter::default()
+            },
+            Filter {
+                event: Some("message".into()),
+                ..Filter::default()
+            },
+        ];
+        for f in &filters {
+            for (i, r) in records.iter().enumerate() {
+                assert_eq!(s.matches(i, r.seq, f), f.matches(r), "{f:?} on #{}", r.seq);
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_are_released_as_old_records_go_and_replace_rewrites() {
+        let mut s = Store::default();
+        let mut r = record(1);
+        r.body = Value::String("x".repeat(100_000));
+        for _ in 0..50 {
+            s.push(&r);
+        }
+        assert!(s.chunks.len() >= 5);
+        for _ in 0..45 {
+            s.pop_front();
+        }
+        assert!(s.chunks.len() <= 2, "{} chunks left", s.chunks.len());
+        assert_eq!(s.len(), 5);
+        let mut changed = s.get(2, 48).unwrap();
+        changed.cancelled_at = Some(Duration::from_secs(99));
+        s.replace(2, &changed);
+        assert_eq!(
+            s.get(2, 48).unwrap().cancelled_at,
+            Some(Duration::from_secs(99))
+        );
+        assert!(same(&s.get(4, 50).unwrap(), &{
+            let mut x = r.clone();
+            x.seq = 50;
+            x
+        }));
+        // A record larger than a chunk gets a chunk of its own.
+        r.body = Value::String("y".repeat(3 << 20));
+        s.push(&r);
+        assert_eq!(s.get(5, 51).unwrap().body, r.body);
+    }
+}
