@@ -274,12 +274,49 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             "request"
         );
     }
+    if req.actor.is_none() {
+        note_canaries(&req, &mut record);
+    }
     let seq = st.ledger.append(record);
     drop(st);
     Outcome {
         seq,
         response,
         plan,
+    }
+}
+
+/// Canaries (`cny-` + 16 hex digits, issued by agents in their results) that an outside
+/// request carries in its path, headers or body, noted in the record's `detail.canaries`: the
+/// verifier's evidence that a result was used (ACC-2). The ledger may keep only part of a
+/// body, so the scan reads the request itself.
+fn note_canaries(req: &Request, record: &mut Record) {
+    let mut found: Vec<String> = Vec::new();
+    let mut scan = |bytes: &[u8]| {
+        let mut i = 0;
+        while let Some(at) = bytes[i..].windows(4).position(|w| w == b"cny-") {
+            let start = i + at;
+            let token = bytes.get(start..start + 20);
+            if let Some(t) = token.filter(|t| t[4..].iter().all(u8::is_ascii_hexdigit)) {
+                let t = String::from_utf8_lossy(t).into_owned();
+                if !found.contains(&t) {
+                    found.push(t);
+                }
+            }
+            i = start + 4;
+        }
+    };
+    scan(req.path.as_bytes());
+    for v in req.headers.values() {
+        scan(v.as_bytes());
+    }
+    scan(&req.body);
+    if found.is_empty() {
+        return;
+    }
+    let detail = record.detail.get_or_insert_with(|| json!({}));
+    if let Some(m) = detail.as_object_mut() {
+        m.insert("canaries".into(), json!(found));
     }
 }
 
