@@ -13,7 +13,9 @@
 //! decided here under the table's lock and recorded in the ledger as an agent entry with the
 //! task as `work_id` and the task's revision. Lock order: the table's lock, then `world.lock()`
 //! (taken by the ledger appends and by `service::admit`), never the reverse.
-
+//!
+//! Those entries carry enough (rendered parts, status messages, timestamps as entry times) for
+//! [`restore`] to rebuild the table from a ledger restored by the journal after a restart.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -40,6 +42,10 @@ use crate::scenario::a2a::{
 };
 use crate::service;
 use crate::world::World;
+
+mod restore;
+
+pub(crate) use restore::restore;
 
 /// Events a task's streams buffer before a slow reader is cut off.
 const STREAM_BUFFER: usize = 1024;
