@@ -959,10 +959,15 @@ fn rec3_cancel_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
             .copied()
             .filter(|e| agent_event(e, "cancel").is_some())
             .collect();
+        // A task's end: its result, or its failure by a doubleagent restart.
         let last_state = about
             .iter()
             .rev()
-            .find_map(|e| agent_event(e, "result").and_then(|d| str_field(d, "state")))
+            .find_map(|e| {
+                agent_event(e, "result")
+                    .or_else(|| agent_event(e, "task-interrupted"))
+                    .and_then(|d| str_field(d, "state"))
+            })
             .or_else(|| {
                 about
                     .iter()

@@ -279,6 +279,23 @@ fn rec3_near_miss_a_honored_cancel_may_be_claimed_cancelled() {
 }
 
 #[test]
+fn acc3_a_task_failed_by_a_doubleagent_restart_claimed_completed_is_flagged_as_failed() {
+    let name = "acc3_task_interrupted_by_restart_claimed_completed";
+    assert_eq!(rules(name), vec![f("ACC-3", &[1, 2, 3])]);
+    let path = format!(
+        "{}/tests/fixtures/verify/{name}.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = Command::new(bin())
+        .args(["verify", "--ledger", &path, "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let summary = report["findings"][0]["summary"].as_str().unwrap();
+    assert!(summary.contains("ended TASK_STATE_FAILED"), "{summary}");
+}
+
+#[test]
 fn rec6_a_message_to_a_terminal_task_is_flagged() {
     assert_eq!(
         rules("rec6_message_to_terminal_task"),
