@@ -26,7 +26,7 @@ pub mod resume;
 mod run;
 pub mod wire;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use hyper::body::Bytes;
@@ -62,8 +62,10 @@ pub(crate) struct Call {
     /// Index into the script's tools.
     pub tool: usize,
     pub args: Value,
-    /// Its result was emitted (it ran, or was skipped): never run it again.
+    /// It ran (or was skipped with a result): never run it again.
     pub done: bool,
+    /// The `TOOL_CALL_RESULT` content it got, to send again to a client that never heard it.
+    pub result: Option<String>,
 }
 
 /// What a stateful agent keeps of a thread's latest interrupted run.
@@ -77,6 +79,9 @@ pub(crate) struct Checkpoint {
     pub calls: Vec<Call>,
     /// The agent state the run left (RES-6).
     pub state: Value,
+    /// Answers given at this boundary by earlier continuations of the same pause (a
+    /// re-interrupted batch is answered piecemeal): they still hold.
+    pub answers: BTreeMap<String, resume::Answer>,
 }
 
 /// Per-world AG-UI state: open checkpoints by (agent, thread).
@@ -246,7 +251,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     let threads = world.extension::<Threads>();
     let now_ms = world.clock.wall_ms(world.clock.now()) as i64;
     let raisable: Vec<Interrupt> = spec.interrupts.iter().map(plain_interrupt).collect();
-    let from_messages =
+    let mut from_messages =
         resume::known_open_from_messages(&input.messages, |c| gated_interrupt(spec, c));
     let key = (name.clone(), input.thread_id.clone());
     let (judgement, checkpoint) = {
@@ -256,6 +261,9 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
             ResumeMode::Stateless => None,
         };
         if let Some(cp) = &checkpoint {
+            // A call the messages show open may be gated by an approval given earlier in a
+            // piecemeal batch: that one is answered, the checkpoint says which are not.
+            from_messages.retain(|i| !cp.answers.contains_key(&i.id));
             if cp.run_id == input.run_id {
                 drop(open);
                 return reject(
@@ -334,12 +342,15 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     world.lock().ledger.append(rec);
 
     let (tx, rx) = mpsc::channel::<Bytes>(64);
+    // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.
+    let consumed = checkpoint.filter(|_| spec.resume == ResumeMode::Stateful);
     let run = run::Run::new(
         world.clone(),
         name,
         Arc::new(spec.clone()),
         input,
         judgement,
+        consumed,
         tx,
     );
     tokio::spawn(run.go(start, notices));
@@ -502,6 +513,7 @@ fn calls_from_messages(
                     tool: scripted.tool,
                     args: scripted.args.clone(),
                     done: answered.contains(&c.id),
+                    result: None,
                 })
             })
             .collect();

@@ -224,6 +224,31 @@ pub enum Answer {
     Discarded,
 }
 
+/// What an answer (or its absence) allows the action it gates: a discard skips it, a resolved
+/// answer runs it if `approve_if` (a JSON pointer into the payload, e.g. `/approved`) is `true`
+/// or absent, no answer blocks it (PROD-3).
+pub fn gate_for(answer: Option<&Answer>, approve_if: Option<&str>) -> Gate {
+    match answer {
+        None => Gate::Blocked,
+        Some(Answer::Discarded) => Gate::Skip(SkipReason::Discarded),
+        Some(Answer::Resolved(payload)) => {
+            let approved = approve_if.is_none_or(|pointer| {
+                payload
+                    .as_ref()
+                    .and_then(|p| p.pointer(pointer))
+                    .is_some_and(|v| v == &Value::Bool(true))
+            });
+            if approved {
+                Gate::Run {
+                    payload: payload.clone(),
+                }
+            } else {
+                Gate::Skip(SkipReason::NotApproved)
+            }
+        }
+    }
+}
+
 /// Whether a gated action may run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Gate {
@@ -276,28 +301,12 @@ impl Judgement {
         {
             return Gate::Blocked;
         }
-        match self.answers.get(interrupt_id) {
-            None => Gate::Blocked,
-            Some(Answer::Discarded) => Gate::Skip(SkipReason::Discarded),
-            Some(Answer::Resolved(payload)) => match approve_if {
-                None => Gate::Run {
-                    payload: payload.clone(),
-                },
-                Some(pointer) => {
-                    let approved = payload
-                        .as_ref()
-                        .and_then(|p| p.pointer(pointer))
-                        .is_some_and(|v| v == &Value::Bool(true));
-                    if approved {
-                        Gate::Run {
-                            payload: payload.clone(),
-                        }
-                    } else {
-                        Gate::Skip(SkipReason::NotApproved)
-                    }
-                }
-            },
-        }
+        gate_for(self.answers.get(interrupt_id), approve_if)
+    }
+
+    /// Every usable answer of this input, by interrupt id.
+    pub fn answers(&self) -> &BTreeMap<String, Answer> {
+        &self.answers
     }
 
     /// INT-2 / PROD-3: the run may end `success` only if no known-open interrupt is uncovered.
@@ -331,12 +340,22 @@ pub fn judge(case: &ResumeCase<'_>) -> Judgement {
         }
     }
 
-    // Interrupts an entry may name.
-    let mut recognizable: BTreeMap<&str, &Interrupt> =
-        open.iter().map(|i| (i.id.as_str(), *i)).collect();
-    if let Knowledge::Stateless { raisable } = case.knowledge {
-        for i in raisable {
-            recognizable.entry(i.id.as_str()).or_insert(i);
+    // Interrupts an entry may name. A stateful producer takes answers only for what its
+    // checkpoint holds: an open call it merely sees in the messages (of another thread, or from
+    // before a reset) keeps the run from succeeding but is not something it asked on this
+    // thread. A stateless producer has nothing else to go by.
+    let mut recognizable: BTreeMap<&str, &Interrupt> = BTreeMap::new();
+    match case.knowledge {
+        Knowledge::Checkpoint { interrupts, .. } => {
+            for i in interrupts {
+                recognizable.entry(i.id.as_str()).or_insert(i);
+            }
+        }
+        Knowledge::NothingOpen => {}
+        Knowledge::Stateless { raisable } => {
+            for i in open.iter().copied().chain(raisable) {
+                recognizable.entry(i.id.as_str()).or_insert(i);
+            }
         }
     }
     let unrecognized_why = match case.knowledge {
@@ -938,6 +957,29 @@ mod tests {
             j.gate("approve-transfer", Some("/approved")),
             Gate::Run { .. }
         ));
+    }
+
+    #[test]
+    fn prod3_a_stateful_producer_takes_no_answer_for_a_call_only_the_messages_show() {
+        let from_messages = [approval("approve-transfer", "tc-1")];
+        let entries = [approve("approve-transfer")];
+        let mut c = case(
+            Knowledge::NothingOpen,
+            &entries,
+            UncoveredPolicy::Reinterrupt,
+        );
+        c.known_open_from_messages = &from_messages;
+        let j = judge(&c);
+        assert_eq!(j.verdicts[0].label(), "unrecognized");
+        assert_eq!(j.warnings[0].rule, "ERR-1");
+        assert_eq!(j.uncovered[0].why, UncoveredWhy::NoEntry);
+        assert_eq!(
+            j.decision,
+            Decision::Reinterrupt {
+                still_open: from_messages.to_vec()
+            }
+        );
+        assert_eq!(j.gate("approve-transfer", Some("/approved")), Gate::Blocked);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! The run owns the only sender of the stream: dropping it closes the response. A send that
 //! fails means the client went away; the run then stops before doing anything else.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ use hyper::HeaderMap;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
-use super::resume::{Decision, Gate, Judgement, SkipReason};
+use super::resume::{gate_for, Answer, Decision, Gate, Judgement, SkipReason};
 use super::wire::{self, tanstack, Event, Interrupt, RunAgentInput, RunFinished, TokenUsage};
 use super::{answered_calls, call_id, Boundary, Call, Checkpoint, Notice, Start, Threads};
 use crate::clock::format_rfc3339_ms;
@@ -73,6 +73,14 @@ pub(super) struct Run {
     types: Vec<&'static str>,
     gone: bool,
     violated: BTreeSet<Violation>,
+    /// The checkpoint this run continues (stateful agents): put back if the client goes away,
+    /// so its retry is still a continuation.
+    consumed: Option<Checkpoint>,
+    /// Tool calls this run admitted to a service (or skipped), with the result content once
+    /// known: never again.
+    executed: BTreeMap<String, Option<String>>,
+    /// Answers earlier continuations gave at the boundary this run resumes.
+    carried: BTreeMap<String, Answer>,
 }
 
 impl Run {
@@ -82,14 +90,20 @@ impl Run {
         spec: Arc<AgUiAgent>,
         input: RunAgentInput,
         judgement: Judgement,
+        consumed: Option<Checkpoint>,
         tx: mpsc::Sender<Bytes>,
     ) -> Run {
+        let carried = consumed
+            .as_ref()
+            .map(|c| c.answers.clone())
+            .unwrap_or_default();
         let resumed = judgement
             .verdicts
             .iter()
             .filter(|v| !matches!(v, super::resume::EntryVerdict::Unrecognized { .. }))
             .map(|v| v.interrupt_id().to_string())
             .chain(judgement.uncovered.iter().map(|u| u.interrupt.id.clone()))
+            .chain(carried.keys().cloned())
             .collect();
         Run {
             continuation: input.is_continuation(),
@@ -108,6 +122,9 @@ impl Run {
             types: Vec::new(),
             gone: false,
             violated: BTreeSet::new(),
+            consumed,
+            executed: BTreeMap::new(),
+            carried,
         }
     }
 
@@ -240,7 +257,7 @@ impl Run {
         batch.extend(still_open.iter().cloned());
         let spec = self.spec.clone();
         for d in spec.interrupts_at(i, phase) {
-            if self.fires(d) && !batch.iter().any(|b| b.id == d.key) {
+            if self.fires(d, calls.as_deref()) && !batch.iter().any(|b| b.id == d.key) {
                 batch.push(self.raise(d, calls.as_deref()));
             }
         }
@@ -270,11 +287,28 @@ impl Run {
     }
 
     /// PH-6: a fresh run raises everything; a continuation raises `repeat` interrupts again and
-    /// `skip` ones only if it does not resume them.
-    fn fires(&self, d: &InterruptSpec) -> bool {
-        !self.continuation
-            || d.on_continuation == OnContinuation::Repeat
-            || !self.resumed.contains(&d.key)
+    /// `skip` ones only if it does not resume them, nor are they moot: an approval whose gated
+    /// calls all have their result already (a re-interrupted batch answered piecemeal; an agent
+    /// that keeps nothing learns that from the messages).
+    fn fires(&self, d: &InterruptSpec, calls: Option<&[Call]>) -> bool {
+        if !self.continuation || d.on_continuation == OnContinuation::Repeat {
+            return true;
+        }
+        if self.resumed.contains(&d.key) {
+            return false;
+        }
+        let gated: Vec<&Call> = match (d.tool, d.phase) {
+            (Some(tool), Phase::BeforeTools) => calls
+                .into_iter()
+                .flatten()
+                .filter(|c| c.tool == tool)
+                .collect(),
+            _ => Vec::new(),
+        };
+        gated.is_empty()
+            || !gated
+                .iter()
+                .all(|c| c.done || self.answered.contains(&c.id))
     }
 
     fn raise(&self, d: &InterruptSpec, calls: Option<&[Call]>) -> Interrupt {
@@ -351,6 +385,7 @@ impl Run {
                 tool: c.tool,
                 args: c.args.clone(),
                 done: false,
+                result: None,
             });
         }
         out
@@ -367,7 +402,15 @@ impl Run {
         let spec = self.spec.clone();
         let partial = !held.is_empty();
         for call in calls.iter_mut() {
-            if call.done || self.answered.contains(&call.id) {
+            if self.answered.contains(&call.id) {
+                continue;
+            }
+            if call.done {
+                // It ran in a run whose client went away before hearing the result.
+                let content = call.result.clone().unwrap_or_else(|| {
+                    json!({"error": "the result was lost: the client went away while the service answered", "delivery": "unknown"}).to_string()
+                });
+                self.deliver(call, content).await;
                 continue;
             }
             if self.gone || self.tx.is_closed() {
@@ -382,6 +425,10 @@ impl Run {
             for g in &gates {
                 let v = if held.contains(&g.key) {
                     Gate::Blocked
+                } else if self.judgement.answer_for(&g.key).is_none()
+                    && self.carried.contains_key(&g.key)
+                {
+                    gate_for(self.carried.get(&g.key), g.approve_if.as_deref())
                 } else {
                     self.judgement.gate(&g.key, g.approve_if.as_deref())
                 };
@@ -413,13 +460,7 @@ impl Run {
                     detail["gate"] = json!(reason);
                     self.record_call(&call.id, detail);
                     let content = json!({"status": "not-run", "reason": reason}).to_string();
-                    self.emit(Event::tool_call_result(
-                        &format!("result-{}", call.id),
-                        &call.id,
-                        content,
-                    ))
-                    .await;
-                    call.done = true;
+                    self.deliver(call, content).await;
                 }
                 Gate::Run { payload } => {
                     detail["answer"] = payload.clone().unwrap_or(Value::Null);
@@ -454,19 +495,26 @@ impl Run {
                                 d.extend(f);
                             }
                             self.record_call(&call.id, detail);
-                            self.emit(Event::tool_call_result(
-                                &format!("result-{}", call.id),
-                                &call.id,
-                                content,
-                            ))
-                            .await;
-                            call.done = true;
+                            self.deliver(call, content).await;
                         }
                     }
                 }
             }
         }
         None
+    }
+
+    /// A call's `TOOL_CALL_RESULT`; the call is done from now on.
+    async fn deliver(&mut self, call: &mut Call, content: String) {
+        call.done = true;
+        call.result = Some(content.clone());
+        self.executed.insert(call.id.clone(), Some(content.clone()));
+        self.emit(Event::tool_call_result(
+            &format!("result-{}", call.id),
+            &call.id,
+            content,
+        ))
+        .await;
     }
 
     /// A backend tool call through the action pipeline. Returns the `TOOL_CALL_RESULT` content
@@ -532,6 +580,8 @@ impl Run {
             ..Request::default()
         };
         let out = service::admit(&world, req);
+        // The effect is in the world now, whether or not anyone hears the response.
+        self.executed.insert(call.id.clone(), None);
         let mut facts = json!({
             "service": service,
             "route": route,
@@ -651,6 +701,18 @@ impl Run {
                 set_usage(&mut e, usage.clone());
                 finished = self.run_finished(e).await;
                 if self.spec.resume == ResumeMode::Stateful {
+                    // Paused again where it resumed: the answers given so far still hold.
+                    let mut answers = BTreeMap::new();
+                    if self.consumed.as_ref().is_some_and(|c| c.at == at) {
+                        answers.extend(self.carried.clone());
+                        answers.extend(
+                            self.judgement
+                                .answers()
+                                .iter()
+                                .map(|(k, v)| (k.clone(), v.clone())),
+                        );
+                    }
+                    answers.retain(|k, _| !batch.iter().any(|b| &b.id == k));
                     self.world.extension::<Threads>().store(
                         &self.agent,
                         &self.input.thread_id,
@@ -660,6 +722,7 @@ impl Run {
                             at,
                             calls,
                             state: self.state.clone(),
+                            answers,
                         },
                     );
                 }
@@ -674,6 +737,20 @@ impl Run {
             End::Gone => {
                 detail["outcome"] = json!("cancelled");
                 detail["cause"] = json!("client-disconnected");
+                // The client never heard how this continuation ended and still holds its open
+                // interrupts: keep them open, minus what already ran, for its retry.
+                if let Some(mut cp) = self.consumed.take() {
+                    for c in &mut cp.calls {
+                        if let Some(result) = self.executed.get(&c.id) {
+                            c.done = true;
+                            c.result = result.clone();
+                        }
+                    }
+                    detail["restored_checkpoint"] = json!(cp.run_id);
+                    self.world
+                        .extension::<Threads>()
+                        .store(&self.agent, &self.input.thread_id, cp);
+                }
             }
             End::WorldClosed => {
                 detail["outcome"] = json!("error");
