@@ -355,9 +355,16 @@ pub(crate) fn compile(
     let start = issues.len();
 
     let mut tools: Vec<Tool> = Vec::new();
+    // Tools reported as broken: calls naming them are not reported again.
+    let mut broken: Vec<String> = Vec::new();
     for (n, t) in raw.tools.into_iter().enumerate() {
         let tpath = format!("{path}.tools[{n}]");
-        if let Some(tool) = compile_tool(t, &tpath, services, issues) {
+        let name = t.name.clone();
+        let Some(tool) = compile_tool(t, &tpath, services, issues) else {
+            broken.push(name);
+            continue;
+        };
+        {
             if tools.iter().any(|o| o.name == tool.name) {
                 issues.push((
                     format!("{tpath}.name"),
@@ -371,8 +378,9 @@ pub(crate) fn compile(
     if raw.iterations.is_empty() {
         issues.push((
             path.to_string(),
-            "an AG-UI agent needs at least one [[agents.NAME.iterations]] (a scripted model turn)"
-                .into(),
+            format!(
+                "an AG-UI agent needs at least one [[{path}.iterations]] (a scripted model turn)"
+            ),
         ));
     }
     let mut iterations = Vec::new();
@@ -382,6 +390,9 @@ pub(crate) fn compile(
         for (k, c) in it.tool_calls.into_iter().enumerate() {
             let cpath = format!("{ipath}.tool_calls[{k}]");
             let Some(tool) = tools.iter().position(|t| t.name == c.tool) else {
+                if broken.contains(&c.tool) {
+                    continue;
+                }
                 issues.push((
                     format!("{cpath}.tool"),
                     format!(
@@ -437,6 +448,9 @@ pub(crate) fn compile(
     let mut interrupts: Vec<InterruptSpec> = Vec::new();
     for (n, ri) in raw.interrupts.into_iter().enumerate() {
         let ipath = format!("{path}.interrupts[{n}]");
+        if ri.tool_call.as_ref().is_some_and(|t| broken.contains(t)) {
+            continue;
+        }
         if let Some(spec) = compile_interrupt(ri, n, &ipath, &tools, &iterations, issues) {
             if interrupts.iter().any(|o| o.key == spec.key) {
                 issues.push((
