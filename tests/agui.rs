@@ -956,6 +956,11 @@ fn res5_an_answer_to_an_expired_interrupt_is_treated_as_uncovered() {
     let r3 = p.run(&[resolved("approve-transfer", approve())]);
     assert_eq!(r3.outcome(), "interrupt");
     assert_eq!(r3.interrupt_ids(), vec!["approve-transfer"]);
+    assert!(
+        r3.warned("RES-5"),
+        "says why it is back: {:?}",
+        r3.warnings()
+    );
     assert!(applied(&da, "payments").is_empty());
     let started = events_of(&da, "patient-approver", "run-started");
     assert_eq!(
@@ -1123,6 +1128,11 @@ fn prod3_reinterrupt_never_succeeds_and_never_performs_the_gated_action() {
         assert_eq!(r.status, 200);
         assert_eq!(r.outcome(), "interrupt");
         assert_eq!(r.interrupts()[0]["id"], "approve-transfer");
+        assert!(
+            r.warned("RES-4"),
+            "omission is not discard: {:?}",
+            r.warnings()
+        );
         assert_eq!(
             r.interrupts()[0]["expiresAt"],
             first.interrupts()[0]["expiresAt"],

@@ -308,6 +308,32 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     if let Some(cp) = &checkpoint {
         notices.extend(continuity_notices(cp, &input));
     }
+    if let Decision::Reinterrupt { .. } = judgement.decision {
+        // Say why the same interrupt comes back, rather than leave the consumer guessing.
+        for u in &judgement.uncovered {
+            let (rule, why) = match u.why {
+                resume::UncoveredWhy::NoEntry => (
+                    "RES-4",
+                    "has no resume entry (omission is not a discard)".to_string(),
+                ),
+                resume::UncoveredWhy::AnsweredAfterExpiry => (
+                    "RES-5",
+                    format!(
+                        "was answered after it expired at {}; only a discard is accepted now",
+                        u.interrupt.expires_at.as_deref().unwrap_or("?")
+                    ),
+                ),
+                resume::UncoveredWhy::ConflictingEntries => {
+                    ("INT-3", "has contradictory resume entries".to_string())
+                }
+            };
+            notices.push(Notice::new(
+                rule,
+                format!("interrupt \"{}\" is still open: it {why}", u.interrupt.id),
+                json!({"interruptId": u.interrupt.id}),
+            ));
+        }
+    }
 
     let start = start_point(spec, &input, checkpoint.as_ref(), &judgement);
     let started = json!({
