@@ -36,7 +36,9 @@ function aguiAgents(file) {
 
 /**
  * Drives one agent through every path a consumer can take: answer all interrupts, discard
- * all, answer frontend tool calls, and send a TanStack-style raw request.
+ * all, answer frontend tool calls, play a defective consumer once (leave the interrupts
+ * uncovered and send an unrecognized entry: warnings, RUN_ERROR or a re-interrupt), and send a
+ * TanStack-style raw request.
  */
 async function drive(da, agentName, answer) {
   const cap = capturingFetch()
@@ -54,7 +56,11 @@ async function drive(da, agentName, answer) {
       await agent.runAgent(params, {
         onRunFinishedEvent: (p) => { if (p.outcome === 'success') pending = p.pendingToolCallIds },
       }).catch(() => {})
-      if (agent.pendingInterrupts.length > 0) {
+      if (agent.pendingInterrupts.length > 0 && answer === 'defective' && round === 0) {
+        agent.pendingInterrupts = [] // the client would refuse this; the producer must cope
+        params = { resume: [{ interruptId: 'no-such-interrupt', status: 'resolved', payload: {} }] }
+        answer = 'resolve'
+      } else if (agent.pendingInterrupts.length > 0) {
         const soon = agent.pendingInterrupts.some((i) => i.expiresAt && new Date(i.expiresAt) - Date.now() < 2000)
         if (soon) await sleep(Math.max(0, Math.max(...agent.pendingInterrupts.map((i) => new Date(i.expiresAt) - Date.now()))) + 50)
         params = {
@@ -101,6 +107,7 @@ for (const file of scenarios) {
           const exchanges = [
             ...(await drive(da, name, 'resolve')),
             ...(await drive(da, name, 'cancel')),
+            ...(await drive(da, name, 'defective')),
             ...(await tanstackStyleRequest(da, name)),
           ]
           const problems = []
