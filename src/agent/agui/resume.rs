@@ -49,16 +49,19 @@ pub enum UncoveredPolicy {
     Reinterrupt,
 }
 
+/// A policy name that is not `reject`, `run-error` or `reinterrupt`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown uncovered policy '{0}' (expected reject | run-error | reinterrupt)")]
+pub struct UnknownPolicy(pub String);
+
 impl FromStr for UncoveredPolicy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownPolicy;
+    fn from_str(s: &str) -> Result<Self, UnknownPolicy> {
         match s {
             "reject" => Ok(UncoveredPolicy::Reject),
             "run-error" => Ok(UncoveredPolicy::RunError),
             "reinterrupt" => Ok(UncoveredPolicy::Reinterrupt),
-            other => Err(format!(
-                "unknown uncovered policy '{other}' (expected reject | run-error | reinterrupt)"
-            )),
+            other => Err(UnknownPolicy(other.to_string())),
         }
     }
 }

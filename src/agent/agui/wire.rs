@@ -14,7 +14,7 @@
 //!   ([`RunAgentInput::unknown_members`], [`RunAgentInput::strip_unknown`]); on output
 //!   `extra` is empty unless a scenario deliberately adds unknown fields.
 //!
-//! Pure data plus framing: it depends on `serde` and `serde_json` only. The engine
+//! Pure data plus framing: it depends on `serde`, `serde_json` and `thiserror` only. The engine
 //! ([`super`]) builds events from these types; [`super::resume`] judges [`ResumeEntry`]s.
 
 use serde::de::{DeserializeOwned, Error as _};
@@ -141,18 +141,11 @@ pub struct RunAgentInput {
 }
 
 /// Why a request body was refused before any stream (HTTP 4xx, no `RUN_STARTED`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
 pub struct InputError {
     pub message: String,
 }
-
-impl std::fmt::Display for InputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for InputError {}
 
 /// What the producer should do about the input's `protocolVersion`
 /// (`docs/spec/1.0/basic/versioning.mdx`).
@@ -2389,7 +2382,7 @@ mod tests {
             r#"{"b":1,"a":[true,null,"x\"y"],"B":{"z":1.5,"y":1.0,"x":1e21,"w":1e-7,"v":-0.0,"u":0.000001}}"#,
         )
         .unwrap();
-        // Checked against @tanstack/ai 0.58.0 canonicalInterruptJson (see NOTES.md).
+        // Checked against @tanstack/ai 0.58.0 canonicalInterruptJson.
         assert_eq!(
             canonical_json(&v),
             r#"{"B":{"u":0.000001,"v":0,"w":1e-7,"x":1e+21,"y":1,"z":1.5},"a":[true,null,"x\"y"],"b":1}"#
@@ -2399,7 +2392,7 @@ mod tests {
     #[test]
     fn tanstack_binding_for_the_issue_example() {
         // Issue 7's approve-transfer interrupt. Hash checked against @tanstack/ai 0.58.0
-        // digestInterruptJson(canonicalInterruptJson(schema)) under node (see NOTES.md).
+        // digestInterruptJson(canonicalInterruptJson(schema)) under node.
         let mut i = Interrupt::new("approve-transfer", "approval-required");
         i.message = Some("Approve transferring 100 to acct-9?".into());
         i.tool_call_id = Some("tc-1".into());
