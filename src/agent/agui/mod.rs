@@ -360,7 +360,8 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         return reject(*status, code, message.clone(), started);
     }
 
-    let mut rec = Record::agent_event(&name, "run-started", world.clock.now(), started);
+    let started_at = world.clock.now();
+    let mut rec = Record::agent_event(&name, "run-started", started_at, started);
     rec.method = "POST".into();
     rec.path = format!("/agents/{name}");
     rec.work_id = Some(input.run_id.clone());
@@ -377,6 +378,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         input,
         judgement,
         consumed,
+        started_at,
         tx,
     );
     tokio::spawn(run.go(start, notices));

@@ -81,6 +81,9 @@ pub(super) struct Run {
     executed: BTreeMap<String, Option<String>>,
     /// Answers earlier continuations gave at the boundary this run resumes.
     carried: BTreeMap<String, Answer>,
+    /// Where the run's own timeline stands (its arrival, moved on by each wait): delays count
+    /// from here.
+    cursor: Duration,
 }
 
 impl Run {
@@ -91,6 +94,7 @@ impl Run {
         input: RunAgentInput,
         judgement: Judgement,
         consumed: Option<Checkpoint>,
+        started_at: Duration,
         tx: mpsc::Sender<Bytes>,
     ) -> Run {
         let carried = consumed
@@ -125,6 +129,7 @@ impl Run {
             consumed,
             executed: BTreeMap::new(),
             carried,
+            cursor: started_at,
         }
     }
 
@@ -596,6 +601,7 @@ impl Run {
             Plan::At(t) => {
                 let clock = world.clock.clone();
                 let tx = self.tx.clone();
+                self.cursor = self.cursor.max(t);
                 tokio::select! {
                     tick = clock.sleep_until(t) => match tick {
                         Some(_) => Ok(out.response),
@@ -625,14 +631,21 @@ impl Run {
         Ok((content, facts))
     }
 
-    /// Wait on the scenario clock, unless the client leaves or the world closes first.
+    /// Wait `d` of scenario time on the run's own timeline, unless the client leaves or the world
+    /// closes first. Steps take no scenario time, so the timeline starts at the run's arrival
+    /// (its `run-started` entry) and moves only by waits. Counting from there rather than from
+    /// whenever this task gets here keeps a manual clock exact: a test that sees an entry and
+    /// then advances can never slip in before the sleep and leave the run waiting for the next
+    /// advance.
     async fn wait(&mut self, d: Duration) -> Option<End> {
         let clock = self.world.clock.clone();
         let tx = self.tx.clone();
+        let deadline = self.cursor + d;
         let woke = tokio::select! {
-            tick = clock.sleep(d) => Some(tick.is_some()),
+            tick = clock.sleep_until(deadline) => Some(tick.is_some()),
             _ = tx.closed() => None,
         };
+        self.cursor = deadline;
         match woke {
             Some(true) => None,
             Some(false) => Some(End::WorldClosed),
