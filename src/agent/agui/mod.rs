@@ -375,10 +375,12 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         world.clone(),
         name,
         Arc::new(spec.clone()),
-        input,
-        judgement,
-        consumed,
-        started_at,
+        run::Admitted {
+            input,
+            judgement,
+            consumed,
+            started_at,
+        },
         tx,
     );
     tokio::spawn(run.go(start, notices));

@@ -86,17 +86,29 @@ pub(super) struct Run {
     cursor: Duration,
 }
 
+/// What admission hands a run: the stripped input, its judgement, the checkpoint it consumed
+/// (stateful agents) and the scenario time of its `run-started` entry.
+pub(super) struct Admitted {
+    pub input: RunAgentInput,
+    pub judgement: Judgement,
+    pub consumed: Option<Checkpoint>,
+    pub started_at: Duration,
+}
+
 impl Run {
     pub(super) fn new(
         world: Arc<World>,
         agent: String,
         spec: Arc<AgUiAgent>,
-        input: RunAgentInput,
-        judgement: Judgement,
-        consumed: Option<Checkpoint>,
-        started_at: Duration,
+        admitted: Admitted,
         tx: mpsc::Sender<Bytes>,
     ) -> Run {
+        let Admitted {
+            input,
+            judgement,
+            consumed,
+            started_at,
+        } = admitted;
         let carried = consumed
             .as_ref()
             .map(|c| c.answers.clone())
