@@ -65,7 +65,8 @@ impl Ctx {
 /// once per restored world, before it serves requests.
 pub fn restore(world: &Arc<World>) {
     a2a::restore(world);
-    // AG-UI runs would be restored here (`agui::restore`), from their own ledger entries.
+    // AG-UI would plug in here (an `agui::restore`): its runs and the open checkpoints of its
+    // `Threads` extension are not rebuilt yet, so a paused thread is forgotten by a restart.
 }
 
 /// Serve one request to agent `name`.
