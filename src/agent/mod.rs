@@ -65,8 +65,7 @@ impl Ctx {
 /// once per restored world, before it serves requests.
 pub fn restore(world: &Arc<World>) {
     a2a::restore(world);
-    // AG-UI would plug in here (an `agui::restore`): its runs and the open checkpoints of its
-    // `Threads` extension are not rebuilt yet, so a paused thread is forgotten by a restart.
+    agui::restore(world);
 }
 
 /// Serve one request to agent `name`.

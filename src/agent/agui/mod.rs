@@ -22,6 +22,7 @@
 //! away (aborting the request): the run stops at once, performs no further tool call, and the
 //! ledger records the outcome `cancelled` with `cause: "client-disconnected"`.
 
+mod restore;
 pub mod resume;
 mod run;
 pub mod wire;
@@ -100,6 +101,18 @@ impl Threads {
         self.lock()
             .insert((agent.to_string(), thread.to_string()), cp);
     }
+
+    fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+}
+
+/// Rebuild a world's AG-UI threads from its ledger after a restart (see [`restore::restore`]):
+/// each thread's open checkpoint as its last finished run left it; runs still streaming at the
+/// crash end as if their client had gone away, recorded as `run-finished` with
+/// `cause: "restart"`. Returns how many checkpoints are open.
+pub fn restore(world: &Arc<World>) -> usize {
+    restore::restore(world)
 }
 
 /// Where a run starts in the script.
@@ -336,7 +349,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     }
 
     let start = start_point(spec, &input, checkpoint.as_ref(), &judgement);
-    let started = json!({
+    let mut started = json!({
         "thread_id": input.thread_id,
         "run_id": input.run_id,
         "parent_run_id": input.parent_run_id,
@@ -350,6 +363,13 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         "messages": input.messages.len(),
         "state": input.state_or_default(),
     });
+    // The interrupted run whose checkpoint this run consumed: what a restart needs to tell
+    // which checkpoints are still open (the `Threads` lock is not held across the append).
+    if let (ResumeMode::Stateful, Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) =
+        (spec.resume, &checkpoint, &judgement.decision)
+    {
+        started["continues"] = json!(cp.run_id);
+    }
 
     if let Decision::Reject {
         status,

@@ -511,6 +511,9 @@ impl Run {
                             if let (Value::Object(d), Value::Object(f)) = (&mut detail, facts) {
                                 d.extend(f);
                             }
+                            // The TOOL_CALL_RESULT content, sent again to a retry that never
+                            // heard it, also after a restart.
+                            detail["result"] = json!(content);
                             self.record_call(&call.id, detail);
                             self.deliver(call, content).await;
                         }
@@ -738,18 +741,19 @@ impl Run {
                         );
                     }
                     answers.retain(|k, _| !batch.iter().any(|b| &b.id == k));
-                    self.world.extension::<Threads>().store(
-                        &self.agent,
-                        &self.input.thread_id,
-                        Checkpoint {
-                            run_id: self.input.run_id.clone(),
-                            interrupts: batch,
-                            at,
-                            calls,
-                            state: self.state.clone(),
-                            answers,
-                        },
-                    );
+                    let cp = Checkpoint {
+                        run_id: self.input.run_id.clone(),
+                        interrupts: batch,
+                        at,
+                        calls,
+                        state: self.state.clone(),
+                        answers,
+                    };
+                    // What a restart rebuilds the thread from (`restore`).
+                    detail["checkpoint"] = cp.ledger_json();
+                    self.world
+                        .extension::<Threads>()
+                        .store(&self.agent, &self.input.thread_id, cp);
                 }
             }
             End::Cancelled => {
@@ -772,6 +776,7 @@ impl Run {
                         }
                     }
                     detail["restored_checkpoint"] = json!(cp.run_id);
+                    detail["checkpoint"] = cp.ledger_json();
                     self.world
                         .extension::<Threads>()
                         .store(&self.agent, &self.input.thread_id, cp);
