@@ -21,6 +21,10 @@
 //! the run ends `RUN_FINISHED{outcome: cancelled}` at that boundary), or by the client going
 //! away (aborting the request): the run stops at once, performs no further tool call, and the
 //! ledger records the outcome `cancelled` with `cause: "client-disconnected"`.
+//!
+//! After a restart with `--journal`, [`restore()`] rebuilds the threads' checkpoints from the
+//! ledger (`restore.rs`); a run streaming at the crash ends as a client abort would end it,
+//! with `cause: "restart"`.
 
 mod restore;
 pub mod resume;
@@ -107,7 +111,7 @@ impl Threads {
     }
 }
 
-/// Rebuild a world's AG-UI threads from its ledger after a restart (see [`restore::restore`]):
+/// Rebuild a world's AG-UI threads from its ledger after a restart (see `restore.rs`):
 /// each thread's open checkpoint as its last finished run left it; runs still streaming at the
 /// crash end as if their client had gone away, recorded as `run-finished` with
 /// `cause: "restart"`. Returns how many checkpoints are open.
