@@ -545,3 +545,57 @@ fn acc1_a_transfer_whose_response_was_pending_at_the_crash_is_never_made_again()
         .len();
     assert_eq!(payments, 1, "the agent never called payments again");
 }
+
+#[test]
+fn res6_state_and_answers_of_a_piecemeal_batch_carry_across_a_restart() {
+    // The approver leaves a state and needs two sign-offs for the one transfer.
+    let text = std::fs::read_to_string(shipped("agui-approval.toml"))
+        .unwrap()
+        .replacen(
+            "text = \"I will move 100 to acct-9.\"",
+            "text = \"I will move 100 to acct-9.\"\nstate = { step = \"awaiting-approval\" }",
+            1,
+        )
+        .replacen(
+            "# --- stateless-approver",
+            "[[agents.approver.interrupts]]\nphase = \"beforeTools\"\nkey = \"second-signature\"\n\
+             tool_call = \"transfer_funds\"\napprove_if = \"/signed\"\n\n# --- stateless-approver",
+            1,
+        );
+    let scenario = temp_file("two-signatures.toml", &text);
+    let journal = fresh_journal();
+    let da = serve(&scenario, &journal);
+    let mut t = Thread::new("approver", "t1");
+    let r1 = t.run(&da, &[]);
+    assert_eq!(r1.interrupts().len(), 2);
+    assert_eq!(t.state, json!({"step": "awaiting-approval"}));
+    let r2 = t.run(&da, &[approve()]);
+    let ids: Vec<Value> = r2.interrupts().iter().map(|i| i["id"].clone()).collect();
+    assert_eq!(ids, [json!("second-signature")]);
+    let mut dropper = Thread::new("approver", "t2");
+    dropper.run(&da, &[]);
+    kill9(da);
+
+    let da = serve(&scenario, &journal);
+    // The first sign-off, given before the restart, still holds.
+    let sign = json!({"interruptId": "second-signature", "status": "resolved", "payload": {"signed": true}});
+    let r3 = t.run(&da, std::slice::from_ref(&sign));
+    assert_eq!(r3.outcome(), "success", "{:?}", r3.types());
+    assert!(r3.warnings().is_empty(), "{:?}", r3.warnings());
+    let moved = transfers(&da);
+    assert_eq!(moved.len(), 1);
+    assert_eq!(moved[0]["body"]["approval"], json!({"approved": true}));
+    // The state the interrupted run left is still what a continuation is held to.
+    dropper.state = json!({});
+    let both = [approve(), sign];
+    let r4 = dropper.run(&da, &both);
+    assert!(
+        r4.warnings()
+            .iter()
+            .any(|w| w["rule"] == "RES-6" && w["message"].as_str().unwrap().contains("state")),
+        "{:?}",
+        r4.warnings()
+    );
+    assert_eq!(r4.outcome(), "success");
+    assert_eq!(transfers(&da).len(), 2);
+}

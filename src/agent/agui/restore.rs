@@ -377,9 +377,7 @@ impl Rebuild {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_checkpoint_comes_back_from_its_ledger_form() {
-        let toml = r#"
+    const SCENARIO: &str = r#"
 name = "t"
 clock = "manual"
 [services.payments]
@@ -398,7 +396,10 @@ phase = "beforeTools"
 key = "ok"
 tool_call = "pay"
 "#;
-        let sc = crate::scenario::Scenario::from_toml(toml, "t.toml").unwrap();
+
+    #[test]
+    fn a_checkpoint_comes_back_from_its_ledger_form() {
+        let sc = crate::scenario::Scenario::from_toml(SCENARIO, "t.toml").unwrap();
         let AgentSpec::AgUi(spec) = &sc.agent("a").unwrap().spec else {
             panic!("not an AG-UI agent");
         };
@@ -461,5 +462,112 @@ tool_call = "pay"
             ..cp
         };
         assert!(no_answers.ledger_json().get("answers").is_none());
+    }
+
+    fn append(world: &World, event: &str, work_id: &str, detail: Value) {
+        let mut r = Record::agent_event("a", event, world.clock.now(), detail);
+        r.work_id = Some(work_id.to_string());
+        world.lock().ledger.append(r);
+    }
+
+    fn paused(run: &str) -> Value {
+        json!({"run_id": run, "interrupts": [{"id": "ok", "reason": "approval-required"}],
+            "paused_at": {"iteration": 0, "phase": "beforeTools"},
+            "calls": [{"id": format!("call-0-0-{run}")}], "state": {}})
+    }
+
+    #[test]
+    fn consumed_checkpoints_stay_closed_in_either_order_and_a_streaming_run_puts_its_back() {
+        let sc = crate::scenario::Scenario::from_toml(SCENARIO, "t.toml").unwrap();
+        let world = Arc::new(World::new(Arc::new(sc), None));
+        // t1: r1 paused, r2 continues it and is still streaming at the crash, after the call
+        // reached the service.
+        append(
+            &world,
+            "run-started",
+            "r1",
+            json!({"thread_id": "t1", "run_id": "r1"}),
+        );
+        append(
+            &world,
+            "run-finished",
+            "r1",
+            json!({"thread_id": "t1", "run_id": "r1", "outcome": "interrupt", "checkpoint": paused("r1")}),
+        );
+        append(
+            &world,
+            "run-started",
+            "r2",
+            json!({"thread_id": "t1", "run_id": "r2", "continues": "r1"}),
+        );
+        let mut hit = Record::agent_event("payments", "x", world.clock.now(), Value::Null);
+        hit.disposition = Disposition::Executed;
+        hit.event = None;
+        hit.actor = Some("agent:a".into());
+        hit.work_id = Some("call-0-0-r1".into());
+        world.lock().ledger.append(hit);
+        // t2: the continuation r4 was judged before r3's run-finished was written.
+        append(
+            &world,
+            "run-started",
+            "r3",
+            json!({"thread_id": "t2", "run_id": "r3"}),
+        );
+        append(
+            &world,
+            "run-started",
+            "r4",
+            json!({"thread_id": "t2", "run_id": "r4", "continues": "r3"}),
+        );
+        append(
+            &world,
+            "run-finished",
+            "r3",
+            json!({"thread_id": "t2", "run_id": "r3", "outcome": "interrupt", "checkpoint": paused("r3")}),
+        );
+        append(
+            &world,
+            "run-finished",
+            "r4",
+            json!({"thread_id": "t2", "run_id": "r4", "outcome": "success"}),
+        );
+
+        assert_eq!(restore(&world), 1);
+        let threads = world.extension::<Threads>();
+        let open = threads.lock();
+        assert!(!open.contains_key(&("a".to_string(), "t2".to_string())));
+        let cp = &open[&("a".to_string(), "t1".to_string())];
+        assert_eq!(cp.run_id, "r1");
+        assert!(
+            cp.calls[0].done,
+            "the call that reached the service is not made again"
+        );
+        drop(open);
+        let ended: Vec<Record> = world
+            .lock()
+            .ledger
+            .iter()
+            .filter(|r| r.detail.as_ref().is_some_and(|d| d["cause"] == "restart"))
+            .cloned()
+            .collect();
+        assert_eq!(ended.len(), 1);
+        assert_eq!(ended[0].work_id.as_deref(), Some("r2"));
+        let d = ended[0].detail.as_ref().unwrap();
+        assert_eq!(d["restored_checkpoint"], "r1");
+        assert_eq!(d["checkpoint"]["calls"][0]["done"], true);
+        // Nothing more to do a second time.
+        threads.lock().clear();
+        restore(&world);
+        let n = world
+            .lock()
+            .ledger
+            .iter()
+            .filter(|r| r.detail.as_ref().is_some_and(|d| d["cause"] == "restart"))
+            .count();
+        assert_eq!(n, 1);
+        assert_eq!(
+            threads.lock()[&("a".to_string(), "t1".to_string())].run_id,
+            "r1"
+        );
     }
 }
