@@ -18,6 +18,7 @@ use crate::idempotency::{fingerprint, Cache, Decision, KeyRecord, Mode, StoredRe
 use crate::journal::Line;
 use crate::ledger::{parse_action_id, ActionState, Delivery, Disposition, Record, ResponsePlan};
 use crate::scenario::{did_you_mean, CancelPolicy, RespondBody, Route, RouteKind, Service};
+use crate::template;
 use crate::world::{State, World};
 
 /// A request to a fake service, however it arrived.
@@ -602,7 +603,7 @@ fn render_respond(
         .respond
         .headers
         .iter()
-        .map(|(k, v)| (k.clone(), ctx.text(v)))
+        .map(|(k, v)| (k.clone(), template::text(v, &ctx)))
         .collect();
     let body = match &route.respond.body {
         RespondBody::Json(v) => {
@@ -612,9 +613,9 @@ fn render_respond(
             {
                 headers.push(("content-type".into(), "application/json".into()));
             }
-            ctx.json(v).to_string().into_bytes()
+            template::json(v, &ctx).to_string().into_bytes()
         }
-        RespondBody::Text(t) => ctx.text(t).into_bytes(),
+        RespondBody::Text(t) => template::text(t, &ctx).into_bytes(),
     };
     Response {
         status: route.respond.status,
@@ -632,9 +633,8 @@ struct Ctx<'a> {
     record: &'a Record,
 }
 
-impl Ctx<'_> {
-    fn lookup(&self, name: &str) -> Option<Value> {
-        let name = name.trim();
+impl template::Vars for Ctx<'_> {
+    fn var(&self, name: &str) -> Option<Value> {
         Some(match name {
             "action.id" => Value::from(self.record.action_id()),
             "action.seq" => Value::from(self.record.seq),
@@ -664,48 +664,6 @@ impl Ctx<'_> {
                 }
             }
         })
-    }
-
-    fn json(&self, v: &Value) -> Value {
-        match v {
-            Value::String(s) => {
-                let t = s.trim();
-                // A string that is exactly one placeholder takes the value's own JSON type.
-                if let Some(inner) = t.strip_prefix("{{").and_then(|x| x.strip_suffix("}}")) {
-                    if !inner.contains("{{") {
-                        if let Some(v) = self.lookup(inner) {
-                            return v;
-                        }
-                    }
-                }
-                Value::String(self.text(s))
-            }
-            Value::Array(a) => Value::Array(a.iter().map(|x| self.json(x)).collect()),
-            Value::Object(o) => {
-                Value::Object(o.iter().map(|(k, x)| (k.clone(), self.json(x))).collect())
-            }
-            other => other.clone(),
-        }
-    }
-
-    fn text(&self, s: &str) -> String {
-        let mut out = String::new();
-        let mut rest = s;
-        while let Some(start) = rest.find("{{") {
-            let Some(len) = rest[start..].find("}}") else {
-                break;
-            };
-            out.push_str(&rest[..start]);
-            let name = &rest[start + 2..start + len];
-            match self.lookup(name) {
-                Some(Value::String(v)) => out.push_str(&v),
-                Some(v) => out.push_str(&v.to_string()),
-                None => out.push_str(&rest[start..start + len + 2]),
-            }
-            rest = &rest[start + len + 2..];
-        }
-        out.push_str(rest);
-        out
     }
 }
 

@@ -41,6 +41,7 @@ use crate::scenario::a2a::{
     Script, StatusStep, UpdateState,
 };
 use crate::service;
+use crate::template;
 use crate::world::World;
 
 mod restore;
@@ -209,8 +210,8 @@ struct Render<'a> {
     used_canary: std::cell::Cell<bool>,
 }
 
-impl Render<'_> {
-    fn lookup(&self, name: &str) -> Option<Value> {
+impl template::Vars for Render<'_> {
+    fn var(&self, name: &str) -> Option<Value> {
         Some(match name.trim() {
             "canary" => {
                 self.used_canary.set(true);
@@ -224,49 +225,15 @@ impl Render<'_> {
             _ => return None,
         })
     }
+}
 
+impl Render<'_> {
     fn text(&self, s: &str) -> String {
-        let mut out = String::new();
-        let mut rest = s;
-        while let Some(start) = rest.find("{{") {
-            let Some(len) = rest[start..].find("}}") else {
-                break;
-            };
-            out.push_str(&rest[..start]);
-            match self.lookup(&rest[start + 2..start + len]) {
-                Some(Value::String(v)) => out.push_str(&v),
-                Some(v) => out.push_str(&v.to_string()),
-                None => out.push_str(&rest[start..start + len + 2]),
-            }
-            rest = &rest[start + len + 2..];
-        }
-        out.push_str(rest);
-        out
+        template::text(s, self)
     }
 
     fn json(&self, v: &Value) -> Value {
-        match v {
-            Value::String(s) => {
-                // A string that is exactly one placeholder keeps the value's JSON type.
-                if let Some(inner) = s
-                    .trim()
-                    .strip_prefix("{{")
-                    .and_then(|x| x.strip_suffix("}}"))
-                {
-                    if !inner.contains("{{") {
-                        if let Some(v) = self.lookup(inner) {
-                            return v;
-                        }
-                    }
-                }
-                Value::String(self.text(s))
-            }
-            Value::Array(a) => Value::Array(a.iter().map(|x| self.json(x)).collect()),
-            Value::Object(o) => {
-                Value::Object(o.iter().map(|(k, x)| (k.clone(), self.json(x))).collect())
-            }
-            other => other.clone(),
-        }
+        template::json(v, self)
     }
 
     fn part(&self, p: &PartSpec) -> Part {
