@@ -44,10 +44,30 @@ const BUGS: &[(&str, &str)] = &[
         "lost-response-unreported",
         "leave an unknown outcome out of the claims (ACC-3)",
     ),
+    (
+        "late-result-adopted",
+        "adopt a subagent's result produced under the old revision (ACC-2)",
+    ),
+    (
+        "message-id-dedupe",
+        "resend the same A2A message id, trusting it to de-duplicate (REC-4)",
+    ),
+    (
+        "message-to-finished-task",
+        "send follow-up work to a task that already finished (REC-6)",
+    ),
 ];
 
 /// The shipped scenarios the orchestrator knows how to drive.
-const SCENARIOS: &[&str] = &["lost-response", "expired-key", "lying-500", "slow-cancel"];
+const SCENARIOS: &[&str] = &[
+    "lost-response",
+    "expired-key",
+    "lying-500",
+    "slow-cancel",
+    "late-result",
+    "duplicate-task",
+    "cancel-too-late",
+];
 
 struct Orch {
     url: String,
@@ -55,6 +75,9 @@ struct Orch {
     revision: i64,
     keys: u32,
     claims: Vec<Value>,
+    task_claims: Vec<Value>,
+    adopted: Vec<String>,
+    rpc_id: u32,
 }
 
 /// What the orchestrator knows about one action after trying.
@@ -216,7 +239,86 @@ impl Orch {
     }
 
     async fn finish(&self) {
-        self.admin("claims", json!({"actions": self.claims})).await;
+        self.admin(
+            "claims",
+            json!({"actions": self.claims, "tasks": self.task_claims, "adopted": self.adopted}),
+        )
+        .await;
+    }
+
+    /// One A2A JSON-RPC call: `Ok(result)` or `Err(code)`.
+    async fn rpc(&mut self, agent: &str, method: &str, params: Value) -> Result<Value, i64> {
+        self.rpc_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": self.rpc_id, "method": method, "params": params});
+        match self
+            .http(
+                "POST",
+                &format!("/agents/{agent}"),
+                &[("A2A-Version", "1.0")],
+                Some(body),
+            )
+            .await
+        {
+            Some((200, v)) if v.get("result").is_some() => Ok(v["result"].clone()),
+            Some((_, v)) => Err(v["error"]["code"].as_i64().unwrap_or(0)),
+            None => Err(0),
+        }
+    }
+
+    /// Delegate work to an agent under the current revision; returns the new task's id.
+    async fn delegate(
+        &mut self,
+        agent: &str,
+        message_id: &str,
+        text: &str,
+        task_id: Option<&str>,
+    ) -> Result<String, i64> {
+        let mut message = json!({
+            "messageId": message_id,
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+            "metadata": {"revision": self.revision},
+        });
+        if let Some(t) = task_id {
+            message["taskId"] = json!(t);
+        }
+        let r = self
+            .rpc(
+                agent,
+                "SendMessage",
+                json!({"message": message, "configuration": {"returnImmediately": true}}),
+            )
+            .await?;
+        Ok(r["task"]["id"].as_str().unwrap_or_default().to_string())
+    }
+
+    /// GetTask: (state, revision the result states, the task).
+    async fn observe(&mut self, agent: &str, task: &str) -> (String, Option<i64>, Value) {
+        match self.rpc(agent, "GetTask", json!({"id": task})).await {
+            Ok(t) => {
+                let state = t["status"]["state"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let rev = t["metadata"]["revision"].as_i64();
+                (state, rev, t)
+            }
+            Err(_) => (String::new(), None, Value::Null),
+        }
+    }
+
+    fn claim_task(&mut self, task: &str, claim: &str) {
+        self.task_claims
+            .push(json!({"task_id": task, "claim": claim}));
+    }
+
+    /// The claim a correct orchestrator makes after observing a task.
+    fn observed(state: &str) -> &'static str {
+        match state {
+            "TASK_STATE_COMPLETED" => "completed",
+            "TASK_STATE_CANCELED" => "cancelled",
+            _ => "unknown",
+        }
     }
 
     async fn run(&mut self, scenario: &str) -> Result<(), String> {
@@ -324,6 +426,114 @@ impl Orch {
                 self.claims
                     .push(json!({"key": payout_key, "claim": payout.claim()}));
             }
+            "late-result" => {
+                self.redirect(1).await;
+                let t1 = self
+                    .delegate(
+                        "researcher",
+                        "m-1",
+                        "find the vendor's account and pay it",
+                        None,
+                    )
+                    .await
+                    .map_err(|c| format!("SendMessage failed: {c}"))?;
+                // The user redirects the run; the researcher must stop.
+                self.redirect(2).await;
+                let cancel = self
+                    .rpc("researcher", "CancelTask", json!({"id": t1}))
+                    .await;
+                self.wait("5s").await;
+                let (state, rev, task) = self.observe("researcher", &t1).await;
+                let account = task["artifacts"][0]["parts"]
+                    .as_array()
+                    .and_then(|ps| ps.iter().find_map(|p| p["data"]["account"].as_str()))
+                    .unwrap_or_default()
+                    .to_string();
+                // REC-6: the result states revision 1 while revision 2 is in force: a correct
+                // orchestrator rejects it; the buggy one adopts it and acts on it.
+                if self.bug("late-result-adopted") && rev != Some(self.revision) {
+                    self.adopted.push(t1.clone());
+                    let key = self.new_key();
+                    let body = json!({"to": account, "amount": 100});
+                    self.act(transfers, transfers, "Idempotency-Key", body, key)
+                        .await;
+                }
+                let claim = match cancel {
+                    Ok(_) if self.bug("cancel-believed") => "cancelled",
+                    // REC-3: a stop request stays "stop requested" until a state is observed.
+                    _ => match Orch::observed(&state) {
+                        "unknown" => "stop-requested",
+                        c => c,
+                    },
+                };
+                self.claim_task(&t1, claim);
+            }
+            "duplicate-task" => {
+                self.redirect(1).await;
+                let t1 = self
+                    .delegate("payer", "m-1", "pay acct-9 100", None)
+                    .await
+                    .map_err(|c| format!("SendMessage failed: {c}"))?;
+                // Suppose the answer had timed out: a message id alone does not de-duplicate,
+                // so look for the task instead of resending.
+                let mut tasks = vec![t1];
+                if self.bug("message-id-dedupe") {
+                    if let Ok(t2) = self.delegate("payer", "m-1", "pay acct-9 100", None).await {
+                        tasks.push(t2);
+                    }
+                } else {
+                    let _ = self.rpc("payer", "ListTasks", json!({})).await;
+                }
+                self.wait("3s").await;
+                for t in tasks {
+                    let (state, _, _) = self.observe("payer", &t).await;
+                    self.claim_task(&t, Orch::observed(&state));
+                }
+            }
+            "cancel-too-late" => {
+                self.redirect(1).await;
+                let archive = self
+                    .delegate("archivist", "m-1", "delete old records", None)
+                    .await
+                    .map_err(|c| format!("SendMessage failed: {c}"))?;
+                let schedule = self
+                    .delegate("scheduler", "m-2", "book a room", None)
+                    .await
+                    .map_err(|c| format!("SendMessage failed: {c}"))?;
+                // Plans change: stop both. The archivist refuses; the scheduler honours.
+                let archive_cancel = self
+                    .rpc("archivist", "CancelTask", json!({"id": archive}))
+                    .await;
+                let _ = self
+                    .rpc("scheduler", "CancelTask", json!({"id": schedule}))
+                    .await;
+                self.wait("5s").await;
+                let (a_state, _, _) = self.observe("archivist", &archive).await;
+                let (s_state, _, _) = self.observe("scheduler", &schedule).await;
+                let a_claim = match archive_cancel {
+                    Err(_) if self.bug("cancel-believed") => "cancelled",
+                    _ => Orch::observed(&a_state),
+                };
+                self.claim_task(&archive, a_claim);
+                self.claim_task(&schedule, Orch::observed(&s_state));
+                // Follow-up work: a new task, never a message to the finished one.
+                let finished = self
+                    .bug("message-to-finished-task")
+                    .then(|| archive.clone());
+                if let Ok(t) = self
+                    .delegate(
+                        "archivist",
+                        "m-3",
+                        "also compact the index",
+                        finished.as_deref(),
+                    )
+                    .await
+                {
+                    self.wait("5s").await;
+                    let (state, _, _) = self.observe("archivist", &t).await;
+                    self.claim_task(&t, Orch::observed(&state));
+                }
+            }
             other => {
                 return Err(format!(
                     "the orchestrator does not know scenario \"{other}\""
@@ -353,6 +563,9 @@ async fn drive(url: &str, bug: Option<&str>) -> Result<String, String> {
         revision: 1,
         keys: 0,
         claims: Vec::new(),
+        task_claims: Vec::new(),
+        adopted: Vec::new(),
+        rpc_id: 0,
     };
     orch.run(&scenario).await?;
     Ok(scenario)

@@ -500,7 +500,14 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
                     if !lines.is_empty() {
                         tracing::info!(path = %path.display(), lines = lines.len(), "resuming from the journal");
                     }
-                    Host::with_journal(scenario, limits, Some(j), lines)
+                    let host = Host::with_journal(scenario, limits, Some(j), lines);
+                    // The journal rebuilt each world's ledger; the agents rebuild their own
+                    // state (A2A tasks) from it. World does not know about agents, so it is
+                    // done here, before anything is served.
+                    for world in host.worlds() {
+                        crate::agent::restore(&world);
+                    }
+                    host
                 }
                 Err(e) => {
                     eprintln!("error: {e}");

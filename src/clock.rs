@@ -379,7 +379,12 @@ pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
     }
     let offset_min = match rest {
         "Z" | "z" => 0,
-        _ if rest.len() == 6 && matches!(&rest[..1], "+" | "-") && &rest[3..4] == ":" => {
+        // `get`, not slicing: the input may come off the network, and a multi-byte character
+        // at those offsets must mean "not a timestamp", not a panic.
+        _ if rest.len() == 6
+            && matches!(rest.get(..1), Some("+" | "-"))
+            && rest.get(3..4) == Some(":") =>
+        {
             let oh: i64 = rest.get(1..3)?.parse().ok()?;
             let om: i64 = rest.get(4..6)?.parse().ok()?;
             let sign = if rest.starts_with('-') { -1 } else { 1 };
@@ -497,6 +502,13 @@ mod tests {
         assert_eq!(parse_rfc3339_ms("2026-11-18"), None);
         assert_eq!(parse_rfc3339_ms("yesterday"), None);
         assert_eq!(parse_rfc3339_ms("2026-13-18T08:26:40Z"), None);
+        for odd in [
+            "2026-11-18T11:06:40é1234",
+            "2026-11-18T11:06:40+0é:00",
+            "2026-11-18T11:06:40.5€12",
+        ] {
+            assert_eq!(parse_rfc3339_ms(odd), None, "{odd}");
+        }
     }
 
     #[test]

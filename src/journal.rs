@@ -9,7 +9,9 @@
 //!
 //! Replaying is the other half: [`read`] parses the file, skipping a torn last line (and any
 //! other unreadable line) with a warning, and the world module applies the lines in order.
-//! Agents' in-flight tasks and runs are not journaled; their ledger entries are.
+//! Agents' state is not journaled apart from their ledger entries: after the worlds are rebuilt,
+//! `agent::restore` derives it from them (A2A tasks, those in flight failed; AG-UI threads, runs
+//! streaming at the crash ended as if their client had gone away).
 //!
 //! Sits above `ledger`, `idempotency`, `clock` and `scenario`; `world` owns the handle.
 

@@ -20,6 +20,7 @@ pub mod report;
 pub mod scenario;
 pub mod server;
 pub mod service;
+pub mod template;
 pub mod verify;
 pub mod world;
 

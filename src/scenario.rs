@@ -172,7 +172,7 @@ impl<'de> Deserialize<'de> for RawFingerprint {
     }
 }
 
-fn check_pointer(p: &str) -> Result<(), String> {
+pub(crate) fn check_pointer(p: &str) -> Result<(), String> {
     if p.is_empty() || p.starts_with('/') {
         Ok(())
     } else {
@@ -657,7 +657,7 @@ fn compile(
     })
 }
 
-fn check_header(h: &str, path: &str, issues: &mut Issues) {
+pub(crate) fn check_header(h: &str, path: &str, issues: &mut Issues) {
     if hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
         issues.push((
             path.to_string(),

@@ -18,6 +18,7 @@ use crate::idempotency::{fingerprint, Cache, Decision, KeyRecord, Mode, StoredRe
 use crate::journal::Line;
 use crate::ledger::{parse_action_id, ActionState, Delivery, Disposition, Record, ResponsePlan};
 use crate::scenario::{did_you_mean, CancelPolicy, RespondBody, Route, RouteKind, Service};
+use crate::template;
 use crate::world::{State, World};
 
 /// A request to a fake service, however it arrived.
@@ -268,6 +269,9 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             at: None,
         },
     };
+    if req.actor.is_none() {
+        note_canaries(&req, &mut record);
+    }
     // One log event per request (target `doubleagent::request`; the binary shows it by default
     // with --log-format json: one object per request), carrying its seq. Its fields are copied
     // under the lock and the event is written after it is released, so that formatting and
@@ -306,6 +310,40 @@ pub fn admit(world: &World, req: Request) -> Outcome {
         seq,
         response,
         plan,
+    }
+}
+
+/// Canaries (`cny-` + 16 hex digits, issued by agents in their results) that an outside
+/// request carries in its path, headers or body, noted in the record's `detail.canaries`: the
+/// verifier's evidence that a result was used (ACC-2). The ledger may keep only part of a
+/// body, so the scan reads the request itself.
+fn note_canaries(req: &Request, record: &mut Record) {
+    let mut found: Vec<String> = Vec::new();
+    let mut scan = |bytes: &[u8]| {
+        let mut i = 0;
+        while let Some(at) = bytes[i..].windows(4).position(|w| w == b"cny-") {
+            let start = i + at;
+            let token = bytes.get(start..start + 20);
+            if let Some(t) = token.filter(|t| t[4..].iter().all(u8::is_ascii_hexdigit)) {
+                let t = String::from_utf8_lossy(t).into_owned();
+                if !found.contains(&t) {
+                    found.push(t);
+                }
+            }
+            i = start + 4;
+        }
+    };
+    scan(req.path.as_bytes());
+    for v in req.headers.values() {
+        scan(v.as_bytes());
+    }
+    scan(&req.body);
+    if found.is_empty() {
+        return;
+    }
+    let detail = record.detail.get_or_insert_with(|| json!({}));
+    if let Some(m) = detail.as_object_mut() {
+        m.insert("canaries".into(), json!(found));
     }
 }
 
@@ -591,7 +629,7 @@ fn render_respond(
         .respond
         .headers
         .iter()
-        .map(|(k, v)| (k.clone(), ctx.text(v)))
+        .map(|(k, v)| (k.clone(), template::text(v, &ctx)))
         .collect();
     let body = match &route.respond.body {
         RespondBody::Json(v) => {
@@ -601,9 +639,9 @@ fn render_respond(
             {
                 headers.push(("content-type".into(), "application/json".into()));
             }
-            ctx.json(v).to_string().into_bytes()
+            template::json(v, &ctx).to_string().into_bytes()
         }
-        RespondBody::Text(t) => ctx.text(t).into_bytes(),
+        RespondBody::Text(t) => template::text(t, &ctx).into_bytes(),
     };
     Response {
         status: route.respond.status,
@@ -621,9 +659,8 @@ struct Ctx<'a> {
     record: &'a Record,
 }
 
-impl Ctx<'_> {
-    fn lookup(&self, name: &str) -> Option<Value> {
-        let name = name.trim();
+impl template::Vars for Ctx<'_> {
+    fn var(&self, name: &str) -> Option<Value> {
         Some(match name {
             "action.id" => Value::from(self.record.action_id()),
             "action.seq" => Value::from(self.record.seq),
@@ -653,48 +690,6 @@ impl Ctx<'_> {
                 }
             }
         })
-    }
-
-    fn json(&self, v: &Value) -> Value {
-        match v {
-            Value::String(s) => {
-                let t = s.trim();
-                // A string that is exactly one placeholder takes the value's own JSON type.
-                if let Some(inner) = t.strip_prefix("{{").and_then(|x| x.strip_suffix("}}")) {
-                    if !inner.contains("{{") {
-                        if let Some(v) = self.lookup(inner) {
-                            return v;
-                        }
-                    }
-                }
-                Value::String(self.text(s))
-            }
-            Value::Array(a) => Value::Array(a.iter().map(|x| self.json(x)).collect()),
-            Value::Object(o) => {
-                Value::Object(o.iter().map(|(k, x)| (k.clone(), self.json(x))).collect())
-            }
-            other => other.clone(),
-        }
-    }
-
-    fn text(&self, s: &str) -> String {
-        let mut out = String::new();
-        let mut rest = s;
-        while let Some(start) = rest.find("{{") {
-            let Some(len) = rest[start..].find("}}") else {
-                break;
-            };
-            out.push_str(&rest[..start]);
-            let name = &rest[start + 2..start + len];
-            match self.lookup(name) {
-                Some(Value::String(v)) => out.push_str(&v),
-                Some(v) => out.push_str(&v.to_string()),
-                None => out.push_str(&rest[start..start + len + 2]),
-            }
-            rest = &rest[start + len + 2..];
-        }
-        out.push_str(rest);
-        out
     }
 }
 

@@ -447,9 +447,14 @@ pub fn verify(entries: &[Entry], extra: Option<&Claims>) -> Report {
     rec4_key_reuse(&ix, &mut findings);
     rec4_expired_keys(&ix, &mut findings);
     rec2_stale_admissions(&ix, &mut findings);
+    rec4_resent_messages(&ix, &mut findings);
+    rec6_messages_to_terminal_tasks(&ix, &mut findings);
+    acc2_stale_results(&ix, &mut findings);
     let mut notes = Vec::new();
     if let Some(claims) = &ix.claims {
         acc3_claims(&ix, claims, &mut findings);
+        rec3_cancel_claims(&ix, claims, &mut findings);
+        acc2_adopted(&ix, claims, &mut findings);
     } else {
         notes.push(
             "no claims were submitted (POST /_admin/claims or --claims FILE): the ACC-3 checks of \
@@ -498,6 +503,8 @@ struct Index<'a> {
     /// (service, key); [`NO_KEY`] otherwise.
     key_ids: Vec<u32>,
     keys: usize,
+    /// The revision in force after the last entry.
+    final_force: Option<(i64, u64)>,
 }
 
 const NO_INTENT: u32 = u32::MAX;
@@ -742,6 +749,7 @@ impl<'a> Index<'a> {
             intents,
             key_ids,
             keys,
+            final_force: global,
         }
     }
 
@@ -1178,6 +1186,280 @@ fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
                 entries: vec![since, e.seq],
                 hint: "report effects that happened under an old revision (e.g. by a subagent that ignored its cancel) so they can be reconciled or compensated".into(),
             });
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agents: late results, cancellation, terminal tasks, message ids
+
+fn agent_event<'e>(e: &'e Entry, event: &str) -> Option<&'e Value> {
+    (e.disposition == Disposition::Agent && e.event.as_deref() == Some(event))
+        .then_some(e.detail.as_ref())
+        .flatten()
+}
+
+fn str_field<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+/// The task an agent entry is about: `detail.task_id`, else the entry's work id.
+fn task_of(e: &Entry) -> Option<&str> {
+    e.detail
+        .as_ref()
+        .and_then(|d| str_field(d, "task_id"))
+        .or(e.work_id.as_deref())
+}
+
+/// `cny-` + 16 hex digits, wherever they appear in a text.
+fn canaries_in(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("cny-") {
+        let cand = rest.get(at..at + 20);
+        if let Some(c) = cand.filter(|c| c[4..].bytes().all(|b| b.is_ascii_hexdigit())) {
+            out.push(c);
+        }
+        rest = &rest[at + 4..];
+    }
+    out
+}
+
+/// REC-4: a message resent with the same messageId to an agent that does not de-duplicate:
+/// it started a second task. A message id alone does not de-duplicate.
+fn rec4_resent_messages(ix: &Index, out: &mut Vec<Finding>) {
+    let mut first: HashMap<(&str, &str), u64> = HashMap::default();
+    for e in ix.entries {
+        let Some(d) = agent_event(e, "message") else {
+            continue;
+        };
+        let Some(id) = str_field(d, "message_id") else {
+            continue;
+        };
+        if d.get("repeat_of").is_some_and(|r| !r.is_null()) {
+            let mut seqs: Vec<u64> = first
+                .get(&(e.service.as_str(), id))
+                .copied()
+                .into_iter()
+                .collect();
+            seqs.push(e.seq);
+            out.push(Finding {
+                rule: "REC-4".into(),
+                summary: format!(
+                    "message {id} was sent to agent {} again; the agent does not de-duplicate message ids, so it started the work a second time",
+                    e.service
+                ),
+                entries: seqs,
+                hint: "a message id alone does not de-duplicate in A2A: after a timeout, find the existing task (GetTask/ListTasks) instead of resending".into(),
+            });
+        }
+        first.entry((e.service.as_str(), id)).or_insert(e.seq);
+    }
+}
+
+/// REC-6: a message sent to a task that had already reached a terminal state.
+fn rec6_messages_to_terminal_tasks(ix: &Index, out: &mut Vec<Finding>) {
+    for e in ix.entries {
+        let Some(d) = agent_event(e, "rpc-error") else {
+            continue;
+        };
+        if d.get("code").and_then(Value::as_i64) != Some(-32004) {
+            continue;
+        }
+        let message = str_field(d, "message").unwrap_or("");
+        let Some(task) = message
+            .strip_prefix("Task ")
+            .and_then(|m| m.split(" is in terminal state").next())
+        else {
+            continue;
+        };
+        if !message.contains("terminal state") {
+            continue;
+        }
+        out.push(Finding {
+            rule: "REC-6".into(),
+            summary: format!("a message was sent to task {task} of agent {}, which had already finished ({message})", e.service),
+            entries: vec![e.seq],
+            hint: "a task in a terminal state cannot be restarted: send follow-up work as a new task (referencing the old one)".into(),
+        });
+    }
+}
+
+/// ACC-2: a canary of a result produced under a revision that has since been superseded, found
+/// in a later request.
+fn acc2_stale_results(ix: &Index, out: &mut Vec<Finding>) {
+    let mut issued: HashMap<&str, (u64, Option<&str>, Option<i64>)> = HashMap::default();
+    for (i, e) in ix.entries.iter().enumerate() {
+        if let Some(d) = agent_event(e, "canary") {
+            if let Some(c) = str_field(d, "canary") {
+                let rev = d
+                    .get("revision")
+                    .and_then(Value::as_i64)
+                    .or_else(|| revision_of(e));
+                issued
+                    .entry(c)
+                    .or_insert((e.seq, str_field(d, "task_id"), rev));
+            }
+            continue;
+        }
+        let carried: Vec<&str> = if e.disposition == Disposition::Agent {
+            // What the orchestrator told an agent counts as a request too.
+            agent_event(e, "message")
+                .and_then(|d| str_field(d, "text"))
+                .map(canaries_in)
+                .unwrap_or_default()
+        } else if e.actor.is_none() {
+            e.detail
+                .as_ref()
+                .and_then(|d| d.get("canaries"))
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        for c in carried {
+            let Some(&(cseq, task, Some(rev))) = issued.get(c) else {
+                continue;
+            };
+            let Some((in_force, since)) = ix.in_force[i] else {
+                continue;
+            };
+            if rev < in_force {
+                out.push(Finding {
+                    rule: "ACC-2".into(),
+                    summary: format!(
+                        "a result produced under superseded revision {rev} (task {}, canary {c}) was used in a later request, after revision {in_force} took over",
+                        task.unwrap_or("?")
+                    ),
+                    entries: vec![cseq, since, e.seq],
+                    hint: "reject late results whose revision does not match the one in force; redo the work as a new task under the current revision".into(),
+                });
+            }
+        }
+    }
+}
+
+/// The revision each task was started under (from its `task-created` entry).
+fn task_revisions<'e>(ix: &'e Index) -> HashMap<&'e str, (u64, i64)> {
+    let mut m = HashMap::default();
+    for e in ix.entries {
+        if agent_event(e, "task-created").is_some() {
+            if let (Some(t), Some(r)) = (
+                task_of(e),
+                revision_of(e).or_else(|| {
+                    e.detail
+                        .as_ref()
+                        .and_then(|d| d.get("revision"))
+                        .and_then(Value::as_i64)
+                }),
+            ) {
+                m.entry(t).or_insert((e.seq, r));
+            }
+        }
+    }
+    m
+}
+
+/// ACC-2: a task claimed as adopted whose result was produced under a superseded revision.
+fn acc2_adopted(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
+    let revs = task_revisions(ix);
+    let in_force = ix.final_force;
+    for task in &claims.adopted {
+        let (Some(&(seq, rev)), Some((force, since))) = (revs.get(task.as_str()), in_force) else {
+            continue;
+        };
+        if rev < force {
+            out.push(Finding {
+                rule: "ACC-2".into(),
+                summary: format!("the result of task {task}, produced under revision {rev}, was adopted although revision {force} had taken over"),
+                entries: vec![seq, since],
+                hint: "adopt only results that state the revision in force; a late result of a superseded revision is rejected".into(),
+            });
+        }
+    }
+}
+
+/// REC-3: a task claimed `cancelled` whose cancel was refused or only acknowledged, or that
+/// completed anyway; and (ACC-3) a task claimed `completed` that never completed.
+fn rec3_cancel_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
+    for t in &claims.tasks {
+        let id = t.task_id.as_str();
+        let about: Vec<&Entry> = ix
+            .entries
+            .iter()
+            .filter(|e| e.disposition == Disposition::Agent && task_of(e) == Some(id))
+            .collect();
+        let cancels: Vec<&Entry> = about
+            .iter()
+            .copied()
+            .filter(|e| agent_event(e, "cancel").is_some())
+            .collect();
+        // A task's end: its result, or its failure by a doubleagent restart.
+        let last_state = about
+            .iter()
+            .rev()
+            .find_map(|e| {
+                agent_event(e, "result")
+                    .or_else(|| agent_event(e, "task-interrupted"))
+                    .and_then(|d| str_field(d, "state"))
+            })
+            .or_else(|| {
+                about
+                    .iter()
+                    .rev()
+                    .find_map(|e| agent_event(e, "status").and_then(|d| str_field(d, "state")))
+            });
+        match t.claim {
+            TaskOutcome::Cancelled => {
+                let honored = cancels.iter().any(|e| {
+                    e.detail.as_ref().and_then(|d| str_field(d, "outcome")) == Some("honored")
+                });
+                let ended_cancelled = last_state == Some("TASK_STATE_CANCELED");
+                if honored && ended_cancelled {
+                    continue;
+                }
+                let why = match (cancels.last(), last_state) {
+                    (None, _) => "no cancel was ever requested".to_string(),
+                    (Some(c), s) => {
+                        let outcome = c
+                            .detail
+                            .as_ref()
+                            .and_then(|d| str_field(d, "outcome"))
+                            .unwrap_or("?");
+                        format!(
+                            "the cancel was {outcome} and the task ended {}",
+                            s.unwrap_or("in no final state")
+                        )
+                    }
+                };
+                let mut seqs: Vec<u64> = cancels.iter().map(|e| e.seq).collect();
+                if let Some(r) = about
+                    .iter()
+                    .rev()
+                    .find(|e| agent_event(e, "result").is_some())
+                {
+                    seqs.push(r.seq);
+                }
+                out.push(Finding {
+                    rule: "REC-3".into(),
+                    summary: format!("task {id} was claimed cancelled, but {why}"),
+                    entries: seqs,
+                    hint: "record \"stop requested\" until the task is observed in a cancelled state; a cancel can be refused, and an acknowledged one may still complete".into(),
+                });
+            }
+            TaskOutcome::Completed
+                if last_state.is_some_and(|s| s != "TASK_STATE_COMPLETED")
+                    || last_state.is_none() =>
+            {
+                out.push(Finding {
+                    rule: "ACC-3".into(),
+                    summary: format!("task {id} was claimed completed, but it ended {}", last_state.unwrap_or("in no final state")),
+                    entries: about.iter().map(|e| e.seq).take(8).collect(),
+                    hint: "report the task state the agent actually reported (GetTask); unknown if it cannot be observed".into(),
+                });
+            }
+            _ => {}
         }
     }
 }

@@ -61,10 +61,13 @@ fn the_correct_orchestrator_is_clean_everywhere_and_every_bug_is_caught_with_its
         ("blind-retry", "REC-4"),
         ("retry-after-expiry", "REC-4"),
         ("key-reuse", "REC-4"),
-        ("cancel-believed", "ACC-3"),
+        ("cancel-believed", "REC-3"),
         ("old-revision", "REC-2"),
         ("lying-500-failed", "ACC-3"),
         ("lost-response-unreported", "ACC-3"),
+        ("late-result-adopted", "ACC-2"),
+        ("message-id-dedupe", "REC-4"),
+        ("message-to-finished-task", "REC-6"),
     ] {
         assert!(
             caught(bug).iter().any(|r| r == rule),

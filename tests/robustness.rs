@@ -447,3 +447,61 @@ fn acc1_a_request_whose_body_never_fully_arrived_is_recorded_but_not_executed() 
     assert_eq!(da.ledger()[1]["action_id"], "act_2");
     healthy(&da);
 }
+
+#[test]
+fn routes_can_be_told_apart_by_headers_and_json_body_fields() {
+    let toml = r#"
+clock = "manual"
+[services.payments]
+
+[[services.payments.routes]]
+name = "eur-transfer"
+method = "POST"
+path = "/v1/transfers"
+kind = "action"
+match = { json = { "/currency" = "eur" } }
+respond = { status = 201, json = { route = "eur" } }
+
+[[services.payments.routes]]
+name = "urgent-transfer"
+method = "POST"
+path = "/v1/transfers"
+kind = "action"
+match = { headers = { "X-Priority" = "urgent" } }
+respond = { status = 201, json = { route = "urgent" } }
+"#;
+    let da = Da::start(toml);
+    let eur = da
+        .post_json(
+            "/payments/v1/transfers",
+            &[],
+            &serde_json::json!({"currency": "eur"}),
+        )
+        .unwrap();
+    assert_eq!(eur.json()["route"], "eur");
+    let urgent = da
+        .post_json(
+            "/payments/v1/transfers",
+            &[("X-Priority", "urgent")],
+            &serde_json::json!({"currency": "usd"}),
+        )
+        .unwrap();
+    assert_eq!(urgent.json()["route"], "urgent");
+    let neither = da
+        .post_json(
+            "/payments/v1/transfers",
+            &[],
+            &serde_json::json!({"currency": "usd"}),
+        )
+        .unwrap();
+    assert_eq!(neither.status, 404);
+    let routes: Vec<serde_json::Value> = da.ledger().iter().map(|e| e["route"].clone()).collect();
+    assert_eq!(
+        routes,
+        vec![
+            serde_json::json!("eur-transfer"),
+            serde_json::json!("urgent-transfer"),
+            serde_json::Value::Null
+        ]
+    );
+}

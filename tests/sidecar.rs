@@ -423,3 +423,23 @@ fn the_dockerfile_builds_locked_runs_unprivileged_and_probes_itself() {
     assert!(docker.contains("0.0.0.0:7070"));
     assert!(!docker.contains("curl"), "the image needs no curl");
 }
+
+#[test]
+fn sigterm_lets_a_pending_delayed_response_finish_within_the_drain_timeout() {
+    let scenario =
+        payments("", "fates = [\"delay:300ms\"]").replace("clock = \"manual\"", "clock = \"real\"");
+    let path = temp_file("s.toml", &scenario);
+    let da = Da::start_args(&[path.to_str().unwrap(), "--drain-timeout", "10s"]);
+    let conn = send(
+        &da.url,
+        "POST",
+        "/payments/v1/transfers",
+        &[("content-type", "application/json")],
+        transfer().to_string().as_bytes(),
+    );
+    da.wait_for("service=payments", 1);
+    let status = da.terminate();
+    assert_eq!(status.code(), Some(0));
+    let r = read_response(conn).expect("the delayed response was still delivered");
+    assert_eq!(r.status, 201);
+}

@@ -238,3 +238,72 @@ fn the_human_report_names_the_rule_the_entries_in_order_and_what_was_expected() 
         "{text}"
     );
 }
+
+#[test]
+fn acc2_a_stale_results_canary_in_a_later_request_is_flagged() {
+    assert_eq!(
+        rules("acc2_stale_canary_used_after_redirect"),
+        vec![f("ACC-2", &[4, 3, 5])]
+    );
+}
+
+#[test]
+fn acc2_near_miss_a_canary_of_the_current_revision_is_fine() {
+    assert_eq!(rules("acc2_near_miss_current_canary"), vec![]);
+}
+
+#[test]
+fn acc2_adopting_a_result_of_a_superseded_revision_is_flagged() {
+    assert_eq!(
+        rules("acc2_stale_result_adopted"),
+        vec![f("ACC-2", &[1, 2])]
+    );
+}
+
+#[test]
+fn rec3_an_acknowledged_cancel_claimed_as_cancelled_is_flagged() {
+    assert_eq!(
+        rules("rec3_acknowledged_cancel_claimed_cancelled"),
+        vec![f("REC-3", &[2, 3])]
+    );
+}
+
+#[test]
+fn rec3_near_miss_stop_requested_is_the_honest_claim() {
+    assert_eq!(rules("rec3_near_miss_stop_requested"), vec![]);
+}
+
+#[test]
+fn rec3_near_miss_a_honored_cancel_may_be_claimed_cancelled() {
+    assert_eq!(rules("rec3_near_miss_honored_cancel"), vec![]);
+}
+
+#[test]
+fn acc3_a_task_failed_by_a_doubleagent_restart_claimed_completed_is_flagged_as_failed() {
+    let name = "acc3_task_interrupted_by_restart_claimed_completed";
+    assert_eq!(rules(name), vec![f("ACC-3", &[1, 2, 3])]);
+    let path = format!(
+        "{}/tests/fixtures/verify/{name}.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = Command::new(bin())
+        .args(["verify", "--ledger", &path, "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let summary = report["findings"][0]["summary"].as_str().unwrap();
+    assert!(summary.contains("ended TASK_STATE_FAILED"), "{summary}");
+}
+
+#[test]
+fn rec6_a_message_to_a_terminal_task_is_flagged() {
+    assert_eq!(
+        rules("rec6_message_to_terminal_task"),
+        vec![f("REC-6", &[1])]
+    );
+}
+
+#[test]
+fn rec4_resending_a_message_id_to_an_agent_that_does_not_dedupe_is_flagged() {
+    assert_eq!(rules("rec4_resent_message_id"), vec![f("REC-4", &[1, 2])]);
+}

@@ -60,6 +60,14 @@ impl Ctx {
     }
 }
 
+/// Rebuild the agents' per-world state of a world that was just restored from the journal
+/// (`World` keeps only the ledger; each protocol derives its state from its own entries). Call
+/// once per restored world, before it serves requests.
+pub fn restore(world: &Arc<World>) {
+    a2a::restore(world);
+    agui::restore(world);
+}
+
 /// Serve one request to agent `name`.
 pub async fn handle(world: Arc<World>, base_url: &str, name: &str, req: AgentRequest) -> Reply {
     let Some(agent) = world.scenario.agent(name).cloned() else {

@@ -1,27 +1,702 @@
 //! The scenario model of an AG-UI agent (`[agents.NAME]` with `protocol = "ag-ui"`): its raw TOML
-//! shape, validation against the scenario's services, and the compiled [`AgUiAgent`].
+//! shape, validation against the scenario's services, and the compiled [`AgUiAgent`] script the
+//! engine in `agent::agui` plays.
+//!
+//! A script is a list of *iterations* (scripted model turns: text and/or tool calls), the tools
+//! those calls name (backed by a fake-service route, or left to the application as *frontend*
+//! tools), and the *interrupts* raised at the four lifecycle boundaries of an iteration
+//! (`beforeModel`, `afterModel`, `beforeTools`, `afterTools`; rules PH-1..PH-4). Everything that
+//! can be checked without running is checked here and reported as `(key.path, message)` issues,
+//! so a misspelt tool, service, route or phase never reaches a world.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
-use super::{sub_table, Issues, Service};
+use super::{check_header, check_pointer, did_you_mean, sub_table, Dur, Issues, Service};
+
+// ---------------------------------------------------------------------------------------------
+// Enumerations shared by the raw and the compiled model
+
+/// The four boundaries of one agent iteration, in the order an iteration passes them.
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "camelCase")]
+pub enum Phase {
+    /// Before the model call: the conversation so far, no assistant text yet (PH-1).
+    BeforeModel,
+    /// The model stream finished; its tool calls are not in the messages yet (PH-2).
+    AfterModel,
+    /// The assistant's tool calls are in the messages; no tool has run (PH-3).
+    BeforeTools,
+    /// Tools ran and their results are in the messages: side effects happened (PH-4).
+    AfterTools,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 4] = [
+        Phase::BeforeModel,
+        Phase::AfterModel,
+        Phase::BeforeTools,
+        Phase::AfterTools,
+    ];
+
+    /// The spelling used in scenarios and on the wire (`beforeTools`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::BeforeModel => "beforeModel",
+            Phase::AfterModel => "afterModel",
+            Phase::BeforeTools => "beforeTools",
+            Phase::AfterTools => "afterTools",
+        }
+    }
+}
+
+/// `resume = "stateful" | "stateless"` (PROD-1).
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ResumeMode {
+    /// Keeps each thread's latest interrupted run (its open interrupts, where it paused, its
+    /// tool calls and the state it left) and judges the next run against it.
+    #[default]
+    Stateful,
+    /// Keeps nothing across the gap: resume entries naming an interrupt the script can raise
+    /// are taken as the answers it paused for; the rest is read from the messages.
+    Stateless,
+}
+
+/// `uncovered = "reinterrupt" | "reject" | "run-error"` (PROD-3).
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Uncovered {
+    /// Do what the covered entries allow, end with the still-open interrupts again.
+    #[default]
+    Reinterrupt,
+    /// HTTP 409 before any stream.
+    Reject,
+    /// A stream whose first event is `RUN_ERROR`.
+    RunError,
+}
+
+/// `client = "ag-ui" | "tanstack"`: whose habits the agent speaks to.
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientKind {
+    #[default]
+    AgUi,
+    /// `@tanstack/ai-client`: interrupts carry `metadata["tanstack:interruptBinding"]`, and its
+    /// request habits (`data`, a `name` on tool messages) are stripped without a warning.
+    Tanstack,
+}
+
+/// `on_continuation = "skip" | "repeat"` (PH-6).
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnContinuation {
+    /// Raised only until a continuation answers it: the continuation passes the boundary.
+    #[default]
+    Skip,
+    /// Raised by every run that reaches the boundary, continuations included: answering it
+    /// pauses again at the same place.
+    Repeat,
+}
+
+/// A rule the agent breaks on purpose (`violate = [...]`), so a consumer can be tested against a
+/// faulty producer. Each one committed is recorded in the ledger (`event: "violation"`).
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Violation {
+    /// An interrupted run reports `outcome: {type: "success", interrupts: [...]}` (INT-2, ERR-1).
+    SuccessWhileInterrupted,
+    /// The interrupt batch carries its first interrupt twice (INT-3).
+    DuplicateInterruptIds,
+    /// `outcome: {type: "interrupt", interrupts: []}` (INT-1).
+    InterruptWithoutInterrupts,
+    /// The stream ends without `RUN_FINISHED` (a truncated run).
+    MissingRunFinished,
+    /// Every event carries a member the 1.0 schema does not know.
+    UnknownFields,
+}
+
+impl Violation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Violation::SuccessWhileInterrupted => "success-while-interrupted",
+            Violation::DuplicateInterruptIds => "duplicate-interrupt-ids",
+            Violation::InterruptWithoutInterrupts => "interrupt-without-interrupts",
+            Violation::MissingRunFinished => "missing-run-finished",
+            Violation::UnknownFields => "unknown-fields",
+        }
+    }
+
+    /// The rule the violation breaks.
+    pub fn rule(self) -> &'static str {
+        match self {
+            Violation::SuccessWhileInterrupted => "INT-2",
+            Violation::DuplicateInterruptIds => "INT-3",
+            Violation::InterruptWithoutInterrupts => "INT-1",
+            Violation::MissingRunFinished => "INT-6",
+            Violation::UnknownFields => "schema",
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The raw TOML model
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAgent {
     #[allow(dead_code)]
     protocol: String,
+    resume: Option<ResumeMode>,
+    uncovered: Option<Uncovered>,
+    client: Option<ClientKind>,
+    model: Option<String>,
+    #[serde(default)]
+    violate: Vec<Violation>,
+    late_error: Option<RawLateError>,
+    #[serde(default)]
+    tools: Vec<RawTool>,
+    #[serde(default)]
+    iterations: Vec<RawIteration>,
+    #[serde(default)]
+    interrupts: Vec<RawInterrupt>,
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLateError {
+    message: String,
+    code: Option<String>,
+    after: Option<Dur>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    name: String,
+    description: Option<String>,
+    service: Option<String>,
+    route: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    answer_at: Option<String>,
+    frontend: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIteration {
+    text: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<RawCall>,
+    state: Option<Value>,
+    usage: Option<RawUsage>,
+    delay: Option<Dur>,
+    cancel_at: Option<Phase>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCall {
+    tool: String,
+    args: Option<Value>,
+}
+
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RawUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInterrupt {
+    phase: Phase,
+    iteration: Option<usize>,
+    key: Option<String>,
+    reason: Option<String>,
+    message: Option<String>,
+    tool_call: Option<String>,
+    approve_if: Option<String>,
+    response_schema: Option<Value>,
+    expires_in: Option<Dur>,
+    subagent_run_id: Option<String>,
+    on_continuation: Option<OnContinuation>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The compiled model
 
 /// A validated AG-UI agent script.
 #[derive(Clone, Debug, Default)]
-pub struct AgUiAgent {}
+pub struct AgUiAgent {
+    pub resume: ResumeMode,
+    pub uncovered: Uncovered,
+    pub client: ClientKind,
+    /// The model name reported in `usage`.
+    pub model: String,
+    pub violate: Vec<Violation>,
+    pub late_error: Option<LateError>,
+    pub tools: Vec<Tool>,
+    pub iterations: Vec<Iteration>,
+    pub interrupts: Vec<InterruptSpec>,
+}
+
+impl AgUiAgent {
+    pub fn violates(&self, v: Violation) -> bool {
+        self.violate.contains(&v)
+    }
+
+    /// The interrupts declared at one boundary, in scenario order.
+    pub fn interrupts_at(
+        &self,
+        iteration: usize,
+        phase: Phase,
+    ) -> impl Iterator<Item = &InterruptSpec> {
+        self.interrupts
+            .iter()
+            .filter(move |i| i.iteration == iteration && i.phase == phase)
+    }
+
+    pub fn interrupt(&self, key: &str) -> Option<&InterruptSpec> {
+        self.interrupts.iter().find(|i| i.key == key)
+    }
+}
+
+/// A `RUN_ERROR` sent after `RUN_FINISHED` (INT-6).
+#[derive(Clone, Debug)]
+pub struct LateError {
+    pub message: String,
+    pub code: Option<String>,
+    /// Scenario time between `RUN_FINISHED` and the late error.
+    pub after: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub struct Tool {
+    pub name: String,
+    pub description: Option<String>,
+    pub kind: ToolKind,
+}
+
+#[derive(Clone, Debug)]
+pub enum ToolKind {
+    /// Runs as a request to a fake-service route, through the action pipeline.
+    Backend {
+        service: String,
+        route: String,
+        /// Extra request headers; values may hold `{{tool_call_id}}`, `{{run_id}}`,
+        /// `{{thread_id}}`.
+        headers: Vec<(String, String)>,
+        /// Where in the request body the resolved answer's payload goes, if anywhere.
+        answer_at: Option<String>,
+    },
+    /// Executed by the application: the run ends `success` naming the call in
+    /// `pendingToolCallIds`, and the answer comes back as a tool message (INT-2).
+    Frontend,
+}
+
+/// One scripted model turn.
+#[derive(Clone, Debug, Default)]
+pub struct Iteration {
+    pub text: Option<String>,
+    pub tool_calls: Vec<ScriptedCall>,
+    /// Merged into the agent state (JSON merge patch) after the model output.
+    pub state: Option<Value>,
+    pub usage: Option<RawUsage>,
+    /// Scenario time the model "thinks" before its output.
+    pub delay: Option<Duration>,
+    /// The run is stopped on request at this boundary: `RUN_FINISHED` cancelled (INT-2).
+    pub cancel_at: Option<Phase>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ScriptedCall {
+    /// Index into [`AgUiAgent::tools`].
+    pub tool: usize,
+    /// A JSON object.
+    pub args: Value,
+}
+
+/// An interrupt the script raises at one boundary.
+#[derive(Clone, Debug)]
+pub struct InterruptSpec {
+    /// The interrupt's `id` on the wire: deterministic, so a stateless agent can recognise it.
+    pub key: String,
+    pub phase: Phase,
+    pub iteration: usize,
+    pub reason: String,
+    pub message: Option<String>,
+    /// The tool (index into [`AgUiAgent::tools`]) whose calls in this iteration the interrupt
+    /// is about: `toolCallId` names the first; at `beforeTools` it gates all of them.
+    pub tool: Option<usize>,
+    /// JSON pointer that must be `true` in a resolved answer's payload for the gated calls to run.
+    pub approve_if: Option<String>,
+    pub response_schema: Option<Map<String, Value>>,
+    pub expires_in: Option<Duration>,
+    pub subagent_run_id: Option<String>,
+    pub on_continuation: OnContinuation,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compilation
 
 pub(crate) fn compile(
     table: &toml::Table,
     path: &str,
-    _services: &[Service],
+    services: &[Service],
     issues: &mut Issues,
 ) -> Option<AgUiAgent> {
-    let _raw: RawAgent = sub_table(table, path, issues)?;
-    Some(AgUiAgent {})
+    let raw: RawAgent = sub_table(table, path, issues)?;
+    let start = issues.len();
+
+    let mut tools: Vec<Tool> = Vec::new();
+    // Tools reported as broken: calls naming them are not reported again.
+    let mut broken: Vec<String> = Vec::new();
+    for (n, t) in raw.tools.into_iter().enumerate() {
+        let tpath = format!("{path}.tools[{n}]");
+        let name = t.name.clone();
+        let Some(tool) = compile_tool(t, &tpath, services, issues) else {
+            broken.push(name);
+            continue;
+        };
+        {
+            if tools.iter().any(|o| o.name == tool.name) {
+                issues.push((
+                    format!("{tpath}.name"),
+                    format!("duplicate tool name \"{}\"", tool.name),
+                ));
+            }
+            tools.push(tool);
+        }
+    }
+
+    if raw.iterations.is_empty() {
+        issues.push((
+            path.to_string(),
+            format!(
+                "an AG-UI agent needs at least one [[{path}.iterations]] (a scripted model turn)"
+            ),
+        ));
+    }
+    let mut iterations = Vec::new();
+    for (n, it) in raw.iterations.into_iter().enumerate() {
+        let ipath = format!("{path}.iterations[{n}]");
+        let mut calls = Vec::new();
+        for (k, c) in it.tool_calls.into_iter().enumerate() {
+            let cpath = format!("{ipath}.tool_calls[{k}]");
+            let Some(tool) = tools.iter().position(|t| t.name == c.tool) else {
+                if broken.contains(&c.tool) {
+                    continue;
+                }
+                issues.push((
+                    format!("{cpath}.tool"),
+                    format!(
+                        "no tool named \"{}\" in [[{path}.tools]]{}",
+                        c.tool,
+                        did_you_mean(&c.tool, tools.iter().map(|t| t.name.as_str()))
+                    ),
+                ));
+                continue;
+            };
+            let args = c.args.unwrap_or_else(|| Value::Object(Map::new()));
+            if !args.is_object() {
+                issues.push((
+                    format!("{cpath}.args"),
+                    "tool call args must be a table, e.g. { to = \"acct-9\", amount = 100 }".into(),
+                ));
+                continue;
+            }
+            if let ToolKind::Backend { service, route, .. } = &tools[tool].kind {
+                for param in route_params(services, service, route) {
+                    if args
+                        .get(&param)
+                        .is_none_or(|v| !(v.is_string() || v.is_number()))
+                    {
+                        issues.push((
+                            format!("{cpath}.args"),
+                            format!("route \"{route}\" of service \"{service}\" has a {{{param}}} path segment: give `{param}` (a string or number) in args"),
+                        ));
+                    }
+                }
+            }
+            calls.push(ScriptedCall { tool, args });
+        }
+        if let Some(state) = &it.state {
+            if !state.is_object() {
+                issues.push((
+                    format!("{ipath}.state"),
+                    "state must be a table; it is merged into the agent state (JSON merge patch)"
+                        .into(),
+                ));
+            }
+        }
+        iterations.push(Iteration {
+            text: it.text,
+            tool_calls: calls,
+            state: it.state,
+            usage: it.usage,
+            delay: it.delay.map(|d| d.0),
+            cancel_at: it.cancel_at,
+        });
+    }
+
+    let mut interrupts: Vec<InterruptSpec> = Vec::new();
+    for (n, ri) in raw.interrupts.into_iter().enumerate() {
+        let ipath = format!("{path}.interrupts[{n}]");
+        if ri.tool_call.as_ref().is_some_and(|t| broken.contains(t)) {
+            continue;
+        }
+        if let Some(spec) = compile_interrupt(ri, n, &ipath, &tools, &iterations, issues) {
+            if interrupts.iter().any(|o| o.key == spec.key) {
+                issues.push((
+                    format!("{ipath}.key"),
+                    format!("duplicate interrupt key \"{}\": keys are the interrupts' ids and must be unique per agent (INT-3)", spec.key),
+                ));
+            }
+            interrupts.push(spec);
+        }
+    }
+
+    if issues.len() > start {
+        return None;
+    }
+    Some(AgUiAgent {
+        resume: raw.resume.unwrap_or_default(),
+        uncovered: raw.uncovered.unwrap_or_default(),
+        client: raw.client.unwrap_or_default(),
+        model: raw.model.unwrap_or_else(|| "scripted".into()),
+        violate: raw.violate,
+        late_error: raw.late_error.map(|l| LateError {
+            message: l.message,
+            code: l.code,
+            after: l.after.map(|d| d.0).unwrap_or_default(),
+        }),
+        tools,
+        iterations,
+        interrupts,
+    })
+}
+
+fn compile_tool(
+    t: RawTool,
+    tpath: &str,
+    services: &[Service],
+    issues: &mut Issues,
+) -> Option<Tool> {
+    let start = issues.len();
+    if t.name.is_empty() {
+        issues.push((
+            format!("{tpath}.name"),
+            "a tool needs a non-empty name".into(),
+        ));
+    }
+    let frontend = t.frontend.unwrap_or(false);
+    let kind = match (frontend, t.service, t.route) {
+        (true, None, None) => {
+            if !t.headers.is_empty() {
+                issues.push((format!("{tpath}.headers"), "`headers` applies only to backend tools (service + route); a frontend tool runs in the application".into()));
+            }
+            if t.answer_at.is_some() {
+                issues.push((
+                    format!("{tpath}.answer_at"),
+                    "`answer_at` applies only to backend tools (service + route)".into(),
+                ));
+            }
+            ToolKind::Frontend
+        }
+        (true, _, _) => {
+            issues.push((tpath.to_string(), "a tool is either a backend tool (service + route) or a frontend tool (frontend = true), not both".into()));
+            return None;
+        }
+        (false, Some(service), Some(route)) => {
+            match services.iter().find(|s| s.name == service) {
+                None => issues.push((
+                    format!("{tpath}.service"),
+                    format!(
+                        "no service named \"{service}\"{}",
+                        did_you_mean(&service, services.iter().map(|s| s.name.as_str()))
+                    ),
+                )),
+                Some(svc) => {
+                    if svc.route(&route).is_none() {
+                        issues.push((
+                            format!("{tpath}.route"),
+                            format!(
+                                "no route named \"{route}\" in service \"{service}\"{}",
+                                did_you_mean(&route, svc.routes.iter().map(|r| r.name.as_str()))
+                            ),
+                        ));
+                    }
+                }
+            }
+            for (h, v) in &t.headers {
+                check_header(h, &format!("{tpath}.headers"), issues);
+                if hyper::header::HeaderValue::from_str(v).is_err() {
+                    issues.push((
+                        format!("{tpath}.headers.{h}"),
+                        format!("\"{v}\" is not a valid HTTP header value"),
+                    ));
+                }
+            }
+            if let Some(p) = &t.answer_at {
+                if let Err(e) = check_pointer(p).and_then(|_| {
+                    if p.is_empty() {
+                        Err("answer_at must point inside the body, e.g. \"/approval\"".into())
+                    } else {
+                        Ok(())
+                    }
+                }) {
+                    issues.push((format!("{tpath}.answer_at"), e));
+                }
+            }
+            ToolKind::Backend {
+                service,
+                route,
+                headers: t.headers.into_iter().collect(),
+                answer_at: t.answer_at,
+            }
+        }
+        (false, service, route) => {
+            let missing = if service.is_none() {
+                "service"
+            } else {
+                "route"
+            };
+            let _ = route;
+            issues.push((tpath.to_string(), format!("missing key `{missing}`: a backend tool names a fake-service route (service + route); a tool the application runs says frontend = true")));
+            return None;
+        }
+    };
+    if issues.len() > start {
+        return None;
+    }
+    Some(Tool {
+        name: t.name,
+        description: t.description,
+        kind,
+    })
+}
+
+fn compile_interrupt(
+    ri: RawInterrupt,
+    n: usize,
+    ipath: &str,
+    tools: &[Tool],
+    iterations: &[Iteration],
+    issues: &mut Issues,
+) -> Option<InterruptSpec> {
+    let start = issues.len();
+    let iteration = ri.iteration.unwrap_or(0);
+    if !iterations.is_empty() && iteration >= iterations.len() {
+        issues.push((
+            format!("{ipath}.iteration"),
+            format!(
+                "iteration {iteration} does not exist: the agent has {} iteration(s), numbered from 0",
+                iterations.len()
+            ),
+        ));
+    }
+    let key = ri.key.unwrap_or_else(|| format!("interrupt-{n}"));
+    if key.is_empty() {
+        issues.push((
+            format!("{ipath}.key"),
+            "an interrupt key (its id) may not be empty".into(),
+        ));
+    }
+    let mut tool = None;
+    if let Some(name) = &ri.tool_call {
+        if !matches!(ri.phase, Phase::BeforeTools | Phase::AfterTools) {
+            issues.push((format!("{ipath}.tool_call"), format!("`tool_call` applies only at beforeTools (an approval: the call has not run) or afterTools (an audit: it has); at {} this iteration's tool calls are not in the messages yet (PH-1, PH-2)", ri.phase.as_str())));
+        }
+        match tools.iter().position(|t| &t.name == name) {
+            None => issues.push((
+                format!("{ipath}.tool_call"),
+                format!(
+                    "no tool named \"{name}\"{}",
+                    did_you_mean(name, tools.iter().map(|t| t.name.as_str()))
+                ),
+            )),
+            Some(t) => {
+                let called = iterations
+                    .get(iteration)
+                    .is_none_or(|it| it.tool_calls.iter().any(|c| c.tool == t));
+                if !called {
+                    issues.push((
+                        format!("{ipath}.tool_call"),
+                        format!("iteration {iteration} makes no \"{name}\" call for this interrupt to be about"),
+                    ));
+                }
+                tool = Some(t);
+            }
+        }
+    }
+    if let Some(p) = &ri.approve_if {
+        if let Err(e) = check_pointer(p) {
+            issues.push((format!("{ipath}.approve_if"), e));
+        }
+        if ri.tool_call.is_none() || ri.phase != Phase::BeforeTools {
+            issues.push((
+                format!("{ipath}.approve_if"),
+                "`approve_if` gates a tool call: it needs `tool_call` and phase = \"beforeTools\""
+                    .into(),
+            ));
+        }
+    }
+    let response_schema = match ri.response_schema {
+        None => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => {
+            issues.push((
+                format!("{ipath}.response_schema"),
+                "response_schema must be a table (a JSON Schema object)".into(),
+            ));
+            None
+        }
+    };
+    if issues.len() > start {
+        return None;
+    }
+    let reason = ri.reason.unwrap_or_else(|| {
+        if tool.is_some() && ri.phase == Phase::BeforeTools {
+            "approval-required".into()
+        } else {
+            "input-required".into()
+        }
+    });
+    Some(InterruptSpec {
+        key,
+        phase: ri.phase,
+        iteration,
+        reason,
+        message: ri.message,
+        tool,
+        approve_if: ri.approve_if,
+        response_schema,
+        expires_in: ri.expires_in.map(|d| d.0),
+        subagent_run_id: ri.subagent_run_id,
+        on_continuation: ri.on_continuation.unwrap_or_default(),
+    })
+}
+
+/// The `{name}` parameters of a route's path.
+fn route_params(services: &[Service], service: &str, route: &str) -> Vec<String> {
+    services
+        .iter()
+        .find(|s| s.name == service)
+        .and_then(|s| s.route(route))
+        .map(|r| path_params(&r.path.raw))
+        .unwrap_or_default()
+}
+
+/// The `{name}` segments of a route path template.
+pub fn path_params(raw: &str) -> Vec<String> {
+    raw.split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(str::to_string)
+        .collect()
 }

@@ -13,6 +13,8 @@ pub mod stream;
 pub mod task;
 pub mod wire;
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
@@ -27,6 +29,13 @@ use super::{AgentRequest, Ctx, Reply};
 use crate::scenario::a2a::A2aAgent;
 use crate::service::Response;
 use crate::world::World;
+
+/// Rebuild a world's A2A tasks from its ledger after a restart (see [`task::restore`]): tasks
+/// that had stopped come back as they were, those still in flight are failed and recorded as
+/// `task-interrupted`. Returns how many tasks were restored.
+pub fn restore(world: &Arc<World>) -> usize {
+    task::restore(world)
+}
 
 /// Serve one HTTP request to an A2A agent.
 pub async fn handle(ctx: Ctx, spec: &A2aAgent, req: AgentRequest) -> Reply {

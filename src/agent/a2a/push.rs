@@ -136,32 +136,58 @@ pub(super) fn add(
 ) -> TaskPushNotificationConfig {
     let cfg = cfg.normalized(task_id);
     targets.retain(|t| t.config.id != cfg.id);
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(poster(
-        world.clone(),
-        agent.to_string(),
-        task_id.to_string(),
-        revision.cloned(),
-        cfg.clone(),
-        rx,
-    ));
-    log(
+    // The token and the authentication scheme let a restart restore the config; credentials
+    // stay out of the ledger (and so out of exports and reports).
+    let mut detail = json!({"action": "create", "config_id": cfg.id, "url": cfg.url});
+    if let Some(token) = &cfg.token {
+        detail["token"] = json!(token);
+    }
+    if let Some(auth) = &cfg.authentication {
+        detail["auth_scheme"] = json!(auth.scheme);
+    }
+    log(world, agent, "push-config", Some(task_id), revision, detail);
+    targets.push(target(
         world,
+        policy,
         agent,
-        "push-config",
-        Some(task_id),
+        cfg.clone(),
+        task_id,
         revision,
-        json!({"action": "create", "config_id": cfg.id, "url": cfg.url}),
-    );
-    targets.push(PushTarget {
-        config: cfg.clone(),
+        true,
+    ));
+    cfg
+}
+
+/// A registered target for a normalized config, without a ledger entry (also used to restore
+/// one after a restart). `live`: start its poster; a task that can send nothing more needs none.
+pub(super) fn target(
+    world: &Arc<World>,
+    policy: PushPolicy,
+    agent: &str,
+    cfg: TaskPushNotificationConfig,
+    task_id: &str,
+    revision: Option<&Value>,
+    live: bool,
+) -> PushTarget {
+    let (tx, rx) = mpsc::unbounded_channel();
+    if live {
+        tokio::spawn(poster(
+            world.clone(),
+            agent.to_string(),
+            task_id.to_string(),
+            revision.cloned(),
+            cfg.clone(),
+            rx,
+        ));
+    }
+    PushTarget {
+        config: cfg,
         policy,
         agent: agent.to_string(),
         task_id: task_id.to_string(),
         revision: revision.cloned(),
         poster: tx,
-    });
-    cfg
+    }
 }
 
 /// Remove a config; its queued deliveries still go out (they were already due to).

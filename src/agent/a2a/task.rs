@@ -13,6 +13,9 @@
 //! decided here under the table's lock and recorded in the ledger as an agent entry with the
 //! task as `work_id` and the task's revision. Lock order: the table's lock, then `world.lock()`
 //! (taken by the ledger appends and by `service::admit`), never the reverse.
+//!
+//! Those entries carry enough (rendered parts, status messages, timestamps as entry times) for
+//! [`restore`] to rebuild the table from a ledger restored by the journal after a restart.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -26,7 +29,7 @@ use tokio::sync::broadcast;
 
 use super::push::{self, PushTarget};
 use super::wire::{
-    self, Artifact, ListTasksRequest, ListTasksResponse, Message, Part, RpcError,
+    self, Artifact, ListTasksRequest, ListTasksResponse, Message, Part, Role, RpcError,
     SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskPushNotificationConfig,
     TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
@@ -38,7 +41,12 @@ use crate::scenario::a2a::{
     Script, StatusStep, UpdateState,
 };
 use crate::service;
+use crate::template;
 use crate::world::World;
+
+mod restore;
+
+pub(crate) use restore::restore;
 
 /// Events a task's streams buffer before a slow reader is cut off.
 const STREAM_BUFFER: usize = 1024;
@@ -131,7 +139,29 @@ pub(super) fn log(
     revision: Option<&Value>,
     detail: Value,
 ) -> u64 {
-    let mut rec = Record::agent_event(agent, event, world.clock.now(), detail);
+    log_at(
+        world,
+        world.clock.now(),
+        agent,
+        event,
+        task,
+        revision,
+        detail,
+    )
+}
+
+/// [`log`] at a given scenario time: a status change is logged at the instant its timestamp
+/// names, so the task rebuilt from the ledger after a restart carries the very same timestamp.
+fn log_at(
+    world: &World,
+    at: Duration,
+    agent: &str,
+    event: &str,
+    task: Option<&str>,
+    revision: Option<&Value>,
+    detail: Value,
+) -> u64 {
+    let mut rec = Record::agent_event(agent, event, at, detail);
     rec.work_id = task.map(str::to_string);
     rec.revision = revision.cloned();
     world.lock().ledger.append(rec)
@@ -147,10 +177,6 @@ pub(super) fn log_error(world: &World, agent: &str, method: &str, err: &RpcError
         None,
         json!({"method": method, "code": err.code, "message": err.message}),
     );
-}
-
-fn timestamp(world: &World) -> String {
-    world.clock.rfc3339(world.clock.now())
 }
 
 fn revision_meta(key: &str, revision: Option<&Value>) -> Option<Map<String, Value>> {
@@ -184,8 +210,8 @@ struct Render<'a> {
     used_canary: std::cell::Cell<bool>,
 }
 
-impl Render<'_> {
-    fn lookup(&self, name: &str) -> Option<Value> {
+impl template::Vars for Render<'_> {
+    fn var(&self, name: &str) -> Option<Value> {
         Some(match name.trim() {
             "canary" => {
                 self.used_canary.set(true);
@@ -199,49 +225,15 @@ impl Render<'_> {
             _ => return None,
         })
     }
+}
 
+impl Render<'_> {
     fn text(&self, s: &str) -> String {
-        let mut out = String::new();
-        let mut rest = s;
-        while let Some(start) = rest.find("{{") {
-            let Some(len) = rest[start..].find("}}") else {
-                break;
-            };
-            out.push_str(&rest[..start]);
-            match self.lookup(&rest[start + 2..start + len]) {
-                Some(Value::String(v)) => out.push_str(&v),
-                Some(v) => out.push_str(&v.to_string()),
-                None => out.push_str(&rest[start..start + len + 2]),
-            }
-            rest = &rest[start + len + 2..];
-        }
-        out.push_str(rest);
-        out
+        template::text(s, self)
     }
 
     fn json(&self, v: &Value) -> Value {
-        match v {
-            Value::String(s) => {
-                // A string that is exactly one placeholder keeps the value's JSON type.
-                if let Some(inner) = s
-                    .trim()
-                    .strip_prefix("{{")
-                    .and_then(|x| x.strip_suffix("}}"))
-                {
-                    if !inner.contains("{{") {
-                        if let Some(v) = self.lookup(inner) {
-                            return v;
-                        }
-                    }
-                }
-                Value::String(self.text(s))
-            }
-            Value::Array(a) => Value::Array(a.iter().map(|x| self.json(x)).collect()),
-            Value::Object(o) => {
-                Value::Object(o.iter().map(|(k, x)| (k.clone(), self.json(x))).collect())
-            }
-            other => other.clone(),
-        }
+        template::json(v, self)
     }
 
     fn part(&self, p: &PartSpec) -> Part {
@@ -305,8 +297,13 @@ impl Entry {
     }
 
     fn log(&self, world: &World, event: &str, detail: Value) -> u64 {
-        log(
+        self.log_at(world, world.clock.now(), event, detail)
+    }
+
+    fn log_at(&self, world: &World, at: Duration, event: &str, detail: Value) -> u64 {
+        log_at(
             world,
+            at,
             &self.agent,
             event,
             Some(&self.task.id),
@@ -374,6 +371,42 @@ fn outcome_name(o: Outcome) -> &'static str {
     }
 }
 
+/// What a `message` entry needs beyond `message_id` and `text` to give the message back exactly
+/// (it goes into the task's history, which survives a restart): only what a plain one-text-part
+/// user message lacks, so the usual entry stays small.
+fn message_extras(msg: &Message, text: &str) -> Map<String, Value> {
+    let mut extra = Map::new();
+    if msg.role != Role::User {
+        extra.insert("role".into(), json!(msg.role));
+    }
+    if msg.parts != [Part::text(text)] {
+        extra.insert("parts".into(), json!(msg.parts));
+    }
+    if let Some(m) = &msg.metadata {
+        extra.insert("metadata".into(), Value::Object(m.clone()));
+    }
+    if !msg.extensions.is_empty() {
+        extra.insert("extensions".into(), json!(msg.extensions));
+    }
+    if !msg.reference_task_ids.is_empty() {
+        extra.insert("reference_task_ids".into(), json!(msg.reference_task_ids));
+    }
+    extra
+}
+
+/// Put an artifact event into a task's artifacts: a new id is added, a chunk with `append`
+/// extends the parts of the one it continues, any other replaces it.
+fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: bool) {
+    match artifacts
+        .iter_mut()
+        .find(|a| a.artifact_id == artifact.artifact_id)
+    {
+        Some(existing) if append => existing.parts.extend(artifact.parts),
+        Some(existing) => *existing = artifact,
+        None => artifacts.push(artifact),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // SendMessage / SendStreamingMessage
 
@@ -419,6 +452,7 @@ pub(super) fn send(
             "text": text,
         });
         if let (Value::Object(d), Value::Object(extra)) = (&mut d, extra) {
+            d.extend(message_extras(msg, &text));
             d.extend(extra);
         }
         d
@@ -522,12 +556,18 @@ pub(super) fn send(
             // the resumed run, and the reply shows the task in flight again.
             e.set_status(
                 world,
-                TaskStatus::new(TaskState::Submitted, timestamp(world)),
+                TaskStatus::new(TaskState::Submitted, world.clock.rfc3339(now)),
             );
-            e.log(
+            e.log_at(
                 world,
+                now,
                 "task-resumed",
-                json!({"task_id": task_id, "behavior": behavior, "work": crate::clock::format_duration(script.work)}),
+                json!({
+                    "task_id": task_id,
+                    "behavior": behavior,
+                    "work": crate::clock::format_duration(script.work),
+                    "cancel": script.cancel.name(),
+                }),
             );
         }
         let snapshot = e.task.clone();
@@ -589,13 +629,21 @@ pub(super) fn send(
                 json!({"behavior": behavior, "repeat_of": repeat_of}),
             ),
         );
+        // The reply's parts and the message it answers: what de-duplication replays, also
+        // after a restart.
         log(
             world,
             &ctx.name,
             "result",
             None,
             revision.as_ref(),
-            json!({"reply": "message", "message_id": reply_id, "context_id": context_id}),
+            json!({
+                "reply": "message",
+                "message_id": reply_id,
+                "context_id": context_id,
+                "in_reply_to": msg.message_id,
+                "parts": reply.parts,
+            }),
         );
         if r.used_canary.get() {
             log(
@@ -619,7 +667,7 @@ pub(super) fn send(
     let task = Task {
         id: task_id.clone(),
         context_id: context_id.clone(),
-        status: TaskStatus::new(TaskState::Submitted, timestamp(world)),
+        status: TaskStatus::new(TaskState::Submitted, world.clock.rfc3339(now)),
         artifacts: Vec::new(),
         history: vec![user],
         metadata: revision_meta(&spec.revision_key, revision.as_ref()),
@@ -650,8 +698,9 @@ pub(super) fn send(
             json!({"behavior": behavior, "repeat_of": repeat_of}),
         ),
     );
-    entry.log(
+    entry.log_at(
         world,
+        now,
         "task-created",
         json!({
             "task_id": task_id,
@@ -780,7 +829,9 @@ fn run_due(
 }
 
 fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
-    let ts = timestamp(world);
+    // One instant for the status timestamp and its ledger entry (see `log_at`).
+    let now = world.clock.now();
+    let ts = world.clock.rfc3339(now);
     match ev {
         Event::Status(step) => {
             let r = e.render();
@@ -791,13 +842,18 @@ fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
                 UpdateState::Working => TaskState::Working,
             };
             let id = format!("{}-status-{}", e.task.id, e.cursor);
+            let mut detail = json!({"state": state.as_str()});
+            if let Some(t) = &message {
+                detail["message_id"] = json!(id);
+                detail["message"] = json!(t);
+            }
             let status = TaskStatus {
                 state,
                 message: message.map(|t| e.agent_message(id, t)),
                 timestamp: Some(ts),
             };
             e.set_status(world, status);
-            e.log(world, "status", json!({"state": state.as_str()}));
+            e.log_at(world, now, "status", detail);
             e.note_canary(world, used);
         }
         Event::Call(step) => {
@@ -852,16 +908,8 @@ fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
                 extensions: Vec::new(),
             };
             let used = r.used_canary.get();
-            match e
-                .task
-                .artifacts
-                .iter_mut()
-                .find(|a| a.artifact_id == spec.id)
-            {
-                Some(existing) if spec.append => existing.parts.extend(artifact.parts.clone()),
-                Some(existing) => *existing = artifact.clone(),
-                None => e.task.artifacts.push(artifact.clone()),
-            }
+            let parts = json!(artifact.parts);
+            merge_artifact(&mut e.task.artifacts, artifact.clone(), spec.append);
             e.emit(
                 world,
                 StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
@@ -873,11 +921,20 @@ fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
                     metadata: e.meta(),
                 }),
             );
-            e.log(
-                world,
-                "artifact",
-                json!({"artifact_id": spec.id, "append": spec.append, "last_chunk": spec.last_chunk}),
-            );
+            // The rendered parts (and name, description) rebuild the artifact after a restart.
+            let mut detail = json!({
+                "artifact_id": spec.id,
+                "append": spec.append,
+                "last_chunk": spec.last_chunk,
+            });
+            if let Some(n) = &spec.name {
+                detail["name"] = json!(n);
+            }
+            if let Some(d) = &spec.description {
+                detail["description"] = json!(d);
+            }
+            detail["parts"] = parts;
+            e.log(world, "artifact", detail);
             e.note_canary(world, used);
         }
         Event::Final { outcome, message } => {
@@ -886,9 +943,17 @@ fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
             let used = r.used_canary.get();
             let state = outcome_state(outcome);
             let id = format!("{}-final", e.task.id);
+            let mut detail = json!({
+                "task_id": e.task.id,
+                "state": state.as_str(),
+                "outcome": outcome_name(outcome),
+            });
             let status = TaskStatus {
                 state,
-                message: text.map(|t| e.agent_message(id, t)),
+                message: text.map(|t| {
+                    detail["message"] = json!(t);
+                    e.agent_message(id, t)
+                }),
                 timestamp: Some(ts),
             };
             e.note_canary(world, used);
@@ -899,18 +964,9 @@ fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
                 .iter()
                 .map(|a| a.artifact_id.as_str())
                 .collect();
-            let issued = e.canary_issued.then(|| e.canary.clone());
-            e.log(
-                world,
-                "result",
-                json!({
-                    "task_id": e.task.id,
-                    "state": state.as_str(),
-                    "outcome": outcome_name(outcome),
-                    "artifacts": artifacts,
-                    "canary": issued,
-                }),
-            );
+            detail["artifacts"] = json!(artifacts);
+            detail["canary"] = json!(e.canary_issued.then(|| e.canary.clone()));
+            e.log_at(world, now, "result", detail);
         }
     }
 }
@@ -960,10 +1016,11 @@ pub(super) fn cancel(ctx: &Ctx, task_id: &str) -> Result<Task, RpcError> {
     );
     match outcome {
         "honored" => {
-            let status = TaskStatus::new(TaskState::Canceled, timestamp(world));
+            let status = TaskStatus::new(TaskState::Canceled, world.clock.rfc3339(now));
             e.set_status(world, status);
-            e.log(
+            e.log_at(
                 world,
+                now,
                 "status",
                 json!({"state": TaskState::Canceled.as_str()}),
             );

@@ -1,0 +1,416 @@
+//! Rebuilding a world's task table from its ledger after a restart (`--journal`).
+//!
+//! The journal restores a world's ledger; this turns the A2A agent entries in it back into
+//! tasks. Each entry is replayed the way it was produced: `message` (history, de-duplication),
+//! `task-created`, `task-resumed`, `status`, `artifact`, `result`, `canary`, `push-config` and
+//! `task-interrupted`. Timestamps are the entries' own times, so a task comes back as GetTask
+//! showed it before: same state, status message, artifacts, history, revision echo and canary.
+//!
+//! A task that had reached a terminal or interrupted state (input-required, auth-required) is
+//! restored as it was and behaves as before: a message to a terminal one gets -32004, a message
+//! to an interrupted one resumes it. A task still in flight cannot honestly be continued: its
+//! runner's place in the script, pending side effects and open streams died with the process. It
+//! is failed instead (`TASK_STATE_FAILED`, with an agent message saying doubleagent restarted),
+//! which is recorded as a `task-interrupted` entry, and its push targets are told.
+//!
+//! Not restored: streams (their clients must resubscribe), push deliveries queued but not yet
+//! attempted at the crash, the credentials of push configs (never written to the ledger), and
+//! tasks whose entries `--max-entries` evicted.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::broadcast;
+
+use super::super::push;
+use super::super::wire::{
+    AuthenticationInfo, Message, Part, Role, Task, TaskPushNotificationConfig, TaskState,
+    TaskStatus,
+};
+use super::{canary, merge_artifact, revision_meta, tasks, Entry, Seen, Table, STREAM_BUFFER};
+use crate::ledger::{Disposition, Record};
+use crate::scenario::a2a::{A2aAgent, CancelPolicy};
+use crate::scenario::AgentSpec;
+use crate::world::World;
+
+/// Rebuild the A2A tasks of `world` from its ledger and fail those that were in flight. Meant
+/// for a world just restored from the journal; a world whose table is already in use is left
+/// alone. Returns how many tasks were restored.
+pub(crate) fn restore(world: &Arc<World>) -> usize {
+    let agents: HashMap<&str, &A2aAgent> = world
+        .scenario
+        .agents
+        .iter()
+        .filter_map(|a| match &a.spec {
+            AgentSpec::A2a(spec) => Some((a.name.as_str(), spec)),
+            _ => None,
+        })
+        .collect();
+    if agents.is_empty() {
+        return 0;
+    }
+    let records: Vec<Record> = world
+        .lock()
+        .ledger
+        .iter()
+        .filter(|r| r.disposition == Disposition::Agent && agents.contains_key(&*r.service))
+        .collect();
+    if records.is_empty() {
+        return 0;
+    }
+    let all = tasks(world);
+    let mut table = all.lock();
+    if table.next_id > 0 || !table.tasks.is_empty() || !table.seen.is_empty() {
+        return 0;
+    }
+    let mut rb = Rebuild {
+        world,
+        table: &mut table,
+        created_by: HashMap::new(),
+        configs: HashMap::new(),
+    };
+    for r in &records {
+        if let (Some(spec), Some(event)) = (agents.get(&*r.service), r.event.as_deref()) {
+            rb.apply(spec, event, r);
+        }
+    }
+    let configs = std::mem::take(&mut rb.configs);
+    let order = table.order.clone();
+    for id in &order {
+        let Some(e) = table.tasks.get_mut(id) else {
+            continue;
+        };
+        let state = e.task.status.state;
+        let live = !state.is_terminal();
+        if let (Some(spec), Some(cfgs)) = (agents.get(e.agent.as_str()), configs.get(id)) {
+            e.push = cfgs
+                .iter()
+                .map(|c| {
+                    push::target(
+                        world,
+                        spec.push,
+                        &e.agent,
+                        c.clone(),
+                        id,
+                        e.revision.as_ref(),
+                        live,
+                    )
+                })
+                .collect();
+        }
+        if live && !state.is_interrupted() {
+            interrupt(world, e);
+        }
+    }
+    let n = table.tasks.len();
+    if n > 0 {
+        tracing::info!(
+            session = world.session.as_deref().unwrap_or("default"),
+            tasks = n,
+            "restored A2A tasks from the journal"
+        );
+    }
+    n
+}
+
+/// The text of the status message of a task failed by a restart.
+fn interrupted_text(was: TaskState) -> String {
+    format!(
+        "doubleagent restarted and interrupted this task: it was {} when the server stopped, and the rest of its script will not run",
+        was.as_str()
+    )
+}
+
+/// Fail a task that was in flight when the server stopped, and record why.
+fn interrupt(world: &Arc<World>, e: &mut Entry) {
+    let now = world.clock.now();
+    let was = e.task.status.state;
+    let text = interrupted_text(was);
+    let status = TaskStatus {
+        state: TaskState::Failed,
+        message: Some(e.agent_message(format!("{}-interrupted", e.task.id), text.clone())),
+        timestamp: Some(world.clock.rfc3339(now)),
+    };
+    e.set_status(world, status);
+    e.log_at(
+        world,
+        now,
+        "task-interrupted",
+        json!({
+            "task_id": e.task.id,
+            "state": TaskState::Failed.as_str(),
+            "was": was.as_str(),
+            "reason": "restart",
+            "message": text,
+        }),
+    );
+}
+
+struct Rebuild<'a> {
+    world: &'a World,
+    table: &'a mut Table,
+    /// The message that created each task, until its `task-created` entry.
+    created_by: HashMap<String, (Message, String)>,
+    /// Each task's push configs, in registration order.
+    configs: HashMap<String, Vec<TaskPushNotificationConfig>>,
+}
+
+fn str_of<'v>(d: &'v Value, k: &str) -> Option<&'v str> {
+    d.get(k).and_then(Value::as_str)
+}
+
+fn parse<T: serde::de::DeserializeOwned>(v: Option<&Value>) -> Option<T> {
+    v.and_then(|v| serde_json::from_value(v.clone()).ok())
+}
+
+/// The number in an id the table handed out (`task-7`, `msg-7`).
+fn number(id: &str) -> Option<u64> {
+    id.strip_prefix("task-")
+        .or_else(|| id.strip_prefix("msg-"))
+        .and_then(|n| n.parse().ok())
+}
+
+/// The message a `message` entry records (see `message_extras`).
+fn message_of(d: &Value) -> Message {
+    let text = str_of(d, "text").unwrap_or_default();
+    Message {
+        message_id: str_of(d, "message_id").unwrap_or_default().to_string(),
+        context_id: None,
+        task_id: None,
+        role: parse(d.get("role")).unwrap_or(Role::User),
+        parts: parse(d.get("parts")).unwrap_or_else(|| vec![Part::text(text)]),
+        metadata: parse::<Map<String, Value>>(d.get("metadata")),
+        extensions: parse(d.get("extensions")).unwrap_or_default(),
+        reference_task_ids: parse(d.get("reference_task_ids")).unwrap_or_default(),
+    }
+}
+
+impl Rebuild<'_> {
+    fn bump(&mut self, id: &str) {
+        if let Some(n) = number(id) {
+            self.table.next_id = self.table.next_id.max(n);
+        }
+    }
+
+    fn task(&mut self, r: &Record) -> Option<&mut Entry> {
+        let id = r.work_id.as_deref()?;
+        self.table
+            .tasks
+            .get_mut(id)
+            .filter(|e| e.agent == r.service)
+    }
+
+    fn apply(&mut self, spec: &A2aAgent, event: &str, r: &Record) {
+        let Some(d) = r.detail.as_ref() else { return };
+        let ts = self.world.clock.rfc3339(r.received_at);
+        match event {
+            "message" => self.message(r, d),
+            "task-created" => self.created(spec, r, d, ts),
+            "task-resumed" => {
+                if let Some(e) = self.task(r) {
+                    e.start = r.received_at;
+                    if let Some(c) = parse::<CancelPolicy>(d.get("cancel")) {
+                        e.cancel = c;
+                    }
+                    e.generation += 1;
+                    e.task.status = TaskStatus::new(TaskState::Submitted, ts);
+                }
+            }
+            "status" => {
+                if let Some(e) = self.task(r) {
+                    let state = parse(d.get("state")).unwrap_or(TaskState::Unspecified);
+                    let message = str_of(d, "message").map(|t| {
+                        let id = str_of(d, "message_id").unwrap_or_default().to_string();
+                        e.agent_message(id, t.to_string())
+                    });
+                    e.task.status = TaskStatus {
+                        state,
+                        message,
+                        timestamp: Some(ts),
+                    };
+                }
+            }
+            "artifact" => {
+                if let Some(e) = self.task(r) {
+                    let artifact = super::super::wire::Artifact {
+                        artifact_id: str_of(d, "artifact_id").unwrap_or_default().to_string(),
+                        name: str_of(d, "name").map(str::to_string),
+                        description: str_of(d, "description").map(str::to_string),
+                        parts: parse(d.get("parts")).unwrap_or_default(),
+                        metadata: e.meta(),
+                        extensions: Vec::new(),
+                    };
+                    let append = d.get("append").and_then(Value::as_bool) == Some(true);
+                    merge_artifact(&mut e.task.artifacts, artifact, append);
+                }
+            }
+            "result" if str_of(d, "reply") == Some("message") => self.reply(spec, r, d),
+            "result" | "task-interrupted" => {
+                let suffix = if event == "result" {
+                    "final"
+                } else {
+                    "interrupted"
+                };
+                if let Some(e) = self.task(r) {
+                    let state = parse(d.get("state")).unwrap_or(TaskState::Unspecified);
+                    let message = str_of(d, "message")
+                        .map(|t| e.agent_message(format!("{}-{suffix}", e.task.id), t.to_string()));
+                    e.task.status = TaskStatus {
+                        state,
+                        message,
+                        timestamp: Some(ts),
+                    };
+                }
+            }
+            "canary" => {
+                if let (Some(e), Some(c)) = (self.task(r), str_of(d, "canary")) {
+                    e.canary = c.to_string();
+                    e.canary_issued = true;
+                }
+            }
+            "push-config" => {
+                let Some(task_id) = r.work_id.clone() else {
+                    return;
+                };
+                let id = str_of(d, "config_id").map(str::to_string);
+                let list = self.configs.entry(task_id.clone()).or_default();
+                list.retain(|c| c.id != id);
+                if str_of(d, "action") == Some("create") {
+                    list.push(TaskPushNotificationConfig {
+                        tenant: None,
+                        id,
+                        task_id: Some(task_id),
+                        url: str_of(d, "url").unwrap_or_default().to_string(),
+                        token: str_of(d, "token").map(str::to_string),
+                        authentication: str_of(d, "auth_scheme").map(|s| AuthenticationInfo {
+                            scheme: s.to_string(),
+                            credentials: None,
+                        }),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A message the agent took in: a task's first, a follow-up (history), or a duplicate.
+    fn message(&mut self, r: &Record, d: &Value) {
+        if d.get("duplicate_of").is_some_and(|v| !v.is_null()) {
+            return;
+        }
+        let Some(task_id) = r.work_id.clone() else {
+            return;
+        };
+        self.bump(&task_id);
+        let mut m = message_of(d);
+        let text = str_of(d, "text").unwrap_or_default().to_string();
+        if d.get("follow_up").and_then(Value::as_bool) != Some(true) {
+            self.created_by.insert(task_id, (m, text));
+            return;
+        }
+        let key = (r.service.clone(), m.message_id.clone());
+        let Some(e) = self.task(r) else { return };
+        m.task_id = Some(e.task.id.clone());
+        m.context_id = Some(e.task.context_id.clone());
+        e.task.history.push(m);
+        if d.get("resumes").and_then(Value::as_bool) == Some(true) {
+            e.text = text;
+        }
+        self.table.seen.entry(key).or_insert(Seen::Task(task_id));
+    }
+
+    fn created(&mut self, spec: &A2aAgent, r: &Record, d: &Value, ts: String) {
+        let Some(task_id) = str_of(d, "task_id").or(r.work_id.as_deref()) else {
+            return;
+        };
+        let task_id = task_id.to_string();
+        self.bump(&task_id);
+        let context_id = str_of(d, "context_id").unwrap_or_default().to_string();
+        let revision = d
+            .get("revision")
+            .filter(|v| !v.is_null())
+            .or(r.revision.as_ref())
+            .cloned();
+        let (history, text) = match self.created_by.remove(&task_id) {
+            Some((mut m, text)) => {
+                let seen = (r.service.clone(), m.message_id.clone());
+                self.table
+                    .seen
+                    .entry(seen)
+                    .or_insert(Seen::Task(task_id.clone()));
+                m.task_id = Some(task_id.clone());
+                m.context_id = Some(context_id.clone());
+                (vec![m], text)
+            }
+            None => (Vec::new(), String::new()),
+        };
+        let task = Task {
+            id: task_id.clone(),
+            context_id,
+            status: TaskStatus::new(TaskState::Submitted, ts),
+            artifacts: Vec::new(),
+            history,
+            metadata: revision_meta(&spec.revision_key, revision.as_ref()),
+        };
+        let entry = Entry {
+            agent: r.service.clone(),
+            task,
+            canary: canary(self.world, &task_id, revision.as_ref()),
+            revision,
+            revision_key: spec.revision_key.clone(),
+            canary_issued: false,
+            start: r.received_at,
+            timeline: Vec::new(),
+            cursor: 0,
+            generation: 0,
+            cancel: parse(d.get("cancel")).unwrap_or(spec.script.cancel),
+            text,
+            events: broadcast::channel(STREAM_BUFFER).0,
+            push: Vec::new(),
+        };
+        if self.table.tasks.insert(task_id.clone(), entry).is_none() {
+            self.table.order.push(task_id);
+        }
+    }
+
+    /// A direct Message reply: what a repeated message id gets back.
+    fn reply(&mut self, spec: &A2aAgent, r: &Record, d: &Value) {
+        let Some(reply_id) = str_of(d, "message_id") else {
+            return;
+        };
+        self.bump(reply_id);
+        let Some(in_reply_to) = str_of(d, "in_reply_to") else {
+            return;
+        };
+        let mut reply = Message::agent(reply_id, parse(d.get("parts")).unwrap_or_default());
+        reply.context_id = str_of(d, "context_id").map(str::to_string);
+        reply.metadata = revision_meta(&spec.revision_key, r.revision.as_ref());
+        self.table.seen.insert(
+            (r.service.clone(), in_reply_to.to_string()),
+            Seen::Message(reply),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_handed_out_are_counted_and_plain_messages_come_back_from_their_text() {
+        assert_eq!(number("task-12"), Some(12));
+        assert_eq!(number("msg-3"), Some(3));
+        assert_eq!(number("ctx-3"), None);
+        let m = message_of(&json!({"message_id": "m1", "text": "go"}));
+        assert_eq!(m.role, Role::User);
+        assert_eq!(m.parts, [Part::text("go")]);
+        assert!(m.metadata.is_none());
+        let rich = message_of(&json!({"message_id": "m2", "text": "a",
+            "parts": [{"text": "a"}, {"data": {"k": 1}}], "metadata": {"revision": 2},
+            "reference_task_ids": ["task-1"]}));
+        assert_eq!(rich.parts.len(), 2);
+        assert_eq!(rich.metadata.unwrap()["revision"], 2);
+        assert_eq!(rich.reference_task_ids, ["task-1"]);
+    }
+}

@@ -1,0 +1,571 @@
+//! Rebuilding a world's AG-UI threads from its ledger after a restart (`--journal`).
+//!
+//! The journal restores a world's ledger; this turns the AG-UI entries in it back into the
+//! `Threads` extension: each thread's open checkpoint (its latest interrupted run: the
+//! interrupts as emitted, `expiresAt` and TanStack bindings included, where it paused, the tool
+//! calls it proposed and which of them already ran, the state it left, answers carried from
+//! earlier continuations of the same pause). Only stateful agents keep checkpoints; everything
+//! else an agent knows (frontend-tool pauses, what a stateless agent reads) comes from the
+//! client's messages and needs no restoring.
+//!
+//! The entries are replayed in order:
+//! - `run-finished` carries the `checkpoint` the run left open (an interrupt outcome, or the
+//!   consumed checkpoint a run whose client went away put back): it becomes the thread's open
+//!   one, unless a continuation already consumed it;
+//! - `run-started` names the checkpoint it consumed (`continues`); it is taken off the thread
+//!   (or, if its `run-finished` comes later in the ledger — the two are not written under one
+//!   lock — marked taken for when it does);
+//! - `tool-call` gives each call's result (`result` for one that ran, `not-run` for a skipped
+//!   one), and any entry of the agent's own calls to a service says the call reached it.
+//!
+//! A run that was still streaming at the crash cannot be continued (its place in the script and
+//! its response died with the process). It ends as if its client had gone away: a continuation
+//! puts back the checkpoint it consumed, with every call it already ran (or sent to a service)
+//! marked done, so a retry with the same answers re-sends the result instead of repeating the
+//! call. That is recorded as `run-finished` with `outcome: "cancelled"`, `cause: "restart"`.
+//!
+//! Not restored: runs streaming at the crash (their clients must retry), a late `RUN_ERROR`
+//! not yet sent, and threads whose entries `--max-entries` evicted.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::resume::Answer;
+use super::wire::Interrupt;
+use super::{parse_call_id, Boundary, Call, Checkpoint, Threads};
+use crate::ledger::{Disposition, Record};
+use crate::scenario::agui::{AgUiAgent, Phase};
+use crate::scenario::AgentSpec;
+use crate::world::World;
+
+impl Checkpoint {
+    /// The checkpoint as a `run-finished` entry keeps it: the interrupts whole (their
+    /// `expiresAt` is what RES-5 is judged by), the calls by id (the script gives their tool and
+    /// arguments, `tool-call` entries their results), the state, and carried answers if any.
+    pub(crate) fn ledger_json(&self) -> Value {
+        let calls: Vec<Value> = self
+            .calls
+            .iter()
+            .map(|c| {
+                if c.done {
+                    json!({"id": c.id, "done": true})
+                } else {
+                    json!({"id": c.id})
+                }
+            })
+            .collect();
+        let mut v = json!({
+            "run_id": self.run_id,
+            "interrupts": self.interrupts,
+            "paused_at": self.at.json(),
+            "calls": calls,
+            "state": self.state,
+        });
+        if !self.answers.is_empty() {
+            let answers: Map<String, Value> = self
+                .answers
+                .iter()
+                .map(|(k, a)| {
+                    let v = match a {
+                        Answer::Resolved(Some(p)) => json!({"status": "resolved", "payload": p}),
+                        Answer::Resolved(None) => json!({"status": "resolved"}),
+                        Answer::Discarded => json!({"status": "cancelled"}),
+                    };
+                    (k.clone(), v)
+                })
+                .collect();
+            v["answers"] = Value::Object(answers);
+        }
+        v
+    }
+
+    /// Read back what [`Checkpoint::ledger_json`] wrote; `results` are the calls' result
+    /// contents by call id. `None` if it is not a checkpoint of this script.
+    fn from_ledger(
+        spec: &AgUiAgent,
+        v: &Value,
+        results: &HashMap<String, Option<String>>,
+    ) -> Option<Checkpoint> {
+        let run_id = v.get("run_id")?.as_str()?.to_string();
+        let interrupts: Vec<Interrupt> =
+            serde_json::from_value(v.get("interrupts")?.clone()).ok()?;
+        let at = v.get("paused_at")?;
+        let at = Boundary {
+            iteration: usize::try_from(at.get("iteration")?.as_u64()?).ok()?,
+            phase: serde_json::from_value::<Phase>(at.get("phase")?.clone()).ok()?,
+        };
+        let mut calls = Vec::new();
+        for c in v
+            .get("calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(id) = c.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            let Some(scripted) =
+                parse_call_id(id).and_then(|(i, k)| spec.iterations.get(i)?.tool_calls.get(k))
+            else {
+                continue;
+            };
+            let done = c.get("done").and_then(Value::as_bool) == Some(true);
+            calls.push(Call {
+                id: id.to_string(),
+                tool: scripted.tool,
+                args: scripted.args.clone(),
+                done,
+                result: if done {
+                    results.get(id).cloned().flatten()
+                } else {
+                    None
+                },
+            });
+        }
+        let answers = v
+            .get("answers")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, a)| {
+                let answer = match a.get("status").and_then(Value::as_str)? {
+                    "resolved" => Answer::Resolved(a.get("payload").cloned()),
+                    "cancelled" => Answer::Discarded,
+                    _ => return None,
+                };
+                Some((k.clone(), answer))
+            })
+            .collect::<BTreeMap<_, _>>();
+        Some(Checkpoint {
+            run_id,
+            interrupts,
+            at,
+            calls,
+            state: v
+                .get("state")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+            answers,
+        })
+    }
+}
+
+/// A run seen starting.
+struct Started {
+    agent: String,
+    thread: String,
+    run_id: String,
+    /// The checkpoint it consumed (stateful continuations).
+    consumed: Option<Checkpoint>,
+    /// It names a checkpoint (`continues`) not yet seen: the `run-finished` leaving it open
+    /// comes later in the ledger.
+    awaiting: Option<String>,
+    finished: bool,
+}
+
+/// Rebuild the AG-UI threads of `world` from its ledger and end the runs that were streaming.
+/// Meant for a world just restored from the journal; a world whose threads are already in use
+/// is left alone. Returns how many checkpoints are open.
+pub(super) fn restore(world: &Arc<World>) -> usize {
+    let agents: HashMap<&str, &AgUiAgent> = world
+        .scenario
+        .agents
+        .iter()
+        .filter_map(|a| match &a.spec {
+            AgentSpec::AgUi(spec) => Some((a.name.as_str(), spec)),
+            _ => None,
+        })
+        .collect();
+    if agents.is_empty() {
+        return 0;
+    }
+    let actors: HashMap<String, &str> = agents.keys().map(|a| (format!("agent:{a}"), *a)).collect();
+    let records: Vec<Record> = world
+        .lock()
+        .ledger
+        .iter()
+        .filter(|r| {
+            if r.disposition == Disposition::Agent {
+                agents.contains_key(&*r.service)
+            } else {
+                r.actor.as_ref().is_some_and(|a| actors.contains_key(a))
+            }
+        })
+        .collect();
+    if records.is_empty() {
+        return 0;
+    }
+    let threads = world.extension::<Threads>();
+    if !threads.is_empty() {
+        return 0;
+    }
+
+    let mut rb = Rebuild::default();
+    for r in &records {
+        if r.disposition != Disposition::Agent {
+            // The agent's own call reached the service: it ran, whatever became of its result.
+            if let (Some(agent), Some(call)) = (
+                r.actor.as_ref().and_then(|a| actors.get(a)),
+                r.work_id.as_ref(),
+            ) {
+                rb.reached.insert((agent.to_string(), call.clone()));
+            }
+            continue;
+        }
+        if let (Some(spec), Some(event), Some(d)) = (
+            agents.get(&*r.service),
+            r.event.as_deref(),
+            r.detail.as_ref(),
+        ) {
+            rb.apply(spec, event, r, d);
+        }
+    }
+
+    // Runs still streaming when the server stopped: as if their clients had gone away.
+    let now = world.clock.now();
+    let mut interrupted = 0;
+    for s in rb.started.iter_mut().filter(|s| !s.finished) {
+        interrupted += 1;
+        let mut detail = json!({
+            "thread_id": s.thread,
+            "run_id": s.run_id,
+            "outcome": "cancelled",
+            "cause": "restart",
+            "message": "doubleagent restarted while this run was in progress: it ended there, as if its client had gone away",
+        });
+        if let Some(mut cp) = s.consumed.take() {
+            let results = rb.results.get(&s.agent);
+            for c in cp.calls.iter_mut().filter(|c| !c.done) {
+                if let Some(result) = results.and_then(|m| m.get(&c.id)) {
+                    c.done = true;
+                    c.result = result.clone();
+                } else if rb.reached.contains(&(s.agent.clone(), c.id.clone())) {
+                    c.done = true;
+                }
+            }
+            detail["restored_checkpoint"] = json!(cp.run_id);
+            detail["checkpoint"] = cp.ledger_json();
+            rb.open.insert((s.agent.clone(), s.thread.clone()), cp);
+        }
+        let mut rec = Record::agent_event(&s.agent, "run-finished", now, detail);
+        rec.work_id = Some(s.run_id.clone());
+        world.lock().ledger.append(rec);
+    }
+
+    let n = rb.open.len();
+    *threads.lock() = rb.open;
+    if n > 0 || interrupted > 0 {
+        tracing::info!(
+            session = world.session.as_deref().unwrap_or("default"),
+            open_checkpoints = n,
+            interrupted_runs = interrupted,
+            "restored AG-UI threads from the journal"
+        );
+    }
+    n
+}
+
+#[derive(Default)]
+struct Rebuild {
+    open: HashMap<(String, String), Checkpoint>,
+    started: Vec<Started>,
+    /// Unfinished runs by (agent, thread, run), oldest first.
+    running: HashMap<(String, String, String), VecDeque<usize>>,
+    /// Runs waiting for the checkpoint they consumed, by (agent, thread, its run).
+    awaiting: HashMap<(String, String, String), usize>,
+    /// Result contents of calls that ran or were skipped, by agent then call id.
+    results: HashMap<String, HashMap<String, Option<String>>>,
+    /// (agent, call id) of calls that reached a service.
+    reached: HashSet<(String, String)>,
+}
+
+fn str_of<'v>(d: &'v Value, k: &str) -> Option<&'v str> {
+    d.get(k).and_then(Value::as_str)
+}
+
+impl Rebuild {
+    fn apply(&mut self, spec: &AgUiAgent, event: &str, r: &Record, d: &Value) {
+        let agent = r.service.clone();
+        match event {
+            "run-started" => {
+                let (Some(thread), Some(run_id)) = (str_of(d, "thread_id"), str_of(d, "run_id"))
+                else {
+                    return;
+                };
+                let (thread, run_id) = (thread.to_string(), run_id.to_string());
+                let mut consumed = None;
+                let mut awaiting = None;
+                if let Some(c) = str_of(d, "continues") {
+                    let key = (agent.clone(), thread.clone());
+                    if self.open.get(&key).is_some_and(|cp| cp.run_id == c) {
+                        consumed = self.open.remove(&key);
+                    } else {
+                        awaiting = Some(c.to_string());
+                    }
+                }
+                let ix = self.started.len();
+                if let Some(c) = &awaiting {
+                    self.awaiting
+                        .insert((agent.clone(), thread.clone(), c.clone()), ix);
+                }
+                self.running
+                    .entry((agent.clone(), thread.clone(), run_id.clone()))
+                    .or_default()
+                    .push_back(ix);
+                self.started.push(Started {
+                    agent,
+                    thread,
+                    run_id,
+                    consumed,
+                    awaiting,
+                    finished: false,
+                });
+            }
+            "run-finished" => {
+                let (Some(thread), Some(run_id)) = (str_of(d, "thread_id"), str_of(d, "run_id"))
+                else {
+                    return;
+                };
+                let (thread, run_id) = (thread.to_string(), run_id.to_string());
+                if let Some(ix) = self
+                    .running
+                    .get_mut(&(agent.clone(), thread.clone(), run_id))
+                    .and_then(VecDeque::pop_front)
+                {
+                    self.started[ix].finished = true;
+                }
+                let Some(cp) = d.get("checkpoint").and_then(|v| {
+                    Checkpoint::from_ledger(spec, v, self.results.entry(agent.clone()).or_default())
+                }) else {
+                    return;
+                };
+                let taken = (agent.clone(), thread.clone(), cp.run_id.clone());
+                match self.awaiting.remove(&taken) {
+                    // A continuation was judged against it before this entry was written.
+                    Some(ix) => {
+                        let s = &mut self.started[ix];
+                        s.awaiting = None;
+                        s.consumed = Some(cp);
+                    }
+                    None => {
+                        self.open.insert((agent, thread), cp);
+                    }
+                }
+            }
+            "tool-call" => {
+                let Some(call) = r.work_id.clone() else {
+                    return;
+                };
+                let result = match str_of(d, "gate") {
+                    Some("run") => str_of(d, "result").map(str::to_string),
+                    Some(reason @ ("discarded" | "not-approved" | "blocked")) => {
+                        Some(json!({"status": "not-run", "reason": reason}).to_string())
+                    }
+                    _ => return,
+                };
+                self.results.entry(agent).or_default().insert(call, result);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCENARIO: &str = r#"
+name = "t"
+clock = "manual"
+[services.payments]
+[[services.payments.routes]]
+name = "create-transfer"
+method = "POST"
+path = "/v1/transfers"
+kind = "action"
+[agents.a]
+protocol = "ag-ui"
+tools = [{ name = "pay", service = "payments", route = "create-transfer" }]
+[[agents.a.iterations]]
+tool_calls = [{ tool = "pay", args = { to = "acct-9" } }, { tool = "pay", args = { to = "acct-7" } }]
+[[agents.a.interrupts]]
+phase = "beforeTools"
+key = "ok"
+tool_call = "pay"
+"#;
+
+    #[test]
+    fn a_checkpoint_comes_back_from_its_ledger_form() {
+        let sc = crate::scenario::Scenario::from_toml(SCENARIO, "t.toml").unwrap();
+        let AgentSpec::AgUi(spec) = &sc.agent("a").unwrap().spec else {
+            panic!("not an AG-UI agent");
+        };
+        let mut i = Interrupt::new("ok", "approval-required");
+        i.expires_at = Some("2026-01-01T00:10:00.000Z".into());
+        i.tool_call_id = Some("call-0-0-r1".into());
+        let cp = Checkpoint {
+            run_id: "r1".into(),
+            interrupts: vec![i],
+            at: Boundary {
+                iteration: 0,
+                phase: Phase::BeforeTools,
+            },
+            calls: vec![
+                Call {
+                    id: "call-0-0-r1".into(),
+                    tool: 0,
+                    args: json!({"to": "acct-9"}),
+                    done: true,
+                    result: Some("{\"id\":\"act_2\"}".into()),
+                },
+                Call {
+                    id: "call-0-1-r1".into(),
+                    tool: 0,
+                    args: json!({"to": "acct-7"}),
+                    done: false,
+                    result: None,
+                },
+            ],
+            state: json!({"step": 2}),
+            answers: BTreeMap::from([
+                (
+                    "a".to_string(),
+                    Answer::Resolved(Some(json!({"approved": true}))),
+                ),
+                ("b".to_string(), Answer::Discarded),
+            ]),
+        };
+        let v = cp.ledger_json();
+        assert_eq!(
+            v["calls"],
+            json!([{"id": "call-0-0-r1", "done": true}, {"id": "call-0-1-r1"}])
+        );
+        let results = HashMap::from([(
+            "call-0-0-r1".to_string(),
+            Some("{\"id\":\"act_2\"}".to_string()),
+        )]);
+        let back = Checkpoint::from_ledger(spec, &v, &results).unwrap();
+        assert_eq!(back.run_id, "r1");
+        assert_eq!(back.interrupts, cp.interrupts);
+        assert_eq!(back.at, cp.at);
+        assert_eq!(back.state, cp.state);
+        assert_eq!(back.answers, cp.answers);
+        assert_eq!(back.calls.len(), 2);
+        assert_eq!(back.calls[0].result, cp.calls[0].result);
+        assert_eq!(back.calls[1].args, json!({"to": "acct-7"}));
+        assert!(back.calls[0].done && !back.calls[1].done);
+        let no_answers = Checkpoint {
+            answers: BTreeMap::new(),
+            ..cp
+        };
+        assert!(no_answers.ledger_json().get("answers").is_none());
+    }
+
+    fn append(world: &World, event: &str, work_id: &str, detail: Value) {
+        let mut r = Record::agent_event("a", event, world.clock.now(), detail);
+        r.work_id = Some(work_id.to_string());
+        world.lock().ledger.append(r);
+    }
+
+    fn paused(run: &str) -> Value {
+        json!({"run_id": run, "interrupts": [{"id": "ok", "reason": "approval-required"}],
+            "paused_at": {"iteration": 0, "phase": "beforeTools"},
+            "calls": [{"id": format!("call-0-0-{run}")}], "state": {}})
+    }
+
+    #[test]
+    fn consumed_checkpoints_stay_closed_in_either_order_and_a_streaming_run_puts_its_back() {
+        let sc = crate::scenario::Scenario::from_toml(SCENARIO, "t.toml").unwrap();
+        let world = Arc::new(World::new(Arc::new(sc), None));
+        // t1: r1 paused, r2 continues it and is still streaming at the crash, after the call
+        // reached the service.
+        append(
+            &world,
+            "run-started",
+            "r1",
+            json!({"thread_id": "t1", "run_id": "r1"}),
+        );
+        append(
+            &world,
+            "run-finished",
+            "r1",
+            json!({"thread_id": "t1", "run_id": "r1", "outcome": "interrupt", "checkpoint": paused("r1")}),
+        );
+        append(
+            &world,
+            "run-started",
+            "r2",
+            json!({"thread_id": "t1", "run_id": "r2", "continues": "r1"}),
+        );
+        let mut hit = Record::agent_event("payments", "x", world.clock.now(), Value::Null);
+        hit.disposition = Disposition::Executed;
+        hit.event = None;
+        hit.actor = Some("agent:a".into());
+        hit.work_id = Some("call-0-0-r1".into());
+        world.lock().ledger.append(hit);
+        // t2: the continuation r4 was judged before r3's run-finished was written.
+        append(
+            &world,
+            "run-started",
+            "r3",
+            json!({"thread_id": "t2", "run_id": "r3"}),
+        );
+        append(
+            &world,
+            "run-started",
+            "r4",
+            json!({"thread_id": "t2", "run_id": "r4", "continues": "r3"}),
+        );
+        append(
+            &world,
+            "run-finished",
+            "r3",
+            json!({"thread_id": "t2", "run_id": "r3", "outcome": "interrupt", "checkpoint": paused("r3")}),
+        );
+        append(
+            &world,
+            "run-finished",
+            "r4",
+            json!({"thread_id": "t2", "run_id": "r4", "outcome": "success"}),
+        );
+
+        assert_eq!(restore(&world), 1);
+        let threads = world.extension::<Threads>();
+        let open = threads.lock();
+        assert!(!open.contains_key(&("a".to_string(), "t2".to_string())));
+        let cp = &open[&("a".to_string(), "t1".to_string())];
+        assert_eq!(cp.run_id, "r1");
+        assert!(
+            cp.calls[0].done,
+            "the call that reached the service is not made again"
+        );
+        drop(open);
+        let ended: Vec<Record> = world
+            .lock()
+            .ledger
+            .iter()
+            .filter(|r| r.detail.as_ref().is_some_and(|d| d["cause"] == "restart"))
+            .collect();
+        assert_eq!(ended.len(), 1);
+        assert_eq!(ended[0].work_id.as_deref(), Some("r2"));
+        let d = ended[0].detail.as_ref().unwrap();
+        assert_eq!(d["restored_checkpoint"], "r1");
+        assert_eq!(d["checkpoint"]["calls"][0]["done"], true);
+        // Nothing more to do a second time.
+        threads.lock().clear();
+        restore(&world);
+        let n = world
+            .lock()
+            .ledger
+            .iter()
+            .filter(|r| r.detail.as_ref().is_some_and(|d| d["cause"] == "restart"))
+            .count();
+        assert_eq!(n, 1);
+        assert_eq!(
+            threads.lock()[&("a".to_string(), "t1".to_string())].run_id,
+            "r1"
+        );
+    }
+}

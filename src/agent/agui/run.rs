@@ -1,0 +1,1020 @@
+//! One AG-UI run: the scripted agent loop, played into the SSE channel.
+//!
+//! Each iteration passes `beforeModel` → model output (text, state) → `afterModel` → its tool
+//! calls are proposed (`TOOL_CALL_START/ARGS/END`) → `beforeTools` → tools run → `afterTools`,
+//! and at every boundary the interrupts declared there that fire form one batch that ends the run
+//! with one `RUN_FINISHED{outcome: interrupt}` (PH-5). A run that resumes enters the script at
+//! the boundary it paused at, so every hook from there on runs again (PH-6). Backend tool calls
+//! go through [`service::admit`] like any client's request (actor `agent:NAME`, work id = the
+//! tool call id), gated by the judged answers; every backend call gets a `TOOL_CALL_RESULT`,
+//! even when it did not run, so a consumer never mistakes it for a pending frontend call.
+//!
+//! The run owns the only sender of the stream: dropping it closes the response. A send that
+//! fails means the client went away; the run then stops before doing anything else.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::body::Bytes;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::HeaderMap;
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+
+use super::resume::{gate_for, Answer, Decision, Gate, Judgement, SkipReason};
+use super::wire::{self, tanstack, Event, Interrupt, RunAgentInput, RunFinished, TokenUsage};
+use super::{answered_calls, call_id, Boundary, Call, Checkpoint, Notice, Start, Threads};
+use crate::clock::format_rfc3339_ms;
+use crate::ledger::Record;
+use crate::scenario::agui::{
+    AgUiAgent, ClientKind, InterruptSpec, OnContinuation, Phase, ResumeMode, ToolKind, Violation,
+};
+use crate::service::{self, Plan, Request, Response};
+use crate::world::World;
+
+/// How a run ends.
+enum End {
+    /// Completed, or paused on frontend tool calls (named in `pendingToolCallIds`, INT-2).
+    Success { pending: Vec<String> },
+    /// One batch of interrupts at one boundary (PH-5, INT-1).
+    Interrupt {
+        batch: Vec<Interrupt>,
+        at: Boundary,
+        calls: Vec<Call>,
+    },
+    /// Stopped on request by the script (`cancel_at`).
+    Cancelled,
+    /// The client went away: nobody hears the end; the ledger does.
+    Gone,
+    /// The world was reset or replaced under the run.
+    WorldClosed,
+}
+
+pub(super) struct Run {
+    world: Arc<World>,
+    agent: String,
+    spec: Arc<AgUiAgent>,
+    input: RunAgentInput,
+    judgement: Judgement,
+    tx: mpsc::Sender<Bytes>,
+    /// `parentRunId` set or a non-empty `resume` (the official client never sends the former).
+    continuation: bool,
+    /// Interrupts this run resumes (answered, discarded or still open): a `skip` interrupt
+    /// among them is not raised again.
+    resumed: BTreeSet<String>,
+    /// Tool calls the input already holds results for.
+    answered: BTreeSet<String>,
+    state: Value,
+    model_calls: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    /// Types of the events actually sent, in order.
+    types: Vec<&'static str>,
+    gone: bool,
+    violated: BTreeSet<Violation>,
+    /// The checkpoint this run continues (stateful agents): put back if the client goes away,
+    /// so its retry is still a continuation.
+    consumed: Option<Checkpoint>,
+    /// Tool calls this run admitted to a service (or skipped), with the result content once
+    /// known: never again.
+    executed: BTreeMap<String, Option<String>>,
+    /// Answers earlier continuations gave at the boundary this run resumes.
+    carried: BTreeMap<String, Answer>,
+    /// Where the run's own timeline stands (its arrival, moved on by each wait): delays count
+    /// from here.
+    cursor: Duration,
+}
+
+/// What admission hands a run: the stripped input, its judgement, the checkpoint it consumed
+/// (stateful agents) and the scenario time of its `run-started` entry.
+pub(super) struct Admitted {
+    pub input: RunAgentInput,
+    pub judgement: Judgement,
+    pub consumed: Option<Checkpoint>,
+    pub started_at: Duration,
+}
+
+impl Run {
+    pub(super) fn new(
+        world: Arc<World>,
+        agent: String,
+        spec: Arc<AgUiAgent>,
+        admitted: Admitted,
+        tx: mpsc::Sender<Bytes>,
+    ) -> Run {
+        let Admitted {
+            input,
+            judgement,
+            consumed,
+            started_at,
+        } = admitted;
+        let carried = consumed
+            .as_ref()
+            .map(|c| c.answers.clone())
+            .unwrap_or_default();
+        let resumed = judgement
+            .verdicts
+            .iter()
+            .filter(|v| !matches!(v, super::resume::EntryVerdict::Unrecognized { .. }))
+            .map(|v| v.interrupt_id().to_string())
+            .chain(judgement.uncovered.iter().map(|u| u.interrupt.id.clone()))
+            .chain(carried.keys().cloned())
+            .collect();
+        Run {
+            continuation: input.is_continuation(),
+            answered: answered_calls(&input.messages),
+            state: input.state_or_default(),
+            world,
+            agent,
+            spec,
+            input,
+            judgement,
+            tx,
+            resumed,
+            model_calls: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            types: Vec::new(),
+            gone: false,
+            violated: BTreeSet::new(),
+            consumed,
+            executed: BTreeMap::new(),
+            carried,
+            cursor: started_at,
+        }
+    }
+
+    /// Play the run and close the stream.
+    pub(super) async fn go(mut self, start: Start, notices: Vec<Notice>) {
+        if let Decision::RunError { code, message } = self.judgement.decision.clone() {
+            // PROD-3: refused before the run starts; RUN_ERROR is the stream's first event.
+            self.emit(Event::run_error(message.clone(), Some(code)))
+                .await;
+            for n in &notices {
+                self.record("warning", notice_json(n));
+            }
+            let detail = json!({
+                "thread_id": self.input.thread_id,
+                "run_id": self.input.run_id,
+                "outcome": "error",
+                "code": code,
+                "error": message,
+                "events": self.types,
+            });
+            self.record("run-finished", detail);
+            return;
+        }
+        self.emit(Event::run_started(&self.input)).await;
+        for n in notices {
+            self.warn(n).await;
+        }
+        let end = self.play(start).await;
+        self.finish(end).await;
+    }
+
+    // --- the loop ---------------------------------------------------------------------------
+
+    async fn play(&mut self, start: Start) -> End {
+        let n = self.spec.iterations.len();
+        let (first, from, mut calls, resuming) = match start {
+            Start::Top => (0, Phase::BeforeModel, None, false),
+            Start::After(i) => (i + 1, Phase::BeforeModel, None, false),
+            Start::At { boundary, calls } => (boundary.iteration, boundary.phase, calls, true),
+        };
+        for i in first..n {
+            let from = if i == first { from } else { Phase::BeforeModel };
+            if i != first {
+                calls = None;
+            }
+            // The boundary a resumed run re-enters: still-open interrupts are raised there again.
+            let here = |p: Phase| resuming && i == first && p == from;
+            if from <= Phase::BeforeModel {
+                if let Some(end) = self
+                    .boundary(i, Phase::BeforeModel, here(Phase::BeforeModel), &mut calls)
+                    .await
+                {
+                    return end;
+                }
+                if let Some(end) = self.model_output(i).await {
+                    return end;
+                }
+            }
+            if from <= Phase::AfterModel {
+                if let Some(end) = self
+                    .boundary(i, Phase::AfterModel, here(Phase::AfterModel), &mut calls)
+                    .await
+                {
+                    return end;
+                }
+                calls = Some(self.propose_calls(i).await);
+            }
+            if from <= Phase::BeforeTools {
+                if let Some(end) = self
+                    .boundary(i, Phase::BeforeTools, here(Phase::BeforeTools), &mut calls)
+                    .await
+                {
+                    return end;
+                }
+                if calls.is_none() {
+                    calls = Some(self.propose_calls(i).await);
+                }
+                if let Some(list) = calls.as_mut() {
+                    if let Some(end) = self.run_tools(i, list, &BTreeSet::new()).await {
+                        return end;
+                    }
+                }
+            }
+            if let Some(end) = self
+                .boundary(i, Phase::AfterTools, here(Phase::AfterTools), &mut calls)
+                .await
+            {
+                return end;
+            }
+            // INT-2: frontend calls still waiting for the application end the run as success.
+            let pending: Vec<String> = calls
+                .iter()
+                .flatten()
+                .filter(|c| {
+                    !c.done
+                        && !self.answered.contains(&c.id)
+                        && matches!(self.spec.tools[c.tool].kind, ToolKind::Frontend)
+                })
+                .map(|c| c.id.clone())
+                .collect();
+            if !pending.is_empty() {
+                return End::Success { pending };
+            }
+        }
+        End::Success {
+            pending: Vec::new(),
+        }
+    }
+
+    /// One lifecycle boundary: a scripted stop, else the batch of interrupts that fire here.
+    async fn boundary(
+        &mut self,
+        i: usize,
+        phase: Phase,
+        reentered: bool,
+        calls: &mut Option<Vec<Call>>,
+    ) -> Option<End> {
+        if self.gone || self.tx.is_closed() {
+            self.gone = true;
+            return Some(End::Gone);
+        }
+        if self.spec.iterations[i].cancel_at == Some(phase) {
+            return Some(End::Cancelled);
+        }
+        let mut batch: Vec<Interrupt> = Vec::new();
+        let still_open = match (&self.judgement.decision, reentered) {
+            (Decision::Reinterrupt { still_open }, true) => still_open.clone(),
+            _ => Vec::new(),
+        };
+        batch.extend(still_open.iter().cloned());
+        let spec = self.spec.clone();
+        for d in spec.interrupts_at(i, phase) {
+            if self.fires(d, calls.as_deref()) && !batch.iter().any(|b| b.id == d.key) {
+                batch.push(self.raise(d, calls.as_deref()));
+            }
+        }
+        if batch.is_empty() {
+            return None;
+        }
+        if reentered && phase == Phase::BeforeTools && !still_open.is_empty() {
+            // PROD-3 "reinterrupt": do what the covered entries allow, then pause again.
+            if calls.is_none() {
+                *calls = Some(self.propose_calls(i).await);
+            }
+            let held: BTreeSet<String> = batch.iter().map(|b| b.id.clone()).collect();
+            if let Some(list) = calls.as_mut() {
+                if let Some(end) = self.run_tools(i, list, &held).await {
+                    return Some(end);
+                }
+            }
+        }
+        Some(End::Interrupt {
+            batch,
+            at: Boundary {
+                iteration: i,
+                phase,
+            },
+            calls: calls.clone().unwrap_or_default(),
+        })
+    }
+
+    /// PH-6: a fresh run raises everything; a continuation raises `repeat` interrupts again and
+    /// `skip` ones only if it does not resume them, nor are they moot: an approval whose gated
+    /// calls all have their result already (a re-interrupted batch answered piecemeal; an agent
+    /// that keeps nothing learns that from the messages).
+    fn fires(&self, d: &InterruptSpec, calls: Option<&[Call]>) -> bool {
+        if !self.continuation || d.on_continuation == OnContinuation::Repeat {
+            return true;
+        }
+        if self.resumed.contains(&d.key) {
+            return false;
+        }
+        let gated: Vec<&Call> = match (d.tool, d.phase) {
+            (Some(tool), Phase::BeforeTools) => calls
+                .into_iter()
+                .flatten()
+                .filter(|c| c.tool == tool)
+                .collect(),
+            _ => Vec::new(),
+        };
+        gated.is_empty()
+            || !gated
+                .iter()
+                .all(|c| c.done || self.answered.contains(&c.id))
+    }
+
+    fn raise(&self, d: &InterruptSpec, calls: Option<&[Call]>) -> Interrupt {
+        let mut it = super::plain_interrupt(d);
+        if let Some(tool) = d.tool {
+            it.tool_call_id = calls
+                .into_iter()
+                .flatten()
+                .find(|c| c.tool == tool)
+                .map(|c| c.id.clone());
+        }
+        if let Some(ttl) = d.expires_in {
+            let now = self.world.clock.now();
+            it.expires_at = Some(format_rfc3339_ms(self.world.clock.wall_ms(now + ttl)));
+        }
+        it
+    }
+
+    async fn model_output(&mut self, i: usize) -> Option<End> {
+        let spec = self.spec.clone();
+        let it = &spec.iterations[i];
+        if let Some(d) = it.delay {
+            if let Some(end) = self.wait(d).await {
+                return Some(end);
+            }
+        }
+        self.model_calls += 1;
+        let (inp, out) = match it.usage {
+            Some(u) => (u.input_tokens, u.output_tokens),
+            // A stand-in for a tokenizer: fixed prompt cost, output by words and calls.
+            None => {
+                let words = it
+                    .text
+                    .as_deref()
+                    .map(|t| t.split_whitespace().count())
+                    .unwrap_or(0) as u64;
+                (10, (words + 10 * it.tool_calls.len() as u64).max(1))
+            }
+        };
+        self.input_tokens += inp;
+        self.output_tokens += out;
+        if let Some(text) = &it.text {
+            let mid = self.message_id(i);
+            self.emit(Event::text_start(&mid)).await;
+            self.emit(Event::text_content(&mid, text.clone())).await;
+            self.emit(Event::text_end(&mid)).await;
+        }
+        if let Some(patch) = &it.state {
+            merge_patch(&mut self.state, patch);
+            self.emit(Event::state_snapshot(self.state.clone())).await;
+        }
+        None
+    }
+
+    fn message_id(&self, i: usize) -> String {
+        format!("msg-{i}-{}", self.input.run_id)
+    }
+
+    /// The iteration's tool calls join the messages (between `afterModel` and `beforeTools`).
+    async fn propose_calls(&mut self, i: usize) -> Vec<Call> {
+        let spec = self.spec.clone();
+        let parent = self.message_id(i);
+        let mut out = Vec::new();
+        for (k, c) in spec.iterations[i].tool_calls.iter().enumerate() {
+            let id = call_id(i, k, &self.input.run_id);
+            let name = &spec.tools[c.tool].name;
+            self.emit(Event::tool_call_start(&id, name, Some(&parent)))
+                .await;
+            self.emit(Event::tool_call_args(&id, c.args.to_string()))
+                .await;
+            self.emit(Event::tool_call_end(&id)).await;
+            out.push(Call {
+                id,
+                tool: c.tool,
+                args: c.args.clone(),
+                done: false,
+                result: None,
+            });
+        }
+        out
+    }
+
+    /// The tools step: every call not yet done runs if its gates allow. `held` are interrupts
+    /// being raised again right now: calls they gate wait (reinterrupt).
+    async fn run_tools(
+        &mut self,
+        i: usize,
+        calls: &mut [Call],
+        held: &BTreeSet<String>,
+    ) -> Option<End> {
+        let spec = self.spec.clone();
+        let partial = !held.is_empty();
+        for call in calls.iter_mut() {
+            if self.answered.contains(&call.id) {
+                continue;
+            }
+            if call.done {
+                // It ran in a run whose client went away before hearing the result.
+                let content = call.result.clone().unwrap_or_else(|| {
+                    json!({"error": "the result was lost: the client went away while the service answered", "delivery": "unknown"}).to_string()
+                });
+                self.deliver(call, content).await;
+                continue;
+            }
+            if self.gone || self.tx.is_closed() {
+                self.gone = true;
+                return Some(End::Gone);
+            }
+            let gates: Vec<&InterruptSpec> = spec
+                .interrupts_at(i, Phase::BeforeTools)
+                .filter(|d| d.tool == Some(call.tool))
+                .collect();
+            let mut verdict = Gate::Run { payload: None };
+            for g in &gates {
+                let v = if held.contains(&g.key) {
+                    Gate::Blocked
+                } else if self.judgement.answer_for(&g.key).is_none()
+                    && self.carried.contains_key(&g.key)
+                {
+                    gate_for(self.carried.get(&g.key), g.approve_if.as_deref())
+                } else {
+                    self.judgement.gate(&g.key, g.approve_if.as_deref())
+                };
+                verdict = match (verdict, v) {
+                    (Gate::Blocked, _) | (_, Gate::Blocked) => Gate::Blocked,
+                    (Gate::Skip(r), _) | (_, Gate::Skip(r)) => Gate::Skip(r),
+                    (Gate::Run { payload: a }, Gate::Run { payload: b }) => {
+                        Gate::Run { payload: a.or(b) }
+                    }
+                };
+            }
+            let tool = &spec.tools[call.tool];
+            let mut detail = json!({
+                "thread_id": self.input.thread_id,
+                "run_id": self.input.run_id,
+                "tool_call_id": call.id,
+                "tool": tool.name,
+                "args": call.args,
+                "gated_by": gates.iter().map(|g| g.key.as_str()).collect::<Vec<_>>(),
+            });
+            match verdict {
+                Gate::Blocked if partial => continue,
+                Gate::Blocked | Gate::Skip(_) => {
+                    let reason = match verdict {
+                        Gate::Skip(SkipReason::Discarded) => "discarded",
+                        Gate::Skip(SkipReason::NotApproved) => "not-approved",
+                        _ => "blocked",
+                    };
+                    detail["gate"] = json!(reason);
+                    self.record_call(&call.id, detail);
+                    let content = json!({"status": "not-run", "reason": reason}).to_string();
+                    self.deliver(call, content).await;
+                }
+                Gate::Run { payload } => {
+                    detail["answer"] = payload.clone().unwrap_or(Value::Null);
+                    match &tool.kind {
+                        ToolKind::Frontend => {
+                            // The application runs it; the run ends naming it (INT-2).
+                            detail["gate"] = json!("frontend");
+                            self.record_call(&call.id, detail);
+                        }
+                        ToolKind::Backend {
+                            service,
+                            route,
+                            headers,
+                            answer_at,
+                        } => {
+                            detail["gate"] = json!("run");
+                            let (content, facts) = match self
+                                .call_service(call, service, route, headers, answer_at, payload)
+                                .await
+                            {
+                                Ok(v) => v,
+                                Err(end) => {
+                                    detail["interrupted_by"] = json!(match end {
+                                        End::WorldClosed => "world-reset",
+                                        _ => "client-disconnected",
+                                    });
+                                    self.record_call(&call.id, detail);
+                                    return Some(end);
+                                }
+                            };
+                            if let (Value::Object(d), Value::Object(f)) = (&mut detail, facts) {
+                                d.extend(f);
+                            }
+                            // The TOOL_CALL_RESULT content, sent again to a retry that never
+                            // heard it, also after a restart.
+                            detail["result"] = json!(content);
+                            self.record_call(&call.id, detail);
+                            self.deliver(call, content).await;
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// A call's `TOOL_CALL_RESULT`; the call is done from now on.
+    async fn deliver(&mut self, call: &mut Call, content: String) {
+        call.done = true;
+        call.result = Some(content.clone());
+        self.executed.insert(call.id.clone(), Some(content.clone()));
+        self.emit(Event::tool_call_result(
+            &format!("result-{}", call.id),
+            &call.id,
+            content,
+        ))
+        .await;
+    }
+
+    /// A backend tool call through the action pipeline. Returns the `TOOL_CALL_RESULT` content
+    /// and facts for the ledger, or how the run ended while it waited for the response.
+    async fn call_service(
+        &mut self,
+        call: &Call,
+        service: &str,
+        route: &str,
+        headers: &[(String, String)],
+        answer_at: &Option<String>,
+        payload: Option<Value>,
+    ) -> Result<(String, Value), End> {
+        let world = self.world.clone();
+        let Some(r) = world.scenario.service(service).and_then(|s| s.route(route)) else {
+            // Validated when the scenario loaded; a swapped scenario is another world.
+            let content =
+                json!({"error": format!("no route \"{route}\" in service \"{service}\"")});
+            return Ok((content.to_string(), json!({})));
+        };
+        let method = r.method.clone();
+        let path = render_path(&r.path.raw, &call.args);
+        let mut body = call.args.clone();
+        if let (Some(ptr), Some(p)) = (answer_at, &payload) {
+            set_pointer(&mut body, ptr, p.clone());
+        }
+        let mut map = HeaderMap::new();
+        let mut skipped = Vec::new();
+        let with_body = !matches!(method.as_str(), "GET" | "HEAD");
+        if with_body {
+            map.insert(
+                hyper::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+        }
+        for (k, v) in headers {
+            let v = v
+                .replace("{{tool_call_id}}", &call.id)
+                .replace("{{run_id}}", &self.input.run_id)
+                .replace("{{thread_id}}", &self.input.thread_id);
+            match (
+                HeaderName::from_bytes(k.as_bytes()),
+                HeaderValue::from_str(&v),
+            ) {
+                (Ok(k), Ok(v)) => {
+                    map.insert(k, v);
+                }
+                _ => skipped.push(k.clone()),
+            }
+        }
+        let req = Request {
+            service: service.to_string(),
+            method: method.clone(),
+            path: path.clone(),
+            headers: map,
+            body: if with_body {
+                body.to_string().into_bytes()
+            } else {
+                Vec::new()
+            },
+            actor: Some(format!("agent:{}", self.agent)),
+            work_id: Some(call.id.clone()),
+            ..Request::default()
+        };
+        let out = service::admit(&world, req);
+        // The effect is in the world now, whether or not anyone hears the response.
+        self.executed.insert(call.id.clone(), None);
+        let mut facts = json!({
+            "service": service,
+            "route": route,
+            "request": {"method": method, "path": path, "body": if with_body { body } else { Value::Null }},
+            "action_seq": out.seq,
+        });
+        if !skipped.is_empty() {
+            facts["skipped_headers"] = json!(skipped);
+        }
+        let response = match out.plan {
+            Plan::Now => Ok(out.response),
+            Plan::At(t) => {
+                let clock = world.clock.clone();
+                let tx = self.tx.clone();
+                self.cursor = self.cursor.max(t);
+                tokio::select! {
+                    tick = clock.sleep_until(t) => match tick {
+                        Some(_) => Ok(out.response),
+                        None => return Err(End::WorldClosed),
+                    },
+                    _ = tx.closed() => {
+                        self.gone = true;
+                        return Err(End::Gone);
+                    }
+                }
+            }
+            Plan::Drop => Err("dropped"),
+            Plan::Reset => Err("reset"),
+            Plan::Hang => Err("hung"),
+        };
+        let content = match response {
+            Ok(resp) => {
+                facts["response"] = json!({"status": resp.status});
+                result_content(service, &resp)
+            }
+            Err(delivery) => {
+                facts["response"] = json!({"delivery": delivery});
+                json!({"error": format!("no response from service \"{service}\""), "delivery": delivery})
+                    .to_string()
+            }
+        };
+        Ok((content, facts))
+    }
+
+    /// Wait `d` of scenario time on the run's own timeline, unless the client leaves or the world
+    /// closes first. Steps take no scenario time, so the timeline starts at the run's arrival
+    /// (its `run-started` entry) and moves only by waits. Counting from there rather than from
+    /// whenever this task gets here keeps a manual clock exact: a test that sees an entry and
+    /// then advances can never slip in before the sleep and leave the run waiting for the next
+    /// advance.
+    async fn wait(&mut self, d: Duration) -> Option<End> {
+        let clock = self.world.clock.clone();
+        let tx = self.tx.clone();
+        let deadline = self.cursor + d;
+        let woke = tokio::select! {
+            tick = clock.sleep_until(deadline) => Some(tick.is_some()),
+            _ = tx.closed() => None,
+        };
+        self.cursor = deadline;
+        match woke {
+            Some(true) => None,
+            Some(false) => Some(End::WorldClosed),
+            None => {
+                self.gone = true;
+                Some(End::Gone)
+            }
+        }
+    }
+
+    // --- the end ------------------------------------------------------------------------
+
+    async fn finish(&mut self, end: End) {
+        let usage = self.usage();
+        let mut detail = json!({
+            "thread_id": self.input.thread_id,
+            "run_id": self.input.run_id,
+        });
+        let mut finished = false;
+        match end {
+            End::Success { pending } => {
+                detail["outcome"] = json!("success");
+                detail["pending_tool_call_ids"] = json!(pending);
+                let mut e = Event::run_success(&self.input.thread_id, &self.input.run_id, pending);
+                set_usage(&mut e, usage.clone());
+                finished = self.run_finished(e).await;
+            }
+            End::Interrupt { batch, at, calls } => {
+                let batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
+                    batch
+                        .into_iter()
+                        .map(|i| tanstack::bind_generic(i, &self.input.run_id, 0))
+                        .collect()
+                } else {
+                    batch
+                };
+                detail["outcome"] = json!("interrupt");
+                detail["interrupts"] = json!(batch.iter().map(|i| &i.id).collect::<Vec<_>>());
+                detail["paused_at"] = at.json();
+                let mut wire_batch = batch.clone();
+                if self.spec.violates(Violation::DuplicateInterruptIds) {
+                    if let Some(first) = wire_batch.first().cloned() {
+                        wire_batch.push(first);
+                        self.violation(Violation::DuplicateInterruptIds);
+                    }
+                }
+                if self.spec.violates(Violation::InterruptWithoutInterrupts) {
+                    wire_batch.clear();
+                    self.violation(Violation::InterruptWithoutInterrupts);
+                }
+                let mut e = if self.spec.violates(Violation::SuccessWhileInterrupted) {
+                    self.violation(Violation::SuccessWhileInterrupted);
+                    let mut rf = RunFinished {
+                        thread_id: self.input.thread_id.clone(),
+                        run_id: self.input.run_id.clone(),
+                        ..RunFinished::default()
+                    };
+                    rf.base.extra.insert(
+                        "outcome".into(),
+                        json!({"type": "success", "interrupts": wire_batch}),
+                    );
+                    Event::RunFinished(rf)
+                } else {
+                    Event::run_interrupted(&self.input.thread_id, &self.input.run_id, wire_batch)
+                };
+                set_usage(&mut e, usage.clone());
+                finished = self.run_finished(e).await;
+                if self.spec.resume == ResumeMode::Stateful {
+                    // Paused again where it resumed: the answers given so far still hold.
+                    let mut answers = BTreeMap::new();
+                    if self.consumed.as_ref().is_some_and(|c| c.at == at) {
+                        answers.extend(self.carried.clone());
+                        answers.extend(
+                            self.judgement
+                                .answers()
+                                .iter()
+                                .map(|(k, v)| (k.clone(), v.clone())),
+                        );
+                    }
+                    answers.retain(|k, _| !batch.iter().any(|b| &b.id == k));
+                    let cp = Checkpoint {
+                        run_id: self.input.run_id.clone(),
+                        interrupts: batch,
+                        at,
+                        calls,
+                        state: self.state.clone(),
+                        answers,
+                    };
+                    // What a restart rebuilds the thread from (`restore`).
+                    detail["checkpoint"] = cp.ledger_json();
+                    self.world
+                        .extension::<Threads>()
+                        .store(&self.agent, &self.input.thread_id, cp);
+                }
+            }
+            End::Cancelled => {
+                detail["outcome"] = json!("cancelled");
+                detail["cause"] = json!("scripted");
+                let mut e = Event::run_cancelled(&self.input.thread_id, &self.input.run_id);
+                set_usage(&mut e, usage.clone());
+                finished = self.run_finished(e).await;
+            }
+            End::Gone => {
+                detail["outcome"] = json!("cancelled");
+                detail["cause"] = json!("client-disconnected");
+                // The client never heard how this continuation ended and still holds its open
+                // interrupts: keep them open, minus what already ran, for its retry.
+                if let Some(mut cp) = self.consumed.take() {
+                    for c in &mut cp.calls {
+                        if let Some(result) = self.executed.get(&c.id) {
+                            c.done = true;
+                            c.result = result.clone();
+                        }
+                    }
+                    detail["restored_checkpoint"] = json!(cp.run_id);
+                    detail["checkpoint"] = cp.ledger_json();
+                    self.world
+                        .extension::<Threads>()
+                        .store(&self.agent, &self.input.thread_id, cp);
+                }
+            }
+            End::WorldClosed => {
+                detail["outcome"] = json!("error");
+                detail["cause"] = json!("world-reset");
+                self.emit(Event::run_error(
+                    "the scenario was reset while the run was in progress",
+                    Some("world_reset"),
+                ))
+                .await;
+            }
+        }
+        if let Some(u) = &usage {
+            detail["usage"] = json!(u);
+        }
+        detail["model_calls"] = json!(self.model_calls);
+        detail["events"] = json!(self.types);
+        if self.gone {
+            detail["client_disconnected"] = json!(true);
+        }
+        self.record("run-finished", detail);
+
+        // INT-6: a failure that surfaces after the run closed.
+        if let (true, Some(late)) = (finished, self.spec.late_error.clone()) {
+            if !late.after.is_zero() && self.wait(late.after).await.is_some() {
+                return;
+            }
+            self.emit(Event::run_error(late.message.clone(), late.code.as_deref()))
+                .await;
+            self.record(
+                "late-error",
+                json!({
+                    "thread_id": self.input.thread_id,
+                    "run_id": self.input.run_id,
+                    "message": late.message,
+                    "code": late.code,
+                    "delivered": !self.gone,
+                }),
+            );
+        }
+    }
+
+    /// Send `RUN_FINISHED`, unless the script breaks that rule. True if it was sent.
+    async fn run_finished(&mut self, e: Event) -> bool {
+        if self.spec.violates(Violation::MissingRunFinished) {
+            self.violation(Violation::MissingRunFinished);
+            return false;
+        }
+        self.emit(e).await;
+        !self.gone
+    }
+
+    /// RES-7: only this run's own model calls.
+    fn usage(&self) -> Option<Vec<TokenUsage>> {
+        (self.model_calls > 0).then(|| {
+            vec![TokenUsage {
+                provider: Some("doubleagent".into()),
+                model: Some(self.spec.model.clone()),
+                input_tokens: Some(self.input_tokens),
+                output_tokens: Some(self.output_tokens),
+                total_tokens: Some(self.input_tokens + self.output_tokens),
+                ..TokenUsage::default()
+            }]
+        })
+    }
+
+    // --- output ---------------------------------------------------------------------------
+
+    async fn emit(&mut self, event: Event) {
+        if self.gone {
+            return;
+        }
+        let now = self.world.clock.now();
+        let mut e = event.at(self.world.clock.wall_ms(now) as i64);
+        if self.spec.violates(Violation::UnknownFields) {
+            e.base_mut()
+                .extra
+                .insert("doubleagentUnknownField".into(), json!(true));
+            self.violation(Violation::UnknownFields);
+        }
+        let frame = wire::sse_frame(&e);
+        if self.tx.send(Bytes::from(frame)).await.is_ok() {
+            self.types.push(e.type_name());
+        } else {
+            self.gone = true;
+        }
+    }
+
+    async fn warn(&mut self, n: Notice) {
+        self.record("warning", notice_json(&n));
+        self.emit(wire::warning_event(&n.rule, &n.message, n.details))
+            .await;
+    }
+
+    // --- ledger ----------------------------------------------------------------------------
+
+    fn record(&self, event: &str, detail: Value) -> u64 {
+        let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), detail);
+        rec.work_id = Some(self.input.run_id.clone());
+        self.world.lock().ledger.append(rec)
+    }
+
+    fn record_call(&self, call_id: &str, detail: Value) {
+        let mut rec = Record::agent_event(&self.agent, "tool-call", self.world.clock.now(), detail);
+        rec.work_id = Some(call_id.to_string());
+        self.world.lock().ledger.append(rec);
+    }
+
+    /// Record a deliberate rule break, once per run and kind.
+    fn violation(&mut self, v: Violation) {
+        if self.violated.insert(v) {
+            self.record(
+                "violation",
+                json!({
+                    "thread_id": self.input.thread_id,
+                    "run_id": self.input.run_id,
+                    "violation": v.as_str(),
+                    "rule": v.rule(),
+                }),
+            );
+        }
+    }
+}
+
+fn notice_json(n: &Notice) -> Value {
+    json!({"rule": n.rule, "message": n.message, "details": n.details})
+}
+
+fn set_usage(e: &mut Event, usage: Option<Vec<TokenUsage>>) {
+    if let Event::RunFinished(rf) = e {
+        rf.usage = usage;
+    }
+}
+
+/// A service response as tool-result content: the body of a 2xx as is; otherwise an error
+/// envelope with the status, so a consumer can tell a failed call from a result.
+fn result_content(service: &str, resp: &Response) -> String {
+    let text = String::from_utf8_lossy(&resp.body).into_owned();
+    if (200..300).contains(&resp.status) {
+        return text;
+    }
+    let body = serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
+    json!({
+        "error": format!("service \"{service}\" answered {}", resp.status),
+        "status": resp.status,
+        "body": body,
+    })
+    .to_string()
+}
+
+/// A route path with its `{name}` segments filled from the call's arguments.
+fn render_path(raw: &str, args: &Value) -> String {
+    raw.split('/')
+        .map(|seg| {
+            match seg
+                .strip_prefix('{')
+                .and_then(|s| s.strip_suffix('}'))
+                .and_then(|name| args.get(name))
+            {
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => seg.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Put `value` at JSON pointer `ptr`, creating objects on the way.
+fn set_pointer(target: &mut Value, ptr: &str, value: Value) {
+    let parts: Vec<String> = ptr
+        .split('/')
+        .skip(1)
+        .map(|p| p.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let mut cur = target;
+    for (n, part) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let Value::Object(map) = cur else { return };
+        if n + 1 == parts.len() {
+            map.insert(part.clone(), value);
+            return;
+        }
+        cur = map.entry(part.clone()).or_insert(Value::Null);
+    }
+}
+
+/// RFC 7386 JSON merge patch.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    if let Value::Object(t) = target {
+        for (k, v) in p {
+            if v.is_null() {
+                t.remove(k);
+            } else {
+                merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_filled_from_arguments() {
+        let args = json!({"id": "act_3", "n": 4});
+        assert_eq!(render_path("/v1/t/{id}", &args), "/v1/t/act_3");
+        assert_eq!(render_path("/v1/{n}/x", &args), "/v1/4/x");
+        assert_eq!(render_path("/v1/{zz}", &args), "/v1/{zz}");
+    }
+
+    #[test]
+    fn answers_are_placed_at_their_pointer() {
+        let mut body = json!({"to": "acct-9"});
+        set_pointer(&mut body, "/approval/by", json!("ann"));
+        assert_eq!(body, json!({"to": "acct-9", "approval": {"by": "ann"}}));
+    }
+
+    #[test]
+    fn merge_patch_follows_rfc7386() {
+        let mut s = json!({"a": 1, "b": {"c": 2, "d": 3}});
+        merge_patch(&mut s, &json!({"a": null, "b": {"c": 5}, "e": [1]}));
+        assert_eq!(s, json!({"b": {"c": 5, "d": 3}, "e": [1]}));
+        let mut s = json!("x");
+        merge_patch(&mut s, &json!({"k": 1}));
+        assert_eq!(s, json!({"k": 1}));
+    }
+}

@@ -1,0 +1,89 @@
+//! Placeholders in scenario strings: `{{name}}` expanded from whatever a caller knows (an
+//! action's id and body for a fake service's response; a task's id, revision and canary for an
+//! agent's result).
+//!
+//! A caller implements [`Vars`]; [`text`] interpolates into a string, [`json`] walks a JSON value
+//! and expands its strings — where a string is exactly one placeholder, it takes the value's own
+//! JSON type (`amount = "{{body./amount}}"` stays a number). Unknown placeholders are left as
+//! written, so a typo shows up in the output instead of vanishing.
+//!
+//! Sits beside `clock` and `fate` at the bottom: it imports nothing from the crate.
+
+use serde_json::Value;
+
+/// What placeholders can name.
+pub trait Vars {
+    /// The value of `{{name}}` (already trimmed), or `None` if unknown.
+    fn var(&self, name: &str) -> Option<Value>;
+}
+
+/// Expand the placeholders in a string.
+pub fn text(s: &str, vars: &dyn Vars) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start..].find("}}") else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        let name = &rest[start + 2..start + len];
+        match vars.var(name.trim()) {
+            Some(Value::String(v)) => out.push_str(&v),
+            Some(v) => out.push_str(&v.to_string()),
+            None => out.push_str(&rest[start..start + len + 2]),
+        }
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Expand the placeholders in every string of a JSON value.
+pub fn json(v: &Value, vars: &dyn Vars) -> Value {
+    match v {
+        Value::String(s) => {
+            let whole = s
+                .trim()
+                .strip_prefix("{{")
+                .and_then(|x| x.strip_suffix("}}"));
+            if let Some(inner) = whole.filter(|i| !i.contains("{{")) {
+                if let Some(v) = vars.var(inner.trim()) {
+                    return v;
+                }
+            }
+            Value::String(text(s, vars))
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| json(x, vars)).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, x)| (k.clone(), json(x, vars))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json as j;
+
+    struct V;
+    impl Vars for V {
+        fn var(&self, name: &str) -> Option<Value> {
+            match name {
+                "n" => Some(j!(7)),
+                "s" => Some(j!("x")),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn placeholders_expand_typed_whole_and_interpolated_in_text() {
+        assert_eq!(text("a {{s}} b {{ n }} {{nope}}", &V), "a x b 7 {{nope}}");
+        assert_eq!(
+            json(&j!({"k": "{{n}}", "t": "n={{n}}", "l": ["{{s}}"]}), &V),
+            j!({"k": 7, "t": "n=7", "l": ["x"]})
+        );
+        assert_eq!(text("unclosed {{n", &V), "unclosed {{n");
+    }
+}
