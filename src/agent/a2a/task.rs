@@ -48,8 +48,25 @@ mod restore;
 
 pub(crate) use restore::restore;
 
-/// Events a task's streams buffer before a slow reader is cut off.
+/// Events a task's streams buffer before a slow reader is cut off, at most.
 const STREAM_BUFFER: usize = 1024;
+
+/// The stream buffer for a task of `spec`: room for everything two of its scripts can emit
+/// (a run and a resumed run) plus slack, between 32 and [`STREAM_BUFFER`]. A broadcast channel
+/// allocates and initialises its whole buffer up front (~380 bytes a slot), so 1 024 slots for
+/// every task cost ~385 KB each: most of the time of a SendMessage round trip, and memory held
+/// for as long as the task is kept.
+fn stream_capacity(spec: &A2aAgent) -> usize {
+    let events = |s: &Script| s.updates.len() + s.steps.len() + s.artifacts.len() + 2;
+    let most = spec
+        .behaviors
+        .iter()
+        .map(|b| events(&b.script))
+        .chain(std::iter::once(events(&spec.script)))
+        .max()
+        .unwrap_or(2);
+    (2 * most + 16).next_power_of_two().clamp(32, STREAM_BUFFER)
+}
 
 /// Every A2A task of one world, across its agents.
 #[derive(Default)]
@@ -672,7 +689,7 @@ pub(super) fn send(
         history: vec![user],
         metadata: revision_meta(&spec.revision_key, revision.as_ref()),
     };
-    let (events, rx) = broadcast::channel(STREAM_BUFFER);
+    let (events, rx) = broadcast::channel(stream_capacity(spec));
     let mut entry = Entry {
         agent: ctx.name.clone(),
         task,
