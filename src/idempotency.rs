@@ -336,6 +336,16 @@ impl KeyIndex {
         self.map.get(&self.state.hash_one((service, key))).copied()
     }
 
+    /// With a bounded ledger (`--max-entries`), keys whose execution was evicted name nothing
+    /// any more: once they are the majority (`held` records remain, the oldest numbered
+    /// `first_seq`), drop them, so the index stays proportional to the ledger. Amortised O(1).
+    pub fn forget_before(&mut self, first_seq: u64, held: usize) {
+        if first_seq > 1 && self.map.len() > 2 * held + 1024 {
+            self.map.retain(|_, seq| *seq >= first_seq);
+            self.map.shrink_to_fit();
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.map.len()
     }
@@ -345,13 +355,28 @@ impl KeyIndex {
     }
 }
 
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a as an `io::Write`, to hash serialized JSON without building the text.
+struct Fnv(u64);
+
+impl std::io::Write for Fnv {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for b in buf {
+            self.0 = (self.0 ^ *b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A stable 64-bit fingerprint (FNV-1a), printed as 16 hex digits.
 pub fn fingerprint_bytes(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h = (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    let mut h = Fnv(FNV_OFFSET);
+    let _ = std::io::Write::write(&mut h, bytes);
+    format!("{:016x}", h.0)
 }
 
 /// The fingerprint of a request body under a policy: canonical JSON when the body parses (so key
@@ -360,7 +385,12 @@ pub fn fingerprint(how: &Fingerprint, raw: &[u8], json: Option<&Value>) -> Optio
     match how {
         Fingerprint::None => None,
         Fingerprint::Body => Some(match json {
-            Some(v) => fingerprint_bytes(v.to_string().as_bytes()),
+            // The same bytes as `v.to_string()`, hashed as they are written.
+            Some(v) => {
+                let mut h = Fnv(FNV_OFFSET);
+                let _ = serde_json::to_writer(&mut h, v);
+                format!("{:016x}", h.0)
+            }
             None => fingerprint_bytes(raw),
         }),
         Fingerprint::Pointers(ptrs) => {
@@ -464,6 +494,30 @@ mod tests {
             s.decide(&required, "pay", None, None, Duration::ZERO),
             Decision::Missing
         );
+    }
+
+    #[test]
+    fn a_body_fingerprint_hashes_the_canonical_json_text() {
+        let v: Value = serde_json::from_str(r#"{"to":"x","amount":1,"n":[1.5,null,"é"]}"#).unwrap();
+        assert_eq!(
+            fingerprint(&Fingerprint::Body, b"", Some(&v)),
+            Some(fingerprint_bytes(v.to_string().as_bytes()))
+        );
+    }
+
+    #[test]
+    fn the_key_index_forgets_evicted_executions_only_when_they_pile_up() {
+        let mut ix = KeyIndex::default();
+        for seq in 1..=5000u64 {
+            ix.insert("pay", &format!("k-{seq}"), seq);
+        }
+        ix.forget_before(1, 5000);
+        assert_eq!(ix.len(), 5000, "an unbounded ledger keeps every key");
+        ix.forget_before(4001, 1000);
+        assert_eq!(ix.len(), 1000);
+        assert_eq!(ix.get("pay", "k-4001"), Some(4001));
+        assert_eq!(ix.get("pay", "k-4000"), None);
+        assert_eq!(ix.get("bank", "k-4001"), None, "keys are per service");
     }
 
     #[test]

@@ -567,10 +567,8 @@ pub struct Counts {
 
 impl Counts {
     fn hash(service: &str, route: &str, d: Disposition, fate: &str) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (service, route, d, fate).hash(&mut h);
-        h.finish()
+        use std::hash::BuildHasher;
+        crate::hash::FastState::default().hash_one((service, route, d, fate))
     }
 
     fn bump(&mut self, service: &str, route: &str, d: Disposition, fate: &str, by: u64) {
@@ -603,17 +601,31 @@ impl Counts {
     }
 
     fn add(&mut self, r: &Record) {
-        let fate = match r.fate {
-            Some(f) => std::borrow::Cow::Owned(f.to_string()),
-            None => std::borrow::Cow::Borrowed(""),
+        // The fate's name is written into a reused buffer: counting allocates nothing.
+        thread_local! {
+            static FATE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        let count = |fate: &str, counts: &mut Counts| {
+            counts.bump(
+                &r.service,
+                r.route.as_deref().unwrap_or(""),
+                r.disposition,
+                fate,
+                1,
+            )
         };
-        self.bump(
-            &r.service,
-            r.route.as_deref().unwrap_or(""),
-            r.disposition,
-            &fate,
-            1,
-        );
+        match r.fate {
+            None => count("", self),
+            Some(f) => FATE.with(|b| match b.try_borrow_mut() {
+                Ok(mut buf) => {
+                    use std::fmt::Write as _;
+                    buf.clear();
+                    let _ = write!(buf, "{f}");
+                    count(&buf, self);
+                }
+                Err(_) => count(&f.to_string(), self),
+            }),
+        }
     }
 
     /// Add another set of counts to these (a retired world's, into the server's totals).

@@ -336,9 +336,10 @@ async fn handle(
         Some(i) => (&trimmed[..i], &trimmed[i..]),
         None => (trimmed, "/"),
     };
-    let headers = req.headers().clone();
+    let (parts, body) = req.into_parts();
+    let headers = parts.headers;
     // A client that went away mid-body still gets its request recorded (but not executed).
-    let read = read_body(req, world.scenario.max_body_bytes).await;
+    let read = read_incoming(&headers, body, world.scenario.max_body_bytes).await;
     let incomplete = read.is_err();
     let (body, too_large) = read.unwrap_or_default();
     let sreq = Request {
@@ -390,13 +391,22 @@ async fn read_body(
     req: hyper::Request<Incoming>,
     cap: usize,
 ) -> Result<(Vec<u8>, bool), hyper::Error> {
-    let declared = req
-        .headers()
+    let (parts, body) = req.into_parts();
+    read_incoming(&parts.headers, body, cap).await
+}
+
+/// [`read_body`] for a request already split into its parts (so its headers can be kept
+/// without a copy).
+async fn read_incoming(
+    headers: &hyper::HeaderMap,
+    mut body: Incoming,
+    cap: usize,
+) -> Result<(Vec<u8>, bool), hyper::Error> {
+    let declared = headers
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let mut body = req.into_body();
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(declared.map_or(0, |n| n.min(cap as u64) as usize));
     if declared.is_some_and(|n| n > cap as u64) {
         // Keep a prefix for the ledger without reading an unbounded body.
         while let Some(frame) = body.frame().await {

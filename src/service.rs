@@ -151,7 +151,7 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
     };
     // In-process callers (an agent's step) give these directly; HTTP clients send headers.
-    let facts = Facts {
+    let mut facts = Facts {
         work_id: req
             .work_id
             .clone()
@@ -168,6 +168,17 @@ pub fn admit(world: &World, req: Request) -> Outcome {
         body,
         body_truncated,
     };
+    // Matching and what an action reads from its request (key, fingerprint, intent) need no
+    // world state: worked out before the lock is taken, so that the critical section is short.
+    let found = if req.too_large || req.incomplete {
+        None
+    } else {
+        service.and_then(|s| find_route(s, &req, facts.json.as_ref()).map(|(r, p)| (s, r, p)))
+    };
+    let prepared = found
+        .as_ref()
+        .filter(|(_, route, _)| route.kind == RouteKind::Action)
+        .map(|(_, route, _)| Prepared::of(route, &req, &facts));
     let now = world.clock.now();
     let mut st = world.lock();
     let seq = st.ledger.next_seq();
@@ -183,7 +194,8 @@ pub fn admit(world: &World, req: Request) -> Outcome {
         intent: None,
         work_id: facts.work_id.clone(),
         revision: facts.revision.clone(),
-        body: facts.body.clone(),
+        // Nothing after this reads the body from the facts: moved, not copied.
+        body: std::mem::take(&mut facts.body),
         body_truncated: facts.body_truncated,
         disposition: Disposition::Unmatched,
         replay_of: None,
@@ -221,20 +233,20 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             Plan::Drop,
         )
     } else {
-        match service.and_then(|s| find_route(s, &req, facts.json.as_ref()).map(|(r, p)| (s, r, p)))
-        {
+        match found {
             None => (unmatched(&scenario.services, service, &req), Plan::Now),
             Some((svc, route, params)) => {
                 record.route = Some(route.name.clone());
-                match route.kind {
-                    RouteKind::Action => {
-                        action(world, &mut st, svc, route, &req, &facts, &mut record)
+                match (route.kind, prepared) {
+                    (RouteKind::Action, Some(pre)) => {
+                        action(world, &mut st, svc, route, &req, &facts, pre, &mut record)
                     }
-                    RouteKind::Lookup => (
+                    (RouteKind::Action, None) => unreachable!("prepared for every action"),
+                    (RouteKind::Lookup, _) => (
                         lookup(world, &st, svc, route, &params, &mut record),
                         Plan::Now,
                     ),
-                    RouteKind::Cancel => (
+                    (RouteKind::Cancel, _) => (
                         cancel(world, &mut st, svc, route, &params, &mut record),
                         Plan::Now,
                     ),
@@ -288,6 +300,11 @@ pub fn admit(world: &World, req: Request) -> Outcome {
         }
     });
     let seq = st.ledger.append(record);
+    let (first, held) = (
+        st.ledger.next_seq() - st.ledger.len() as u64,
+        st.ledger.len(),
+    );
+    st.by_key.forget_before(first, held);
     drop(st);
     if let Some(l) = log {
         tracing::info!(
@@ -427,6 +444,28 @@ fn distance(a: &str, b: &str) -> usize {
     a.chars().count().max(b.chars().count()) - common
 }
 
+/// What an action reads from its request, worked out before the world is locked.
+struct Prepared {
+    key: Option<String>,
+    fp: Option<String>,
+    intent: Option<Value>,
+}
+
+impl Prepared {
+    fn of(route: &Route, req: &Request, facts: &Facts) -> Prepared {
+        let policy = &route.idempotency;
+        Prepared {
+            key: req
+                .headers
+                .get(policy.header.as_str())
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+            fp: fingerprint(&policy.fingerprint, &req.body, facts.json.as_ref()),
+            intent: intent_of(route, facts.json.as_ref()),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn action(
     world: &World,
     st: &mut State,
@@ -434,16 +473,12 @@ fn action(
     route: &Route,
     req: &Request,
     facts: &Facts,
+    pre: Prepared,
     record: &mut Record,
 ) -> (Response, Plan) {
     let now = record.received_at;
     let policy = &route.idempotency;
-    let key = req
-        .headers
-        .get(policy.header.as_str())
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let fp = fingerprint(&policy.fingerprint, &req.body, facts.json.as_ref());
-    let intent = intent_of(route, facts.json.as_ref());
+    let Prepared { key, fp, intent } = pre;
     record.idempotency_key = key.clone();
     record.fingerprint = fp.clone();
     record.intent = intent.clone();
@@ -517,9 +552,16 @@ fn action(
                 record.detail = Some(json!({"repeatable": true}));
             }
             let stream = route.fate_stream(&svc.name, intent.as_ref(), key.as_deref());
-            let counter = st.counters.entry(stream.clone()).or_insert(0);
-            let ordinal = *counter;
-            *counter += 1;
+            let ordinal = match st.counters.get_mut(stream.as_str()) {
+                Some(counter) => {
+                    *counter += 1;
+                    *counter - 1
+                }
+                None => {
+                    st.counters.insert(stream.clone(), 1);
+                    0
+                }
+            };
             let fate = route.fates.pick(world.seed, &stream, ordinal);
             record.fate = Some(fate);
             record.applies_at = match fate {

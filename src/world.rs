@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::clock::Clock;
+use crate::hash::FastMap;
 use crate::idempotency::{KeyIndex, KeyStore};
 use crate::journal::{Journal, Line, RecordSink};
 use crate::ledger::{Counts, Entry, Filter, Ledger, Record};
@@ -26,7 +27,7 @@ pub struct State {
     pub ledger: Ledger,
     pub keys: KeyStore,
     /// Attempts counted so far per fate stream (`service/route`, `.../intent:..`, `.../key:..`).
-    pub counters: HashMap<String, u64>,
+    pub counters: FastMap<String, u64>,
     /// Latest execution (seq) per (service, idempotency key), whatever the idempotency mode:
     /// lookups and cancels accept a key as the action's id.
     pub by_key: KeyIndex,

@@ -59,6 +59,8 @@ pub(super) struct Store {
     index: VecDeque<u64>,
     strings: Strings,
     scratch: Vec<u8>,
+    /// A fate's name is written here before it is interned.
+    fate: String,
 }
 
 impl Store {
@@ -119,7 +121,7 @@ impl Store {
     fn write(&mut self, r: &Record) -> u64 {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        encode(&mut buf, r, &mut self.strings);
+        encode(&mut buf, r, &mut self.strings, &mut self.fate);
         let fits = self
             .chunks
             .back()
@@ -260,7 +262,7 @@ const DELIVERIES: [Delivery; 5] = [
     Delivery::Pending,
 ];
 
-fn encode(out: &mut Vec<u8>, r: &Record, strings: &mut Strings) {
+fn encode(out: &mut Vec<u8>, r: &Record, strings: &mut Strings, fate_buf: &mut String) {
     // Destructured in full so that a field added to Record is a compile error here.
     let Record {
         seq: _,
@@ -307,8 +309,13 @@ fn encode(out: &mut Vec<u8>, r: &Record, strings: &mut Strings) {
     put_json(out, Some(body));
     out.push(*body_truncated as u8 | (*executed_after_expiry as u8) << 1);
     put_varint(out, replay_of.map_or(0, |s| s + 1));
-    let fate_text = fate.map(|f| f.to_string());
-    put_str(out, fate_text.as_deref(), Some(strings));
+    let fate_text = fate.map(|f| {
+        use std::fmt::Write as _;
+        fate_buf.clear();
+        let _ = write!(fate_buf, "{f}");
+        fate_buf.as_str()
+    });
+    put_str(out, fate_text, Some(strings));
     put_time(out, *applies_at, received);
     put_time(out, *cancelled_at, received);
     let ResponsePlan {
