@@ -7,7 +7,8 @@
 #   bench/run.sh --rounds 3 --secs 5 --only throughput,replays
 #
 # Environment: BENCH_LOADGEN=benchkit forces the built-in load loop instead of wrk;
-# BENCH_OUT=FILE also writes the result table (markdown) there.
+# BENCH_OUT=FILE also writes the result table (markdown) there; BENCH_SOAK_SECS sets the soak's
+# length (default 30).
 #
 # Only loopback addresses are used; every load step is bounded in time (wrk -d plus `timeout`);
 # everything started here is stopped on exit.
@@ -38,7 +39,7 @@ if [ "$MODE" = smoke ]; then
 else
   WARM=1
   DELAY_CONNS=1000; CLOCK_N=100000; CLOCK_HTTP_N=15000; LEDGER_N=1000000; STARTUP_RUNS=20
-  SOAK_SECS=30; SOAK_BOUND=100000; VERIFY_RUNS=3; MEM_WARM=4
+  SOAK_SECS=${BENCH_SOAK_SECS:-30}; SOAK_BOUND=100000; VERIFY_RUNS=3; MEM_WARM=4
   PROFILE=release
 fi
 
@@ -70,8 +71,8 @@ LOADGEN=benchkit
 if [ "${BENCH_LOADGEN:-}" != benchkit ]; then
   if ! command -v wrk >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     log "installing wrk"
-    timeout 300 apt-get install -y -qq wrk >/dev/null 2>&1 \
-      || { timeout 300 apt-get update -qq >/dev/null 2>&1 && timeout 300 apt-get install -y -qq wrk >/dev/null 2>&1; } \
+    timeout 120 apt-get install -y -qq wrk >/dev/null 2>&1 \
+      || { timeout 180 apt-get update -qq >/dev/null 2>&1 && timeout 120 apt-get install -y -qq wrk >/dev/null 2>&1; } \
       || log "could not install wrk: using the built-in load loop"
   fi
   command -v wrk >/dev/null 2>&1 && LOADGEN=wrk

@@ -341,8 +341,8 @@ impl KeyIndex {
     /// `first_seq`), drop them, so the index stays proportional to the ledger. Amortised O(1).
     pub fn forget_before(&mut self, first_seq: u64, held: usize) {
         if first_seq > 1 && self.map.len() > 2 * held + 1024 {
+            // Capacity is kept: the index grows back to the same size, without reallocating.
             self.map.retain(|_, seq| *seq >= first_seq);
-            self.map.shrink_to_fit();
         }
     }
 

@@ -61,6 +61,10 @@ pub(super) struct Store {
     scratch: Vec<u8>,
     /// A fate's name is written here before it is interned.
     fate: String,
+    /// The last chunk released by eviction, reused for the next one: a bounded ledger under
+    /// load turns chunks over without going back to the allocator (whose heap would otherwise
+    /// creep as 1 MiB blocks come and go).
+    spare: Option<Vec<u8>>,
 }
 
 impl Store {
@@ -90,7 +94,12 @@ impl Store {
             None => self.first_chunk + self.chunks.len().saturating_sub(1) as u64,
         };
         while self.first_chunk < keep_from && self.chunks.len() > 1 {
-            self.chunks.pop_front();
+            if let Some(mut c) = self.chunks.pop_front() {
+                if c.capacity() == CHUNK {
+                    c.clear();
+                    self.spare = Some(c);
+                }
+            }
             self.first_chunk += 1;
         }
     }
@@ -127,8 +136,11 @@ impl Store {
             .back()
             .is_some_and(|c| c.capacity() - c.len() >= buf.len());
         if !fits {
-            self.chunks
-                .push_back(Vec::with_capacity(CHUNK.max(buf.len())));
+            let chunk = match self.spare.take() {
+                Some(c) if buf.len() <= CHUNK => c,
+                _ => Vec::with_capacity(CHUNK.max(buf.len())),
+            };
+            self.chunks.push_back(chunk);
         }
         let number = self.first_chunk + self.chunks.len() as u64 - 1;
         let chunk = self.chunks.back_mut().expect("a chunk was just ensured");
