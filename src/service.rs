@@ -63,11 +63,12 @@ impl Response {
         }
     }
 
-    fn from_stored(s: &StoredResponse) -> Response {
+    /// Takes the stored response (already a copy out of the key store) without copying again.
+    fn from_stored(s: StoredResponse) -> Response {
         Response {
             status: s.status,
-            headers: s.headers.clone(),
-            body: s.body.clone(),
+            headers: s.headers,
+            body: s.body,
         }
     }
 
@@ -534,10 +535,10 @@ fn action(
                     Some(orig) => {
                         Response::json(200, &action_view(world, &orig, orig.state_at(now)))
                     }
-                    None => Response::from_stored(&response),
+                    None => Response::from_stored(response),
                 }
             } else {
-                Response::from_stored(&response)
+                Response::from_stored(response)
             };
             if let Some(h) = &policy.replay_header {
                 r.headers.push((h.clone(), "true".into()));
