@@ -50,16 +50,7 @@ fn the_token_can_come_from_the_environment() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let url = serde_json::from_str::<serde_json::Value>(&line).unwrap()["url"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let url = ready_of(&mut child)["url"].as_str().unwrap().to_string();
     assert_eq!(
         request(&url, "GET", "/_admin/clock", &[], b"")
             .unwrap()
@@ -105,13 +96,7 @@ fn insecure_admin_allows_a_non_loopback_address() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert!(line.contains("\"event\":\"ready\""), "{line}");
+    assert_eq!(ready_of(&mut child)["event"], "ready");
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -384,16 +369,7 @@ fn json_logs_carry_one_object_per_request_with_its_seq() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let url = serde_json::from_str::<serde_json::Value>(&line).unwrap()["url"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let url = ready_of(&mut child)["url"].as_str().unwrap().to_string();
     request(&url, "POST", "/payments/v1/transfers", &[], b"{}").unwrap();
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

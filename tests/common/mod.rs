@@ -33,6 +33,16 @@ pub fn temp_file(name: &str, contents: &str) -> PathBuf {
     path
 }
 
+/// The ready line of a `doubleagent serve` the test spawned itself (with its own env or
+/// streams): the first stdout line, parsed.
+pub fn ready_of(child: &mut Child) -> Value {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout piped"))
+        .read_line(&mut line)
+        .unwrap();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("ready line is not JSON ({e}): {line:?}"))
+}
+
 /// A running `doubleagent serve`.
 pub struct Da {
     pub child: Child,
