@@ -19,6 +19,11 @@
 //!     lookups, lost responses, revisions, claims), for timing `doubleagent verify --ledger`
 //! ```
 //!
+//! benchkit admit --n N                                       ADMIT {"unique_ns":..,"same_ns":..}
+//!     the action pipeline alone, in process on one thread: N unique-key transfers, then N
+//!     replays of one key (bench/bench.toml): nanoseconds and allocations per `service::admit`
+//!     (best of 3)
+//!
 //! benchkit probe URL [--method M] [--body B] [--headers 'A: b|C: d'] [--out FILE]
 //!                                                            PROBE {"status":..,"content_type":..,"bytes":..}
 //!     one request; the body goes to FILE (bench/run.sh checks agents with it, captures their
@@ -40,6 +45,29 @@ use hyper::HeaderMap;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader as TokioBufReader};
 use tokio::net::TcpStream;
 
+/// Counts allocations, so `benchkit admit` can say how many a request costs (one relaxed
+/// increment per allocation: nothing the other subcommands would notice).
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { std::alloc::System.realloc(ptr, layout, size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = args.first() else {
@@ -54,6 +82,7 @@ fn main() {
         "genledger" => genledger(&opts),
         "probe" => runtime().block_on(probe(&opts)),
         "verify-parts" => verify_parts(&opts),
+        "admit" => admit(&opts),
         _ => usage(),
     }
 }
@@ -394,6 +423,70 @@ fn transfer(service: &str, i: u64) -> Request {
         body: format!("{{\"to\":\"acct-{i}\",\"amount\":100}}").into_bytes(),
         ..Request::default()
     }
+}
+
+/// The cost of `service::admit` alone: what recording costs a request, without HTTP.
+fn admit(opts: &Opts) {
+    let n = opts.num("n", 200_000);
+    let toml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/bench.toml"))
+        .expect("bench/bench.toml");
+    let scenario = Arc::new(Scenario::from_toml(&toml, "bench/bench.toml").expect("valid"));
+    let requests = |service: &str, same: bool| -> Vec<Request> {
+        (0..n)
+            .map(|i| {
+                let mut headers = HeaderMap::new();
+                let key = if same {
+                    "same-key".to_string()
+                } else {
+                    format!("k-{i}")
+                };
+                headers.insert("idempotency-key", key.parse().expect("header"));
+                headers.insert("content-type", "application/json".parse().expect("header"));
+                Request {
+                    service: service.into(),
+                    method: "POST".into(),
+                    path: "/v1/transfers".into(),
+                    headers,
+                    body: b"{\"to\":\"acct-9\",\"amount\":100}".to_vec(),
+                    ..Request::default()
+                }
+            })
+            .collect()
+    };
+    let best = |service: &str, same: bool| {
+        (0..opts.num("runs", 3))
+            .map(|_| {
+                let world = World::new(scenario.clone(), None);
+                let reqs = requests(service, same);
+                let a0 = ALLOCATIONS.load(Ordering::Relaxed);
+                let t0 = Instant::now();
+                for r in reqs {
+                    // The outcome is dropped inside the loop, as the server drops its response.
+                    std::hint::black_box(service::admit(&world, r));
+                }
+                let ns = t0.elapsed().as_nanos() as f64 / n as f64;
+                let allocs = (ALLOCATIONS.load(Ordering::Relaxed) - a0) as f64 / n as f64;
+                (ns, allocs)
+            })
+            .fold((f64::INFINITY, 0.0), |a, b| if b.0 < a.0 { b } else { a })
+    };
+    let rt = runtime();
+    let _guard = rt.enter();
+    let only = opts.get("only").unwrap_or("");
+    let unique = if only == "same" {
+        (0.0, 0.0)
+    } else {
+        best("pay", false)
+    };
+    let same = if only == "unique" {
+        (0.0, 0.0)
+    } else {
+        best("rep", true)
+    };
+    println!(
+        "ADMIT {{\"n\":{n},\"unique_ns\":{:.0},\"unique_allocs\":{:.1},\"same_ns\":{:.0},\"same_allocs\":{:.1}}}",
+        unique.0, unique.1, same.0, same.1
+    );
 }
 
 /// N delayed responses pending in process, one advance, all delivered.

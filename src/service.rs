@@ -126,17 +126,11 @@ struct RequestLog {
     applied: bool,
 }
 
-/// The parsed, per-request facts every route kind records.
-struct Facts {
-    json: Option<Value>,
-    work_id: Option<String>,
-    revision: Option<Value>,
-    body: Value,
-    body_truncated: bool,
-}
-
 /// Admit a request: match, idempotency, fate, ledger — atomically.
-pub fn admit(world: &World, req: Request) -> Outcome {
+///
+/// What the record keeps of the request (service, method, path, key, fingerprint, intent, work
+/// id, revision) is moved into it, not copied, and read back from it from then on.
+pub fn admit(world: &World, mut req: Request) -> Outcome {
     let scenario = world.scenario.clone();
     let service = scenario.service(&req.service);
     let json = if req.too_large {
@@ -144,60 +138,56 @@ pub fn admit(world: &World, req: Request) -> Outcome {
     } else {
         serde_json::from_slice::<Value>(&req.body).ok()
     };
-    let cap = scenario.ledger_body_bytes;
-    let (body, body_truncated) = ledger_body(&req.body, json.as_ref(), cap, req.too_large);
     let header = |name: &str| {
         req.headers
             .get(name)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
     };
     // In-process callers (an agent's step) give these directly; HTTP clients send headers.
-    let mut facts = Facts {
-        work_id: req
-            .work_id
-            .clone()
-            .or_else(|| service.and_then(|s| header(&s.work_id_header))),
-        revision: req.revision.clone().or_else(|| {
-            service.and_then(|s| header(&s.revision_header)).map(|r| {
-                match r.trim().parse::<i64>() {
-                    Ok(n) => Value::from(n),
-                    Err(_) => Value::String(r),
-                }
+    let work_id = req
+        .work_id
+        .take()
+        .or_else(|| service.and_then(|s| header(&s.work_id_header)));
+    let revision = req.revision.take().or_else(|| {
+        service
+            .and_then(|s| header(&s.revision_header))
+            .map(|r| match r.trim().parse::<i64>() {
+                Ok(n) => Value::from(n),
+                Err(_) => Value::String(r),
             })
-        }),
-        json,
-        body,
-        body_truncated,
-    };
+    });
+    let mut json = json;
     // Matching and what an action reads from its request (key, fingerprint, intent) need no
     // world state: worked out before the lock is taken, so that the critical section is short.
     let found = if req.too_large || req.incomplete {
         None
     } else {
-        service.and_then(|s| find_route(s, &req, facts.json.as_ref()).map(|(r, p)| (s, r, p)))
+        service.and_then(|s| find_route(s, &req, json.as_ref()).map(|(r, p)| (s, r, p)))
     };
     let prepared = found
         .as_ref()
         .filter(|(_, route, _)| route.kind == RouteKind::Action)
-        .map(|(_, route, _)| Prepared::of(route, &req, &facts));
+        .map(|(_, route, _)| Prepared::of(route, &req, json.as_ref()));
+    let (idempotency_key, fingerprint, intent) = match prepared {
+        Some(p) => (p.key, p.fp, p.intent),
+        None => (None, None, None),
+    };
     let now = world.clock.now();
-    let mut st = world.lock();
-    let seq = st.ledger.next_seq();
     let mut record = Record {
-        seq,
-        service: req.service.clone(),
+        seq: 0,
+        service: std::mem::take(&mut req.service),
         route: None,
-        method: req.method.clone(),
-        path: req.path.clone(),
+        method: std::mem::take(&mut req.method),
+        path: std::mem::take(&mut req.path),
         received_at: now,
-        idempotency_key: None,
-        fingerprint: None,
-        intent: None,
-        work_id: facts.work_id.clone(),
-        revision: facts.revision.clone(),
-        // Nothing after this reads the body from the facts: moved, not copied.
-        body: std::mem::take(&mut facts.body),
-        body_truncated: facts.body_truncated,
+        idempotency_key,
+        fingerprint,
+        intent,
+        work_id,
+        revision,
+        // Filled in last, from the parsed body, which is then no longer needed: moved, not copied.
+        body: Value::Null,
+        body_truncated: false,
         disposition: Disposition::Unmatched,
         replay_of: None,
         executed_after_expiry: false,
@@ -209,10 +199,12 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             status: None,
             at: Some(now),
         },
-        actor: req.actor.clone(),
+        actor: req.actor.take(),
         event: None,
         detail: None,
     };
+    let mut st = world.lock();
+    record.seq = st.ledger.next_seq();
 
     let (response, plan) = if req.too_large {
         record.disposition = Disposition::TooLarge;
@@ -235,19 +227,18 @@ pub fn admit(world: &World, req: Request) -> Outcome {
         )
     } else {
         match found {
-            None => (unmatched(&scenario.services, service, &req), Plan::Now),
+            None => (unmatched(&scenario.services, service, &record), Plan::Now),
             Some((svc, route, params)) => {
                 record.route = Some(route.name.clone());
-                match (route.kind, prepared) {
-                    (RouteKind::Action, Some(pre)) => {
-                        action(world, &mut st, svc, route, &req, &facts, pre, &mut record)
+                match route.kind {
+                    RouteKind::Action => {
+                        action(world, &mut st, svc, route, json.as_ref(), &mut record)
                     }
-                    (RouteKind::Action, None) => unreachable!("prepared for every action"),
-                    (RouteKind::Lookup, _) => (
+                    RouteKind::Lookup => (
                         lookup(world, &st, svc, route, &params, &mut record),
                         Plan::Now,
                     ),
-                    (RouteKind::Cancel, _) => (
+                    RouteKind::Cancel => (
                         cancel(world, &mut st, svc, route, &params, &mut record),
                         Plan::Now,
                     ),
@@ -282,7 +273,7 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             at: None,
         },
     };
-    if req.actor.is_none() {
+    if record.actor.is_none() {
         note_canaries(&req, &mut record);
     }
     // One log event per request (target `doubleagent::request`; the binary shows it by default
@@ -300,6 +291,12 @@ pub fn admit(world: &World, req: Request) -> Outcome {
             applied: record.applies_at.is_some(),
         }
     });
+    (record.body, record.body_truncated) = ledger_body(
+        &req.body,
+        json.take(),
+        scenario.ledger_body_bytes,
+        req.too_large,
+    );
     let seq = st.ledger.append(record);
     let (first, held) = (
         st.ledger.next_seq() - st.ledger.len() as u64,
@@ -351,7 +348,7 @@ fn note_canaries(req: &Request, record: &mut Record) {
             i = start + 4;
         }
     };
-    scan(req.path.as_bytes());
+    scan(record.path.as_bytes());
     for v in req.headers.values() {
         scan(v.as_bytes());
     }
@@ -367,12 +364,12 @@ fn note_canaries(req: &Request, record: &mut Record) {
 
 /// What the ledger keeps of a body: the JSON itself when it parses and fits, else (a prefix of)
 /// the text.
-fn ledger_body(raw: &[u8], json: Option<&Value>, cap: usize, too_large: bool) -> (Value, bool) {
+fn ledger_body(raw: &[u8], json: Option<Value>, cap: usize, too_large: bool) -> (Value, bool) {
     if raw.is_empty() {
         return (Value::Null, false);
     }
     if let (Some(v), true) = (json, raw.len() <= cap) {
-        return (v.clone(), false);
+        return (v, false);
     }
     let cut = raw.len().min(cap);
     let text = String::from_utf8_lossy(&raw[..cut]).into_owned();
@@ -398,12 +395,12 @@ fn find_route<'s>(
             .matcher
             .json
             .iter()
-            .all(|(p, v)| json.and_then(|j| j.pointer(p)) == Some(v));
+            .all(|(p, v)| json.and_then(|j| at(j, p)) == Some(v));
         (headers_ok && json_ok).then_some((r, params))
     })
 }
 
-fn unmatched(all: &[Service], service: Option<&Service>, req: &Request) -> Response {
+fn unmatched(all: &[Service], service: Option<&Service>, req: &Record) -> Response {
     let asked = format!("{} {}", req.method, req.path);
     match service {
         None => {
@@ -453,45 +450,56 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn of(route: &Route, req: &Request, facts: &Facts) -> Prepared {
+    fn of(route: &Route, req: &Request, json: Option<&Value>) -> Prepared {
         let policy = &route.idempotency;
         Prepared {
             key: req
                 .headers
                 .get(policy.header.as_str())
                 .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
-            fp: fingerprint(&policy.fingerprint, &req.body, facts.json.as_ref()),
-            intent: intent_of(route, facts.json.as_ref()),
+            fp: fingerprint(&policy.fingerprint, &req.body, json),
+            intent: intent_of(route, json),
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// An action's part of admission (the key, fingerprint and intent are already in `record`).
 fn action(
     world: &World,
     st: &mut State,
     svc: &Service,
     route: &Route,
-    req: &Request,
-    facts: &Facts,
-    pre: Prepared,
+    json: Option<&Value>,
+    record: &mut Record,
+) -> (Response, Plan) {
+    let (mut response, plan) = decide_and_execute(world, st, svc, route, json, record);
+    // Providers that echo the key do so on every answer to a keyed request, replays included;
+    // stored responses are kept without it, so a replay carries it once.
+    if let (true, Some(k)) = (route.idempotency.echo_key, &record.idempotency_key) {
+        response
+            .headers
+            .push((route.idempotency.header.clone(), k.clone()));
+    }
+    (response, plan)
+}
+
+fn decide_and_execute(
+    world: &World,
+    st: &mut State,
+    svc: &Service,
+    route: &Route,
+    json: Option<&Value>,
     record: &mut Record,
 ) -> (Response, Plan) {
     let now = record.received_at;
     let policy = &route.idempotency;
-    let Prepared { key, fp, intent } = pre;
-    record.idempotency_key = key.clone();
-    record.fingerprint = fp.clone();
-    record.intent = intent.clone();
-    let echo = |mut r: Response| {
-        if let (true, Some(k)) = (policy.echo_key, &key) {
-            r.headers.push((policy.header.clone(), k.clone()));
-        }
-        r
-    };
-    let decision = st
-        .keys
-        .decide(policy, &svc.name, key.as_deref(), fp.as_deref(), now);
+    let decision = st.keys.decide(
+        policy,
+        &svc.name,
+        record.idempotency_key.as_deref(),
+        record.fingerprint.as_deref(),
+        now,
+    );
     match decision {
         Decision::Missing => {
             record.disposition = Disposition::MissingKey;
@@ -514,16 +522,13 @@ fn action(
                     "status": policy.conflict_status,
                 }),
             );
-            (echo(r), Plan::Now)
+            (r, Plan::Now)
         }
         Decision::Mismatch { of } => {
             record.disposition = Disposition::Mismatch;
             record.detail = Some(json!({"key_owner": of}));
             (
-                echo(Response::json(
-                    policy.mismatch_status,
-                    &policy.mismatch_body,
-                )),
+                Response::json(policy.mismatch_status, &policy.mismatch_body),
                 Plan::Now,
             )
         }
@@ -543,7 +548,7 @@ fn action(
             if let Some(h) = &policy.replay_header {
                 r.headers.push((h.clone(), "true".into()));
             }
-            (echo(r), Plan::Now)
+            (r, Plan::Now)
         }
         Decision::Execute { after_expiry } => {
             record.disposition = Disposition::Executed;
@@ -552,7 +557,11 @@ fn action(
                 // Carried in the entry so an exported ledger can be verified without the scenario.
                 record.detail = Some(json!({"repeatable": true}));
             }
-            let stream = route.fate_stream(&svc.name, intent.as_ref(), key.as_deref());
+            let stream = route.fate_stream(
+                &svc.name,
+                record.intent.as_ref(),
+                record.idempotency_key.as_deref(),
+            );
             let ordinal = match st.counters.get_mut(stream.as_str()) {
                 Some(counter) => {
                     *counter += 1;
@@ -570,7 +579,7 @@ fn action(
                 f if f.applies() => Some(now),
                 _ => None,
             };
-            let ok = render_respond(world, route, req, facts, record);
+            let ok = render_respond(world, route, json, record);
             let (response, plan, completes_at) = match fate {
                 Fate::Respond => (ok, Plan::Now, now),
                 Fate::Delay(d) => (ok, Plan::At(now + d), now + d),
@@ -598,13 +607,12 @@ fn action(
                     (r, Plan::Now, now)
                 }
             };
-            let response = echo(response);
             // A provider remembers a key only once execution began (Stripe: "saves only after
             // endpoint execution begins"), and only responses its cache policy keeps.
-            if let Some(k) = &key {
+            if let Some(k) = &record.idempotency_key {
                 if policy.mode == Mode::Honor && fate.applies() && policy.caches(response.status) {
                     let kept = KeyRecord {
-                        fingerprint: fp,
+                        fingerprint: record.fingerprint.clone(),
                         seq: record.seq,
                         created_at: now,
                         completes_at,
@@ -647,25 +655,48 @@ fn intent_of(route: &Route, json: Option<&Value>) -> Option<Value> {
     for p in &route.intent {
         m.insert(
             p.clone(),
-            json.and_then(|j| j.pointer(p))
-                .cloned()
-                .unwrap_or(Value::Null),
+            json.and_then(|j| at(j, p)).cloned().unwrap_or(Value::Null),
         );
     }
     Some(Value::Object(m))
 }
 
-fn render_respond(
-    world: &World,
-    route: &Route,
-    req: &Request,
-    facts: &Facts,
-    record: &Record,
-) -> Response {
+/// `Value::pointer` without its allocation per token (it unescapes every token into a new
+/// string); only a token that holds an escape (`~0`, `~1`) is unescaped. Runs several times
+/// per request (matchers, intent, placeholders).
+fn at<'v>(v: &'v Value, pointer: &str) -> Option<&'v Value> {
+    if pointer.is_empty() {
+        return Some(v);
+    }
+    let rest = pointer.strip_prefix('/')?;
+    rest.split('/').try_fold(v, |v, token| {
+        if token.contains('~') {
+            let t = token.replace("~1", "/").replace("~0", "~");
+            step(v, &t)
+        } else {
+            step(v, token)
+        }
+    })
+}
+
+fn step<'v>(v: &'v Value, token: &str) -> Option<&'v Value> {
+    match v {
+        Value::Object(m) => m.get(token),
+        Value::Array(a) => {
+            // As RFC 6901 (and `Value::pointer`): digits only, no leading zeros.
+            if token.starts_with('+') || (token.len() > 1 && token.starts_with('0')) {
+                return None;
+            }
+            a.get(token.parse::<usize>().ok()?)
+        }
+        _ => None,
+    }
+}
+
+fn render_respond(world: &World, route: &Route, json: Option<&Value>, record: &Record) -> Response {
     let ctx = Ctx {
         world,
-        req,
-        facts,
+        json,
         record,
     };
     let mut headers: Vec<(String, String)> = route
@@ -682,7 +713,9 @@ fn render_respond(
             {
                 headers.push(("content-type".into(), "application/json".into()));
             }
-            template::json(v, &ctx).to_string().into_bytes()
+            let mut out = Vec::with_capacity(128);
+            template::write_json(v, &ctx, &mut out);
+            out
         }
         RespondBody::Text(t) => template::text(t, &ctx).into_bytes(),
     };
@@ -697,8 +730,7 @@ fn render_respond(
 /// `{{revision}}`, `{{now}}`, `{{body./pointer}}`, `{{path.NAME}}`.
 struct Ctx<'a> {
     world: &'a World,
-    req: &'a Request,
-    facts: &'a Facts,
+    json: Option<&'a Value>,
     record: &'a Record,
 }
 
@@ -708,23 +740,23 @@ impl template::Vars for Ctx<'_> {
             "action.id" => Value::from(self.record.action_id()),
             "action.seq" => Value::from(self.record.seq),
             "key" => Value::from(self.record.idempotency_key.clone()?),
-            "work_id" => Value::from(self.facts.work_id.clone()?),
-            "revision" => self.facts.revision.clone()?,
+            "work_id" => Value::from(self.record.work_id.clone()?),
+            "revision" => self.record.revision.clone()?,
             "now" => Value::from(self.world.clock.rfc3339(self.record.received_at)),
-            "request.method" => Value::from(self.req.method.clone()),
-            "request.path" => Value::from(self.req.path.clone()),
+            "request.method" => Value::from(self.record.method.clone()),
+            "request.path" => Value::from(self.record.path.clone()),
             _ => {
                 if let Some(p) = name.strip_prefix("body.") {
-                    self.facts.json.as_ref()?.pointer(p)?.clone()
+                    at(self.json?, p)?.clone()
                 } else if let Some(seg) = name.strip_prefix("path.") {
                     let route = self
                         .world
                         .scenario
-                        .service(&self.req.service)?
+                        .service(&self.record.service)?
                         .route(self.record.route.as_deref()?)?;
                     let (_, v) = route
                         .path
-                        .matches(&self.req.path)?
+                        .matches(&self.record.path)?
                         .into_iter()
                         .find(|(k, _)| k == seg)?;
                     Value::from(v)

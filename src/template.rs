@@ -61,6 +61,60 @@ pub fn json(v: &Value, vars: &dyn Vars) -> Value {
     }
 }
 
+/// [`json`] written straight out as compact JSON text: the same bytes as
+/// `json(v, vars).to_string()`, without building the expanded tree first (a fake service renders
+/// one per response).
+pub fn write_json(v: &Value, vars: &dyn Vars, out: &mut Vec<u8>) {
+    match v {
+        Value::String(s) => {
+            if !s.contains("{{") {
+                put(out, s.as_str());
+                return;
+            }
+            let whole = s
+                .trim()
+                .strip_prefix("{{")
+                .and_then(|x| x.strip_suffix("}}"));
+            if let Some(inner) = whole.filter(|i| !i.contains("{{")) {
+                if let Some(v) = vars.var(inner.trim()) {
+                    put(out, &v);
+                    return;
+                }
+            }
+            put(out, &text(s, vars));
+        }
+        Value::Array(a) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_json(x, vars, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(o) => {
+            out.push(b'{');
+            for (i, (k, x)) in o.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                put(out, k);
+                out.push(b':');
+                write_json(x, vars, out);
+            }
+            out.push(b'}');
+        }
+        other => put(out, other),
+    }
+}
+
+/// Serialising strings and JSON values into a byte buffer cannot fail (no I/O, no non-string
+/// map keys).
+fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    let _ = serde_json::to_writer(&mut *out, v);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +139,13 @@ mod tests {
             j!({"k": 7, "t": "n=7", "l": ["x"]})
         );
         assert_eq!(text("unclosed {{n", &V), "unclosed {{n");
+    }
+
+    #[test]
+    fn written_json_is_the_expanded_tree_as_text() {
+        let t = j!({"k": "{{n}}", "t": "n={{n}}", "l": ["{{s}}", 1, null, {"z": "{{nope}}"}], "a\"b": "q\"{{s}}"});
+        let mut out = Vec::new();
+        write_json(&t, &V, &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), json(&t, &V).to_string());
     }
 }

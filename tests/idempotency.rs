@@ -361,6 +361,17 @@ fn adyen_echoes_the_key_header_on_first_responses_and_replays() {
     assert_eq!(first.header("idempotency-key"), Some("k-1"));
     let again = post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
     assert_eq!(again.header("idempotency-key"), Some("k-1"));
+    let echoes = |r: &common::Resp| {
+        r.headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case("idempotency-key"))
+            .count()
+    };
+    assert_eq!(
+        (echoes(&first), echoes(&again)),
+        (1, 1),
+        "the key is echoed once, on the replay too"
+    );
     assert_eq!(
         again.header("idempotent-replayed"),
         None,
