@@ -14,6 +14,7 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::header::HeaderName;
 use serde_json::{json, Value};
 
 use crate::hash::{FastMap, FastState};
@@ -57,6 +58,8 @@ pub struct Policy {
     pub mode: Mode,
     /// Header carrying the key, as configured (matching is case-insensitive).
     pub header: String,
+    /// The same, parsed once: looked up on every request.
+    pub header_name: HeaderName,
     pub required: bool,
     pub retention: Duration,
     pub fingerprint: Fingerprint,
@@ -92,6 +95,7 @@ impl Preset {
         let base = Policy {
             mode: Mode::Honor,
             header: "Idempotency-Key".into(),
+            header_name: HeaderName::from_static("idempotency-key"),
             required: false,
             retention: Duration::from_secs(24 * 3600),
             fingerprint: Fingerprint::Body,
@@ -124,6 +128,7 @@ impl Preset {
             },
             Preset::Paypal => Policy {
                 header: "PayPal-Request-Id".into(),
+                header_name: HeaderName::from_static("paypal-request-id"),
                 retention: Duration::from_secs(72 * 3600),
                 cache: Cache::Latest,
                 mismatch_body: json!({"name": "DUPLICATE_REQUEST_ID",
@@ -132,6 +137,7 @@ impl Preset {
             },
             Preset::Checkout => Policy {
                 header: "Cko-Idempotency-Key".into(),
+                header_name: HeaderName::from_static("cko-idempotency-key"),
                 cache: Cache::TwoXx,
                 ..base
             },
@@ -283,7 +289,7 @@ impl KeyStore {
 
     /// Remember an execution's outcome under its key (replacing an expired record).
     pub fn remember(&mut self, service: &str, key: &str, record: KeyRecord) {
-        let id: Arc<str> = format!("{service}\u{1f}{key}").into();
+        let id: Arc<str> = with_id(service, key, |id| Arc::from(id));
         self.order.push_back((record.created_at, id.clone()));
         self.keys.insert(id, record);
         while self.keys.len() > self.max {

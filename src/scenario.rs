@@ -300,9 +300,16 @@ pub enum AgentSpec {
 #[derive(Clone, Debug)]
 pub struct Service {
     pub name: String,
-    pub work_id_header: String,
-    pub revision_header: String,
+    /// Where an outside request names its work and revision (parsed once: read per request).
+    pub work_id_header: hyper::header::HeaderName,
+    pub revision_header: hyper::header::HeaderName,
     pub routes: Vec<Route>,
+}
+
+fn header_name(given: Option<&str>, default: &'static str) -> hyper::header::HeaderName {
+    given
+        .and_then(|h| hyper::header::HeaderName::from_bytes(h.as_bytes()).ok())
+        .unwrap_or(hyper::header::HeaderName::from_static(default))
 }
 
 #[derive(Clone, Debug)]
@@ -390,21 +397,27 @@ impl PathTemplate {
 
     /// The parameters if `path` (without query) fits this template.
     pub fn matches(&self, path: &str) -> Option<Vec<(String, String)>> {
-        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        if parts.len() != self.segments.len() {
+        // Checked before anything is copied: every request is tried against routes it misses.
+        let mut parts = path.trim_start_matches('/').split('/');
+        let fits = self.segments.iter().all(|seg| match (seg, parts.next()) {
+            (Segment::Literal(l), Some(part)) => l == part,
+            (Segment::Param(_), Some(part)) => !part.is_empty(),
+            (_, None) => false,
+        });
+        if !fits || parts.next().is_some() {
             return None;
         }
-        let mut params = Vec::new();
-        for (seg, part) in self.segments.iter().zip(parts) {
-            match seg {
-                Segment::Literal(l) if l == part => {}
-                Segment::Param(name) if !part.is_empty() => {
-                    params.push((name.clone(), part.to_string()))
-                }
-                _ => return None,
-            }
-        }
-        Some(params)
+        let parts = path.trim_start_matches('/').split('/');
+        Some(
+            self.segments
+                .iter()
+                .zip(parts)
+                .filter_map(|(seg, part)| match seg {
+                    Segment::Param(name) => Some((name.clone(), part.to_string())),
+                    Segment::Literal(_) => None,
+                })
+                .collect(),
+        )
     }
 
     pub fn has_param(&self, name: &str) -> bool {
@@ -583,8 +596,9 @@ fn compile(
         }
         services.push(Service {
             name: sname,
-            work_id_header: rs.work_id_header.unwrap_or_else(|| "X-Work-Id".into()),
-            revision_header: rs.revision_header.unwrap_or_else(|| "X-Revision".into()),
+            // An invalid name was reported above (and the scenario is refused).
+            work_id_header: header_name(rs.work_id_header.as_deref(), "x-work-id"),
+            revision_header: header_name(rs.revision_header.as_deref(), "x-revision"),
             routes,
         });
     }
@@ -821,11 +835,12 @@ fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> (Poli
             p.mode = m;
         }
         if let Some(h) = &layer.header {
-            if hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
-                issues.push((
+            match hyper::header::HeaderName::from_bytes(h.as_bytes()) {
+                Ok(name) => p.header_name = name,
+                Err(_) => issues.push((
                     "header".to_string(),
                     format!("\"{h}\" is not a valid HTTP header name"),
-                ));
+                )),
             }
             p.header = h.clone();
         }

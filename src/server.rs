@@ -165,10 +165,13 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+static SESSION_HEADER: hyper::header::HeaderName =
+    hyper::header::HeaderName::from_static("x-doubleagent-session");
+
 /// The world a request belongs to, by its `X-Doubleagent-Session` header.
 fn session_of(headers: &hyper::HeaderMap) -> Option<&str> {
     headers
-        .get("x-doubleagent-session")
+        .get(&SESSION_HEADER)
         .map(|v| v.to_str().unwrap_or("\u{fffd}"))
 }
 
@@ -242,12 +245,15 @@ async fn handle(
     ctl: &AtomicU8,
     req: hyper::Request<Incoming>,
 ) -> hyper::Response<HttpBody> {
-    let path = req.uri().path().to_string();
-    let query = req.uri().query().map(str::to_string);
-    let method = req.method().as_str().to_string();
+    // Split once: the path is borrowed from the URI while the body is read and the headers move
+    // on, so a request's strings are copied only into what it keeps.
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path();
+    let query = parts.uri.query();
+    let method = parts.method.as_str().to_string();
     if let Some(rest) = path.strip_prefix("/_admin") {
         if rest.is_empty() || rest.starts_with('/') {
-            if !app.admin_allowed(rest, req.headers()) {
+            if !app.admin_allowed(rest, &parts.headers) {
                 let mut r = Response::json(
                     401,
                     &json!({"error": "the admin API needs the admin token: send `Authorization: Bearer <token>` (the token given by --admin-token or DOUBLEAGENT_ADMIN_TOKEN)", "status": 401}),
@@ -255,7 +261,7 @@ async fn handle(
                 r.headers.push(("www-authenticate".into(), "Bearer".into()));
                 return to_hyper(r);
             }
-            let body = match read_body(req, 16 << 20).await {
+            let body = match read_incoming(&parts.headers, body, 16 << 20).await {
                 Ok((b, false)) => b,
                 _ => {
                     return to_hyper(Response::json(
@@ -267,13 +273,15 @@ async fn handle(
             let areq = AdminRequest {
                 method: &method,
                 path: rest,
-                query: query.as_deref(),
+                query,
                 body: &body,
             };
-            return to_hyper(admin::handle(&app.host, &app.base_url, areq).await);
+            // Boxed, as the agents' below: their futures are large, and kept inline they would
+            // make every fake-service request's future as large (it is moved per request).
+            return to_hyper(Box::pin(admin::handle(&app.host, &app.base_url, areq)).await);
         }
     }
-    let world = match app.host.world_for(session_of(req.headers())) {
+    let world = match app.host.world_for(session_of(&parts.headers)) {
         Ok(w) => w,
         Err(e) => {
             let status = if matches!(e, crate::world::SessionError::TooMany(_)) {
@@ -298,8 +306,7 @@ async fn handle(
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, ""),
         };
-        let headers = req.headers().clone();
-        let (body, too_large) = read_body(req, world.scenario.max_body_bytes)
+        let (body, too_large) = read_incoming(&parts.headers, body, world.scenario.max_body_bytes)
             .await
             .unwrap_or_default();
         if too_large {
@@ -311,11 +318,11 @@ async fn handle(
         let areq = AgentRequest {
             method,
             path: sub.to_string(),
-            query,
-            headers,
+            query: query.map(str::to_string),
+            headers: parts.headers,
             body,
         };
-        return match agent::handle(world, &app.base_url, name, areq).await {
+        return match Box::pin(agent::handle(world, &app.base_url, name, areq)).await {
             Reply::Full(r) => to_hyper(r),
             Reply::Stream {
                 status,
@@ -336,24 +343,26 @@ async fn handle(
         Some(i) => (&trimmed[..i], &trimmed[i..]),
         None => (trimmed, "/"),
     };
-    let (parts, body) = req.into_parts();
-    let headers = parts.headers;
     // A client that went away mid-body still gets its request recorded (but not executed).
-    let read = read_incoming(&headers, body, world.scenario.max_body_bytes).await;
+    let read = read_incoming(&parts.headers, body, world.scenario.max_body_bytes).await;
     let incomplete = read.is_err();
     let (body, too_large) = read.unwrap_or_default();
     let sreq = Request {
         service: svc.to_string(),
         method,
         path: rest.to_string(),
-        headers,
+        headers: parts.headers,
         body,
         too_large,
         incomplete,
         ..Request::default()
     };
     let out = service::admit(&world, sreq);
-    deliver(app, &world, ctl, out.plan, out.response).await
+    match out.plan {
+        Plan::Now => to_hyper(out.response),
+        // Boxed for the same reason as the agents' futures: only these wait.
+        plan => Box::pin(deliver(app, &world, ctl, plan, out.response)).await,
+    }
 }
 
 async fn deliver(
@@ -387,16 +396,6 @@ async fn deliver(
 }
 
 /// Read a body, keeping at most `cap` bytes; the flag says it was longer.
-async fn read_body(
-    req: hyper::Request<Incoming>,
-    cap: usize,
-) -> Result<(Vec<u8>, bool), hyper::Error> {
-    let (parts, body) = req.into_parts();
-    read_incoming(&parts.headers, body, cap).await
-}
-
-/// [`read_body`] for a request already split into its parts (so its headers can be kept
-/// without a copy).
 async fn read_incoming(
     headers: &hyper::HeaderMap,
     mut body: Incoming,
@@ -432,17 +431,29 @@ async fn read_incoming(
 }
 
 fn to_hyper(r: Response) -> hyper::Response<HttpBody> {
-    let mut b = hyper::Response::builder().status(r.status);
-    for (k, v) in &r.headers {
-        b = b.header(k.as_str(), v.as_str());
-    }
-    b.body(Full::new(Bytes::from(r.body)).boxed())
-        .unwrap_or_else(|e| {
+    match build(r) {
+        Ok(resp) => resp,
+        Err(e) => {
             let r = build_error(e);
             let mut resp = hyper::Response::new(Full::new(Bytes::from(r.body)).boxed());
             *resp.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
             resp
-        })
+        }
+    }
+}
+
+/// The hyper response for ours. Header values take over their strings' buffers (no copy).
+fn build(r: Response) -> Result<hyper::Response<HttpBody>, hyper::http::Error> {
+    let mut resp = hyper::Response::new(Full::new(Bytes::from(r.body)).boxed());
+    *resp.status_mut() = hyper::StatusCode::from_u16(r.status)?;
+    let headers = resp.headers_mut();
+    headers.reserve(r.headers.len());
+    for (k, v) in r.headers {
+        let name = hyper::header::HeaderName::from_bytes(k.as_bytes())?;
+        let value = hyper::header::HeaderValue::from_maybe_shared(Bytes::from(v))?;
+        headers.append(name, value);
+    }
+    Ok(resp)
 }
 
 /// Only a scenario header value hyper refuses can fail a response build; say so, don't panic.
@@ -596,5 +607,24 @@ impl Drop for Server {
         }
         self.app.host.stop();
         self.app.host.close_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn future_size<'a, Fut>(
+        _: fn(&'a App, &'a AtomicU8, hyper::Request<Incoming>) -> Fut,
+    ) -> usize {
+        std::mem::size_of::<Fut>()
+    }
+
+    /// hyper moves each request's future into place: one that embedded the agents' and admin's
+    /// futures (3.5 KB) cost every fake-service request a large copy. Those paths are boxed.
+    #[test]
+    fn a_request_future_stays_small() {
+        let size = future_size(handle);
+        assert!(size <= 1024, "handle's future is {size} bytes");
     }
 }

@@ -138,7 +138,7 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
     } else {
         serde_json::from_slice::<Value>(&req.body).ok()
     };
-    let header = |name: &str| {
+    let header = |name: &hyper::header::HeaderName| {
         req.headers
             .get(name)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
@@ -455,7 +455,7 @@ impl Prepared {
         Prepared {
             key: req
                 .headers
-                .get(policy.header.as_str())
+                .get(&policy.header_name)
                 .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
             fp: fingerprint(&policy.fingerprint, &req.body, json),
             intent: intent_of(route, json),
