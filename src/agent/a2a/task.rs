@@ -88,7 +88,8 @@ struct Table {
 #[derive(Clone)]
 enum Seen {
     Task(String),
-    Message(Message),
+    /// Boxed: one of these is kept per message, and most name a task.
+    Message(Box<Message>),
 }
 
 struct Entry {
@@ -575,7 +576,7 @@ pub(super) fn send(
                         json!({"duplicate_of": m.message_id}),
                     ),
                 );
-                return Ok(Sent::Message(m.clone()));
+                return Ok(Sent::Message((**m).clone()));
             }
         }
     }
@@ -732,7 +733,9 @@ pub(super) fn send(
                 json!({"task_id": null, "message_id": reply_id, "revision": revision, "canary": token}),
             );
         }
-        table.seen.insert(seen_key, Seen::Message(reply.clone()));
+        table
+            .seen
+            .insert(seen_key, Seen::Message(Box::new(reply.clone())));
         return Ok(Sent::Message(reply));
     }
 
@@ -929,11 +932,15 @@ fn run_due_in(
     // The timeline indexes into this script (a task without one has an empty timeline).
     let script = e.script.clone();
     loop {
-        // A canceled task does nothing more; its remaining steps never run.
+        // A canceled task does nothing more; its remaining steps never run. A timeline that is
+        // over is dropped: tasks are kept for as long as the world, and a resumed run gets a new
+        // one.
         if e.task.status.state.is_terminal() {
+            e.timeline = Vec::new();
             return Some((e.generation, None));
         }
         let (Some(&(at, ev)), Some(script)) = (e.timeline.get(e.cursor), script.as_deref()) else {
+            e.timeline = Vec::new();
             return Some((e.generation, None));
         };
         if at > now {

@@ -395,7 +395,7 @@ impl Rebuild<'_> {
         reply.metadata = revision_meta(&spec.revision_key, r.revision.as_ref());
         self.table.seen.insert(
             (r.service.clone(), in_reply_to.to_string()),
-            Seen::Message(reply),
+            Seen::Message(Box::new(reply)),
         );
     }
 }
