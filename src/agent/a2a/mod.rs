@@ -74,11 +74,16 @@ fn ok(call: &RpcRequest, result: impl serde::Serialize) -> Result<Reply, RpcErro
 /// [`ok`] for results whose types write their keys in sorted order ([`wire::Task`],
 /// [`SendMessageResponse`]): the same bytes, serialised straight into the body.
 fn ok_sorted(call: &RpcRequest, result: &impl serde::Serialize) -> Result<Reply, RpcError> {
-    Ok(Reply::Full(Response {
+    Ok(json_body(wire::success_body(&call.id, result)))
+}
+
+/// A 200 JSON answer from its bytes.
+fn json_body(body: Vec<u8>) -> Reply {
+    Reply::Full(Response {
         status: 200,
         headers: vec![("content-type".into(), "application/json".into())],
-        body: wire::success_body(&call.id, result),
-    }))
+        body,
+    })
 }
 
 /// The `A2A-Version` of a call: the header, else the query parameter the spec also allows.
@@ -287,19 +292,27 @@ async fn send(
             }
             // Blocking: answer once the task is terminal or interrupted. The steps due at once
             // run first, so a task that finishes at once is answered without waiting.
-            let task = match task::start_and_look(&ctx.world, &id, run) {
+            let history_length = p.history_length();
+            let answer = |task: &wire::Task| {
+                wire::success_body(
+                    &call.id,
+                    &wire::TaskResult {
+                        task,
+                        history_length,
+                    },
+                )
+            };
+            let body = match task::start_and_look(&ctx.world, &id, run, answer) {
                 None => return Err(RpcError::internal("the task disappeared")),
-                Some(Ok(task)) => task,
+                Some(Ok(body)) => body,
                 Some(Err(events)) => {
                     wait_until_stopped(&ctx.world, &id, events).await?;
-                    task::snapshot(&ctx.world, &id)
-                        .ok_or_else(|| RpcError::internal("the task disappeared"))?
+                    let task = task::snapshot(&ctx.world, &id)
+                        .ok_or_else(|| RpcError::internal("the task disappeared"))?;
+                    answer(&task)
                 }
             };
-            ok_sorted(
-                call,
-                &SendMessageResponse::Task(task.with_history_length(p.history_length())),
-            )
+            Ok(json_body(body))
         }
     }
 }

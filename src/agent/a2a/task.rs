@@ -856,15 +856,16 @@ pub(super) fn start(world: &Arc<World>, task_id: &str) {
 }
 
 /// For a blocking call: start the task's script if `run` (as [`start`] does), then look at the
-/// task, in the same hold of the table's lock: its snapshot if it has stopped (terminal or
-/// interrupted), else a receiver for what comes next, so the stop cannot slip between the look
-/// and the subscription. A script that finishes at once is answered without a channel or a
-/// runner ever being made. `None` if the task is gone.
-pub(super) fn start_and_look(
+/// task, in the same hold of the table's lock: `answer` made from it if it has stopped (terminal
+/// or interrupted), else a receiver for what comes next, so the stop cannot slip between the
+/// look and the subscription. A script that finishes at once is answered without a channel or a
+/// runner ever being made, and without a copy of the task. `None` if the task is gone.
+pub(super) fn start_and_look<T>(
     world: &Arc<World>,
     task_id: &str,
     run: bool,
-) -> Option<Result<Task, broadcast::Receiver<StreamResponse>>> {
+    answer: impl FnOnce(&Task) -> T,
+) -> Option<Result<T, broadcast::Receiver<StreamResponse>>> {
     let all = tasks(world);
     let mut table = all.lock();
     let e = table.tasks.get_mut(task_id)?;
@@ -874,7 +875,7 @@ pub(super) fn start_and_look(
         None
     };
     let look = if e.task.status.state.ends_stream() {
-        Ok(e.task.clone())
+        Ok(answer(&e.task))
     } else {
         Err(e.subscribe())
     };

@@ -1549,20 +1549,57 @@ impl Serialize for Artifact {
 
 impl Serialize for Task {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serialize_task(self, &self.history, s)
+    }
+}
+
+/// A task with `history` in place of its own (a tail of it).
+fn serialize_task<S: Serializer>(t: &Task, history: &[Message], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(None)?;
+    if !t.artifacts.is_empty() {
+        m.serialize_entry("artifacts", &t.artifacts)?;
+    }
+    m.serialize_entry("contextId", &t.context_id)?;
+    if !history.is_empty() {
+        m.serialize_entry("history", history)?;
+    }
+    m.serialize_entry("id", &t.id)?;
+    if let Some(md) = &t.metadata {
+        m.serialize_entry("metadata", md)?;
+    }
+    m.serialize_entry("status", &t.status)?;
+    m.end()
+}
+
+/// The SendMessage result `{"task": …}` written from a borrowed task, its history cut to
+/// `history_length` as [`Task::with_history_length`] cuts it: the same text as
+/// `SendMessageResponse::Task(task.clone().with_history_length(history_length))`, without the
+/// copy (a blocking call's answer is written while the task table is locked).
+pub struct TaskResult<'a> {
+    pub task: &'a Task,
+    pub history_length: Option<i32>,
+}
+
+impl Serialize for TaskResult<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(None)?;
-        if !self.artifacts.is_empty() {
-            m.serialize_entry("artifacts", &self.artifacts)?;
+        struct Cut<'a>(&'a Task, &'a [Message]);
+        impl Serialize for Cut<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                serialize_task(self.0, self.1, s)
+            }
         }
-        m.serialize_entry("contextId", &self.context_id)?;
-        if !self.history.is_empty() {
-            m.serialize_entry("history", &self.history)?;
-        }
-        m.serialize_entry("id", &self.id)?;
-        if let Some(md) = &self.metadata {
-            m.serialize_entry("metadata", md)?;
-        }
-        m.serialize_entry("status", &self.status)?;
+        let all = &self.task.history;
+        let history = match self.history_length {
+            None => &all[..],
+            Some(n) => {
+                let keep = usize::try_from(n.max(0)).unwrap_or(0);
+                &all[all.len().saturating_sub(keep)..]
+            }
+        };
+        let mut m = s.serialize_map(Some(1))?;
+        m.serialize_entry("task", &Cut(self.task, history))?;
         m.end()
     }
 }
@@ -2387,6 +2424,17 @@ mod tests {
         same(&SendMessageResponse::Task(task.clone()));
         same(&SendMessageResponse::Message(full.clone()));
         same(&StreamResponse::Task(plain.clone()));
+        for n in [None, Some(-1), Some(0), Some(1), Some(2), Some(9)] {
+            let cut = serde_json::to_string(&TaskResult {
+                task: &task,
+                history_length: n,
+            });
+            let copied = SendMessageResponse::Task(task.clone().with_history_length(n));
+            assert_eq!(
+                cut.unwrap(),
+                serde_json::to_value(&copied).unwrap().to_string()
+            );
+        }
         for id in [RpcId::from("abc"), RpcId::from(7), RpcId::Null] {
             for result in [
                 serde_json::to_value(SendMessageResponse::Task(task.clone())).unwrap(),
