@@ -70,7 +70,9 @@ pub fn restore(world: &Arc<World>) {
 
 /// Serve one request to agent `name`.
 pub async fn handle(world: Arc<World>, base_url: &str, name: &str, req: AgentRequest) -> Reply {
-    let Some(agent) = world.scenario.agent(name).cloned() else {
+    // Borrowed from the world's scenario, not copied: an agent's spec holds all its scripts.
+    let scenario = world.scenario.clone();
+    let Some(agent) = scenario.agent(name) else {
         let names: Vec<&str> = world
             .scenario
             .agents

@@ -12,6 +12,7 @@
 //! path so `scenario::locate` can point at the line.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::de::{self, Deserializer};
@@ -38,8 +39,9 @@ pub struct A2aAgent {
     pub push_hosts: Vec<String>,
     /// Refuse calls without an `A2A-Version: 1.x` header (-32009), as a strict 1.0 server does.
     pub strict_version: bool,
-    /// Used when no behaviour matches. (Boxed to keep `AgentSpec`'s variants of similar size.)
-    pub script: Box<Script>,
+    /// Used when no behaviour matches. (Behind a pointer to keep `AgentSpec`'s variants of
+    /// similar size; shared, so that a running task holds its script without copying it.)
+    pub script: Arc<Script>,
     pub behaviors: Vec<Behavior>,
 }
 
@@ -51,7 +53,7 @@ impl A2aAgent {
         text: &str,
         message_id: &str,
         metadata: Option<&serde_json::Map<String, Value>>,
-    ) -> (Option<usize>, &Script) {
+    ) -> (Option<usize>, &Arc<Script>) {
         self.behaviors
             .iter()
             .enumerate()
@@ -73,7 +75,7 @@ pub struct PushPolicy {
 #[derive(Clone, Debug)]
 pub struct Behavior {
     pub matcher: MessageMatch,
-    pub script: Script,
+    pub script: Arc<Script>,
 }
 
 /// All given conditions must hold; an empty matcher matches every message.
@@ -266,7 +268,20 @@ pub struct CallStep {
     pub headers: Vec<(String, String)>,
     /// JSON body; strings may hold placeholders (`{{task.id}}`, `{{canary}}`, ...).
     pub json: Option<Value>,
+    /// `json` as sent, when none of its strings holds a placeholder: rendering would give it
+    /// back unchanged, so it is serialised once here instead of at every call.
+    pub fixed_json: Option<String>,
     pub body: Option<String>,
+}
+
+/// Whether any string in `v` holds `{{` (the only way a template placeholder starts).
+fn has_placeholder(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains("{{"),
+        Value::Array(a) => a.iter().any(has_placeholder),
+        Value::Object(o) => o.values().any(has_placeholder),
+        _ => false,
+    }
 }
 
 /// An artifact (or one chunk of one) emitted at an offset (default: when the work ends).
@@ -501,7 +516,7 @@ pub(crate) fn compile(
                     message_id_prefix: m.message_id_prefix,
                     metadata: m.metadata.into_iter().collect(),
                 },
-                script,
+                script: Arc::new(script),
             });
         }
     }
@@ -522,7 +537,7 @@ pub(crate) fn compile(
         push: push.unwrap_or_default(),
         push_hosts: raw.push_hosts.unwrap_or_default(),
         strict_version: raw.strict_version.unwrap_or(false),
-        script: Box::new(script),
+        script: Arc::new(script),
         behaviors,
     })
 }
@@ -826,6 +841,11 @@ fn compile_step(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         json: call.json.clone(),
+        fixed_json: call
+            .json
+            .as_ref()
+            .filter(|j| !has_placeholder(j))
+            .map(Value::to_string),
         body: call.body.clone(),
     })
 }

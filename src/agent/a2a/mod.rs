@@ -71,6 +71,21 @@ fn ok(call: &RpcRequest, result: impl serde::Serialize) -> Result<Reply, RpcErro
     Ok(json_reply(&RpcResponse::success(call.id.clone(), result)))
 }
 
+/// [`ok`] for results whose types write their keys in sorted order ([`wire::Task`],
+/// [`SendMessageResponse`]): the same bytes, serialised straight into the body.
+fn ok_sorted(call: &RpcRequest, result: &impl serde::Serialize) -> Result<Reply, RpcError> {
+    Ok(json_body(wire::success_body(&call.id, result)))
+}
+
+/// A 200 JSON answer from its bytes.
+fn json_body(body: Vec<u8>) -> Reply {
+    Reply::Full(Response {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body,
+    })
+}
+
 /// The `A2A-Version` of a call: the header, else the query parameter the spec also allows.
 fn version(req: &AgentRequest) -> Option<String> {
     if let Some(v) = req.headers.get(wire::VERSION_HEADER) {
@@ -86,16 +101,21 @@ fn version(req: &AgentRequest) -> Option<String> {
 }
 
 async fn rpc(ctx: Ctx, spec: &A2aAgent, req: AgentRequest) -> Reply {
-    let call = match wire::parse_request(&req.body) {
-        Ok(call) => call,
-        Err(resp) => {
-            if let wire::RpcOutcome::Error(e) = &resp.outcome {
-                task::log_error(&ctx.world, &ctx.name, "", e);
+    // The common call (SendMessage) is decoded in one pass; everything else, and anything odd
+    // about it, takes the general route, which also words the errors.
+    let (call, sent) = match wire::parse_send(&req.body) {
+        Some((call, params)) => (call, Some(params)),
+        None => match wire::parse_request(&req.body) {
+            Ok(call) => (call, None),
+            Err(resp) => {
+                if let wire::RpcOutcome::Error(e) = &resp.outcome {
+                    task::log_error(&ctx.world, &ctx.name, "", e);
+                }
+                return json_reply(&resp);
             }
-            return json_reply(&resp);
-        }
+        },
     };
-    match dispatch(&ctx, spec, &req, &call).await {
+    match dispatch(&ctx, spec, &req, &call, sent).await {
         Ok(reply) => reply,
         Err(e) => {
             task::log_error(&ctx.world, &ctx.name, &call.method, &e);
@@ -109,6 +129,7 @@ async fn dispatch(
     spec: &A2aAgent,
     req: &AgentRequest,
     call: &RpcRequest,
+    sent: Option<SendMessageRequest>,
 ) -> Result<Reply, RpcError> {
     // Lenient by default: a missing header (0.3 per the spec) is accepted, because hand-written
     // calls rarely send it; `strict_version` refuses it as a 1.0-only server would.
@@ -123,12 +144,12 @@ async fn dispatch(
         return Err(RpcError::method_not_found(&call.method));
     };
     match method {
-        Method::SendMessage => send(ctx, spec, call, false).await,
-        Method::SendStreamingMessage => send(ctx, spec, call, true).await,
+        Method::SendMessage => send(ctx, spec, call, sent, false).await,
+        Method::SendStreamingMessage => send(ctx, spec, call, sent, true).await,
         Method::GetTask => {
             let p: GetTaskRequest = call.params()?;
             task::log_read(ctx, "get-task", Some(&p.id), json!({"task_id": p.id}));
-            ok(call, task::get(ctx, &p.id, p.history_length)?)
+            ok_sorted(call, &task::get(ctx, &p.id, p.history_length)?)
         }
         Method::ListTasks => {
             let p: ListTasksRequest = call.params()?;
@@ -210,15 +231,30 @@ fn unknown_config(task_id: &str, id: &str) -> RpcError {
     )
 }
 
-/// SendMessage (blocking or `returnImmediately`) and SendStreamingMessage.
+/// SendMessage (blocking or `returnImmediately`) and SendStreamingMessage; `sent` are the
+/// params when [`wire::parse_send`] already decoded them.
 async fn send(
     ctx: &Ctx,
     spec: &A2aAgent,
     call: &RpcRequest,
+    sent: Option<SendMessageRequest>,
     streaming: bool,
 ) -> Result<Reply, RpcError> {
-    let p: SendMessageRequest = call.params()?;
-    match task::send(ctx, spec, &call.method, &p)? {
+    let p: SendMessageRequest = match sent {
+        Some(p) => p,
+        None => call.params()?,
+    };
+    // What the answer needs from the task as `task::send` leaves it: a stream, its snapshot and
+    // every later event; a non-blocking call, the snapshot; a blocking one, nothing yet (it looks
+    // once the due part of the script has run, see below).
+    let want = if streaming {
+        task::Want::Stream
+    } else if p.return_immediately() {
+        task::Want::Snapshot
+    } else {
+        task::Want::Nothing
+    };
+    match task::send(ctx, spec, &call.method, &p, want)? {
         Sent::Message(m) => {
             if streaming {
                 Ok(stream::open(
@@ -228,7 +264,7 @@ async fn send(
                     None,
                 ))
             } else {
-                ok(call, SendMessageResponse::Message(m))
+                ok_sorted(call, &SendMessageResponse::Message(m))
             }
         }
         Sent::Task {
@@ -237,29 +273,46 @@ async fn send(
             events,
             run,
         } => {
-            if run {
-                task::start(&ctx.world, &id);
+            if let Some(snapshot) = snapshot {
+                if run {
+                    task::start(&ctx.world, &id);
+                }
+                if streaming {
+                    return Ok(stream::open(
+                        ctx.world.clone(),
+                        call.id.clone(),
+                        vec![StreamResponse::Task(*snapshot)],
+                        events,
+                    ));
+                }
+                return ok_sorted(
+                    call,
+                    &SendMessageResponse::Task(snapshot.with_history_length(p.history_length())),
+                );
             }
-            if streaming {
-                return Ok(stream::open(
-                    ctx.world.clone(),
-                    call.id.clone(),
-                    vec![StreamResponse::Task(*snapshot)],
-                    Some(events),
-                ));
-            }
-            let task = if p.return_immediately() || snapshot.status.state.ends_stream() {
-                *snapshot
-            } else {
-                // Blocking: answer once the task is terminal or interrupted.
-                wait_until_stopped(&ctx.world, &id, events).await?;
-                task::snapshot(&ctx.world, &id)
-                    .ok_or_else(|| RpcError::internal("the task disappeared"))?
+            // Blocking: answer once the task is terminal or interrupted. The steps due at once
+            // run first, so a task that finishes at once is answered without waiting.
+            let history_length = p.history_length();
+            let answer = |task: &wire::Task| {
+                wire::success_body(
+                    &call.id,
+                    &wire::TaskResult {
+                        task,
+                        history_length,
+                    },
+                )
             };
-            ok(
-                call,
-                SendMessageResponse::Task(task.with_history_length(p.history_length())),
-            )
+            let body = match task::start_and_look(&ctx.world, &id, run, answer) {
+                None => return Err(RpcError::internal("the task disappeared")),
+                Some(Ok(body)) => body,
+                Some(Err(events)) => {
+                    wait_until_stopped(&ctx.world, &id, events).await?;
+                    let task = task::snapshot(&ctx.world, &id)
+                        .ok_or_else(|| RpcError::internal("the task disappeared"))?;
+                    answer(&task)
+                }
+            };
+            Ok(json_body(body))
         }
     }
 }

@@ -17,7 +17,6 @@
 //! Those entries carry enough (rendered parts, status messages, timestamps as entry times) for
 //! [`restore`] to rebuild the table from a ledger restored by the journal after a restart.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -35,10 +34,10 @@ use super::wire::{
 };
 use crate::agent::Ctx;
 use crate::clock::{Clock, Tick};
+use crate::hash::FastMap;
 use crate::ledger::Record;
 use crate::scenario::a2a::{
-    A2aAgent, ArtifactSpec, CallStep, CancelPolicy, Outcome, PartContent, PartSpec, ReplyKind,
-    Script, StatusStep, UpdateState,
+    A2aAgent, CancelPolicy, Outcome, PartContent, PartSpec, ReplyKind, Script, UpdateState,
 };
 use crate::service;
 use crate::template;
@@ -54,8 +53,9 @@ const STREAM_BUFFER: usize = 1024;
 /// The stream buffer for a task of `spec`: room for everything two of its scripts can emit
 /// (a run and a resumed run) plus slack, between 32 and [`STREAM_BUFFER`]. A broadcast channel
 /// allocates and initialises its whole buffer up front (~380 bytes a slot), so 1 024 slots for
-/// every task cost ~385 KB each: most of the time of a SendMessage round trip, and memory held
-/// for as long as the task is kept.
+/// every task cost ~385 KB each; even 32 slots (~12 KB) were the largest cost of a blocking
+/// SendMessage round trip, which is why the channel is only made for a task someone listens
+/// to ([`Entry::subscribe`]).
 fn stream_capacity(spec: &A2aAgent) -> usize {
     let events = |s: &Script| s.updates.len() + s.steps.len() + s.artifacts.len() + 2;
     let most = spec
@@ -76,18 +76,20 @@ pub struct Tasks {
 
 #[derive(Default)]
 struct Table {
-    tasks: HashMap<String, Entry>,
+    /// Boxed: an entry is several hundred bytes, and the map moves its values when it grows.
+    tasks: FastMap<String, Box<Entry>>,
     /// Creation order, for stable listing.
     order: Vec<String>,
     /// What each (agent, messageId) first produced, for de-duplication and for the ledger.
-    seen: HashMap<(String, String), Seen>,
+    seen: FastMap<(String, String), Seen>,
     next_id: u64,
 }
 
 #[derive(Clone)]
 enum Seen {
     Task(String),
-    Message(Message),
+    /// Boxed: one of these is kept per message, and most name a task.
+    Message(Box<Message>),
 }
 
 struct Entry {
@@ -99,6 +101,10 @@ struct Entry {
     canary_issued: bool,
     /// When the current script run started, for `honor-before`.
     start: Duration,
+    /// The script of the current run, shared with the scenario; `None` for a task rebuilt from
+    /// the ledger, which runs nothing more.
+    script: Option<Arc<Script>>,
+    /// What `script` does, in order, as deadlines.
     timeline: Vec<(Duration, Event)>,
     cursor: usize,
     /// Bumped when a paused task resumes with a new script, so a stale runner stops.
@@ -106,30 +112,43 @@ struct Entry {
     cancel: CancelPolicy,
     /// The text of the message that started (or resumed) the task, for `{{message.text}}`.
     text: String,
-    events: broadcast::Sender<StreamResponse>,
+    /// What streams and blocking calls listen on: made by the first [`Entry::subscribe`], since
+    /// most tasks (a blocking call whose script finishes at once) never have a listener.
+    events: Option<broadcast::Sender<StreamResponse>>,
+    /// The buffer `events` gets when it is made.
+    capacity: usize,
     push: Vec<PushTarget>,
 }
 
-/// One scripted thing a task does.
-#[derive(Clone, Debug)]
+/// One scripted thing a task does: the index of the step in the task's [`Script`].
+#[derive(Clone, Copy, Debug)]
 enum Event {
-    Status(StatusStep),
-    Call(CallStep),
-    Artifact(ArtifactSpec),
-    Final {
-        outcome: Outcome,
-        message: Option<String>,
-    },
+    Status(usize),
+    Call(usize),
+    Artifact(usize),
+    Final,
+}
+
+/// What the caller of [`send`] needs of the task it leads to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Want {
+    /// Its snapshot, and a receiver for every later event (SendStreamingMessage).
+    Stream,
+    /// Its snapshot (SendMessage with `returnImmediately`).
+    Snapshot,
+    /// Nothing yet: a blocking SendMessage looks at the task once the due part of the script
+    /// has run ([`stopped_or_subscribe`]).
+    Nothing,
 }
 
 /// What a message led to.
 pub(super) enum Sent {
     /// A task (new, resumed, or the one a follow-up or duplicate names). `run` says a script
-    /// was (re)started and needs [`start`].
+    /// was (re)started and needs [`start`]. `snapshot` and `events` are there as [`Want`]ed.
     Task {
         id: String,
-        snapshot: Box<Task>,
-        events: broadcast::Receiver<StreamResponse>,
+        snapshot: Option<Box<Task>>,
+        events: Option<broadcast::Receiver<StreamResponse>>,
         run: bool,
     },
     /// A direct Message reply: no task exists.
@@ -207,9 +226,28 @@ fn revision_meta(key: &str, revision: Option<&Value>) -> Option<Map<String, Valu
 /// A token unique to (world seed, task, revision): it lets a later check tell which task and
 /// revision produced a value that shows up somewhere else.
 fn canary(world: &World, task_id: &str, revision: Option<&Value>) -> String {
-    let rev = revision.map(Value::to_string).unwrap_or_default();
-    let h = crate::fate::stream_seed(world.seed, &format!("canary/{task_id}/{rev}"), 0);
-    format!("cny-{h:016x}")
+    canary_token(world.seed, task_id, revision)
+}
+
+fn canary_token(seed: u64, task_id: &str, revision: Option<&Value>) -> String {
+    // `format!("canary/{task_id}/{rev}")` and `format!("cny-{h:016x}")`, written out: every
+    // task gets one, and the formatting machinery cost more than the hash.
+    let mut stream = String::with_capacity(8 + task_id.len() + 8);
+    stream.push_str("canary/");
+    stream.push_str(task_id);
+    stream.push('/');
+    if let Some(r) = revision {
+        stream.push_str(&r.to_string());
+    }
+    let h = crate::fate::stream_seed(seed, &stream, 0);
+    let mut token = String::with_capacity(20);
+    token.push_str("cny-");
+    for shift in (0..16).rev() {
+        token.push(char::from(
+            b"0123456789abcdef"[((h >> (shift * 4)) & 0xf) as usize],
+        ));
+    }
+    token
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,22 +333,58 @@ impl Entry {
         m
     }
 
+    /// Whether an event of this task reaches anyone: a push target or an open stream (or a
+    /// blocking call waiting). Events nobody gets are not even built.
+    fn listened(&self) -> bool {
+        !self.push.is_empty()
+            || self
+                .events
+                .as_ref()
+                .is_some_and(|tx| tx.receiver_count() > 0)
+    }
+
     /// Send an event to the task's streams and push targets.
     fn emit(&self, world: &Arc<World>, ev: StreamResponse) {
         push::enqueue(world, &self.push, &ev);
-        // No receiver is fine: nobody is streaming this task.
-        let _ = self.events.send(ev);
+        if let Some(tx) = &self.events {
+            // No receiver is fine: nobody is streaming this task.
+            let _ = tx.send(ev);
+        }
     }
 
     fn set_status(&mut self, world: &Arc<World>, status: TaskStatus) {
-        self.task.status = status.clone();
-        let ev = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-            task_id: self.task.id.clone(),
-            context_id: self.task.context_id.clone(),
-            status,
-            metadata: self.meta(),
-        });
-        self.emit(world, ev);
+        self.task.status = status;
+        if self.listened() {
+            let ev = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id: self.task.id.clone(),
+                context_id: self.task.context_id.clone(),
+                status: self.task.status.clone(),
+                metadata: self.meta(),
+            });
+            self.emit(world, ev);
+        }
+    }
+
+    /// A receiver for the task's events from now on; the channel is made on first use.
+    fn subscribe(&mut self) -> broadcast::Receiver<StreamResponse> {
+        match &self.events {
+            Some(tx) => tx.subscribe(),
+            None => {
+                let (tx, rx) = broadcast::channel(self.capacity);
+                self.events = Some(tx);
+                rx
+            }
+        }
+    }
+
+    /// The answer to a message that led to this task, with what the caller wants of it.
+    fn sent(&mut self, want: Want, run: bool) -> Sent {
+        Sent::Task {
+            id: self.task.id.clone(),
+            snapshot: (want != Want::Nothing).then(|| Box::new(self.task.clone())),
+            events: (want == Want::Stream).then(|| self.subscribe()),
+            run,
+        }
     }
 
     fn log(&self, world: &World, event: &str, detail: Value) -> u64 {
@@ -344,26 +418,19 @@ impl Entry {
 /// The events of a script as absolute deadlines from `start`, in the order they happen:
 /// by time, then updates, calls, artifacts and the final state.
 fn timeline(script: &Script, start: Duration) -> Vec<(Duration, Event)> {
-    let mut evs: Vec<(Duration, u8, usize, Event)> = Vec::new();
+    let mut evs: Vec<(Duration, u8, usize, Event)> =
+        Vec::with_capacity(script.updates.len() + script.steps.len() + script.artifacts.len() + 1);
     for (i, u) in script.updates.iter().enumerate() {
-        evs.push((start + u.at, 0, i, Event::Status(u.clone())));
+        evs.push((start + u.at, 0, i, Event::Status(i)));
     }
     for (i, s) in script.steps.iter().enumerate() {
-        evs.push((start + s.at, 1, i, Event::Call(s.clone())));
+        evs.push((start + s.at, 1, i, Event::Call(i)));
     }
     for (i, a) in script.artifacts.iter().enumerate() {
         let at = a.at.unwrap_or(script.work);
-        evs.push((start + at, 2, i, Event::Artifact(a.clone())));
+        evs.push((start + at, 2, i, Event::Artifact(i)));
     }
-    evs.push((
-        start + script.work,
-        3,
-        0,
-        Event::Final {
-            outcome: script.outcome,
-            message: script.message.clone(),
-        },
-    ));
+    evs.push((start + script.work, 3, 0, Event::Final));
     evs.sort_by_key(|(t, rank, i, _)| (*t, *rank, *i));
     evs.into_iter().map(|(t, _, _, e)| (t, e)).collect()
 }
@@ -396,7 +463,10 @@ fn message_extras(msg: &Message, text: &str) -> Map<String, Value> {
     if msg.role != Role::User {
         extra.insert("role".into(), json!(msg.role));
     }
-    if msg.parts != [Part::text(text)] {
+    // `msg.parts != [Part::text(text)]`, without making the part.
+    let one_plain_text = matches!(&msg.parts[..], [p] if p.as_text() == Some(text)
+        && p.metadata.is_none() && p.filename.is_none() && p.media_type.is_none());
+    if !one_plain_text {
         extra.insert("parts".into(), json!(msg.parts));
     }
     if let Some(m) = &msg.metadata {
@@ -433,6 +503,7 @@ pub(super) fn send(
     spec: &A2aAgent,
     method: &str,
     req: &SendMessageRequest,
+    want: Want,
 ) -> Result<Sent, RpcError> {
     let world = &ctx.world;
     let msg = &req.message;
@@ -479,7 +550,7 @@ pub(super) fn send(
     if let (true, Some(first)) = (spec.dedupe_message_id, &seen) {
         match first {
             Seen::Task(id) => {
-                if let Some(e) = table.tasks.get(id) {
+                if let Some(e) = table.tasks.get_mut(id) {
                     e.log(
                         world,
                         "message",
@@ -489,12 +560,7 @@ pub(super) fn send(
                             json!({"duplicate_of": id}),
                         ),
                     );
-                    return Ok(Sent::Task {
-                        id: id.clone(),
-                        snapshot: Box::new(e.task.clone()),
-                        events: e.events.subscribe(),
-                        run: false,
-                    });
+                    return Ok(e.sent(want, false));
                 }
             }
             Seen::Message(m) => {
@@ -510,7 +576,7 @@ pub(super) fn send(
                         json!({"duplicate_of": m.message_id}),
                     ),
                 );
-                return Ok(Sent::Message(m.clone()));
+                return Ok(Sent::Message((**m).clone()));
             }
         }
     }
@@ -564,6 +630,7 @@ pub(super) fn send(
             let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
             let now = world.clock.now();
             e.timeline = timeline(script, now);
+            e.script = Some(script.clone());
             e.cursor = 0;
             e.start = now;
             e.generation += 1;
@@ -587,18 +654,12 @@ pub(super) fn send(
                 }),
             );
         }
-        let snapshot = e.task.clone();
-        let events = e.events.subscribe();
+        let sent = e.sent(want, resume);
         table
             .seen
             .entry(seen_key)
             .or_insert(Seen::Task(task_id.to_string()));
-        return Ok(Sent::Task {
-            id: task_id.to_string(),
-            snapshot: Box::new(snapshot),
-            events,
-            run: resume,
-        });
+        return Ok(sent);
     }
 
     // A new task (or a direct reply), in the given context or a fresh one.
@@ -672,7 +733,9 @@ pub(super) fn send(
                 json!({"task_id": null, "message_id": reply_id, "revision": revision, "canary": token}),
             );
         }
-        table.seen.insert(seen_key, Seen::Message(reply.clone()));
+        table
+            .seen
+            .insert(seen_key, Seen::Message(Box::new(reply.clone())));
         return Ok(Sent::Message(reply));
     }
 
@@ -689,7 +752,6 @@ pub(super) fn send(
         history: vec![user],
         metadata: revision_meta(&spec.revision_key, revision.as_ref()),
     };
-    let (events, rx) = broadcast::channel(stream_capacity(spec));
     let mut entry = Entry {
         agent: ctx.name.clone(),
         task,
@@ -698,12 +760,14 @@ pub(super) fn send(
         canary: canary(world, &task_id, revision.as_ref()),
         canary_issued: false,
         start: now,
+        script: Some(script.clone()),
         timeline: timeline(script, now),
         cursor: 0,
         generation: 0,
         cancel: script.cancel,
         text: text.clone(),
-        events,
+        events: None,
+        capacity: stream_capacity(spec),
         push: Vec::new(),
     };
     entry.log(
@@ -740,24 +804,18 @@ pub(super) fn send(
         );
     }
     // Push receivers get the initial Task snapshot too, as the reference sender does.
-    push::enqueue(
-        world,
-        &entry.push,
-        &StreamResponse::Task(entry.task.clone()),
-    );
-    let snapshot = entry.task.clone();
-    table.tasks.insert(task_id.clone(), entry);
+    if !entry.push.is_empty() {
+        push::enqueue(
+            world,
+            &entry.push,
+            &StreamResponse::Task(entry.task.clone()),
+        );
+    }
+    let sent = entry.sent(want, true);
+    table.tasks.insert(task_id.clone(), Box::new(entry));
     table.order.push(task_id.clone());
-    table
-        .seen
-        .entry(seen_key)
-        .or_insert(Seen::Task(task_id.clone()));
-    Ok(Sent::Task {
-        id: task_id,
-        snapshot: Box::new(snapshot),
-        events: rx,
-        run: true,
-    })
+    table.seen.entry(seen_key).or_insert(Seen::Task(task_id));
+    Ok(sent)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -792,9 +850,44 @@ impl Armed {
 
 /// Apply what is due now and hand the rest of the task's script to a runner.
 pub(super) fn start(world: &Arc<World>, task_id: &str) {
-    let Some((generation, next)) = run_due(world, task_id, None) else {
-        return;
+    if let Some(next) = run_due(world, task_id, None) {
+        hand_over(world, task_id, next);
+    }
+}
+
+/// For a blocking call: start the task's script if `run` (as [`start`] does), then look at the
+/// task, in the same hold of the table's lock: `answer` made from it if it has stopped (terminal
+/// or interrupted), else a receiver for what comes next, so the stop cannot slip between the
+/// look and the subscription. A script that finishes at once is answered without a channel or a
+/// runner ever being made, and without a copy of the task. `None` if the task is gone.
+pub(super) fn start_and_look<T>(
+    world: &Arc<World>,
+    task_id: &str,
+    run: bool,
+    answer: impl FnOnce(&Task) -> T,
+) -> Option<Result<T, broadcast::Receiver<StreamResponse>>> {
+    let all = tasks(world);
+    let mut table = all.lock();
+    let e = table.tasks.get_mut(task_id)?;
+    let next = if run {
+        run_due_in(world, e, None)
+    } else {
+        None
     };
+    let look = if e.task.status.state.ends_stream() {
+        Ok(answer(&e.task))
+    } else {
+        Err(e.subscribe())
+    };
+    drop(table);
+    if let Some(next) = next {
+        hand_over(world, task_id, next);
+    }
+    Some(look)
+}
+
+/// After [`run_due`]: a runner for the rest of the script, if anything is left.
+fn hand_over(world: &Arc<World>, task_id: &str, (generation, next): (u64, Option<Duration>)) {
     let Some(deadline) = next else { return };
     let armed = arm(world.clock.clone(), deadline);
     tokio::spawn(drive(world.clone(), task_id.to_string(), generation, armed));
@@ -824,33 +917,49 @@ fn run_due(
 ) -> Option<(u64, Option<Duration>)> {
     let all = tasks(world);
     let mut table = all.lock();
-    let e = table.tasks.get_mut(task_id)?;
+    run_due_in(world, table.tasks.get_mut(task_id)?, generation)
+}
+
+/// [`run_due`] on the task's entry, the table's lock held.
+fn run_due_in(
+    world: &Arc<World>,
+    e: &mut Entry,
+    generation: Option<u64>,
+) -> Option<(u64, Option<Duration>)> {
     if generation.is_some_and(|g| g != e.generation) {
         return None;
     }
     let now = world.clock.now();
+    // The timeline indexes into this script (a task without one has an empty timeline).
+    let script = e.script.clone();
     loop {
-        // A canceled task does nothing more; its remaining steps never run.
+        // A canceled task does nothing more; its remaining steps never run. A timeline that is
+        // over is dropped: tasks are kept for as long as the world, and a resumed run gets a new
+        // one.
         if e.task.status.state.is_terminal() {
+            e.timeline = Vec::new();
             return Some((e.generation, None));
         }
-        let Some((at, ev)) = e.timeline.get(e.cursor).cloned() else {
+        let (Some(&(at, ev)), Some(script)) = (e.timeline.get(e.cursor), script.as_deref()) else {
+            e.timeline = Vec::new();
             return Some((e.generation, None));
         };
         if at > now {
             return Some((e.generation, Some(at)));
         }
         e.cursor += 1;
-        apply(world, e, ev);
+        apply(world, e, script, ev);
     }
 }
 
-fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
-    // One instant for the status timestamp and its ledger entry (see `log_at`).
+fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
+    // One instant for the status timestamp and its ledger entry (see `log_at`); the timestamp
+    // is formatted only by the events that show one.
     let now = world.clock.now();
-    let ts = world.clock.rfc3339(now);
+    let ts = || world.clock.rfc3339(now);
     match ev {
-        Event::Status(step) => {
+        Event::Status(i) => {
+            let step = &script.updates[i];
             let r = e.render();
             let message = step.message.as_ref().map(|t| r.text(t));
             let used = r.used_canary.get();
@@ -858,22 +967,24 @@ fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
                 UpdateState::Submitted => TaskState::Submitted,
                 UpdateState::Working => TaskState::Working,
             };
-            let id = format!("{}-status-{}", e.task.id, e.cursor);
             let mut detail = json!({"state": state.as_str()});
-            if let Some(t) = &message {
+            let message = message.map(|t| {
+                let id = format!("{}-status-{}", e.task.id, e.cursor);
                 detail["message_id"] = json!(id);
                 detail["message"] = json!(t);
-            }
+                e.agent_message(id, t)
+            });
             let status = TaskStatus {
                 state,
-                message: message.map(|t| e.agent_message(id, t)),
-                timestamp: Some(ts),
+                message,
+                timestamp: Some(ts()),
             };
             e.set_status(world, status);
             e.log_at(world, now, "status", detail);
             e.note_canary(world, used);
         }
-        Event::Call(step) => {
+        Event::Call(i) => {
+            let step = &script.steps[i];
             let r = e.render();
             let mut headers = hyper::HeaderMap::new();
             for (k, v) in &step.headers {
@@ -890,7 +1001,10 @@ fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
                         hyper::header::CONTENT_TYPE,
                         hyper::header::HeaderValue::from_static("application/json"),
                     );
-                    r.json(j).to_string().into_bytes()
+                    match &step.fixed_json {
+                        Some(fixed) => fixed.clone().into_bytes(),
+                        None => r.json(j).to_string().into_bytes(),
+                    }
                 }
                 (None, Some(b)) => r.text(b).into_bytes(),
                 (None, None) => Vec::new(),
@@ -914,7 +1028,8 @@ fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
             );
             e.note_canary(world, used);
         }
-        Event::Artifact(spec) => {
+        Event::Artifact(i) => {
+            let spec = &script.artifacts[i];
             let r = e.render();
             let artifact = Artifact {
                 artifact_id: spec.id.clone(),
@@ -926,18 +1041,21 @@ fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
             };
             let used = r.used_canary.get();
             let parts = json!(artifact.parts);
-            merge_artifact(&mut e.task.artifacts, artifact.clone(), spec.append);
-            e.emit(
-                world,
+            // The event (a copy of the artifact) is built only for someone who gets it.
+            let event = e.listened().then(|| {
                 StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
                     task_id: e.task.id.clone(),
                     context_id: e.task.context_id.clone(),
-                    artifact,
+                    artifact: artifact.clone(),
                     append: spec.append,
                     last_chunk: spec.last_chunk,
                     metadata: e.meta(),
-                }),
-            );
+                })
+            });
+            merge_artifact(&mut e.task.artifacts, artifact, spec.append);
+            if let Some(event) = event {
+                e.emit(world, event);
+            }
             // The rendered parts (and name, description) rebuild the artifact after a restart.
             let mut detail = json!({
                 "artifact_id": spec.id,
@@ -954,12 +1072,12 @@ fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
             e.log(world, "artifact", detail);
             e.note_canary(world, used);
         }
-        Event::Final { outcome, message } => {
+        Event::Final => {
+            let outcome = script.outcome;
             let r = e.render();
-            let text = message.as_ref().map(|t| r.text(t));
+            let text = script.message.as_ref().map(|t| r.text(t));
             let used = r.used_canary.get();
             let state = outcome_state(outcome);
-            let id = format!("{}-final", e.task.id);
             let mut detail = json!({
                 "task_id": e.task.id,
                 "state": state.as_str(),
@@ -969,9 +1087,9 @@ fn apply(world: &Arc<World>, e: &mut Entry, ev: Event) {
                 state,
                 message: text.map(|t| {
                     detail["message"] = json!(t);
-                    e.agent_message(id, t)
+                    e.agent_message(format!("{}-final", e.task.id), t)
                 }),
-                timestamp: Some(ts),
+                timestamp: Some(ts()),
             };
             e.note_canary(world, used);
             e.set_status(world, status);
@@ -1083,7 +1201,7 @@ pub(super) fn list(ctx: &Ctx, req: &ListTasksRequest) -> Result<ListTasksRespons
         .order
         .iter()
         .enumerate()
-        .filter_map(|(i, id)| table.tasks.get(id).map(|e| (i, e)))
+        .filter_map(|(i, id)| table.tasks.get(id).map(|e| (i, &**e)))
         .filter(|(_, e)| e.agent == ctx.name)
         .filter(|(_, e)| {
             req.context_id
@@ -1143,10 +1261,10 @@ pub(super) fn subscribe(
     task_id: &str,
 ) -> Result<(Task, broadcast::Receiver<StreamResponse>), RpcError> {
     let all = tasks(&ctx.world);
-    let table = all.lock();
+    let mut table = all.lock();
     let e = table
         .tasks
-        .get(task_id)
+        .get_mut(task_id)
         .filter(|e| e.agent == ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     let state = e.task.status.state;
@@ -1154,7 +1272,7 @@ pub(super) fn subscribe(
         return Err(RpcError::task_in_terminal_state(task_id, state));
     }
     e.log(&ctx.world, "subscribe", json!({"task_id": task_id}));
-    Ok((e.task.clone(), e.events.subscribe()))
+    Ok((e.task.clone(), e.subscribe()))
 }
 
 /// A fresh snapshot (after a blocking call saw its task stop).
@@ -1208,7 +1326,7 @@ pub(super) fn add_push(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::a2a::Script;
+    use crate::scenario::a2a::{ArtifactSpec, Script};
 
     #[test]
     fn a_timeline_orders_by_time_then_updates_calls_artifacts_final() {
@@ -1233,12 +1351,28 @@ mod tests {
                     Event::Status(_) => "status",
                     Event::Call(_) => "call",
                     Event::Artifact(_) => "artifact",
-                    Event::Final { .. } => "final",
+                    Event::Final => "final",
                 };
                 (at.as_secs(), k)
             })
             .collect();
         assert_eq!(kinds, [(10, "status"), (13, "artifact"), (13, "final")]);
+    }
+
+    #[test]
+    fn canary_tokens_are_the_formatted_hash_of_task_and_revision() {
+        for (seed, task, rev) in [
+            (1, "task-1", None),
+            (42, "msg-7", Some(json!(3))),
+            (u64::MAX, "task-99", Some(json!("r-2"))),
+        ] {
+            let r = rev.as_ref().map(Value::to_string).unwrap_or_default();
+            let h = crate::fate::stream_seed(seed, &format!("canary/{task}/{r}"), 0);
+            assert_eq!(
+                canary_token(seed, task, rev.as_ref()),
+                format!("cny-{h:016x}")
+            );
+        }
     }
 
     #[test]

@@ -185,11 +185,9 @@ impl RpcRequest {
 
     /// Decodes `params` for the method; a shape mismatch is the caller's error, -32602.
     pub fn params<T: DeserializeOwned>(&self) -> Result<T, RpcError> {
-        let raw = self
-            .params
-            .clone()
-            .unwrap_or_else(|| Value::Object(Map::new()));
-        serde_json::from_value(raw).map_err(|e| {
+        // Decoded from the borrowed tree: no copy of the params is made just to be consumed.
+        let empty = Value::Object(Map::new());
+        T::deserialize(self.params.as_ref().unwrap_or(&empty)).map_err(|e| {
             RpcError::invalid_params(format!("invalid params for {}: {e}", self.method))
                 .with_metadata("parseError", e.to_string())
         })
@@ -203,7 +201,7 @@ impl RpcRequest {
 pub fn parse_request(body: &[u8]) -> Result<RpcRequest, RpcResponse> {
     let doc: Value = serde_json::from_slice(body)
         .map_err(|e| RpcResponse::error(RpcId::Null, RpcError::parse_error(e.to_string())))?;
-    let obj = match doc {
+    let mut obj = match doc {
         Value::Object(obj) => obj,
         Value::Array(_) => {
             return Err(RpcResponse::error(
@@ -219,10 +217,11 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest, RpcResponse> {
         }
     };
     // An unusable id (bool, object, array) cannot be echoed, so the error goes out with null.
-    let id = match obj.get("id") {
+    // Fields are moved out of the parsed object, not copied.
+    let id = match obj.remove("id") {
         None | Some(Value::Null) => RpcId::Null,
-        Some(Value::String(s)) => RpcId::String(s.clone()),
-        Some(Value::Number(n)) => RpcId::Number(n.clone()),
+        Some(Value::String(s)) => RpcId::String(s),
+        Some(Value::Number(n)) => RpcId::Number(n),
         Some(_) => {
             return Err(RpcResponse::error(
                 RpcId::Null,
@@ -236,8 +235,8 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest, RpcResponse> {
             RpcError::invalid_request("Invalid request: 'jsonrpc' must be exactly '2.0'"),
         ));
     }
-    let method = match obj.get("method").and_then(Value::as_str) {
-        Some(m) if !m.is_empty() => m.to_owned(),
+    let method = match obj.remove("method") {
+        Some(Value::String(m)) if !m.is_empty() => m,
         _ => {
             return Err(RpcResponse::error(
                 id,
@@ -245,9 +244,9 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest, RpcResponse> {
             ))
         }
     };
-    let params = match obj.get("params") {
+    let params = match obj.remove("params") {
         None | Some(Value::Null) => None,
-        Some(p @ Value::Object(_)) => Some(p.clone()),
+        Some(p @ Value::Object(_)) => Some(p),
         // A2A params are always objects; positional params can't name a proto field.
         Some(_) => {
             return Err(RpcResponse::error(
@@ -262,6 +261,72 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest, RpcResponse> {
         method,
         params,
     })
+}
+
+/// The common call, SendMessage or SendStreamingMessage, decoded from the body in one pass
+/// with its params: no JSON tree is built first. `None` for anything else, and for anything
+/// about the envelope the general route ([`parse_request`], then [`RpcRequest::params`]) would
+/// look at twice (a bad version or id, params that are not an object, a duplicate key, params
+/// that do not decode...): that route then gives the call, or the error, exactly as always.
+/// The request returned carries no `params`; they are the second value.
+pub fn parse_send(body: &[u8]) -> Option<(RpcRequest, SendMessageRequest)> {
+    /// Params that must be a JSON object (a struct would also accept an array).
+    struct ObjectParams(SendMessageRequest);
+    impl<'de> Deserialize<'de> for ObjectParams {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ObjectParams, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = ObjectParams;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: de::MapAccess<'de>>(
+                    self,
+                    map: A,
+                ) -> Result<ObjectParams, A::Error> {
+                    SendMessageRequest::deserialize(de::value::MapAccessDeserializer::new(map))
+                        .map(ObjectParams)
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+    #[derive(Deserialize)]
+    struct Envelope<'a> {
+        // Borrowed: a version written with escapes fails here and takes the general route.
+        jsonrpc: Option<&'a str>,
+        #[serde(default)]
+        id: Option<Value>,
+        method: Option<String>,
+        params: Option<ObjectParams>,
+    }
+    let env: Envelope = serde_json::from_slice(body).ok()?;
+    if env.jsonrpc != Some("2.0") {
+        return None;
+    }
+    let method = env.method?;
+    if !matches!(
+        Method::from_name(&method),
+        Some(Method::SendMessage | Method::SendStreamingMessage)
+    ) {
+        return None;
+    }
+    let id = match env.id {
+        None | Some(Value::Null) => RpcId::Null,
+        Some(Value::String(s)) => RpcId::String(s),
+        Some(Value::Number(n)) => RpcId::Number(n),
+        Some(_) => return None,
+    };
+    let params = env.params?.0;
+    Some((
+        RpcRequest {
+            jsonrpc: "2.0".into(),
+            id,
+            method,
+            params: None,
+        },
+        params,
+    ))
 }
 
 /// A response: exactly one of `result` / `error`. The outcome is an enum rather than two options
@@ -303,6 +368,26 @@ impl RpcResponse {
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
+}
+
+/// The bytes of a successful response, written straight from `result` with no JSON tree in
+/// between. The same text as serialising [`RpcResponse::success`]'s tree: its keys in sorted
+/// order (`id`, `jsonrpc`, `result`), and the result types on the hot path ([`Task`],
+/// [`Message`] and what they hold) serialise their fields in sorted order too.
+pub fn success_body(id: &RpcId, result: &impl Serialize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(b"{\"id\":");
+    let written = serde_json::to_writer(&mut out, id).and_then(|()| {
+        out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+        serde_json::to_writer(&mut out, result)
+    });
+    if written.is_err() {
+        // Only a failing `Serialize` impl gets here; answer as the tree route would.
+        return serde_json::to_vec(&RpcResponse::success(id.clone(), result).to_value())
+            .unwrap_or_default();
+    }
+    out.push(b'}');
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -737,7 +822,8 @@ pub enum PartContent {
 }
 
 /// One piece of a message or artifact. No `kind` field in 1.0; an incoming 0.3 `kind` is ignored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Serialize: by hand below, keys in sorted order (see `success_body`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Part {
     #[serde(flatten)]
@@ -805,7 +891,8 @@ impl Part {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Serialize: by hand below, keys in sorted order (see `success_body`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     pub message_id: String,
@@ -856,7 +943,8 @@ impl Message {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Serialize: by hand below, keys in sorted order (see `success_body`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatus {
     pub state: TaskState,
@@ -877,7 +965,8 @@ impl TaskStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Serialize: by hand below, keys in sorted order (see `success_body`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
     pub artifact_id: String,
@@ -892,7 +981,8 @@ pub struct Artifact {
     pub extensions: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Serialize: by hand below, keys in sorted order (see `success_body`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     pub id: String,
@@ -1361,6 +1451,160 @@ pub fn push_body(event: &StreamResponse) -> Value {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Serialisation in sorted key order
+
+// The types a response carries write their keys in byte order, the order a `serde_json::Value`
+// object (a sorted map) has: direct serialisation then gives the very text the answers had when
+// they were built as trees first, without building the trees (`success_body`). The absent-means-
+// omitted rules are the same as on the fields' `serde` attributes. Tested against the tree route.
+
+impl Serialize for Part {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        if let PartContent::Data(d) = &self.content {
+            m.serialize_entry("data", d)?;
+        }
+        if let Some(f) = &self.filename {
+            m.serialize_entry("filename", f)?;
+        }
+        if let Some(t) = &self.media_type {
+            m.serialize_entry("mediaType", t)?;
+        }
+        if let Some(md) = &self.metadata {
+            m.serialize_entry("metadata", md)?;
+        }
+        match &self.content {
+            PartContent::Raw(r) => m.serialize_entry("raw", r)?,
+            PartContent::Text(t) => m.serialize_entry("text", t)?,
+            PartContent::Url(u) => m.serialize_entry("url", u)?,
+            PartContent::Data(_) => {}
+        }
+        m.end()
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        if let Some(c) = &self.context_id {
+            m.serialize_entry("contextId", c)?;
+        }
+        if !self.extensions.is_empty() {
+            m.serialize_entry("extensions", &self.extensions)?;
+        }
+        m.serialize_entry("messageId", &self.message_id)?;
+        if let Some(md) = &self.metadata {
+            m.serialize_entry("metadata", md)?;
+        }
+        m.serialize_entry("parts", &self.parts)?;
+        if !self.reference_task_ids.is_empty() {
+            m.serialize_entry("referenceTaskIds", &self.reference_task_ids)?;
+        }
+        m.serialize_entry("role", &self.role)?;
+        if let Some(t) = &self.task_id {
+            m.serialize_entry("taskId", t)?;
+        }
+        m.end()
+    }
+}
+
+impl Serialize for TaskStatus {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        if let Some(msg) = &self.message {
+            m.serialize_entry("message", msg)?;
+        }
+        m.serialize_entry("state", &self.state)?;
+        if let Some(t) = &self.timestamp {
+            m.serialize_entry("timestamp", t)?;
+        }
+        m.end()
+    }
+}
+
+impl Serialize for Artifact {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("artifactId", &self.artifact_id)?;
+        if let Some(d) = &self.description {
+            m.serialize_entry("description", d)?;
+        }
+        if !self.extensions.is_empty() {
+            m.serialize_entry("extensions", &self.extensions)?;
+        }
+        if let Some(md) = &self.metadata {
+            m.serialize_entry("metadata", md)?;
+        }
+        if let Some(n) = &self.name {
+            m.serialize_entry("name", n)?;
+        }
+        m.serialize_entry("parts", &self.parts)?;
+        m.end()
+    }
+}
+
+impl Serialize for Task {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serialize_task(self, &self.history, s)
+    }
+}
+
+/// A task with `history` in place of its own (a tail of it).
+fn serialize_task<S: Serializer>(t: &Task, history: &[Message], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(None)?;
+    if !t.artifacts.is_empty() {
+        m.serialize_entry("artifacts", &t.artifacts)?;
+    }
+    m.serialize_entry("contextId", &t.context_id)?;
+    if !history.is_empty() {
+        m.serialize_entry("history", history)?;
+    }
+    m.serialize_entry("id", &t.id)?;
+    if let Some(md) = &t.metadata {
+        m.serialize_entry("metadata", md)?;
+    }
+    m.serialize_entry("status", &t.status)?;
+    m.end()
+}
+
+/// The SendMessage result `{"task": …}` written from a borrowed task, its history cut to
+/// `history_length` as [`Task::with_history_length`] cuts it: the same text as
+/// `SendMessageResponse::Task(task.clone().with_history_length(history_length))`, without the
+/// copy (a blocking call's answer is written while the task table is locked).
+pub struct TaskResult<'a> {
+    pub task: &'a Task,
+    pub history_length: Option<i32>,
+}
+
+impl Serialize for TaskResult<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        struct Cut<'a>(&'a Task, &'a [Message]);
+        impl Serialize for Cut<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                serialize_task(self.0, self.1, s)
+            }
+        }
+        let all = &self.task.history;
+        let history = match self.history_length {
+            None => &all[..],
+            Some(n) => {
+                let keep = usize::try_from(n.max(0)).unwrap_or(0);
+                &all[all.len().saturating_sub(keep)..]
+            }
+        };
+        let mut m = s.serialize_map(Some(1))?;
+        m.serialize_entry("task", &Cut(self.task, history))?;
+        m.end()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Small helpers
 
 /// Standard base64 with padding, as ProtoJSON writes `bytes`.
@@ -1820,9 +2064,10 @@ mod tests {
         };
         let s = serde_json::to_string(&bare).unwrap();
         assert!(!s.contains("null"), "{s}");
+        // Keys in sorted order: the order the JSON-RPC answers have always had on the wire.
         assert_eq!(
             s,
-            r#"{"id":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}"#
+            r#"{"contextId":"c","id":"t","status":{"state":"TASK_STATE_WORKING"}}"#
         );
     }
 
@@ -2055,5 +2300,154 @@ mod tests {
             assert_eq!(base64_encode(plain.as_bytes()), enc);
         }
         assert_eq!(base64_encode(&[0xff, 0xfe, 0xfd]), "//79");
+    }
+
+    /// The one-pass decoding of SendMessage gives what the general route gives, and leaves
+    /// everything it is unsure of to that route.
+    #[test]
+    fn parse_send_agrees_with_the_general_route() {
+        let msg = r#"{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"go"}]}"#;
+        let taken = [
+            format!(r#"{{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{{"message":{msg},"configuration":{{}}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":7,"method":"SendStreamingMessage","params":{{"message":{msg}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","method":"SendMessage","params":{{"message":{msg}}},"extra":[1,{{"a":null}}]}}"#),
+            format!(r#"{{"params":{{"configuration":{{"historyLength":"2","returnImmediately":true}},"message":{msg},"metadata":{{"k":1}}}},"id":null,"method":"SendMessage","jsonrpc":"2.0"}}"#),
+            r#"{"jsonrpc":"2.0","id":"x","method":"SendMessage","params":{"message":{"messageId":"m","role":2,"parts":[{"data":{"b":[1,2]},"mediaType":"a/b"},{"url":"http://u"}],"metadata":{"revision":3},"kind":"message"}}}"#.to_string(),
+        ];
+        for body in &taken {
+            let (call, p) = parse_send(body.as_bytes()).expect(body);
+            let general = parse_request(body.as_bytes()).unwrap();
+            assert_eq!((&call.id, &call.method), (&general.id, &general.method));
+            assert_eq!(p, general.params::<SendMessageRequest>().unwrap(), "{body}");
+        }
+        let left = [
+            format!(r#"{{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":[{msg}]}}"#),
+            format!(r#"{{"jsonrpc":"1.0","id":"1","method":"SendMessage","params":{{"message":{msg}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":true,"method":"SendMessage","params":{{"message":{msg}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":"1","method":"GetTask","params":{{"message":{msg}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":"1","id":"2","method":"SendMessage","params":{{"message":{msg}}}}}"#),
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"role":"ROLE_USER"}}}"#.to_string(),
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":null}"#.to_string(),
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage"}"#.to_string(),
+            r#"[{"jsonrpc":"2.0","id":"1","method":"SendMessage"}]"#.to_string(),
+            "{not json".to_string(),
+        ];
+        for body in &left {
+            assert!(parse_send(body.as_bytes()).is_none(), "{body}");
+        }
+    }
+
+    /// Direct serialisation writes the same text as going through a `Value` tree (whose
+    /// objects are sorted maps): every field set, and none of the optional ones.
+    #[test]
+    fn direct_serialisation_matches_the_tree_route() {
+        fn same<T: Serialize>(v: &T) {
+            let direct = serde_json::to_string(v).unwrap();
+            let tree = serde_json::to_value(v).unwrap().to_string();
+            assert_eq!(direct, tree);
+        }
+        let md = |k: &str| -> Metadata {
+            let mut m = Map::new();
+            m.insert(k.into(), json!({"z": 1, "a": [1.5, "x"]}));
+            m.insert("Upper".into(), json!(null));
+            m
+        };
+        let parts = vec![
+            Part::text("hi \"there\"\n"),
+            Part::data(json!({"b": 1, "a": {"d": 2, "c": 3}}))
+                .with_filename("f.json")
+                .with_media_type("application/json")
+                .with_metadata(md("m")),
+            Part::raw(b"bytes").with_media_type("application/octet-stream"),
+            Part::url("http://x/y").with_filename("y"),
+        ];
+        let full = Message {
+            message_id: "m-1".into(),
+            context_id: Some("ctx-1".into()),
+            task_id: Some("task-1".into()),
+            role: Role::User,
+            parts: parts.clone(),
+            metadata: Some(md("revision")),
+            extensions: vec!["urn:x".into()],
+            reference_task_ids: vec!["task-0".into()],
+        };
+        let bare = Message::agent("m-2", vec![Part::text("ok")]);
+        let artifact = Artifact {
+            artifact_id: "a".into(),
+            name: Some("n".into()),
+            description: Some("d".into()),
+            parts: parts.clone(),
+            metadata: Some(md("k")),
+            extensions: vec!["urn:e".into()],
+        };
+        let task = Task {
+            id: "task-1".into(),
+            context_id: "ctx-1".into(),
+            status: TaskStatus {
+                state: TaskState::Completed,
+                message: Some(full.clone()),
+                timestamp: Some("2026-01-01T00:00:00.000Z".into()),
+            },
+            artifacts: vec![
+                artifact.clone(),
+                Artifact {
+                    name: None,
+                    description: None,
+                    metadata: None,
+                    extensions: vec![],
+                    ..artifact.clone()
+                },
+            ],
+            history: vec![full.clone(), bare.clone()],
+            metadata: Some(md("revision")),
+        };
+        let plain = Task {
+            id: "task-2".into(),
+            context_id: String::new(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: None,
+            },
+            artifacts: vec![],
+            history: vec![],
+            metadata: None,
+        };
+        for p in &parts {
+            same(p);
+        }
+        same(&full);
+        same(&bare);
+        same(&artifact);
+        same(&task);
+        same(&plain);
+        same(&SendMessageResponse::Task(task.clone()));
+        same(&SendMessageResponse::Message(full.clone()));
+        same(&StreamResponse::Task(plain.clone()));
+        for n in [None, Some(-1), Some(0), Some(1), Some(2), Some(9)] {
+            let cut = serde_json::to_string(&TaskResult {
+                task: &task,
+                history_length: n,
+            });
+            let copied = SendMessageResponse::Task(task.clone().with_history_length(n));
+            assert_eq!(
+                cut.unwrap(),
+                serde_json::to_value(&copied).unwrap().to_string()
+            );
+        }
+        for id in [RpcId::from("abc"), RpcId::from(7), RpcId::Null] {
+            for result in [
+                serde_json::to_value(SendMessageResponse::Task(task.clone())).unwrap(),
+                serde_json::to_value(SendMessageResponse::Message(bare.clone())).unwrap(),
+                Value::Null,
+            ] {
+                let tree =
+                    serde_json::to_vec(&RpcResponse::success(id.clone(), &result).to_value());
+                assert_eq!(success_body(&id, &result), tree.unwrap());
+            }
+            let direct = success_body(&id, &SendMessageResponse::Task(task.clone()));
+            let tree = RpcResponse::success(id.clone(), SendMessageResponse::Task(task.clone()));
+            assert_eq!(direct, serde_json::to_vec(&tree.to_value()).unwrap());
+        }
     }
 }

@@ -21,7 +21,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tokio::sync::broadcast;
 
 use super::super::push;
 use super::super::wire::{
@@ -198,6 +197,7 @@ impl Rebuild<'_> {
         self.table
             .tasks
             .get_mut(id)
+            .map(|e| &mut **e)
             .filter(|e| e.agent == r.service)
     }
 
@@ -361,15 +361,22 @@ impl Rebuild<'_> {
             revision_key: spec.revision_key.clone(),
             canary_issued: false,
             start: r.received_at,
+            script: None,
             timeline: Vec::new(),
             cursor: 0,
             generation: 0,
             cancel: parse(d.get("cancel")).unwrap_or(spec.script.cancel),
             text,
-            events: broadcast::channel(STREAM_BUFFER).0,
+            events: None,
+            capacity: STREAM_BUFFER,
             push: Vec::new(),
         };
-        if self.table.tasks.insert(task_id.clone(), entry).is_none() {
+        if self
+            .table
+            .tasks
+            .insert(task_id.clone(), Box::new(entry))
+            .is_none()
+        {
             self.table.order.push(task_id);
         }
     }
@@ -388,7 +395,7 @@ impl Rebuild<'_> {
         reply.metadata = revision_meta(&spec.revision_key, r.revision.as_ref());
         self.table.seen.insert(
             (r.service.clone(), in_reply_to.to_string()),
-            Seen::Message(reply),
+            Seen::Message(Box::new(reply)),
         );
     }
 }
