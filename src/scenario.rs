@@ -497,14 +497,36 @@ impl Route {
     /// The name of the counter an execution of this route advances (its fate ordinal), as
     /// chosen by `per`.
     pub fn fate_stream(&self, service: &str, intent: Option<&Value>, key: Option<&str>) -> String {
+        let mut out = String::new();
+        self.write_fate_stream(&mut out, service, intent, key);
+        out
+    }
+
+    /// [`Route::fate_stream`] into a buffer the caller reuses (once per executed action).
+    pub fn write_fate_stream(
+        &self,
+        out: &mut String,
+        service: &str,
+        intent: Option<&Value>,
+        key: Option<&str>,
+    ) {
+        out.clear();
+        out.push_str(service);
+        out.push('/');
+        out.push_str(&self.name);
         match self.per {
-            Per::Route => format!("{service}/{}", self.name),
-            Per::Intent => format!(
-                "{service}/{}/intent:{}",
-                self.name,
-                intent.map(|v| v.to_string()).unwrap_or_default()
-            ),
-            Per::Key => format!("{service}/{}/key:{}", self.name, key.unwrap_or("")),
+            Per::Route => {}
+            Per::Intent => {
+                out.push_str("/intent:");
+                if let Some(v) = intent {
+                    use std::fmt::Write as _;
+                    let _ = write!(out, "{v}");
+                }
+            }
+            Per::Key => {
+                out.push_str("/key:");
+                out.push_str(key.unwrap_or(""));
+            }
         }
     }
 }

@@ -557,7 +557,9 @@ fn decide_and_execute(
                 // Carried in the entry so an exported ledger can be verified without the scenario.
                 record.detail = Some(json!({"repeatable": true}));
             }
-            let stream = route.fate_stream(
+            let mut stream = std::mem::take(&mut st.stream_buf);
+            route.write_fate_stream(
+                &mut stream,
                 &svc.name,
                 record.intent.as_ref(),
                 record.idempotency_key.as_deref(),
@@ -573,6 +575,7 @@ fn decide_and_execute(
                 }
             };
             let fate = route.fates.pick(world.seed, &stream, ordinal);
+            st.stream_buf = stream;
             record.fate = Some(fate);
             record.applies_at = match fate {
                 Fate::ApplyLater(d) => Some(now + d),

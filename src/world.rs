@@ -28,6 +28,8 @@ pub struct State {
     pub keys: KeyStore,
     /// Attempts counted so far per fate stream (`service/route`, `.../intent:..`, `.../key:..`).
     pub counters: FastMap<String, u64>,
+    /// Where a stream's name is written before it is looked up (no allocation per action).
+    pub stream_buf: String,
     /// Latest execution (seq) per (service, idempotency key), whatever the idempotency mode:
     /// lookups and cancels accept a key as the action's id.
     pub by_key: KeyIndex,
