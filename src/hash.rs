@@ -94,9 +94,26 @@ impl BuildHasher for FastState {
 pub type FastMap<K, V> = HashMap<K, V, FastState>;
 pub type FastSet<K> = HashSet<K, FastState>;
 
+/// `format!("{:016x}", v)` without the formatting machinery (once per keyed request).
+pub fn hex16(v: u64) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(16);
+    for i in (0..16).rev() {
+        out.push(DIGITS[((v >> (i * 4)) & 0xf) as usize] as char);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex16_is_lower_case_zero_padded_hex() {
+        for v in [0, 1, 0xabc, u64::MAX, 0x0123_4567_89ab_cdef] {
+            assert_eq!(hex16(v), format!("{v:016x}"));
+        }
+    }
 
     #[test]
     fn equal_keys_hash_equal_and_maps_work() {

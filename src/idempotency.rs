@@ -382,7 +382,7 @@ impl std::io::Write for Fnv {
 pub fn fingerprint_bytes(bytes: &[u8]) -> String {
     let mut h = Fnv(FNV_OFFSET);
     let _ = std::io::Write::write(&mut h, bytes);
-    format!("{:016x}", h.0)
+    crate::hash::hex16(h.0)
 }
 
 /// The fingerprint of a request body under a policy: canonical JSON when the body parses (so key
@@ -395,7 +395,7 @@ pub fn fingerprint(how: &Fingerprint, raw: &[u8], json: Option<&Value>) -> Optio
             Some(v) => {
                 let mut h = Fnv(FNV_OFFSET);
                 let _ = serde_json::to_writer(&mut h, v);
-                format!("{:016x}", h.0)
+                crate::hash::hex16(h.0)
             }
             None => fingerprint_bytes(raw),
         }),

@@ -450,7 +450,7 @@ impl<'a> Reader<'a> {
         match self.varint() {
             2 => {
                 let b: [u8; 8] = self.take(8).try_into().unwrap_or([0; 8]);
-                Some(format!("{:016x}", u64::from_le_bytes(b)))
+                Some(crate::hash::hex16(u64::from_le_bytes(b)))
             }
             1 => {
                 let n = self.varint() as usize;
