@@ -747,19 +747,19 @@ async fn probe(opts: &Opts) {
 fn verify_parts(opts: &Opts) {
     let path = opts.url();
     let t = Instant::now();
-    let text = std::fs::read_to_string(path).expect("ledger");
+    let text = doubleagent::verify::read_file(std::path::Path::new(path)).expect("ledger");
     let read = t.elapsed();
     let t = Instant::now();
-    let entries = doubleagent::verify::parse_jsonl_for_verify(&text, path).expect("ledger");
+    let ledger = doubleagent::verify::LeanLedger::parse(&text, path).expect("ledger");
     let parse = t.elapsed();
     let t = Instant::now();
-    let report = doubleagent::verify::verify(&entries, None);
+    let report = ledger.verify(None);
     let check = t.elapsed();
     let t = Instant::now();
-    let human = report.human(&entries);
+    let human = ledger.human(&report);
     let text_out = t.elapsed();
     let t = Instant::now();
-    drop(entries);
+    drop(ledger);
     drop(text);
     let free = t.elapsed();
     println!(
