@@ -360,7 +360,12 @@ fn parse_piece<'a>(
             continue;
         }
         let offset = at + (l.as_ptr() as usize - base);
-        match serde_json::from_str::<Wire>(l) {
+        // The scanner reads what the exporter writes; serde has the last word on the rest.
+        let wire = match super::scan::wire(l) {
+            Some(w) => Ok(w),
+            None => serde_json::from_str::<Wire>(l),
+        };
+        match wire {
             Ok(w) => rows.push(w.into_row(offset, syms, hash)),
             Err(_) => {
                 return Err(match serde_json::from_str::<Entry>(l) {
@@ -377,52 +382,57 @@ fn parse_piece<'a>(
 /// same JSON, keeping only what [`Row`] needs.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct Wire<'a> {
-    seq: u64,
+pub(super) struct Wire<'a> {
+    pub(super) seq: u64,
     #[serde(borrow)]
-    service: Str<'a>,
+    pub(super) service: Str<'a>,
     #[serde(borrow)]
-    route: Option<Str<'a>>,
-    method: Skipped,
-    path: Skipped,
-    received_at: Skipped,
+    pub(super) route: Option<Str<'a>>,
+    pub(super) method: Skipped,
+    pub(super) path: Skipped,
+    pub(super) received_at: Skipped,
     #[serde(borrow)]
-    idempotency_key: Option<Str<'a>>,
-    fingerprint: Option<Skipped>,
-    intent: Option<Canonical>,
+    pub(super) idempotency_key: Option<Str<'a>>,
+    pub(super) fingerprint: Option<Skipped>,
+    pub(super) intent: Option<Canonical<'a>>,
     #[serde(borrow)]
-    work_id: Option<Str<'a>>,
-    revision: Option<Revision>,
-    body: Valid,
-    body_truncated: bool,
-    disposition: Disposition,
-    replay_of: Option<u64>,
-    executed_after_expiry: bool,
+    pub(super) work_id: Option<Str<'a>>,
+    pub(super) revision: Option<Revision>,
+    pub(super) body: Valid,
+    pub(super) body_truncated: bool,
+    pub(super) disposition: Disposition,
+    pub(super) replay_of: Option<u64>,
+    pub(super) executed_after_expiry: bool,
     #[serde(borrow)]
-    fate: Option<Str<'a>>,
+    pub(super) fate: Option<Str<'a>>,
     #[serde(borrow)]
-    action_id: Option<Str<'a>>,
-    applied: bool,
-    applied_at: Option<Skipped>,
-    cancelled_at: Option<Skipped>,
-    response: WireResponse,
+    pub(super) action_id: Option<Str<'a>>,
+    pub(super) applied: bool,
+    pub(super) applied_at: Option<Skipped>,
+    pub(super) cancelled_at: Option<Skipped>,
+    pub(super) response: WireResponse,
     #[serde(borrow)]
-    actor: Option<Str<'a>>,
+    pub(super) actor: Option<Str<'a>>,
     #[serde(borrow)]
-    event: Option<Str<'a>>,
-    detail: Option<Value>,
+    pub(super) event: Option<Str<'a>>,
+    pub(super) detail: Option<Value>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct WireResponse {
-    delivery: Delivery,
-    status: Option<u16>,
-    at: Option<Skipped>,
+pub(super) struct WireResponse {
+    pub(super) delivery: Delivery,
+    pub(super) status: Option<u16>,
+    pub(super) at: Option<Skipped>,
 }
 
 impl<'a> Wire<'a> {
-    fn into_row(self, at: usize, syms: &mut Interner<'a, '_>, hash: &FastState) -> Row<'a> {
+    pub(super) fn into_row(
+        self,
+        at: usize,
+        syms: &mut Interner<'a, '_>,
+        hash: &FastState,
+    ) -> Row<'a> {
         let Wire {
             seq,
             service,
@@ -485,7 +495,7 @@ impl<'a> Wire<'a> {
 
 /// A string, borrowed from the text unless it had escapes.
 #[derive(Default)]
-struct Str<'a>(Cow<'a, str>);
+pub(super) struct Str<'a>(pub(super) Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -511,7 +521,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
 
 /// A string whose value is not kept (its type is still checked).
 #[derive(Default)]
-struct Skipped;
+pub(super) struct Skipped;
 
 impl<'de> Deserialize<'de> for Skipped {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -532,7 +542,7 @@ impl<'de> Deserialize<'de> for Skipped {
 /// Any JSON value that a `Value` would accept, not kept. (`IgnoredAny` skips numbers without
 /// reading them, so it takes `1e999`, which `Value` refuses.)
 #[derive(Default)]
-struct Valid;
+pub(super) struct Valid;
 
 struct ValidVisitor;
 
@@ -585,7 +595,7 @@ impl<'de> Visitor<'de> for ValidVisitor {
 
 /// A revision as the checkers read it: the integer `Value::as_i64` would give, else `None`
 /// (the value is still checked as a `Value` would be).
-struct Revision(Option<i64>);
+pub(super) struct Revision(pub(super) Option<i64>);
 
 impl<'de> Deserialize<'de> for Revision {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -633,19 +643,19 @@ impl<'de> Deserialize<'de> for Revision {
 /// A JSON value as its canonical text: what `Value::to_string` writes for the value parsed
 /// (object keys sorted, duplicates keeping the last, numbers and strings written serde_json's
 /// way), produced while parsing, without building the tree.
-struct Canonical(Box<str>);
+pub(super) struct Canonical<'a>(pub(super) Cow<'a, str>);
 
 thread_local! {
     /// Where canonical texts are written before they are copied out at their exact size.
     static SCRATCH: Cell<String> = const { Cell::new(String::new()) };
 }
 
-impl<'de> Deserialize<'de> for Canonical {
+impl<'de> Deserialize<'de> for Canonical<'_> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut out = SCRATCH.with(Cell::take);
         out.clear();
         let r = Canon { out: &mut out }.deserialize(d);
-        let text = Box::from(out.as_str());
+        let text = Cow::Owned(out.as_str().to_owned());
         SCRATCH.with(|s| s.set(out));
         r.map(|()| Canonical(text))
     }

@@ -25,6 +25,7 @@ use crate::ledger::{Delivery, Disposition, Entry};
 mod checks;
 mod jsonl;
 mod rows;
+mod scan;
 
 // ---------------------------------------------------------------------------------------------
 // Claims

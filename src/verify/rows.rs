@@ -34,7 +34,7 @@ pub(super) struct Row<'a> {
     pub work_id: Option<Cow<'a, str>>,
     pub action_id: Option<Cow<'a, str>>,
     /// The intent's canonical JSON text.
-    pub intent: Option<Box<str>>,
+    pub intent: Option<Cow<'a, str>>,
     /// Hashes of `intent` and `key` (0 without one), computed where rows are made (in
     /// parallel, while the text is in cache): numbering and matching them later need not read
     /// the strings again, scattered over the whole text.
@@ -210,7 +210,7 @@ impl<'a> Ledger<'a> {
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                let intent = e.intent.as_ref().map(|v| v.to_string().into_boxed_str());
+                let intent = e.intent.as_ref().map(|v| Cow::Owned(v.to_string()));
                 let str = |s: &'a Option<String>| s.as_deref().map(Cow::Borrowed);
                 Row {
                     seq: e.seq,
