@@ -308,19 +308,41 @@ fn not_utf8(args: &VerifyArgs, origin: &str) -> String {
 }
 
 async fn verify_cmd(args: VerifyArgs) -> ExitCode {
-    let Loaded {
-        claims,
-        text,
-        origin,
-    } = match load(&args).await {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
+    let claims = match read_claims(args.claims.as_ref()) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    // Rows straight from the JSONL text, no full entries (see `verify::LeanLedger`): a file is
+    // read a piece at a time, a ledger fetched over HTTP is in memory already.
+    #[cfg(unix)]
+    let file;
+    let fetched;
+    let (parsed, origin) = match &args.ledger {
+        #[cfg(unix)]
+        Some(path) => {
+            let origin = path.display().to_string();
+            file = match std::fs::File::open(path) {
+                Ok(f) => f,
+                Err(e) => return fail(format!("cannot read the ledger {origin}: {e}")),
+            };
+            (LeanLedger::read(&file, &origin), origin)
+        }
+        _ => {
+            fetched = match load(&args).await {
+                Ok(l) => l,
+                Err(e) => return fail(e),
+            };
+            (
+                LeanLedger::parse(&fetched.text, &fetched.origin),
+                fetched.origin.clone(),
+            )
         }
     };
-    // Rows straight from the text, no full entries (see `verify::LeanLedger`).
-    let code = match LeanLedger::parse(&text, &origin) {
+    let code = match parsed {
         Ok(ledger) => {
             let report = ledger.verify(claims.as_ref());
             let code = verdict(&report, || ledger.human(&report), args.json);
@@ -328,31 +350,21 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
             std::mem::forget(ledger);
             code
         }
-        Err(LeanError::NotUtf8) => {
-            eprintln!("error: {}", not_utf8(&args, &origin));
-            ExitCode::from(2)
-        }
-        Err(LeanError::Entry(e)) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
+        Err(LeanError::Io(e)) => fail(format!("cannot read the ledger {origin}: {e}")),
+        Err(LeanError::NotUtf8) => fail(not_utf8(&args, &origin)),
+        Err(LeanError::Entry(e)) => fail(e),
         Err(LeanError::NeedsFullParse) => {
-            let entries = std::str::from_utf8(&text)
-                .map_err(|_| not_utf8(&args, &origin))
-                .and_then(|t| parse_jsonl(t, &origin));
-            match entries {
-                Ok(entries) => {
-                    let report = verify(&entries, claims.as_ref());
-                    verdict(&report, || report.human(&entries), args.json)
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(2)
-                }
+            let report = load(&args).await.and_then(|l| {
+                let text = std::str::from_utf8(&l.text).map_err(|_| not_utf8(&args, &origin))?;
+                let entries = parse_jsonl(text, &origin)?;
+                Ok((verify(&entries, claims.as_ref()), entries))
+            });
+            match report {
+                Ok((report, entries)) => verdict(&report, || report.human(&entries), args.json),
+                Err(e) => fail(e),
             }
         }
     };
-    std::mem::forget(text);
     code
 }
 

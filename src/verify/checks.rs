@@ -206,7 +206,9 @@ fn intent_ids(l: &Ledger<'_>) -> (Vec<u32>, usize) {
             (e.disposition == Disposition::Executed && e.intent.is_some())
                 .then(|| state.hash_one((e.service, l.route_key(e), e.intent_hash)))
         },
-        |f, e| f.service == e.service && l.route_key(f) == l.route_key(e) && f.intent == e.intent,
+        |f, e| {
+            f.service == e.service && l.route_key(f) == l.route_key(e) && l.intent(f) == l.intent(e)
+        },
     )
 }
 
@@ -220,7 +222,7 @@ fn key_ids(l: &Ledger<'_>) -> (Vec<u32>, usize) {
                 .is_some()
                 .then(|| state.hash_one((e.service, e.key_hash)))
         },
-        |f, e| f.service == e.service && f.key == e.key,
+        |f, e| f.service == e.service && l.key(f) == l.key(e),
     )
 }
 
@@ -290,7 +292,7 @@ impl<'e> Index<'e> {
             }
         };
         for e in l.rows.iter() {
-            let scoped_here = match e.work_id.as_deref() {
+            let scoped_here = match l.work_id(e) {
                 Some(w) if !scoped.is_empty() => scoped.get(w).copied(),
                 _ => None,
             };
@@ -303,7 +305,7 @@ impl<'e> Index<'e> {
             match (e.disposition, event) {
                 (Disposition::Declaration, Some("revision")) => {
                     if let Some(rev) = e.revision {
-                        match e.work_id.as_deref() {
+                        match l.work_id(e) {
                             Some(w) => {
                                 let mut slot = scoped.get(w).copied();
                                 raise(&mut slot, rev, e.seq);
@@ -370,6 +372,18 @@ impl<'e> Index<'e> {
         self.l.rows.iter()
     }
 
+    fn intent_text(&self, e: &Row) -> &'e str {
+        self.l.intent(e).unwrap_or("(no intent)")
+    }
+
+    /// The task an agent entry is about: `detail.task_id`, else the entry's work id.
+    fn task_of(&self, e: &'e Row<'e>) -> Option<&'e str> {
+        e.detail
+            .as_deref()
+            .and_then(|d| str_field(d, "task_id"))
+            .or(self.l.work_id(e))
+    }
+
     fn service(&self, e: &Row) -> &'e str {
         self.l.name(e.service).unwrap_or_default()
     }
@@ -410,7 +424,7 @@ impl<'e> Index<'e> {
         if within(self.replays_of.get(&e.seq)) || within(self.lookups_by_target.get(&e.seq)) {
             return true;
         }
-        let ids = [e.key.as_deref(), e.action_id.as_deref()];
+        let ids = [self.l.key(e), self.l.action_id(e)];
         ids.iter()
             .flatten()
             .any(|id| within(self.lookups_by_id.get(&(e.service, *id))))
@@ -435,10 +449,6 @@ fn is_repeatable(e: &Row) -> bool {
         == Some(true)
 }
 
-fn intent_text<'r>(e: &'r Row<'_>) -> &'r str {
-    e.intent.as_deref().unwrap_or("(no intent)")
-}
-
 /// ACC-1: the same intent applied more than once.
 fn acc1_duplicate_effects(ix: &Index, out: &mut Vec<Finding>) {
     let groups = intent_groups(ix, |e| {
@@ -452,7 +462,7 @@ fn acc1_duplicate_effects(ix: &Index, out: &mut Vec<Finding>) {
                 "the same action took effect {} times: {} {} on {}",
                 group.len(),
                 ix.route(first).unwrap_or("?"),
-                intent_text(first),
+                ix.intent_text(first),
                 ix.service(first)
             ),
             entries: group.iter().map(|e| e.seq).collect(),
@@ -474,14 +484,14 @@ fn rec4_blind_retries(ix: &Index, out: &mut Vec<Finding>) {
             }
             let Some(retry) = group[i + 1..]
                 .iter()
-                .find(|r| first.key.is_none() || r.key != first.key)
+                .find(|r| !first.key.is_some() || ix.l.key(r) != ix.l.key(first))
             else {
                 continue;
             };
             if ix.learned(first, retry.seq) {
                 continue;
             }
-            let how = if retry.key.is_none() {
+            let how = if !retry.key.is_some() {
                 "no idempotency key"
             } else {
                 "a new idempotency key"
@@ -491,7 +501,7 @@ fn rec4_blind_retries(ix: &Index, out: &mut Vec<Finding>) {
                 summary: format!(
                     "retried {} {} with {how} after the outcome of the first attempt was unknown ({}), without a lookup in between",
                     ix.route(first).unwrap_or("?"),
-                    intent_text(first),
+                    ix.intent_text(first),
                     why_uncertain(first)
                 ),
                 entries: vec![first.seq, retry.seq],
@@ -512,7 +522,7 @@ fn rec4_key_reuse(ix: &Index, out: &mut Vec<Finding>) {
         {
             continue;
         }
-        let (Some(key), Some(intent)) = (e.key.as_deref(), e.intent.as_deref()) else {
+        let (Some(key), Some(intent)) = (ix.l.key(e), ix.l.intent(e)) else {
             continue;
         };
         let slot = &mut first_use[*kid as usize];
@@ -520,18 +530,13 @@ fn rec4_key_reuse(ix: &Index, out: &mut Vec<Finding>) {
             None => {
                 *slot = Some(e);
             }
-            Some(first)
-                if !first
-                    .intent
-                    .as_deref()
-                    .is_some_and(|i| same_value(i, intent)) =>
-            {
+            Some(first) if !ix.l.intent(first).is_some_and(|i| same_value(i, intent)) => {
                 if reported.insert((first.seq, intent)) {
                     out.push(Finding {
                         rule: "REC-4".into(),
                         summary: format!(
                             "idempotency key \"{key}\" reused for a different intent: first {}, then {intent}",
-                            intent_text(first)
+                            ix.intent_text(first)
                         ),
                         entries: vec![first.seq, e.seq],
                         hint: "reuse a key only for the same intent; a new intent needs a new key".into(),
@@ -550,7 +555,7 @@ fn rec4_expired_keys(ix: &Index, out: &mut Vec<Finding>) {
         if e.disposition != Disposition::Executed {
             continue;
         }
-        let Some(key) = e.key.as_deref() else {
+        let Some(key) = ix.l.key(e) else {
             continue;
         };
         let last = &mut last_exec[*kid as usize];
@@ -585,7 +590,7 @@ fn rec2_stale_admissions(ix: &Index, out: &mut Vec<Finding>) {
                 summary: format!(
                     "{} {} was admitted under revision {rev} after revision {in_force} had taken over",
                     ix.route(e).unwrap_or("?"),
-                    intent_text(e)
+                    ix.intent_text(e)
                 ),
                 entries: vec![since, e.seq],
                 hint: "check the revision at the admission of every action and refuse actions of a superseded revision".into(),
@@ -638,16 +643,16 @@ impl<'e> Claimable<'e> {
                 continue;
             }
             if key_hashes.contains(&e.key_hash) {
-                if let Some(k) = e.key.as_deref().filter(|k| keys.contains(k)) {
+                if let Some(k) = l.key(e).filter(|k| keys.contains(k)) {
                     ix.by_key.entry(k).or_default().push(i);
                 }
             }
             if works.is_empty() {
                 // (no work id to look for)
-            } else if let Some(w) = e.work_id.as_deref().filter(|w| works.contains(w)) {
+            } else if let Some(w) = l.work_id(e).filter(|w| works.contains(w)) {
                 ix.by_work.entry(w).or_default().push(i);
             }
-            if let (true, Some(intent)) = (with_intent, e.intent.as_deref()) {
+            if let (true, Some(intent)) = (with_intent, l.intent(e)) {
                 ix.by_intent.entry(intent).or_default().push(i);
             }
         }
@@ -691,7 +696,7 @@ impl<'e> Claimable<'e> {
             }
             found.sort_unstable();
             found.dedup();
-            found.retain(|&i| intent_matches(claimed, self.l.rows.get(i)));
+            found.retain(|&i| intent_matches(claimed, self.l.intent(self.l.rows.get(i))));
             found
         } else {
             Vec::new()
@@ -703,12 +708,8 @@ impl<'e> Claimable<'e> {
 
 /// A claimed intent matches an entry's intent as recorded (`{"/to": ..}`) or as body fields
 /// (`{"to": ..}`), whichever the orchestrator wrote.
-fn intent_matches(claimed: &Value, e: &Row) -> bool {
-    let Some(recorded) = e
-        .intent
-        .as_deref()
-        .and_then(|t| serde_json::from_str::<Value>(t).ok())
-    else {
+fn intent_matches(claimed: &Value, recorded: Option<&str>) -> bool {
+    let Some(recorded) = recorded.and_then(|t| serde_json::from_str::<Value>(t).ok()) else {
         return false;
     };
     if *claimed == recorded {
@@ -791,7 +792,7 @@ fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
                 summary: format!(
                     "the outcome of {} {} was never known ({}) and was never reported as unknown",
                     ix.route(e).unwrap_or("?"),
-                    intent_text(e),
+                    ix.intent_text(e),
                     why_uncertain(e)
                 ),
                 entries: vec![e.seq],
@@ -804,7 +805,7 @@ fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
                 summary: format!(
                     "the outcome of {} {} was reported as {} although it was never learned ({})",
                     ix.route(e).unwrap_or("?"),
-                    intent_text(e),
+                    ix.intent_text(e),
                     serde_json::to_value(claim).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
                     why_uncertain(e)
                 ),
@@ -825,9 +826,7 @@ fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
             continue;
         };
         let mentioned = covered.contains_key(&e.seq)
-            || e.work_id
-                .as_deref()
-                .is_some_and(|w| task_claimed.contains(w));
+            || ix.l.work_id(e).is_some_and(|w| task_claimed.contains(w));
         if rev < in_force && !mentioned {
             out.push(Finding {
                 rule: "ACC-3".into(),
@@ -835,7 +834,7 @@ fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
                     "{} applied {} {} under superseded revision {rev} (revision {in_force} was in force) and the claims do not mention it",
                     ix.actor(e).unwrap_or("an agent"),
                     ix.route(e).unwrap_or("?"),
-                    intent_text(e)
+                    ix.intent_text(e)
                 ),
                 entries: vec![since, e.seq],
                 hint: "report effects that happened under an old revision (e.g. by a subagent that ignored its cancel) so they can be reconciled or compensated".into(),
@@ -849,14 +848,6 @@ fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
 
 fn str_field<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
     v.get(k).and_then(Value::as_str)
-}
-
-/// The task an agent entry is about: `detail.task_id`, else the entry's work id.
-fn task_of<'r>(e: &'r Row<'_>) -> Option<&'r str> {
-    e.detail
-        .as_deref()
-        .and_then(|d| str_field(d, "task_id"))
-        .or(e.work_id.as_deref())
 }
 
 /// `cny-` + 16 hex digits, wherever they appear in a text.
@@ -987,7 +978,7 @@ fn task_revisions<'e>(ix: &Index<'e>) -> HashMap<&'e str, (u64, i64)> {
     for e in ix.rows() {
         if ix.agent_event(e, "task-created").is_some() {
             if let (Some(t), Some(r)) = (
-                task_of(e),
+                ix.task_of(e),
                 e.revision.or_else(|| {
                     e.detail
                         .as_deref()
@@ -1028,7 +1019,7 @@ fn rec3_cancel_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
         let id = t.task_id.as_str();
         let about: Vec<&Row> = ix
             .rows()
-            .filter(|e| e.disposition == Disposition::Agent && task_of(e) == Some(id))
+            .filter(|e| e.disposition == Disposition::Agent && ix.task_of(e) == Some(id))
             .collect();
         let cancels: Vec<&Row> = about
             .iter()

@@ -25,7 +25,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::rows::{text_hash, Field, Interner, Ledger, Row, Rows, Symbols};
+use super::rows::{text_hash, Field, Interner, Ledger, Row, Rows, Store, Symbols};
 use super::{checks, describe, Claims, Report};
 use crate::hash::{FastMap as HashMap, FastSet as HashSet, FastState};
 use crate::ledger::{Delivery, Disposition, Entry};
@@ -104,26 +104,32 @@ fn cut(bytes: &[u8], pieces: usize) -> Vec<usize> {
     bounds
 }
 
-/// Run `work` over line-aligned pieces of `bytes` (with the piece's offset in `bytes`), the
-/// pieces taken in turn by one thread per core, each thread with its own `state`. Results come
-/// back in piece order, with the piece bounds.
-fn in_pieces<'b, S, T: Send>(
-    bytes: &'b [u8],
-    state: impl Fn() -> S + Sync,
-    work: impl Fn(&mut S, &'b [u8], usize) -> T + Sync,
-) -> (Vec<T>, Vec<usize>) {
-    const PIECE: usize = 8 << 20;
+/// How a text is cut into pieces: about `PIECE` bytes each, at least one per core when there
+/// is enough of it (1 MiB), for cores to take in turn (a core the machine lends elsewhere for a
+/// while then holds up one small piece, not half the work).
+const PIECE: usize = if cfg!(test) { 64 << 10 } else { 8 << 20 };
+
+fn text_bounds(bytes: &[u8]) -> Vec<usize> {
     let threads = threads();
     let pieces = if bytes.len() < (1 << 20) || threads < 2 {
         1
     } else {
-        (bytes.len() / PIECE).clamp(threads, 256)
+        (bytes.len() / PIECE).clamp(threads, 4096)
     };
-    let bounds = cut(bytes, pieces);
-    let piece = |k: usize| (&bytes[bounds[k]..bounds[k + 1]], bounds[k]);
-    if pieces == 1 {
-        let (p, at) = piece(0);
-        return (vec![work(&mut state(), p, at)], bounds);
+    cut(bytes, pieces)
+}
+
+/// Run `work(state, k)` for every piece `k` in `0..pieces`, the pieces taken in turn by one
+/// thread per core, each thread with its own `state`. Results come back in piece order.
+fn run_pieces<S, T: Send>(
+    pieces: usize,
+    state: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, usize) -> T + Sync,
+) -> Vec<T> {
+    let threads = threads().min(pieces);
+    if threads < 2 {
+        let mut st = state();
+        return (0..pieces).map(|k| work(&mut st, k)).collect();
     }
     let next = AtomicUsize::new(0);
     let mut done: Vec<(usize, T)> = std::thread::scope(|s| {
@@ -137,8 +143,7 @@ fn in_pieces<'b, S, T: Send>(
                         if k >= pieces {
                             break out;
                         }
-                        let (p, at) = piece(k);
-                        out.push((k, work(&mut st, p, at)));
+                        out.push((k, work(&mut st, k)));
                     }
                 })
             })
@@ -156,13 +161,10 @@ fn in_pieces<'b, S, T: Send>(
     for k in 0..pieces {
         match done.next_if(|(j, _)| *j == k) {
             Some((_, t)) => all.push(t),
-            None => {
-                let (p, at) = piece(k);
-                all.push(work(st.get_or_insert_with(&state), p, at));
-            }
+            None => all.push(work(st.get_or_insert_with(&state), k)),
         }
     }
-    (all, bounds)
+    all
 }
 
 /// The number of the line that is line `i` (from 0) of the piece starting at `start`.
@@ -173,11 +175,13 @@ fn line_number(bytes: &[u8], start: usize, i: usize) -> usize {
 /// Parse a JSONL ledger (one [`Entry`] a line, blank lines skipped); `origin` names it in the
 /// error, which gives the first bad line's number.
 pub fn parse_jsonl(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
-    let (results, bounds) = in_pieces(
-        text.as_bytes(),
+    let bounds = text_bounds(text.as_bytes());
+    let results = run_pieces(
+        bounds.len() - 1,
         || (),
-        |_, piece, _| -> Result<Vec<Entry>, (usize, String)> {
+        |_, k| -> Result<Vec<Entry>, (usize, String)> {
             // Cut just after newlines, so on character boundaries.
+            let piece = &text.as_bytes()[bounds[k]..bounds[k + 1]];
             let piece = std::str::from_utf8(piece).map_err(|e| (0, e.to_string()))?;
             piece
                 .lines()
@@ -204,14 +208,21 @@ pub fn parse_jsonl(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
 // ---------------------------------------------------------------------------------------------
 // The lean parse
 
-/// A JSONL ledger read for verification only, borrowing from its text.
+/// A JSONL ledger read for verification only.
 pub struct LeanLedger<'a> {
-    text: &'a [u8],
-    ledger: Ledger<'a>,
+    source: Source<'a>,
+    ledger: Ledger<'static>,
 }
 
-/// Why [`LeanLedger::parse`] did not read a text.
-#[derive(Debug, PartialEq, Eq)]
+/// Where a lean ledger's lines are, to describe the entries findings name.
+enum Source<'a> {
+    Text(&'a [u8]),
+    #[cfg(unix)]
+    File(&'a std::fs::File),
+}
+
+/// Why [`LeanLedger::parse`] or [`LeanLedger::read`] did not read a ledger.
+#[derive(Debug)]
 pub enum LeanError {
     /// The text is not UTF-8.
     NotUtf8,
@@ -221,6 +232,8 @@ pub enum LeanError {
     /// A line that the full parse reads but the lean one does not. They read the same lines, so
     /// this is a bug; the caller can still verify through [`parse_jsonl`] and [`super::verify`].
     NeedsFullParse,
+    /// Reading the file failed.
+    Io(std::io::Error),
 }
 
 enum PieceError {
@@ -228,48 +241,63 @@ enum PieceError {
     /// The line (from 0 in its piece) and the full parse's message.
     Line(usize, String),
     NeedsFullParse,
+    Io(std::io::Error),
+}
+
+/// What a piece of the text became: its rows, the store of their strings, and how many lines
+/// it has (for the number of a bad line in a later piece).
+struct Piece {
+    rows: Vec<Row<'static>>,
+    store: Store,
+    lines: usize,
 }
 
 impl<'a> LeanLedger<'a> {
-    /// Read a JSONL ledger; `origin` names it in the error, which gives the first bad line's
-    /// number.
+    /// Read a JSONL ledger from its text; `origin` names it in the error, which gives the first
+    /// bad line's number.
     pub fn parse(text: &'a [u8], origin: &str) -> Result<LeanLedger<'a>, LeanError> {
         let shared = Mutex::new(Symbols::default());
         let hash = FastState::default();
-        let (results, bounds) = in_pieces(
-            text,
+        let bounds = text_bounds(text);
+        let results = run_pieces(
+            bounds.len() - 1,
             || Interner::new(&shared),
-            |syms, piece, at| parse_piece(piece, at, syms, &hash),
+            |syms, k| {
+                let piece = &text[bounds[k]..bounds[k + 1]];
+                parse_piece(piece, bounds[k] as u64, k, syms, &hash)
+            },
         );
-        if results
-            .iter()
-            .any(|r| matches!(r, Err(PieceError::NotUtf8)))
-        {
-            return Err(LeanError::NotUtf8);
-        }
-        if results
-            .iter()
-            .any(|r| matches!(r, Err(PieceError::NeedsFullParse)))
-        {
-            return Err(LeanError::NeedsFullParse);
-        }
-        let mut chunks = Vec::with_capacity(results.len());
-        for (k, r) in results.into_iter().enumerate() {
-            match r {
-                Ok(rows) => chunks.push(rows),
-                Err(PieceError::Line(i, e)) => {
-                    let n = line_number(text, bounds[k], i);
-                    return Err(LeanError::Entry(format!(
-                        "{origin}:{n}: not a ledger entry: {e}"
-                    )));
-                }
-                Err(PieceError::NotUtf8 | PieceError::NeedsFullParse) => {}
-            }
-        }
-        let syms = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let ledger = assemble(results, shared, origin)?;
         Ok(LeanLedger {
-            text,
-            ledger: Ledger::new(Rows::new(chunks), syms),
+            source: Source::Text(text),
+            ledger,
+        })
+    }
+
+    /// Read a JSONL ledger file a piece at a time (one reused buffer per core: the whole text
+    /// is never held); `origin` names it in the error.
+    #[cfg(unix)]
+    pub fn read(file: &'a std::fs::File, origin: &str) -> Result<LeanLedger<'a>, LeanError> {
+        let len = file.metadata().map_err(LeanError::Io)?.len();
+        let pieces = usize::try_from(len.div_ceil(PIECE as u64))
+            .unwrap_or(usize::MAX)
+            .max(1);
+        let shared = Mutex::new(Symbols::default());
+        let hash = FastState::default();
+        let results = run_pieces(
+            pieces,
+            || (Interner::new(&shared), Vec::new()),
+            |(syms, buf), k| {
+                let from = k as u64 * PIECE as u64;
+                let to = (from + PIECE as u64).min(len);
+                let (at, range) = read_piece(file, len, from, to, buf).map_err(PieceError::Io)?;
+                parse_piece(&buf[range.clone()], at + range.start as u64, k, syms, &hash)
+            },
+        );
+        let ledger = assemble(results, shared, origin)?;
+        Ok(LeanLedger {
+            source: Source::File(file),
+            ledger,
         })
     }
 
@@ -288,8 +316,8 @@ impl<'a> LeanLedger<'a> {
         checks::verify(&self.ledger, extra)
     }
 
-    /// [`Report::human`] for this ledger: the entries that findings name are parsed in full
-    /// again (a few thousand lines, not a million) and described.
+    /// [`Report::human`] for this ledger: the entries that findings name are read and parsed
+    /// in full again (a few thousand lines, not a million) and described.
     pub fn human(&self, report: &Report) -> String {
         let wanted: HashSet<u64> = report
             .findings
@@ -297,7 +325,7 @@ impl<'a> LeanLedger<'a> {
             .flat_map(|f| f.entries.iter().copied())
             .collect();
         // seq → line; a later entry with the same seq wins, as in `Report::human`.
-        let mut lines: HashMap<u64, usize> = HashMap::default();
+        let mut lines: HashMap<u64, u64> = HashMap::default();
         if !wanted.is_empty() {
             for r in self.ledger.rows.iter() {
                 if wanted.contains(&r.seq) {
@@ -305,11 +333,13 @@ impl<'a> LeanLedger<'a> {
                 }
             }
         }
-        let lines: Vec<(u64, usize)> = lines.into_iter().collect();
-        let describe_all = |part: &[(u64, usize)]| -> Vec<(u64, String)> {
+        let mut lines: Vec<(u64, u64)> = lines.into_iter().collect();
+        // In file order, so that reading them back goes forward.
+        lines.sort_unstable_by_key(|(_, at)| *at);
+        let describe_all = |part: &[(u64, u64)]| -> Vec<(u64, String)> {
             part.iter()
                 .filter_map(|&(seq, at)| {
-                    let e = serde_json::from_str::<Entry>(self.line(at)?).ok()?;
+                    let e = serde_json::from_str::<Entry>(&self.line(at)?).ok()?;
                     Some((seq, describe(&e)))
                 })
                 .collect()
@@ -334,39 +364,178 @@ impl<'a> LeanLedger<'a> {
     }
 
     /// The line starting at byte `at`, as `str::lines` gives it.
-    fn line(&self, at: usize) -> Option<&'a str> {
-        let rest = self.text.get(at..)?;
-        let line = match rest.iter().position(|b| *b == b'\n') {
-            Some(end) => rest[..end].strip_suffix(b"\r").unwrap_or(&rest[..end]),
-            None => rest,
+    fn line(&self, at: u64) -> Option<String> {
+        let strip = |mut l: Vec<u8>, ended: bool| {
+            if ended && l.last() == Some(&b'\r') {
+                l.pop();
+            }
+            String::from_utf8(l).ok()
         };
-        std::str::from_utf8(line).ok()
+        match self.source {
+            Source::Text(text) => {
+                let rest = text.get(usize::try_from(at).ok()?..)?;
+                match rest.iter().position(|b| *b == b'\n') {
+                    Some(end) => strip(rest[..end].to_vec(), true),
+                    None => strip(rest.to_vec(), false),
+                }
+            }
+            #[cfg(unix)]
+            Source::File(file) => {
+                use std::os::unix::fs::FileExt;
+                let mut line = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let mut pos = at;
+                loop {
+                    let n = file.read_at(&mut chunk, pos).ok()?;
+                    if n == 0 {
+                        return strip(line, false);
+                    }
+                    if let Some(end) = chunk[..n].iter().position(|b| *b == b'\n') {
+                        line.extend_from_slice(&chunk[..end]);
+                        return strip(line, true);
+                    }
+                    line.extend_from_slice(&chunk[..n]);
+                    pos += n as u64;
+                }
+            }
+        }
     }
 }
 
-/// Rows of one piece; `at` is the piece's offset in the whole text.
-fn parse_piece<'a>(
-    piece: &'a [u8],
-    at: usize,
-    syms: &mut Interner<'a, '_>,
+/// The ledger from the pieces' results, or the error of the first piece that failed (a text
+/// that is not UTF-8 anywhere first, as when it was read whole as a string).
+fn assemble(
+    results: Vec<Result<Piece, PieceError>>,
+    shared: Mutex<Symbols>,
+    origin: &str,
+) -> Result<Ledger<'static>, LeanError> {
+    if results
+        .iter()
+        .any(|r| matches!(r, Err(PieceError::NotUtf8)))
+    {
+        return Err(LeanError::NotUtf8);
+    }
+    let mut chunks = Vec::with_capacity(results.len());
+    let mut stores = Vec::with_capacity(results.len());
+    let mut lines_before = 0;
+    let mut needs_full = false;
+    for r in results {
+        match r {
+            Ok(p) => {
+                lines_before += p.lines;
+                chunks.push(p.rows);
+                stores.push(p.store);
+            }
+            Err(PieceError::Io(e)) => return Err(LeanError::Io(e)),
+            Err(PieceError::Line(i, e)) => {
+                if needs_full {
+                    break;
+                }
+                let n = lines_before + i + 1;
+                return Err(LeanError::Entry(format!(
+                    "{origin}:{n}: not a ledger entry: {e}"
+                )));
+            }
+            Err(PieceError::NeedsFullParse) => needs_full = true,
+            Err(PieceError::NotUtf8) => {}
+        }
+    }
+    if needs_full {
+        return Err(LeanError::NeedsFullParse);
+    }
+    let syms = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
+    Ok(Ledger::new(Rows::new(chunks), syms, stores))
+}
+
+/// Read into `buf` the lines of `file` (`len` bytes long) that start in `from..to`: the offset
+/// in the file of `buf`'s first byte, and where the lines are in `buf`. (The byte before `from`
+/// says whether a line starts at `from`; the last line is read to its end, past `to`.)
+#[cfg(unix)]
+fn read_piece(
+    file: &std::fs::File,
+    len: u64,
+    from: u64,
+    to: u64,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<(u64, std::ops::Range<usize>)> {
+    use std::os::unix::fs::FileExt;
+    if to <= from {
+        return Ok((from, 0..0));
+    }
+    // `buf` keeps its length between pieces: only its growth is zeroed, not each piece.
+    let mut used = 0usize;
+    let append = |buf: &mut Vec<u8>, used: &mut usize, at: u64, end: u64| {
+        let n = usize::try_from(end - at).unwrap_or(usize::MAX);
+        if buf.len() < *used + n {
+            buf.resize(*used + n, 0);
+        }
+        let r = file.read_exact_at(&mut buf[*used..*used + n], at);
+        *used += n;
+        r
+    };
+    let lo = from.saturating_sub(1);
+    append(buf, &mut used, lo, to)?;
+    let newline_from = |buf: &[u8], used: usize, i: usize| {
+        buf[i.min(used)..used]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map(|p| i + p)
+    };
+    let last = (to - 1 - lo) as usize; // the index of the piece's last byte
+    let start = if from == 0 {
+        0
+    } else {
+        match newline_from(buf, used, 0) {
+            Some(p) if p < last => p + 1,
+            // No line starts in this piece.
+            _ => return Ok((lo, 0..0)),
+        }
+    };
+    let mut search = last;
+    let end = loop {
+        if let Some(p) = newline_from(buf, used, search) {
+            break p + 1;
+        }
+        let at = lo + used as u64;
+        if at >= len {
+            break used;
+        }
+        search = used;
+        append(buf, &mut used, at, (at + (64 << 10)).min(len))?;
+    };
+    Ok((lo, start..end))
+}
+
+/// Rows of one piece of text (store number `id`); `at` is the piece's offset in the text.
+fn parse_piece(
+    piece: &[u8],
+    at: u64,
+    id: usize,
+    syms: &mut Interner<'_>,
     hash: &FastState,
-) -> Result<Vec<Row<'a>>, PieceError> {
+) -> Result<Piece, PieceError> {
     let text = std::str::from_utf8(piece).map_err(|_| PieceError::NotUtf8)?;
     // Exported entries are ~600 bytes; a hand-made ledger is small anyway.
     let mut rows = Vec::with_capacity(text.len() / 512 + 1);
+    let mut store = Store::new(
+        u32::try_from(id).map_err(|_| PieceError::Io(std::io::Error::other("too many pieces")))?,
+    );
+    store.buf.reserve(text.len() / 8);
     let base = text.as_ptr() as usize;
+    let mut lines = 0;
     for (i, l) in text.lines().enumerate() {
+        lines = i + 1;
         if l.trim().is_empty() {
             continue;
         }
-        let offset = at + (l.as_ptr() as usize - base);
+        let offset = at + (l.as_ptr() as usize - base) as u64;
         // The scanner reads what the exporter writes; serde has the last word on the rest.
         let wire = match super::scan::wire(l) {
             Some(w) => Ok(w),
             None => serde_json::from_str::<Wire>(l),
         };
         match wire {
-            Ok(w) => rows.push(w.into_row(offset, syms, hash)),
+            Ok(w) => rows.push(w.into_row(offset, syms, &mut store, hash)),
             Err(_) => {
                 return Err(match serde_json::from_str::<Entry>(l) {
                     Err(e) => PieceError::Line(i, e.to_string()),
@@ -375,7 +544,7 @@ fn parse_piece<'a>(
             }
         }
     }
-    Ok(rows)
+    Ok(Piece { rows, store, lines })
 }
 
 /// [`Entry`] as the lean parse reads it: the same fields, with types that accept exactly the
@@ -429,10 +598,11 @@ pub(super) struct WireResponse {
 impl<'a> Wire<'a> {
     pub(super) fn into_row(
         self,
-        at: usize,
-        syms: &mut Interner<'a, '_>,
+        at: u64,
+        syms: &mut Interner<'_>,
+        store: &mut Store,
         hash: &FastState,
-    ) -> Row<'a> {
+    ) -> Row<'static> {
         let Wire {
             seq,
             service,
@@ -466,31 +636,35 @@ impl<'a> Wire<'a> {
             status: _,
             at: _,
         } = response;
-        let intent = intent.map(|c| c.0);
-        let key = idempotency_key.map(|s| s.0);
+        let intent = intent.as_ref().map(|c| &*c.0);
+        let key = idempotency_key.as_ref().map(|s| &*s.0);
         Row {
             seq,
             replay_of,
             revision: revision.and_then(|r| r.0),
-            key_hash: key.as_deref().map_or(0, |k| text_hash(hash, k)),
-            key,
-            work_id: work_id.map(|s| s.0),
-            action_id: action_id.map(|s| s.0),
-            intent_hash: intent.as_deref().map_or(0, |t| text_hash(hash, t)),
-            intent,
+            key_hash: key.map_or(0, |k| text_hash(hash, k)),
+            key: store.put_opt(key),
+            work_id: store.put_opt(name(&work_id)),
+            action_id: store.put_opt(name(&action_id)),
+            intent_hash: intent.map_or(0, |t| text_hash(hash, t)),
+            intent: store.put_opt(intent),
             detail: detail.map(Cow::Owned),
             at,
-            service: syms.intern(Field::Service, service.0),
-            route: syms.intern_opt(Field::Route, route.map(|s| s.0)),
-            actor: syms.intern_opt(Field::Actor, actor.map(|s| s.0)),
-            event: syms.intern_opt(Field::Event, event.map(|s| s.0)),
-            fate: syms.intern_opt(Field::Fate, fate.map(|s| s.0)),
+            service: syms.intern(Field::Service, &service.0),
+            route: syms.intern_opt(Field::Route, name(&route)),
+            actor: syms.intern_opt(Field::Actor, name(&actor)),
+            event: syms.intern_opt(Field::Event, name(&event)),
+            fate: syms.intern_opt(Field::Fate, name(&fate)),
             disposition,
             delivery,
             applied,
             executed_after_expiry,
         }
     }
+}
+
+fn name<'s>(s: &'s Option<Str<'_>>) -> Option<&'s str> {
+    s.as_ref().map(|s| &*s.0)
 }
 
 /// A string, borrowed from the text unless it had escapes.

@@ -253,16 +253,38 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
-    /// Verify `text` both ways, through full entries and through the lean parse: the reports
-    /// and their texts must be the same.
+    /// A file holding `bytes`, open for reading (and already unlinked).
+    fn temp_file(bytes: &[u8]) -> std::fs::File {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "doubleagent-verify-{}-{}.jsonl",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, bytes).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        file
+    }
+
+    /// Verify `text` three ways, through full entries and through the lean parse of the text
+    /// and of a file: the reports and their texts must be the same.
     fn both_ways(text: &str, claims: Option<&Claims>) -> Report {
         let full = parse_jsonl(text, "t").unwrap();
         let expect = verify(&full, claims);
+        let human = expect.human(&full);
         let lean = LeanLedger::parse(text.as_bytes(), "t").unwrap();
         assert_eq!(lean.len(), full.len());
         let got = lean.verify(claims);
         assert_eq!(got, expect);
-        assert_eq!(lean.human(&got), expect.human(&full));
+        assert_eq!(lean.human(&got), human);
+        let file = temp_file(text.as_bytes());
+        let read = LeanLedger::read(&file, "t").unwrap();
+        assert_eq!(read.len(), full.len());
+        let got = read.verify(claims);
+        assert_eq!(got, expect);
+        assert_eq!(read.human(&got), human);
         got
     }
 
@@ -503,6 +525,11 @@ mod tests {
             let Err(LeanError::Entry(e2)) = LeanLedger::parse(broken.as_bytes(), "f.jsonl") else {
                 panic!("{to}: accepted");
             };
+            let file = temp_file(broken.as_bytes());
+            let Err(LeanError::Entry(e3)) = LeanLedger::read(&file, "f.jsonl") else {
+                panic!("{to}: accepted from a file");
+            };
+            assert_eq!(e2, e3);
             assert!(
                 e1.starts_with(&format!("f.jsonl:{bad}: not a ledger entry")),
                 "{e1}"
@@ -511,10 +538,37 @@ mod tests {
         }
         let mut bytes = text.into_bytes();
         bytes[1 << 19] = 0xff;
-        assert_eq!(
+        assert!(matches!(
             LeanLedger::parse(&bytes, "f.jsonl").err(),
             Some(LeanError::NotUtf8)
+        ));
+        let file = temp_file(&bytes);
+        assert!(matches!(
+            LeanLedger::read(&file, "f.jsonl").err(),
+            Some(LeanError::NotUtf8)
+        ));
+    }
+
+    #[test]
+    fn lines_longer_than_a_piece_and_pieces_cut_anywhere_are_read_whole() {
+        // Pieces are 64 KiB in tests: lines of 200 KiB span several, and the cuts fall in
+        // every kind of place over a couple of MiB.
+        let (text, _) = busy_ledger();
+        let long = format!(
+            r#"{{"seq":1,"service":"pay","disposition":"agent","event":"message","detail":{{"message_id":"m","text":"{}"}}}}"#,
+            "x".repeat(200 << 10)
         );
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines.insert(3, long.clone());
+        lines.insert(1000, long.replace(r#""seq":1"#, r#""seq":2"#));
+        lines.push(long.replace(r#""seq":1"#, r#""seq":3"#));
+        for sep in ["\n", "\r\n"] {
+            for end in ["", sep] {
+                both_ways(&(lines.join(sep) + end), None);
+            }
+        }
+        both_ways("", None);
+        both_ways("\n\n", None);
     }
 
     #[test]
