@@ -14,20 +14,41 @@ use crate::ledger::{Delivery, Disposition};
 /// Verify a ledger, with optional extra claims (from a file) on top of any declared in it.
 pub(super) fn verify(l: &Ledger<'_>, extra: Option<&Claims>) -> Report {
     let ix = Index::new(l, extra);
-    let mut findings = Vec::new();
-    acc1_duplicate_effects(&ix, &mut findings);
-    rec4_blind_retries(&ix, &mut findings);
-    rec4_key_reuse(&ix, &mut findings);
-    rec4_expired_keys(&ix, &mut findings);
-    rec2_stale_admissions(&ix, &mut findings);
-    rec4_resent_messages(&ix, &mut findings);
-    rec6_messages_to_terminal_tasks(&ix, &mut findings);
-    acc2_stale_results(&ix, &mut findings);
+    let of_ledger = |ix: &Index| {
+        let mut out = Vec::new();
+        acc1_duplicate_effects(ix, &mut out);
+        rec4_blind_retries(ix, &mut out);
+        rec4_key_reuse(ix, &mut out);
+        rec4_expired_keys(ix, &mut out);
+        rec2_stale_admissions(ix, &mut out);
+        rec4_resent_messages(ix, &mut out);
+        rec6_messages_to_terminal_tasks(ix, &mut out);
+        acc2_stale_results(ix, &mut out);
+        out
+    };
+    let of_claims = |ix: &Index, claims: &Claims| {
+        let mut out = Vec::new();
+        acc3_claims(ix, claims, &mut out);
+        rec3_cancel_claims(ix, claims, &mut out);
+        acc2_adopted(ix, claims, &mut out);
+        out
+    };
+    // The claim checks on another thread, when there is enough to check; the findings in the
+    // same order either way.
+    let (mut findings, of_claims) = match &ix.claims {
+        Some(claims) if l.rows.len() >= PARALLEL_ROWS => std::thread::scope(|s| {
+            let other = s.spawn(|| of_claims(&ix, claims));
+            let findings = of_ledger(&ix);
+            // A panic there is a bug; checking again here gives the same findings.
+            let other = other.join().unwrap_or_else(|_| of_claims(&ix, claims));
+            (findings, Some(other))
+        }),
+        Some(claims) => (of_ledger(&ix), Some(of_claims(&ix, claims))),
+        None => (of_ledger(&ix), None),
+    };
     let mut notes = Vec::new();
-    if let Some(claims) = &ix.claims {
-        acc3_claims(&ix, claims, &mut findings);
-        rec3_cancel_claims(&ix, claims, &mut findings);
-        acc2_adopted(&ix, claims, &mut findings);
+    if let Some(more) = of_claims {
+        findings.extend(more);
     } else {
         notes.push(
             "no claims were submitted (POST /_admin/claims or --claims FILE): the ACC-3 checks of \
