@@ -15,10 +15,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::admin::Ready;
 use crate::client;
 use crate::journal::{self, Fsync, Journal};
-use crate::ledger::{Entry, Filter};
+use crate::ledger::Filter;
 use crate::scenario::Scenario;
 use crate::server::{serve, App};
-use crate::verify::{verify, Claims, Report};
+use crate::verify::{parse_jsonl, verify, Claims, LeanError, LeanLedger, Report};
 use crate::world::{Host, Limits};
 
 #[derive(Parser, Debug)]
@@ -231,15 +231,15 @@ pub async fn fetch_admin(
     }
 }
 
-/// Exit code of a verdict: 0 clean, 1 findings.
-fn verdict(report: &Report, entries: &[Entry], json: bool) -> ExitCode {
+/// Exit code of a verdict: 0 clean, 1 findings. `human`: the report as text, if asked for.
+fn verdict(report: &Report, human: impl FnOnce() -> String, json: bool) -> ExitCode {
     if json {
         println!(
             "{}",
             serde_json::to_string_pretty(report).unwrap_or_default()
         );
     } else {
-        print!("{}", report.human(entries));
+        print!("{}", human());
     }
     if report.clean {
         ExitCode::SUCCESS
@@ -257,23 +257,21 @@ fn read_claims(path: Option<&PathBuf>) -> Result<Option<Claims>, String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Parse a JSONL ledger; `origin` names it in errors. `lean`: for verification only, without
-/// the fields no checker reads (see [`crate::verify::parse_jsonl_for_verify`]).
-fn parse_ledger(text: &str, origin: &str, lean: bool) -> Result<Vec<Entry>, String> {
-    if lean {
-        crate::verify::parse_jsonl_for_verify(text, origin)
-    } else {
-        crate::verify::parse_jsonl(text, origin)
-    }
+/// What a `verify` or `report` works on: the claims file, and the ledger's JSONL text with the
+/// name errors give it. Text fetched over HTTP that is not UTF-8 is read with replacement
+/// characters; a file that is not is an error (see [`not_utf8`]).
+struct Loaded {
+    claims: Option<Claims>,
+    text: Vec<u8>,
+    origin: String,
 }
 
-/// The ledger and claims a `verify` (`lean`) or `report` works on.
-async fn load(args: &VerifyArgs, lean: bool) -> Result<(Vec<Entry>, Option<Claims>), String> {
+async fn load(args: &VerifyArgs) -> Result<Loaded, String> {
     let claims = read_claims(args.claims.as_ref())?;
-    let entries = if let Some(path) = &args.ledger {
-        let text = std::fs::read_to_string(path)
+    let (text, origin) = if let Some(path) = &args.ledger {
+        let text = crate::verify::read_file(path)
             .map_err(|e| format!("cannot read the ledger {}: {e}", path.display()))?;
-        parse_ledger(&text, &path.display().to_string(), lean)?
+        (text, path.display().to_string())
     } else {
         let base = args.url.as_deref().unwrap_or_default();
         let body = fetch_admin(
@@ -283,28 +281,99 @@ async fn load(args: &VerifyArgs, lean: bool) -> Result<(Vec<Entry>, Option<Claim
             args.admin_token.as_deref(),
         )
         .await?;
-        parse_ledger(&String::from_utf8_lossy(&body), base, lean)?
+        let replaced = match String::from_utf8_lossy(&body) {
+            std::borrow::Cow::Owned(s) => Some(s.into_bytes()),
+            std::borrow::Cow::Borrowed(_) => None,
+        };
+        (replaced.unwrap_or(body), base.to_string())
     };
-    Ok((entries, claims))
+    Ok(Loaded {
+        claims,
+        text,
+        origin,
+    })
+}
+
+/// The error for a ledger file that is not UTF-8: the one reading it as text gives.
+fn not_utf8(args: &VerifyArgs, origin: &str) -> String {
+    let why = args
+        .ledger
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).err())
+        .map_or_else(
+            || "stream did not contain valid UTF-8".to_string(),
+            |e| e.to_string(),
+        );
+    format!("cannot read the ledger {origin}: {why}")
 }
 
 async fn verify_cmd(args: VerifyArgs) -> ExitCode {
-    match load(&args, true).await {
-        Ok((entries, claims)) => {
-            let code = verdict(&verify(&entries, claims.as_ref()), &entries, args.json);
-            // The process ends next: freeing a million entries one by one would only delay it.
-            std::mem::forget(entries);
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
+    let claims = match read_claims(args.claims.as_ref()) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    // Rows straight from the JSONL text, no full entries (see `verify::LeanLedger`): a file is
+    // read a piece at a time, a ledger fetched over HTTP is in memory already.
+    #[cfg(unix)]
+    let file;
+    let fetched;
+    let (parsed, origin) = match &args.ledger {
+        #[cfg(unix)]
+        Some(path) => {
+            let origin = path.display().to_string();
+            file = match std::fs::File::open(path) {
+                Ok(f) => f,
+                Err(e) => return fail(format!("cannot read the ledger {origin}: {e}")),
+            };
+            (LeanLedger::read(&file, &origin), origin)
+        }
+        _ => {
+            fetched = match load(&args).await {
+                Ok(l) => l,
+                Err(e) => return fail(e),
+            };
+            (
+                LeanLedger::parse(&fetched.text, &fetched.origin),
+                fetched.origin.clone(),
+            )
+        }
+    };
+    let code = match parsed {
+        Ok(ledger) => {
+            let report = ledger.verify(claims.as_ref());
+            let code = verdict(&report, || ledger.human(&report), args.json);
+            // The process ends next: freeing a million rows one by one would only delay it.
+            std::mem::forget(ledger);
             code
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
+        Err(LeanError::Io(e)) => fail(format!("cannot read the ledger {origin}: {e}")),
+        Err(LeanError::NotUtf8) => fail(not_utf8(&args, &origin)),
+        Err(LeanError::Entry(e)) => fail(e),
+        Err(LeanError::NeedsFullParse) => {
+            let report = load(&args).await.and_then(|l| {
+                let text = std::str::from_utf8(&l.text).map_err(|_| not_utf8(&args, &origin))?;
+                let entries = parse_jsonl(text, &origin)?;
+                Ok((verify(&entries, claims.as_ref()), entries))
+            });
+            match report {
+                Ok((report, entries)) => verdict(&report, || report.human(&entries), args.json),
+                Err(e) => fail(e),
+            }
         }
-    }
+    };
+    code
 }
 
 async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
-    let (entries, claims) = match load(&args, false).await {
+    let parsed = load(&args).await.and_then(|l| {
+        let text = std::str::from_utf8(&l.text).map_err(|_| not_utf8(&args, &l.origin))?;
+        Ok((parse_jsonl(text, &l.origin)?, l.claims))
+    });
+    let (entries, claims) = match parsed {
         Ok(x) => x,
         Err(e) => {
             eprintln!("error: {e}");
@@ -408,7 +477,7 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
         }
     };
     let report = verify(&entries, claims.as_ref());
-    let code = verdict(&report, &entries, args.json);
+    let code = verdict(&report, || report.human(&entries), args.json);
     if !status.success() {
         eprintln!("doubleagent: the command failed ({status})");
         return ExitCode::from(
