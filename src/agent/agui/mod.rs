@@ -32,7 +32,9 @@ mod run;
 pub mod wire;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Waker};
 
 use hyper::body::Bytes;
 use serde_json::{json, Value};
@@ -398,7 +400,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     let run = run::Run::new(
         world.clone(),
         name,
-        Arc::new(spec.clone()),
+        spec.clone(),
         run::Admitted {
             input,
             judgement,
@@ -407,7 +409,19 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         },
         tx,
     );
-    tokio::spawn(run.go(start, notices));
+    // Play the run right here up to its first wait. Most runs never wait: then the whole stream
+    // is in the channel before the response starts, with no task to spawn and no wake-ups
+    // between the run and the connection. A run that does wait (a scripted delay, a delayed
+    // tool response, a late error) has handed over what it emitted so far and goes on in its
+    // own task (which polls it again at once, with a waker that counts).
+    let mut run = Box::pin(run.go(start, notices));
+    if run
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+        .is_pending()
+    {
+        tokio::spawn(run);
+    }
     Reply::Stream {
         status: 200,
         headers: vec![

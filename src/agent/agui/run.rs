@@ -54,7 +54,7 @@ enum End {
 pub(super) struct Run {
     world: Arc<World>,
     agent: String,
-    spec: Arc<AgUiAgent>,
+    spec: AgUiAgent,
     input: RunAgentInput,
     judgement: Judgement,
     tx: mpsc::Sender<Bytes>,
@@ -71,6 +71,10 @@ pub(super) struct Run {
     output_tokens: u64,
     /// Types of the events actually sent, in order.
     types: Vec<&'static str>,
+    /// SSE frames emitted and not yet handed to the response (see [`Self::flush`]).
+    out: Vec<u8>,
+    /// Their types.
+    unsent: Vec<&'static str>,
     gone: bool,
     violated: BTreeSet<Violation>,
     /// The checkpoint this run continues (stateful agents): put back if the client goes away,
@@ -99,7 +103,7 @@ impl Run {
     pub(super) fn new(
         world: Arc<World>,
         agent: String,
-        spec: Arc<AgUiAgent>,
+        spec: AgUiAgent,
         admitted: Admitted,
         tx: mpsc::Sender<Bytes>,
     ) -> Run {
@@ -136,6 +140,8 @@ impl Run {
             input_tokens: 0,
             output_tokens: 0,
             types: Vec::new(),
+            out: Vec::with_capacity(2048),
+            unsent: Vec::new(),
             gone: false,
             violated: BTreeSet::new(),
             consumed,
@@ -149,11 +155,11 @@ impl Run {
     pub(super) async fn go(mut self, start: Start, notices: Vec<Notice>) {
         if let Decision::RunError { code, message } = self.judgement.decision.clone() {
             // PROD-3: refused before the run starts; RUN_ERROR is the stream's first event.
-            self.emit(Event::run_error(message.clone(), Some(code)))
-                .await;
+            self.emit(Event::run_error(message.clone(), Some(code)));
             for n in &notices {
                 self.record("warning", notice_json(n));
             }
+            self.flush().await;
             let detail = json!({
                 "thread_id": self.input.thread_id,
                 "run_id": self.input.run_id,
@@ -165,12 +171,13 @@ impl Run {
             self.record("run-finished", detail);
             return;
         }
-        self.emit(Event::run_started(&self.input)).await;
+        self.emit(Event::run_started(&self.input));
         for n in notices {
-            self.warn(n).await;
+            self.warn(n);
         }
         let end = self.play(start).await;
         self.finish(end).await;
+        self.flush().await;
     }
 
     // --- the loop ---------------------------------------------------------------------------
@@ -207,7 +214,7 @@ impl Run {
                 {
                     return end;
                 }
-                calls = Some(self.propose_calls(i).await);
+                calls = Some(self.propose_calls(i));
             }
             if from <= Phase::BeforeTools {
                 if let Some(end) = self
@@ -217,7 +224,7 @@ impl Run {
                     return end;
                 }
                 if calls.is_none() {
-                    calls = Some(self.propose_calls(i).await);
+                    calls = Some(self.propose_calls(i));
                 }
                 if let Some(list) = calls.as_mut() {
                     if let Some(end) = self.run_tools(i, list, &BTreeSet::new()).await {
@@ -284,7 +291,7 @@ impl Run {
         if reentered && phase == Phase::BeforeTools && !still_open.is_empty() {
             // PROD-3 "reinterrupt": do what the covered entries allow, then pause again.
             if calls.is_none() {
-                *calls = Some(self.propose_calls(i).await);
+                *calls = Some(self.propose_calls(i));
             }
             let held: BTreeSet<String> = batch.iter().map(|b| b.id.clone()).collect();
             if let Some(list) = calls.as_mut() {
@@ -369,13 +376,13 @@ impl Run {
         self.output_tokens += out;
         if let Some(text) = &it.text {
             let mid = self.message_id(i);
-            self.emit(Event::text_start(&mid)).await;
-            self.emit(Event::text_content(&mid, text.clone())).await;
-            self.emit(Event::text_end(&mid)).await;
+            self.emit(Event::text_start(&mid));
+            self.emit(Event::text_content(&mid, text.clone()));
+            self.emit(Event::text_end(&mid));
         }
         if let Some(patch) = &it.state {
             merge_patch(&mut self.state, patch);
-            self.emit(Event::state_snapshot(self.state.clone())).await;
+            self.emit(Event::state_snapshot(self.state.clone()));
         }
         None
     }
@@ -385,18 +392,16 @@ impl Run {
     }
 
     /// The iteration's tool calls join the messages (between `afterModel` and `beforeTools`).
-    async fn propose_calls(&mut self, i: usize) -> Vec<Call> {
+    fn propose_calls(&mut self, i: usize) -> Vec<Call> {
         let spec = self.spec.clone();
         let parent = self.message_id(i);
         let mut out = Vec::new();
         for (k, c) in spec.iterations[i].tool_calls.iter().enumerate() {
             let id = call_id(i, k, &self.input.run_id);
             let name = &spec.tools[c.tool].name;
-            self.emit(Event::tool_call_start(&id, name, Some(&parent)))
-                .await;
-            self.emit(Event::tool_call_args(&id, c.args.to_string()))
-                .await;
-            self.emit(Event::tool_call_end(&id)).await;
+            self.emit(Event::tool_call_start(&id, name, Some(&parent)));
+            self.emit(Event::tool_call_args(&id, c.args.to_string()));
+            self.emit(Event::tool_call_end(&id));
             out.push(Call {
                 id,
                 tool: c.tool,
@@ -427,7 +432,7 @@ impl Run {
                 let content = call.result.clone().unwrap_or_else(|| {
                     json!({"error": "the result was lost: the client went away while the service answered", "delivery": "unknown"}).to_string()
                 });
-                self.deliver(call, content).await;
+                self.deliver(call, content);
                 continue;
             }
             if self.gone || self.tx.is_closed() {
@@ -477,7 +482,7 @@ impl Run {
                     detail["gate"] = json!(reason);
                     self.record_call(&call.id, detail);
                     let content = json!({"status": "not-run", "reason": reason}).to_string();
-                    self.deliver(call, content).await;
+                    self.deliver(call, content);
                 }
                 Gate::Run { payload } => {
                     detail["answer"] = payload.clone().unwrap_or(Value::Null);
@@ -515,7 +520,7 @@ impl Run {
                             // heard it, also after a restart.
                             detail["result"] = json!(content);
                             self.record_call(&call.id, detail);
-                            self.deliver(call, content).await;
+                            self.deliver(call, content);
                         }
                     }
                 }
@@ -525,7 +530,7 @@ impl Run {
     }
 
     /// A call's `TOOL_CALL_RESULT`; the call is done from now on.
-    async fn deliver(&mut self, call: &mut Call, content: String) {
+    fn deliver(&mut self, call: &mut Call, content: String) {
         call.done = true;
         call.result = Some(content.clone());
         self.executed.insert(call.id.clone(), Some(content.clone()));
@@ -533,8 +538,7 @@ impl Run {
             &format!("result-{}", call.id),
             &call.id,
             content,
-        ))
-        .await;
+        ));
     }
 
     /// A backend tool call through the action pipeline. Returns the `TOOL_CALL_RESULT` content
@@ -614,6 +618,7 @@ impl Run {
         let response = match out.plan {
             Plan::Now => Ok(out.response),
             Plan::At(t) => {
+                self.flush().await;
                 let clock = world.clock.clone();
                 let tx = self.tx.clone();
                 self.cursor = self.cursor.max(t);
@@ -653,6 +658,7 @@ impl Run {
     /// then advances can never slip in before the sleep and leave the run waiting for the next
     /// advance.
     async fn wait(&mut self, d: Duration) -> Option<End> {
+        self.flush().await;
         let clock = self.world.clock.clone();
         let tx = self.tx.clone();
         let deadline = self.cursor + d;
@@ -686,7 +692,7 @@ impl Run {
                 detail["pending_tool_call_ids"] = json!(pending);
                 let mut e = Event::run_success(&self.input.thread_id, &self.input.run_id, pending);
                 set_usage(&mut e, usage.clone());
-                finished = self.run_finished(e).await;
+                finished = self.run_finished(e);
             }
             End::Interrupt { batch, at, calls } => {
                 let batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
@@ -727,7 +733,7 @@ impl Run {
                     Event::run_interrupted(&self.input.thread_id, &self.input.run_id, wire_batch)
                 };
                 set_usage(&mut e, usage.clone());
-                finished = self.run_finished(e).await;
+                finished = self.run_finished(e);
                 if self.spec.resume == ResumeMode::Stateful {
                     // Paused again where it resumed: the answers given so far still hold.
                     let mut answers = BTreeMap::new();
@@ -761,7 +767,7 @@ impl Run {
                 detail["cause"] = json!("scripted");
                 let mut e = Event::run_cancelled(&self.input.thread_id, &self.input.run_id);
                 set_usage(&mut e, usage.clone());
-                finished = self.run_finished(e).await;
+                finished = self.run_finished(e);
             }
             End::Gone => {
                 detail["outcome"] = json!("cancelled");
@@ -788,10 +794,12 @@ impl Run {
                 self.emit(Event::run_error(
                     "the scenario was reset while the run was in progress",
                     Some("world_reset"),
-                ))
-                .await;
+                ));
             }
         }
+        // What the client got is known once it is handed over.
+        self.flush().await;
+        let finished = finished && !self.gone;
         if let Some(u) = &usage {
             detail["usage"] = json!(u);
         }
@@ -807,8 +815,8 @@ impl Run {
             if !late.after.is_zero() && self.wait(late.after).await.is_some() {
                 return;
             }
-            self.emit(Event::run_error(late.message.clone(), late.code.as_deref()))
-                .await;
+            self.emit(Event::run_error(late.message.clone(), late.code.as_deref()));
+            self.flush().await;
             self.record(
                 "late-error",
                 json!({
@@ -822,13 +830,14 @@ impl Run {
         }
     }
 
-    /// Send `RUN_FINISHED`, unless the script breaks that rule. True if it was sent.
-    async fn run_finished(&mut self, e: Event) -> bool {
+    /// Queue `RUN_FINISHED`, unless the script breaks that rule. True if it was queued (whether
+    /// it reached the client is known after the next flush).
+    fn run_finished(&mut self, e: Event) -> bool {
         if self.spec.violates(Violation::MissingRunFinished) {
             self.violation(Violation::MissingRunFinished);
             return false;
         }
-        self.emit(e).await;
+        self.emit(e);
         !self.gone
     }
 
@@ -848,7 +857,8 @@ impl Run {
 
     // --- output ---------------------------------------------------------------------------
 
-    async fn emit(&mut self, event: Event) {
+    /// Queue one event (sent at the next [`Self::flush`]).
+    fn emit(&mut self, event: Event) {
         if self.gone {
             return;
         }
@@ -860,18 +870,30 @@ impl Run {
                 .insert("doubleagentUnknownField".into(), json!(true));
             self.violation(Violation::UnknownFields);
         }
-        let frame = wire::sse_frame(&e);
-        if self.tx.send(Bytes::from(frame)).await.is_ok() {
-            self.types.push(e.type_name());
+        wire::write_sse_frame(&mut self.out, &e);
+        self.unsent.push(e.type_name());
+    }
+
+    /// Hand the frames emitted since the last flush to the response, as one chunk. Called
+    /// before the run waits (what is ready goes out before the pause), before the ledger says
+    /// what the client got, and at the end: events produced together leave in one write
+    /// instead of one write (and one wake-up of the connection) each.
+    async fn flush(&mut self) {
+        if self.out.is_empty() {
+            return;
+        }
+        let frames = Bytes::from(std::mem::take(&mut self.out));
+        if !self.gone && self.tx.send(frames).await.is_ok() {
+            self.types.append(&mut self.unsent);
         } else {
             self.gone = true;
+            self.unsent.clear();
         }
     }
 
-    async fn warn(&mut self, n: Notice) {
+    fn warn(&mut self, n: Notice) {
         self.record("warning", notice_json(&n));
-        self.emit(wire::warning_event(&n.rule, &n.message, n.details))
-            .await;
+        self.emit(wire::warning_event(&n.rule, &n.message, n.details));
     }
 
     // --- ledger ----------------------------------------------------------------------------

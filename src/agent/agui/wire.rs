@@ -1710,6 +1710,14 @@ pub fn sse_frame(event: &Event) -> String {
     format!("data: {json}\n\n")
 }
 
+/// [`sse_frame`] appended to `out` (no intermediate strings).
+pub fn write_sse_frame(out: &mut Vec<u8>, event: &Event) {
+    out.extend_from_slice(b"data: ");
+    // As in `sse_frame`: cannot fail into a Vec.
+    let _ = serde_json::to_writer(&mut *out, event);
+    out.extend_from_slice(b"\n\n");
+}
+
 /// A keep-alive comment frame, which consumers ignore.
 pub const SSE_KEEP_ALIVE: &str = ": keep-alive\n\n";
 
