@@ -217,7 +217,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     let accept = req
         .headers
         .get(hyper::header::ACCEPT)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        .map(|v| String::from_utf8_lossy(v.as_bytes()));
     if !wire::accepts_event_stream(accept.as_deref()) {
         return reject(
             406,
@@ -269,7 +269,12 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     // Judge the resume list against what this agent knows about the thread.
     let threads = world.extension::<Threads>();
     let now_ms = world.clock.wall_ms(world.clock.now()) as i64;
-    let raisable: Vec<Interrupt> = spec.interrupts.iter().map(plain_interrupt).collect();
+    // What a stateless agent recognizes resume entries by: only entries need it.
+    let raisable: Vec<Interrupt> = if input.resume_entries().is_empty() {
+        Vec::new()
+    } else {
+        spec.interrupts.iter().map(plain_interrupt).collect()
+    };
     let mut from_messages =
         resume::known_open_from_messages(&input.messages, |c| gated_interrupt(spec, c));
     let key = (name.clone(), input.thread_id.clone());

@@ -306,7 +306,8 @@ impl Run {
                 iteration: i,
                 phase,
             },
-            calls: calls.clone().unwrap_or_default(),
+            // The run ends here: the calls go with it.
+            calls: calls.take().unwrap_or_default(),
         })
     }
 
@@ -680,7 +681,8 @@ impl Run {
     // --- the end ------------------------------------------------------------------------
 
     async fn finish(&mut self, end: End) {
-        let usage = self.usage();
+        let mut usage = self.usage();
+        let usage_json = usage.as_ref().map(|u| json!(u));
         let mut detail = json!({
             "thread_id": self.input.thread_id,
             "run_id": self.input.run_id,
@@ -691,11 +693,11 @@ impl Run {
                 detail["outcome"] = json!("success");
                 detail["pending_tool_call_ids"] = json!(pending);
                 let mut e = Event::run_success(&self.input.thread_id, &self.input.run_id, pending);
-                set_usage(&mut e, usage.clone());
+                set_usage(&mut e, usage.take());
                 finished = self.run_finished(e);
             }
             End::Interrupt { batch, at, calls } => {
-                let batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
+                let mut batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
                     batch
                         .into_iter()
                         .map(|i| tanstack::bind_generic(i, &self.input.run_id, 0))
@@ -706,7 +708,12 @@ impl Run {
                 detail["outcome"] = json!("interrupt");
                 detail["interrupts"] = json!(batch.iter().map(|i| &i.id).collect::<Vec<_>>());
                 detail["paused_at"] = at.json();
-                let mut wire_batch = batch.clone();
+                // Only a stateful agent keeps the batch (its checkpoint).
+                let mut wire_batch = if self.spec.resume == ResumeMode::Stateful {
+                    batch.clone()
+                } else {
+                    std::mem::take(&mut batch)
+                };
                 if self.spec.violates(Violation::DuplicateInterruptIds) {
                     if let Some(first) = wire_batch.first().cloned() {
                         wire_batch.push(first);
@@ -732,7 +739,7 @@ impl Run {
                 } else {
                     Event::run_interrupted(&self.input.thread_id, &self.input.run_id, wire_batch)
                 };
-                set_usage(&mut e, usage.clone());
+                set_usage(&mut e, usage.take());
                 finished = self.run_finished(e);
                 if self.spec.resume == ResumeMode::Stateful {
                     // Paused again where it resumed: the answers given so far still hold.
@@ -766,7 +773,7 @@ impl Run {
                 detail["outcome"] = json!("cancelled");
                 detail["cause"] = json!("scripted");
                 let mut e = Event::run_cancelled(&self.input.thread_id, &self.input.run_id);
-                set_usage(&mut e, usage.clone());
+                set_usage(&mut e, usage.take());
                 finished = self.run_finished(e);
             }
             End::Gone => {
@@ -800,8 +807,8 @@ impl Run {
         // What the client got is known once it is handed over.
         self.flush().await;
         let finished = finished && !self.gone;
-        if let Some(u) = &usage {
-            detail["usage"] = json!(u);
+        if let Some(u) = usage_json {
+            detail["usage"] = u;
         }
         detail["model_calls"] = json!(self.model_calls);
         detail["events"] = json!(self.types);

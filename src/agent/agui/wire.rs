@@ -1460,6 +1460,43 @@ impl Event {
     }
 
     /// The common fields (timestamp, rawEvent, metadata, unknown members).
+    pub fn base(&self) -> &EventBase {
+        match self {
+            Event::TextMessageStart(e) => &e.base,
+            Event::TextMessageContent(e) => &e.base,
+            Event::TextMessageEnd(e) => &e.base,
+            Event::TextMessageChunk(e) => &e.base,
+            Event::ToolCallStart(e) => &e.base,
+            Event::ToolCallArgs(e) => &e.base,
+            Event::ToolCallEnd(e) => &e.base,
+            Event::ToolCallChunk(e) => &e.base,
+            Event::ToolCallResult(e) => &e.base,
+            Event::StateSnapshot(e) => &e.base,
+            Event::StateDelta(e) => &e.base,
+            Event::MessagesSnapshot(e) => &e.base,
+            Event::ActivitySnapshot(e) => &e.base,
+            Event::ActivityDelta(e) => &e.base,
+            Event::Raw(e) => &e.base,
+            Event::Custom(e) => &e.base,
+            Event::RunStarted(e) => &e.base,
+            Event::RunFinished(e) => &e.base,
+            Event::RunError(e) => &e.base,
+            Event::StepStarted(e) => &e.base,
+            Event::StepFinished(e) => &e.base,
+            Event::ReasoningStart(e) => &e.base,
+            Event::ReasoningMessageStart(e) => &e.base,
+            Event::ReasoningMessageContent(e) => &e.base,
+            Event::ReasoningMessageEnd(e) => &e.base,
+            Event::ReasoningMessageChunk(e) => &e.base,
+            Event::ReasoningEnd(e) => &e.base,
+            Event::ReasoningEncryptedValue(e) => &e.base,
+            Event::SubagentStarted(e) => &e.base,
+            Event::SubagentFinished(e) => &e.base,
+            Event::SubagentError(e) => &e.base,
+        }
+    }
+
+    /// The common fields, to change.
     pub fn base_mut(&mut self) -> &mut EventBase {
         match self {
             Event::TextMessageStart(e) => &mut e.base,
@@ -1705,17 +1742,169 @@ pub fn warning_event(rule: &str, message: &str, details: Value) -> Event {
 /// One SSE frame: `data: <json>\n\n`, LF only. The JSON has no raw newline (serde_json
 /// escapes them), so a frame is exactly one `data:` line.
 pub fn sse_frame(event: &Event) -> String {
-    // Events hold only strings, integers and JSON values: serializing them cannot fail.
-    let json = serde_json::to_string(event).unwrap_or_default();
-    format!("data: {json}\n\n")
+    let mut out = Vec::new();
+    write_sse_frame(&mut out, event);
+    // Only JSON text and ASCII framing were written.
+    String::from_utf8(out).unwrap_or_default()
 }
 
-/// [`sse_frame`] appended to `out` (no intermediate strings).
+/// [`sse_frame`] appended to `out`. The events a run emits on every turn are written field
+/// by field ([`write_common`]); any other event goes through serde. Both give the same bytes
+/// (the `common_events_are_written_as_serde_writes_them` test holds them to it).
 pub fn write_sse_frame(out: &mut Vec<u8>, event: &Event) {
     out.extend_from_slice(b"data: ");
-    // As in `sse_frame`: cannot fail into a Vec.
-    let _ = serde_json::to_writer(&mut *out, event);
+    if !write_common(out, event) {
+        // Events hold only strings, integers and JSON values: serializing them into a Vec
+        // cannot fail.
+        let _ = serde_json::to_writer(&mut *out, event);
+    }
     out.extend_from_slice(b"\n\n");
+}
+
+/// The JSON of the events every run emits (run start and end, text messages, tool calls),
+/// written without serde's per-field machinery: member names are literals, and a string
+/// with nothing to escape is copied as is. Member order and omissions are the derived
+/// `Serialize`'s: the variant's fields in declaration order (absent options left out), then
+/// the base's. False, with nothing written, for anything else (other types, or a base with
+/// `rawEvent`, `metadata` or unknown members).
+fn write_common(out: &mut Vec<u8>, event: &Event) -> bool {
+    let base = event.base();
+    if base.raw_event.is_some() || base.metadata.is_some() || !base.extra.is_empty() {
+        return false;
+    }
+    let mut w = JsonObject::open(out, event.type_name());
+    match event {
+        Event::RunStarted(e) if e.input.is_none() => {
+            w.str("threadId", &e.thread_id);
+            w.str("runId", &e.run_id);
+            w.opt_str("protocolVersion", e.protocol_version.as_deref());
+            w.opt_str("parentRunId", e.parent_run_id.as_deref());
+        }
+        Event::RunFinished(e) => {
+            w.str("threadId", &e.thread_id);
+            w.str("runId", &e.run_id);
+            w.opt_json("result", e.result.as_ref());
+            w.opt_json("outcome", e.outcome.as_ref());
+            w.opt_json("usage", e.usage.as_ref());
+        }
+        Event::RunError(e) => {
+            w.str("message", &e.message);
+            w.opt_str("code", e.code.as_deref());
+            w.opt_json("usage", e.usage.as_ref());
+        }
+        Event::TextMessageStart(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("messageId", &e.message_id);
+            w.opt_json("role", e.role.as_ref());
+            w.opt_str("name", e.name.as_deref());
+        }
+        Event::TextMessageContent(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("messageId", &e.message_id);
+            w.str("delta", &e.delta);
+        }
+        Event::TextMessageEnd(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("messageId", &e.message_id);
+        }
+        Event::ToolCallStart(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("toolCallId", &e.tool_call_id);
+            w.str("toolCallName", &e.tool_call_name);
+            w.opt_str("parentMessageId", e.parent_message_id.as_deref());
+        }
+        Event::ToolCallArgs(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("toolCallId", &e.tool_call_id);
+            w.str("delta", &e.delta);
+        }
+        Event::ToolCallEnd(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("toolCallId", &e.tool_call_id);
+        }
+        Event::ToolCallResult(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("messageId", &e.message_id);
+            w.str("toolCallId", &e.tool_call_id);
+            w.json("content", &e.content);
+            w.opt_json("role", e.role.as_ref());
+        }
+        _ => {
+            w.abandon();
+            return false;
+        }
+    }
+    if let Some(t) = base.timestamp {
+        w.json("timestamp", &t);
+    }
+    w.close();
+    true
+}
+
+/// A JSON object being appended to a buffer, its first member `"type"`.
+struct JsonObject<'a> {
+    out: &'a mut Vec<u8>,
+    /// Where the object starts (to take it back).
+    start: usize,
+}
+
+impl<'a> JsonObject<'a> {
+    fn open(out: &'a mut Vec<u8>, type_name: &str) -> Self {
+        let start = out.len();
+        out.extend_from_slice(b"{\"type\":");
+        write_json_str(out, type_name);
+        JsonObject { out, start }
+    }
+
+    /// `,"name":` (member names here are plain ASCII literals: nothing to escape).
+    fn key(&mut self, name: &str) {
+        self.out.extend_from_slice(b",\"");
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
+    fn str(&mut self, name: &str, value: &str) {
+        self.key(name);
+        write_json_str(self.out, value);
+    }
+
+    fn opt_str(&mut self, name: &str, value: Option<&str>) {
+        if let Some(v) = value {
+            self.str(name, v);
+        }
+    }
+
+    fn json<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) {
+        self.key(name);
+        let _ = serde_json::to_writer(&mut *self.out, value);
+    }
+
+    fn opt_json<T: Serialize>(&mut self, name: &str, value: Option<&T>) {
+        if let Some(v) = value {
+            self.json(name, v);
+        }
+    }
+
+    fn close(self) {
+        self.out.push(b'}');
+    }
+
+    fn abandon(self) {
+        self.out.truncate(self.start);
+    }
+}
+
+/// A JSON string as serde_json writes it: copied as is when no byte needs escaping (no `"`,
+/// `\\` or control character; serde_json escapes nothing else), else by serde_json.
+fn write_json_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        let _ = serde_json::to_writer(&mut *out, s);
+    } else {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    }
 }
 
 /// A keep-alive comment frame, which consumers ignore.
@@ -2034,6 +2223,142 @@ mod tests {
             to_json(&Event::run_success("t", "r", vec![])),
             "{\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\",\"outcome\":{\"type\":\"success\"}}"
         );
+    }
+
+    #[test]
+    fn common_events_are_written_as_serde_writes_them() {
+        let tricky = "quote \" back \\ slash / nl \n tab \t nul \u{0} del \u{7f} é 😀 \u{1f}";
+        let mut events = vec![
+            Event::run_started(&RunAgentInput::new("t", "r")),
+            Event::run_started(&RunAgentInput::new(tricky, tricky)),
+            Event::text_start("m"),
+            Event::text_content("m", tricky),
+            Event::text_content("m", ""),
+            Event::text_end(tricky),
+            Event::tool_call_start("tc", "transfer", Some("m")),
+            Event::tool_call_start("tc", tricky, None),
+            Event::tool_call_args("tc", r#"{"to":"acct-9","amount":100}"#),
+            Event::tool_call_end("tc"),
+            Event::tool_call_result("res", "tc", tricky),
+            Event::run_success("t", "r", vec![]),
+            Event::run_success("t", "r", vec!["a".into(), tricky.into()]),
+            Event::run_cancelled("t", "r"),
+            Event::run_interrupted(
+                "t",
+                "r",
+                vec![interrupt_example(), Interrupt::new("b", "x")],
+            ),
+            Event::run_finished("t", "r", None, None),
+            Event::run_error(tricky, None),
+            Event::run_error("boom", Some("c")),
+            Event::custom(
+                "doubleagent.warning",
+                json!({"rule": "X", "message": tricky}),
+            ),
+            Event::state_snapshot(json!({"k": [1, 2.5, null, "s"]})),
+            Event::step_started("s"),
+        ];
+        let mut started = RunStarted {
+            thread_id: "t".into(),
+            run_id: "r".into(),
+            parent_run_id: Some("p".into()),
+            input: Some(Box::new(RunAgentInput::new("t", "r"))),
+            ..Default::default()
+        };
+        events.push(Event::RunStarted(started.clone()));
+        started.input = None;
+        events.push(Event::RunStarted(started));
+        events.push(Event::RunFinished(RunFinished {
+            thread_id: "t".into(),
+            run_id: "r".into(),
+            result: Some(json!({"ok": true, "n": [1]})),
+            outcome: Some(RunOutcome::Success {
+                pending_tool_call_ids: None,
+            }),
+            usage: Some(vec![TokenUsage {
+                provider: Some("p".into()),
+                total_tokens: Some(7),
+                ..Default::default()
+            }]),
+            base: EventBase::default(),
+        }));
+        events.push(Event::RunError(RunError {
+            message: "m".into(),
+            code: None,
+            usage: Some(vec![TokenUsage::default()]),
+            base: EventBase::default(),
+        }));
+        events.push(Event::TextMessageStart(TextMessageStart {
+            subagent_run_id: Some("sa".into()),
+            message_id: "m".into(),
+            role: None,
+            name: Some(tricky.into()),
+            base: EventBase::default(),
+        }));
+        events.push(Event::TextMessageContent(TextMessageContent {
+            subagent_run_id: Some("sa".into()),
+            message_id: "m".into(),
+            delta: "d".into(),
+            base: EventBase::default(),
+        }));
+        events.push(Event::TextMessageEnd(TextMessageEnd {
+            subagent_run_id: Some("sa".into()),
+            message_id: "m".into(),
+            base: EventBase::default(),
+        }));
+        events.push(Event::ToolCallStart(ToolCallStart {
+            subagent_run_id: Some("sa".into()),
+            tool_call_id: "tc".into(),
+            tool_call_name: "n".into(),
+            parent_message_id: None,
+            base: EventBase::default(),
+        }));
+        events.push(Event::ToolCallArgs(ToolCallArgs {
+            subagent_run_id: Some("sa".into()),
+            tool_call_id: "tc".into(),
+            delta: "{}".into(),
+            base: EventBase::default(),
+        }));
+        events.push(Event::ToolCallEnd(ToolCallEnd {
+            subagent_run_id: Some("sa".into()),
+            tool_call_id: "tc".into(),
+            base: EventBase::default(),
+        }));
+        events.push(Event::ToolCallResult(ToolCallResult {
+            subagent_run_id: Some("sa".into()),
+            message_id: "m".into(),
+            tool_call_id: "tc".into(),
+            content: Content::Parts(vec![ContentPart::Text {
+                id: None,
+                text: tricky.into(),
+                metadata: None,
+            }]),
+            role: None,
+            base: EventBase::default(),
+        }));
+        // The base: a timestamp (every emitted event has one), and what sends an event to serde.
+        let mut all = Vec::new();
+        for e in events {
+            all.push(e.clone().at(1_796_038_883_941));
+            all.push(e.clone().at(-5));
+            let mut m = e.clone().at(1);
+            m.base_mut().metadata = Some(Map::from_iter([("k".to_string(), json!(tricky))]));
+            all.push(m);
+            let mut x = e.clone();
+            x.base_mut().extra.insert("zz".into(), json!(true));
+            all.push(x);
+            let mut r = e.clone();
+            r.base_mut().raw_event = Some(json!([1]));
+            all.push(r);
+            all.push(e);
+        }
+        for e in &all {
+            let serde = format!("data: {}\n\n", serde_json::to_string(e).unwrap());
+            assert_eq!(sse_frame(e), serde);
+            let mut out = b"prefix".to_vec();
+            write_sse_frame(&mut out, e);
+            assert_eq!(out, [b"prefix".as_slice(), serde.as_bytes()].concat());
+        }
     }
 
     #[test]
