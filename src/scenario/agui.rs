@@ -335,6 +335,8 @@ pub struct ScriptedCall {
     pub tool: usize,
     /// A JSON object.
     pub args: Value,
+    /// `args` as compact JSON (what `TOOL_CALL_ARGS` streams), written once.
+    pub args_json: String,
 }
 
 /// An interrupt the script raises at one boundary.
@@ -439,7 +441,12 @@ pub(crate) fn compile(
                     }
                 }
             }
-            calls.push(ScriptedCall { tool, args });
+            let args_json = args.to_string();
+            calls.push(ScriptedCall {
+                tool,
+                args,
+                args_json,
+            });
         }
         if let Some(state) = &it.state {
             if !state.is_object() {

@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
 
 use hyper::body::Bytes;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use super::{AgentRequest, Ctx, Reply};
@@ -57,7 +57,10 @@ pub(crate) struct Boundary {
 
 impl Boundary {
     fn json(self) -> Value {
-        json!({"iteration": self.iteration, "phase": self.phase.as_str()})
+        object([
+            ("iteration", Value::from(self.iteration)),
+            ("phase", Value::from(self.phase.as_str())),
+        ])
     }
 }
 
@@ -139,7 +142,10 @@ pub(crate) enum Start {
 impl Start {
     fn json(&self) -> Value {
         match self {
-            Start::Top => json!({"iteration": 0, "phase": "beforeModel"}),
+            Start::Top => object([
+                ("iteration", Value::from(0)),
+                ("phase", Value::from("beforeModel")),
+            ]),
             Start::After(i) => json!({"after_frontend_tools_of_iteration": i}),
             Start::At { boundary, .. } => boundary.json(),
         }
@@ -360,20 +366,35 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     }
 
     let start = start_point(spec, &input, checkpoint.as_ref(), &judgement);
-    let mut started = json!({
-        "thread_id": input.thread_id,
-        "run_id": input.run_id,
-        "parent_run_id": input.parent_run_id,
-        "continuation": input.is_continuation(),
-        "protocol_version": input.protocol_version,
-        "resume": input.resume_entries(),
-        "verdicts": judgement.verdicts.iter().map(|v| json!({"interrupt_id": v.interrupt_id(), "verdict": v.label()})).collect::<Vec<_>>(),
-        "uncovered": judgement.uncovered.iter().map(|u| json!({"interrupt_id": u.interrupt.id, "why": format!("{:?}", u.why)})).collect::<Vec<_>>(),
-        "decision": decision_label(&judgement.decision),
-        "start": start.json(),
-        "messages": input.messages.len(),
-        "state": input.state_or_default(),
-    });
+    let opt_str = |s: &Option<String>| s.as_deref().map_or(Value::Null, Value::from);
+    let mut started = object([
+        ("thread_id", Value::from(input.thread_id.as_str())),
+        ("run_id", Value::from(input.run_id.as_str())),
+        ("parent_run_id", opt_str(&input.parent_run_id)),
+        ("continuation", Value::Bool(input.is_continuation())),
+        ("protocol_version", opt_str(&input.protocol_version)),
+        ("resume", json!(input.resume_entries())),
+        (
+            "verdicts",
+            judgement
+                .verdicts
+                .iter()
+                .map(|v| json!({"interrupt_id": v.interrupt_id(), "verdict": v.label()}))
+                .collect(),
+        ),
+        (
+            "uncovered",
+            judgement
+                .uncovered
+                .iter()
+                .map(|u| json!({"interrupt_id": u.interrupt.id, "why": format!("{:?}", u.why)}))
+                .collect(),
+        ),
+        ("decision", Value::from(decision_label(&judgement.decision))),
+        ("start", start.json()),
+        ("messages", Value::from(input.messages.len())),
+        ("state", input.state_or_default()),
+    ]);
     // The interrupted run whose checkpoint this run consumed: what a restart needs to tell
     // which checkpoints are still open (the `Threads` lock is not held across the append).
     if let (ResumeMode::Stateful, Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) =
@@ -438,6 +459,17 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         ],
         body: rx,
     }
+}
+
+/// A JSON object of these members (built straight, without `json!`'s serializer round trip
+/// per member: ledger details are built on every run).
+pub(crate) fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
+    let mut map = Map::new();
+    for (k, v) in members {
+        // One by one: a few members fit one tree node, which beats sorting them first.
+        map.insert(k.to_string(), v);
+    }
+    Value::Object(map)
 }
 
 /// A refusal before any stream: HTTP `status` with a JSON body, recorded as `run-rejected`.

@@ -23,7 +23,9 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use super::resume::{gate_for, Answer, Decision, Gate, Judgement, SkipReason};
-use super::wire::{self, tanstack, Event, Interrupt, RunAgentInput, RunFinished, TokenUsage};
+use super::wire::{
+    self, tanstack, Event, Frame, Interrupt, RunAgentInput, RunFinished, TokenUsage,
+};
 use super::{answered_calls, call_id, Boundary, Call, Checkpoint, Notice, Start, Threads};
 use crate::clock::format_rfc3339_ms;
 use crate::ledger::Record;
@@ -171,7 +173,15 @@ impl Run {
             self.record("run-finished", detail);
             return;
         }
-        self.emit(Event::run_started(&self.input));
+        // The frame borrows the input, which `emit_frame` (taking the whole run) cannot: lend
+        // it out for the call (an empty input allocates nothing).
+        let input = std::mem::replace(&mut self.input, RunAgentInput::new("", ""));
+        self.emit_frame(Frame::RunStarted {
+            thread_id: &input.thread_id,
+            run_id: &input.run_id,
+            parent_run_id: input.parent_run_id.as_deref(),
+        });
+        self.input = input;
         for n in notices {
             self.warn(n);
         }
@@ -347,7 +357,7 @@ impl Run {
         }
         if let Some(ttl) = d.expires_in {
             let now = self.world.clock.now();
-            it.expires_at = Some(format_rfc3339_ms(self.world.clock.wall_ms(now + ttl)));
+            it.expires_at = Some(rfc3339_ms(self.world.clock.wall_ms(now + ttl)));
         }
         it
     }
@@ -377,9 +387,12 @@ impl Run {
         self.output_tokens += out;
         if let Some(text) = &it.text {
             let mid = self.message_id(i);
-            self.emit(Event::text_start(&mid));
-            self.emit(Event::text_content(&mid, text.clone()));
-            self.emit(Event::text_end(&mid));
+            self.emit_frame(Frame::TextStart { message_id: &mid });
+            self.emit_frame(Frame::TextContent {
+                message_id: &mid,
+                delta: text,
+            });
+            self.emit_frame(Frame::TextEnd { message_id: &mid });
         }
         if let Some(patch) = &it.state {
             merge_patch(&mut self.state, patch);
@@ -395,14 +408,25 @@ impl Run {
     /// The iteration's tool calls join the messages (between `afterModel` and `beforeTools`).
     fn propose_calls(&mut self, i: usize) -> Vec<Call> {
         let spec = self.spec.clone();
-        let parent = self.message_id(i);
-        let mut out = Vec::new();
-        for (k, c) in spec.iterations[i].tool_calls.iter().enumerate() {
+        let scripted = &spec.iterations[i].tool_calls;
+        let parent = if scripted.is_empty() {
+            String::new()
+        } else {
+            self.message_id(i)
+        };
+        let mut out = Vec::with_capacity(scripted.len());
+        for (k, c) in scripted.iter().enumerate() {
             let id = call_id(i, k, &self.input.run_id);
-            let name = &spec.tools[c.tool].name;
-            self.emit(Event::tool_call_start(&id, name, Some(&parent)));
-            self.emit(Event::tool_call_args(&id, c.args.to_string()));
-            self.emit(Event::tool_call_end(&id));
+            self.emit_frame(Frame::ToolCallStart {
+                tool_call_id: &id,
+                name: &spec.tools[c.tool].name,
+                parent_message_id: Some(&parent),
+            });
+            self.emit_frame(Frame::ToolCallArgs {
+                tool_call_id: &id,
+                delta: &c.args_json,
+            });
+            self.emit_frame(Frame::ToolCallEnd { tool_call_id: &id });
             out.push(Call {
                 id,
                 tool: c.tool,
@@ -682,7 +706,9 @@ impl Run {
 
     async fn finish(&mut self, end: End) {
         let mut usage = self.usage();
-        let usage_json = usage.as_ref().map(|u| json!(u));
+        let usage_json = usage
+            .as_ref()
+            .map(|u| Value::Array(u.iter().map(TokenUsage::to_json).collect()));
         let mut detail = json!({
             "thread_id": self.input.thread_id,
             "run_id": self.input.run_id,
@@ -706,7 +732,8 @@ impl Run {
                     batch
                 };
                 detail["outcome"] = json!("interrupt");
-                detail["interrupts"] = json!(batch.iter().map(|i| &i.id).collect::<Vec<_>>());
+                detail["interrupts"] =
+                    Value::Array(batch.iter().map(|i| Value::String(i.id.clone())).collect());
                 detail["paused_at"] = at.json();
                 // Only a stateful agent keeps the batch (its checkpoint).
                 let mut wire_batch = if self.spec.resume == ResumeMode::Stateful {
@@ -811,7 +838,12 @@ impl Run {
             detail["usage"] = u;
         }
         detail["model_calls"] = json!(self.model_calls);
-        detail["events"] = json!(self.types);
+        detail["events"] = Value::Array(
+            self.types
+                .iter()
+                .map(|t| Value::String((*t).to_string()))
+                .collect(),
+        );
         if self.gone {
             detail["client_disconnected"] = json!(true);
         }
@@ -863,6 +895,21 @@ impl Run {
     }
 
     // --- output ---------------------------------------------------------------------------
+
+    /// Queue one of the common events from borrowed parts (see [`Frame`]); as [`Self::emit`]
+    /// otherwise.
+    fn emit_frame(&mut self, frame: Frame<'_>) {
+        if self.gone {
+            return;
+        }
+        if self.spec.violates(Violation::UnknownFields) {
+            // The unknown member goes into the owned event's base.
+            return self.emit(frame.to_event());
+        }
+        let now = self.world.clock.now();
+        wire::write_frame(&mut self.out, &frame, self.world.clock.wall_ms(now) as i64);
+        self.unsent.push(frame.type_name());
+    }
 
     /// Queue one event (sent at the next [`Self::flush`]).
     fn emit(&mut self, event: Event) {
@@ -931,6 +978,22 @@ impl Run {
             );
         }
     }
+}
+
+/// [`format_rfc3339_ms`], remembering the last answer per thread: runs arriving within the
+/// same millisecond (most of them, under load) ask for the same `expiresAt`.
+fn rfc3339_ms(ms: u64) -> String {
+    thread_local! {
+        static LAST: std::cell::RefCell<(u64, String)> =
+            const { std::cell::RefCell::new((u64::MAX, String::new())) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != ms {
+            *last = (ms, format_rfc3339_ms(ms));
+        }
+        last.1.clone()
+    })
 }
 
 fn notice_json(n: &Notice) -> Value {

@@ -505,6 +505,33 @@ pub struct TokenUsage {
     pub cache_write_input_tokens: Option<u64>,
 }
 
+impl TokenUsage {
+    /// `serde_json::to_value(self)`, built directly (every run's ledger entry carries one).
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        let mut put = |k: &str, v: Option<Value>| {
+            if let Some(v) = v {
+                m.insert(k.to_string(), v);
+            }
+        };
+        put("provider", self.provider.as_deref().map(Value::from));
+        put("model", self.model.as_deref().map(Value::from));
+        put("inputTokens", self.input_tokens.map(Value::from));
+        put("outputTokens", self.output_tokens.map(Value::from));
+        put("totalTokens", self.total_tokens.map(Value::from));
+        put("reasoningTokens", self.reasoning_tokens.map(Value::from));
+        put(
+            "cachedInputTokens",
+            self.cached_input_tokens.map(Value::from),
+        );
+        put(
+            "cacheWriteInputTokens",
+            self.cache_write_input_tokens.map(Value::from),
+        );
+        Value::Object(m)
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Messages
 // ---------------------------------------------------------------------------------------
@@ -1841,6 +1868,131 @@ fn write_common(out: &mut Vec<u8>, event: &Event) -> bool {
     true
 }
 
+/// The events a run emits on every turn, borrowing their strings: [`write_frame`] writes one
+/// straight into the stream, where building the owned [`Event`] would copy every id once more
+/// only to drop it after writing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// [`Event::run_started`].
+    RunStarted {
+        thread_id: &'a str,
+        run_id: &'a str,
+        parent_run_id: Option<&'a str>,
+    },
+    /// [`Event::text_start`].
+    TextStart { message_id: &'a str },
+    /// [`Event::text_content`].
+    TextContent { message_id: &'a str, delta: &'a str },
+    /// [`Event::text_end`].
+    TextEnd { message_id: &'a str },
+    /// [`Event::tool_call_start`].
+    ToolCallStart {
+        tool_call_id: &'a str,
+        name: &'a str,
+        parent_message_id: Option<&'a str>,
+    },
+    /// [`Event::tool_call_args`].
+    ToolCallArgs {
+        tool_call_id: &'a str,
+        delta: &'a str,
+    },
+    /// [`Event::tool_call_end`].
+    ToolCallEnd { tool_call_id: &'a str },
+}
+
+impl Frame<'_> {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Frame::RunStarted { .. } => "RUN_STARTED",
+            Frame::TextStart { .. } => "TEXT_MESSAGE_START",
+            Frame::TextContent { .. } => "TEXT_MESSAGE_CONTENT",
+            Frame::TextEnd { .. } => "TEXT_MESSAGE_END",
+            Frame::ToolCallStart { .. } => "TOOL_CALL_START",
+            Frame::ToolCallArgs { .. } => "TOOL_CALL_ARGS",
+            Frame::ToolCallEnd { .. } => "TOOL_CALL_END",
+        }
+    }
+
+    /// The same event, owned (as its constructor builds it).
+    pub fn to_event(&self) -> Event {
+        match *self {
+            Frame::RunStarted {
+                thread_id,
+                run_id,
+                parent_run_id,
+            } => Event::RunStarted(RunStarted {
+                thread_id: thread_id.to_string(),
+                run_id: run_id.to_string(),
+                protocol_version: Some(PROTOCOL_VERSION.to_string()),
+                parent_run_id: parent_run_id.map(str::to_string),
+                input: None,
+                base: EventBase::default(),
+            }),
+            Frame::TextStart { message_id } => Event::text_start(message_id),
+            Frame::TextContent { message_id, delta } => Event::text_content(message_id, delta),
+            Frame::TextEnd { message_id } => Event::text_end(message_id),
+            Frame::ToolCallStart {
+                tool_call_id,
+                name,
+                parent_message_id,
+            } => Event::tool_call_start(tool_call_id, name, parent_message_id),
+            Frame::ToolCallArgs {
+                tool_call_id,
+                delta,
+            } => Event::tool_call_args(tool_call_id, delta),
+            Frame::ToolCallEnd { tool_call_id } => Event::tool_call_end(tool_call_id),
+        }
+    }
+}
+
+/// The bytes [`write_sse_frame`] writes for `frame.to_event().at(timestamp_ms)` (the
+/// `borrowed_frames_are_their_events` test holds them to it).
+pub fn write_frame(out: &mut Vec<u8>, frame: &Frame<'_>, timestamp_ms: i64) {
+    out.extend_from_slice(b"data: ");
+    let mut w = JsonObject::open(out, frame.type_name());
+    match *frame {
+        Frame::RunStarted {
+            thread_id,
+            run_id,
+            parent_run_id,
+        } => {
+            w.str("threadId", thread_id);
+            w.str("runId", run_id);
+            w.str("protocolVersion", PROTOCOL_VERSION);
+            w.opt_str("parentRunId", parent_run_id);
+        }
+        Frame::TextStart { message_id } => {
+            w.str("messageId", message_id);
+            w.str("role", "assistant");
+        }
+        Frame::TextContent { message_id, delta } => {
+            w.str("messageId", message_id);
+            w.str("delta", delta);
+        }
+        Frame::TextEnd { message_id } => w.str("messageId", message_id),
+        Frame::ToolCallStart {
+            tool_call_id,
+            name,
+            parent_message_id,
+        } => {
+            w.str("toolCallId", tool_call_id);
+            w.str("toolCallName", name);
+            w.opt_str("parentMessageId", parent_message_id);
+        }
+        Frame::ToolCallArgs {
+            tool_call_id,
+            delta,
+        } => {
+            w.str("toolCallId", tool_call_id);
+            w.str("delta", delta);
+        }
+        Frame::ToolCallEnd { tool_call_id } => w.str("toolCallId", tool_call_id),
+    }
+    w.json("timestamp", &timestamp_ms);
+    w.close();
+    out.extend_from_slice(b"\n\n");
+}
+
 /// A JSON object being appended to a buffer, its first member `"type"`.
 struct JsonObject<'a> {
     out: &'a mut Vec<u8>,
@@ -2358,6 +2510,82 @@ mod tests {
             let mut out = b"prefix".to_vec();
             write_sse_frame(&mut out, e);
             assert_eq!(out, [b"prefix".as_slice(), serde.as_bytes()].concat());
+        }
+    }
+
+    #[test]
+    fn token_usage_json_is_its_serde_value() {
+        let all = TokenUsage {
+            provider: Some("p".into()),
+            model: Some("m".into()),
+            input_tokens: Some(1),
+            output_tokens: Some(2),
+            total_tokens: Some(3),
+            reasoning_tokens: Some(4),
+            cached_input_tokens: Some(5),
+            cache_write_input_tokens: Some(u64::MAX),
+        };
+        let some = TokenUsage {
+            model: Some("m".into()),
+            total_tokens: Some(0),
+            ..Default::default()
+        };
+        for u in [all, some, TokenUsage::default()] {
+            assert_eq!(u.to_json(), serde_json::to_value(&u).unwrap());
+        }
+    }
+
+    #[test]
+    fn borrowed_frames_are_their_events() {
+        let tricky = "q \" b \\ nl \n é \u{1}";
+        let frames = [
+            Frame::RunStarted {
+                thread_id: "t",
+                run_id: tricky,
+                parent_run_id: None,
+            },
+            Frame::RunStarted {
+                thread_id: "t",
+                run_id: "r",
+                parent_run_id: Some(tricky),
+            },
+            Frame::TextStart { message_id: tricky },
+            Frame::TextContent {
+                message_id: "m",
+                delta: tricky,
+            },
+            Frame::TextEnd { message_id: "m" },
+            Frame::ToolCallStart {
+                tool_call_id: "tc",
+                name: tricky,
+                parent_message_id: Some("m"),
+            },
+            Frame::ToolCallStart {
+                tool_call_id: "tc",
+                name: "n",
+                parent_message_id: None,
+            },
+            Frame::ToolCallArgs {
+                tool_call_id: "tc",
+                delta: r#"{"a":1}"#,
+            },
+            Frame::ToolCallEnd { tool_call_id: "tc" },
+        ];
+        // RUN_STARTED as the owned constructor builds it.
+        let mut input = RunAgentInput::new("t", "r");
+        input.parent_run_id = Some(tricky.into());
+        assert_eq!(frames[1].to_event(), Event::run_started(&input));
+        for f in &frames {
+            let e = f.to_event();
+            assert_eq!(e.type_name(), f.type_name());
+            for ts in [0, -1, 1_796_038_883_941] {
+                let mut out = b"x".to_vec();
+                write_frame(&mut out, f, ts);
+                assert_eq!(
+                    out,
+                    [b"x".as_slice(), sse_frame(&e.clone().at(ts)).as_bytes()].concat()
+                );
+            }
         }
     }
 
