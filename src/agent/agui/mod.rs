@@ -423,7 +423,9 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.
     let consumed = checkpoint.filter(|_| spec.resume == ResumeMode::Stateful);
-    let run = run::Run::new(
+    // Boxed apart from its future: an async fn's future holds its arguments twice (as passed
+    // and as moved into its body), so a run passed by value doubled the future's size.
+    let run = Box::new(run::Run::new(
         world.clone(),
         name,
         spec.clone(),
@@ -434,7 +436,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
             started_at,
         },
         tx,
-    );
+    ));
     // Play the run right here up to its first wait. Most runs never wait: then the whole stream
     // is in the channel before the response starts, with no task to spawn and no wake-ups
     // between the run and the connection. A run that does wait (a scripted delay, a delayed

@@ -20,7 +20,7 @@ use hyper::body::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::HeaderMap;
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, error::TrySendError};
 
 use super::resume::{gate_for, Answer, Decision, Gate, Judgement, SkipReason};
 use super::wire::{
@@ -154,7 +154,7 @@ impl Run {
     }
 
     /// Play the run and close the stream.
-    pub(super) async fn go(mut self, start: Start, notices: Vec<Notice>) {
+    pub(super) async fn go(mut self: Box<Self>, start: Start, notices: Vec<Notice>) {
         if let Decision::RunError { code, message } = self.judgement.decision.clone() {
             // PROD-3: refused before the run starts; RUN_ERROR is the stream's first event.
             self.emit(Event::run_error(message.clone(), Some(code)));
@@ -524,20 +524,24 @@ impl Run {
                             answer_at,
                         } => {
                             detail["gate"] = json!("run");
-                            let (content, facts) = match self
-                                .call_service(call, service, route, headers, answer_at, payload)
+                            // Boxed: a service call's state (its request, the response,
+                            // a possible wait) only for runs that make one.
+                            let (content, facts) =
+                                match Box::pin(self.call_service(
+                                    call, service, route, headers, answer_at, payload,
+                                ))
                                 .await
-                            {
-                                Ok(v) => v,
-                                Err(end) => {
-                                    detail["interrupted_by"] = json!(match end {
-                                        End::WorldClosed => "world-reset",
-                                        _ => "client-disconnected",
-                                    });
-                                    self.record_call(&call.id, detail);
-                                    return Some(end);
-                                }
-                            };
+                                {
+                                    Ok(v) => v,
+                                    Err(end) => {
+                                        detail["interrupted_by"] = json!(match end {
+                                            End::WorldClosed => "world-reset",
+                                            _ => "client-disconnected",
+                                        });
+                                        self.record_call(&call.id, detail);
+                                        return Some(end);
+                                    }
+                                };
                             if let (Value::Object(d), Value::Object(f)) = (&mut detail, facts) {
                                 d.extend(f);
                             }
@@ -647,12 +651,18 @@ impl Run {
                 let clock = world.clock.clone();
                 let tx = self.tx.clone();
                 self.cursor = self.cursor.max(t);
-                tokio::select! {
-                    tick = clock.sleep_until(t) => match tick {
-                        Some(_) => Ok(out.response),
-                        None => return Err(End::WorldClosed),
-                    },
-                    _ = tx.closed() => {
+                // Boxed (see `flush`).
+                let woke = Box::pin(async move {
+                    tokio::select! {
+                        tick = clock.sleep_until(t) => Some(tick.is_some()),
+                        _ = tx.closed() => None,
+                    }
+                })
+                .await;
+                match woke {
+                    Some(true) => Ok(out.response),
+                    Some(false) => return Err(End::WorldClosed),
+                    None => {
                         self.gone = true;
                         return Err(End::Gone);
                     }
@@ -687,10 +697,14 @@ impl Run {
         let clock = self.world.clock.clone();
         let tx = self.tx.clone();
         let deadline = self.cursor + d;
-        let woke = tokio::select! {
-            tick = clock.sleep_until(deadline) => Some(tick.is_some()),
-            _ = tx.closed() => None,
-        };
+        // Boxed (see `flush`).
+        let woke = Box::pin(async move {
+            tokio::select! {
+                tick = clock.sleep_until(deadline) => Some(tick.is_some()),
+                _ = tx.closed() => None,
+            }
+        })
+        .await;
         self.cursor = deadline;
         match woke {
             Some(true) => None,
@@ -937,7 +951,16 @@ impl Run {
             return;
         }
         let frames = Bytes::from(std::mem::take(&mut self.out));
-        if !self.gone && self.tx.send(frames).await.is_ok() {
+        let sent = !self.gone
+            && match self.tx.try_send(frames) {
+                Ok(()) => true,
+                Err(TrySendError::Closed(_)) => false,
+                // A client reading slower than the run writes: wait for room. Boxed, as are
+                // the run's other waits: only a run that waits pays for their state, every
+                // run's own future stays small.
+                Err(TrySendError::Full(frames)) => Box::pin(self.tx.send(frames)).await.is_ok(),
+            };
+        if sent {
             self.types.append(&mut self.unsent);
         } else {
             self.gone = true;
