@@ -353,7 +353,7 @@ pub struct InterruptSpec {
     pub tool: Option<usize>,
     /// JSON pointer that must be `true` in a resolved answer's payload for the gated calls to run.
     pub approve_if: Option<String>,
-    pub response_schema: Option<Map<String, Value>>,
+    pub response_schema: Option<Arc<Map<String, Value>>>,
     pub expires_in: Option<Duration>,
     pub subagent_run_id: Option<String>,
     pub on_continuation: OnContinuation,
@@ -671,7 +671,7 @@ fn compile_interrupt(
     }
     let response_schema = match ri.response_schema {
         None => None,
-        Some(Value::Object(m)) => Some(m),
+        Some(Value::Object(m)) => Some(Arc::new(m)),
         Some(_) => {
             issues.push((
                 format!("{ipath}.response_schema"),

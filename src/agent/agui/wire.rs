@@ -17,6 +17,8 @@
 //! Pure data plus framing: it depends on `serde`, `serde_json` and `thiserror` only. The engine
 //! ([`super`]) builds events from these types; [`super::resume`] judges [`ResumeEntry`]s.
 
+use std::sync::Arc;
+
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -74,6 +76,30 @@ where
             "an optional member must be left out, not null",
         )),
         _ => Err(D::Error::custom("expected a JSON object")),
+    }
+}
+
+/// [`object_non_null`], shared.
+fn shared_object_non_null<'de, D>(
+    deserializer: D,
+) -> Result<Option<Arc<Map<String, Value>>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    object_non_null(deserializer).map(|m| m.map(Arc::new))
+}
+
+/// A shared JSON object, written as the object (skipped when absent).
+fn shared_object<S>(
+    value: &Option<Arc<Map<String, Value>>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error>
+where
+    S: serde::Serializer,
+{
+    match value {
+        Some(m) => m.serialize(serializer),
+        None => serializer.serialize_none(),
     }
 }
 
@@ -241,27 +267,43 @@ impl RunAgentInput {
         let mut out = Vec::new();
         push_keys(&mut out, "", &self.extra);
         for (i, m) in self.messages.iter().enumerate() {
-            let prefix = format!("messages[{i}].");
-            push_keys(&mut out, &prefix, m.extra());
+            // Paths are only written for members that are there (the common case: none).
+            if !m.extra().is_empty() {
+                push_keys(&mut out, &format!("messages[{i}]."), m.extra());
+            }
             if let Message::Assistant(a) = m {
                 for (j, tc) in a.tool_calls.iter().flatten().enumerate() {
-                    push_keys(&mut out, &format!("{prefix}toolCalls[{j}]."), &tc.extra);
-                    push_keys(
-                        &mut out,
-                        &format!("{prefix}toolCalls[{j}].function."),
-                        &tc.function.extra,
-                    );
+                    if !tc.extra.is_empty() {
+                        push_keys(
+                            &mut out,
+                            &format!("messages[{i}].toolCalls[{j}]."),
+                            &tc.extra,
+                        );
+                    }
+                    if !tc.function.extra.is_empty() {
+                        push_keys(
+                            &mut out,
+                            &format!("messages[{i}].toolCalls[{j}].function."),
+                            &tc.function.extra,
+                        );
+                    }
                 }
             }
         }
         for (i, t) in self.tools.iter().enumerate() {
-            push_keys(&mut out, &format!("tools[{i}]."), &t.extra);
+            if !t.extra.is_empty() {
+                push_keys(&mut out, &format!("tools[{i}]."), &t.extra);
+            }
         }
         for (i, c) in self.context.iter().enumerate() {
-            push_keys(&mut out, &format!("context[{i}]."), &c.extra);
+            if !c.extra.is_empty() {
+                push_keys(&mut out, &format!("context[{i}]."), &c.extra);
+            }
         }
         for (i, r) in self.resume_entries().iter().enumerate() {
-            push_keys(&mut out, &format!("resume[{i}]."), &r.extra);
+            if !r.extra.is_empty() {
+                push_keys(&mut out, &format!("resume[{i}]."), &r.extra);
+            }
         }
         out
     }
@@ -404,13 +446,15 @@ pub struct Interrupt {
         deserialize_with = "non_null"
     )]
     pub tool_call_id: Option<String>,
-    /// Opaque JSON Schema of the expected answer; must be an object.
+    /// Opaque JSON Schema of the expected answer; must be an object. Shared: a scripted
+    /// interrupt raised on every run carries its script's schema, not a copy.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
+        serialize_with = "shared_object",
+        deserialize_with = "shared_object_non_null"
     )]
-    pub response_schema: Option<Map<String, Value>>,
+    pub response_schema: Option<Arc<Map<String, Value>>>,
     /// Unconstrained string; ISO 8601 by convention (see `resume::parse_timestamp`).
     #[serde(
         default,
@@ -1811,13 +1855,22 @@ fn write_common(out: &mut Vec<u8>, event: &Event) -> bool {
             w.str("threadId", &e.thread_id);
             w.str("runId", &e.run_id);
             w.opt_json("result", e.result.as_ref());
-            w.opt_json("outcome", e.outcome.as_ref());
-            w.opt_json("usage", e.usage.as_ref());
+            if let Some(o) = &e.outcome {
+                w.key("outcome");
+                write_outcome(w.out, o);
+            }
+            if let Some(u) = &e.usage {
+                w.key("usage");
+                write_usage(w.out, u);
+            }
         }
         Event::RunError(e) => {
             w.str("message", &e.message);
             w.opt_str("code", e.code.as_deref());
-            w.opt_json("usage", e.usage.as_ref());
+            if let Some(u) = &e.usage {
+                w.key("usage");
+                write_usage(w.out, u);
+            }
         }
         Event::TextMessageStart(e) => {
             w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
@@ -1993,24 +2046,105 @@ pub fn write_frame(out: &mut Vec<u8>, frame: &Frame<'_>, timestamp_ms: i64) {
     out.extend_from_slice(b"\n\n");
 }
 
-/// A JSON object being appended to a buffer, its first member `"type"`.
+/// `RunOutcome` as serde writes it (see [`write_common`]).
+fn write_outcome(out: &mut Vec<u8>, outcome: &RunOutcome) {
+    match outcome {
+        RunOutcome::Success {
+            pending_tool_call_ids,
+        } => {
+            let mut w = JsonObject::open(out, "success");
+            w.opt_json("pendingToolCallIds", pending_tool_call_ids.as_ref());
+            w.close();
+        }
+        RunOutcome::Interrupt { interrupts } => {
+            let mut w = JsonObject::open(out, "interrupt");
+            w.key("interrupts");
+            w.out.push(b'[');
+            for (n, i) in interrupts.iter().enumerate() {
+                if n > 0 {
+                    w.out.push(b',');
+                }
+                write_interrupt(w.out, i);
+            }
+            w.out.push(b']');
+            w.close();
+        }
+        RunOutcome::Cancelled => JsonObject::open(out, "cancelled").close(),
+    }
+}
+
+/// An `Interrupt` as serde writes it; one with `metadata` or unknown members through serde.
+fn write_interrupt(out: &mut Vec<u8>, i: &Interrupt) {
+    if i.metadata.is_some() || !i.extra.is_empty() {
+        let _ = serde_json::to_writer(&mut *out, i);
+        return;
+    }
+    let mut w = JsonObject::begin(out);
+    w.str("id", &i.id);
+    w.str("reason", &i.reason);
+    w.opt_str("message", i.message.as_deref());
+    w.opt_str("toolCallId", i.tool_call_id.as_deref());
+    w.opt_json("responseSchema", i.response_schema.as_deref());
+    w.opt_str("expiresAt", i.expires_at.as_deref());
+    w.opt_str("subagentRunId", i.subagent_run_id.as_deref());
+    w.close();
+}
+
+/// A `usage` list as serde writes it.
+fn write_usage(out: &mut Vec<u8>, usage: &[TokenUsage]) {
+    out.push(b'[');
+    for (n, u) in usage.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        let mut w = JsonObject::begin(out);
+        w.opt_str("provider", u.provider.as_deref());
+        w.opt_str("model", u.model.as_deref());
+        w.opt_json("inputTokens", u.input_tokens.as_ref());
+        w.opt_json("outputTokens", u.output_tokens.as_ref());
+        w.opt_json("totalTokens", u.total_tokens.as_ref());
+        w.opt_json("reasoningTokens", u.reasoning_tokens.as_ref());
+        w.opt_json("cachedInputTokens", u.cached_input_tokens.as_ref());
+        w.opt_json("cacheWriteInputTokens", u.cache_write_input_tokens.as_ref());
+        w.close();
+    }
+    out.push(b']');
+}
+
+/// A JSON object being appended to a buffer.
 struct JsonObject<'a> {
     out: &'a mut Vec<u8>,
     /// Where the object starts (to take it back).
     start: usize,
+    /// No member written yet.
+    empty: bool,
 }
 
 impl<'a> JsonObject<'a> {
-    fn open(out: &'a mut Vec<u8>, type_name: &str) -> Self {
+    fn begin(out: &'a mut Vec<u8>) -> Self {
         let start = out.len();
-        out.extend_from_slice(b"{\"type\":");
-        write_json_str(out, type_name);
-        JsonObject { out, start }
+        out.push(b'{');
+        JsonObject {
+            out,
+            start,
+            empty: true,
+        }
     }
 
-    /// `,"name":` (member names here are plain ASCII literals: nothing to escape).
+    /// An object whose first member is `"type"`.
+    fn open(out: &'a mut Vec<u8>, type_name: &str) -> Self {
+        let mut w = JsonObject::begin(out);
+        w.str("type", type_name);
+        w
+    }
+
+    /// `"name":`, after a comma unless first (member names here are plain ASCII literals:
+    /// nothing to escape).
     fn key(&mut self, name: &str) {
-        self.out.extend_from_slice(b",\"");
+        if !std::mem::take(&mut self.empty) {
+            self.out.push(b',');
+        }
+        self.out.push(b'"');
         self.out.extend_from_slice(name.as_bytes());
         self.out.extend_from_slice(b"\":");
     }
@@ -2031,7 +2165,7 @@ impl<'a> JsonObject<'a> {
         let _ = serde_json::to_writer(&mut *self.out, value);
     }
 
-    fn opt_json<T: Serialize>(&mut self, name: &str, value: Option<&T>) {
+    fn opt_json<T: Serialize + ?Sized>(&mut self, name: &str, value: Option<&T>) {
         if let Some(v) = value {
             self.json(name, v);
         }
@@ -2331,7 +2465,9 @@ mod tests {
         let mut i = Interrupt::new("int-1", "tool_approval");
         i.message = Some("Approve?".into());
         i.tool_call_id = Some("tc-1".into());
-        i.response_schema = Some(json!({"type": "object"}).as_object().unwrap().clone());
+        i.response_schema = Some(Arc::new(
+            json!({"type": "object"}).as_object().unwrap().clone(),
+        ));
         i.expires_at = Some("2026-12-01T00:00:00Z".into());
         i
     }
@@ -2400,6 +2536,16 @@ mod tests {
                 "r",
                 vec![interrupt_example(), Interrupt::new("b", "x")],
             ),
+            Event::run_interrupted("t", "r", vec![]),
+            Event::run_interrupted("t", "r", {
+                let mut sub = Interrupt::new(tricky, tricky);
+                sub.subagent_run_id = Some("sa".into());
+                let mut meta = interrupt_example();
+                meta.metadata = Some(Map::from_iter([("k".to_string(), json!(1))]));
+                let mut extra = Interrupt::new("e", "x");
+                extra.extra.insert("zz".into(), json!([true]));
+                vec![sub, meta, extra, interrupt_example()]
+            }),
             Event::run_finished("t", "r", None, None),
             Event::run_error(tricky, None),
             Event::run_error("boom", Some("c")),
@@ -2427,11 +2573,24 @@ mod tests {
             outcome: Some(RunOutcome::Success {
                 pending_tool_call_ids: None,
             }),
-            usage: Some(vec![TokenUsage {
-                provider: Some("p".into()),
-                total_tokens: Some(7),
-                ..Default::default()
-            }]),
+            usage: Some(vec![
+                TokenUsage {
+                    provider: Some("p".into()),
+                    total_tokens: Some(7),
+                    ..Default::default()
+                },
+                TokenUsage {
+                    provider: Some(tricky.into()),
+                    model: Some("m".into()),
+                    input_tokens: Some(1),
+                    output_tokens: Some(2),
+                    total_tokens: Some(3),
+                    reasoning_tokens: Some(4),
+                    cached_input_tokens: Some(5),
+                    cache_write_input_tokens: Some(u64::MAX),
+                },
+                TokenUsage::default(),
+            ]),
             base: EventBase::default(),
         }));
         events.push(Event::RunError(RunError {
@@ -2957,12 +3116,12 @@ mod tests {
         let mut i = Interrupt::new("approve-transfer", "approval-required");
         i.message = Some("Approve transferring 100 to acct-9?".into());
         i.tool_call_id = Some("tc-1".into());
-        i.response_schema = Some(
+        i.response_schema = Some(Arc::new(
             json!({"type": "object", "properties": {"approved": {"type": "boolean"}}})
                 .as_object()
                 .unwrap()
                 .clone(),
-        );
+        ));
         i.expires_at = Some("2026-01-01T00:10:00.000Z".into());
         let bound = tanstack::bind_generic(i, "run-1", 0);
         let b = tanstack::binding(&bound).unwrap();
