@@ -184,7 +184,7 @@ impl From<Uncovered> for UncoveredPolicy {
 pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     let world = ctx.world.clone();
     let name = ctx.name.clone();
-    let input_json = ledger_body(&world, &req.body);
+    let (input_json, reusable) = ledger_body(&world, &req.body);
     let reject = |status: u16, code: &str, message: String, extra: Value| {
         rejected(
             &world,
@@ -235,7 +235,10 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
             Value::Null,
         );
     }
-    let mut input = match RunAgentInput::parse(&req.body) {
+    let parsed = reusable
+        .then(|| RunAgentInput::from_parsed(&input_json))
+        .flatten();
+    let mut input = match parsed.map_or_else(|| RunAgentInput::parse(&req.body), Ok) {
         Ok(i) => i,
         Err(e) => return reject(400, "invalid_input", e.message, Value::Null),
     };
@@ -506,15 +509,20 @@ fn rejected(
     ))
 }
 
-/// What the ledger keeps of a request body: its JSON, or (a prefix of) its text.
-fn ledger_body(world: &World, body: &[u8]) -> Value {
+/// What the ledger keeps of a request body: its JSON, or (a prefix of) its text. With it,
+/// whether that JSON is the whole body's and repeats no member name (so the input may be
+/// read from it: [`RunAgentInput::from_parsed`]).
+fn ledger_body(world: &World, body: &[u8]) -> (Value, bool) {
     if body.is_empty() {
-        return Value::Null;
+        return (Value::Null, false);
     }
     let cap = world.scenario.ledger_body_bytes;
-    match serde_json::from_slice::<Value>(body) {
-        Ok(v) if body.len() <= cap => v,
-        _ => Value::String(String::from_utf8_lossy(&body[..body.len().min(cap)]).into_owned()),
+    match wire::parse_json(body) {
+        Ok((v, repeats)) if body.len() <= cap => (v, !repeats),
+        _ => (
+            Value::String(String::from_utf8_lossy(&body[..body.len().min(cap)]).into_owned()),
+            false,
+        ),
     }
 }
 

@@ -212,6 +212,14 @@ impl RunAgentInput {
         })
     }
 
+    /// [`Self::parse`] for a body already parsed into `json` by [`parse_json`], which found
+    /// no object repeating a member name: the same input as from the bytes (member order
+    /// does not matter to these types), without reading them again. `None` if it does not
+    /// deserialize: [`Self::parse`] then says why, in its own words (with line and column).
+    pub fn from_parsed(json: &Value) -> Option<Self> {
+        Self::deserialize(json).ok()
+    }
+
     /// The state the run starts from: the input's, or `{}` when absent.
     pub fn state_or_default(&self) -> Value {
         self.state
@@ -329,6 +337,80 @@ impl RunAgentInput {
         for r in self.resume.iter_mut().flatten() {
             r.extra.clear();
         }
+    }
+}
+
+/// `serde_json::from_slice::<Value>(body)`, also telling whether an object in it repeats a
+/// member name: a `Value` keeps the last, where a typed parse of a known member rejects the
+/// body, so only a document without repeats may be read into a type through its `Value`
+/// ([`RunAgentInput::from_parsed`]).
+pub fn parse_json(body: &[u8]) -> serde_json::Result<(Value, bool)> {
+    let repeats = std::cell::Cell::new(false);
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = serde::de::DeserializeSeed::deserialize(ValueNotingRepeats(&repeats), &mut de)?;
+    de.end()?;
+    Ok((value, repeats.get()))
+}
+
+/// serde_json's own `Value` visitor, plus the repeat check.
+struct ValueNotingRepeats<'a>(&'a std::cell::Cell<bool>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ValueNotingRepeats<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ValueNotingRepeats<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        serde::de::DeserializeSeed::deserialize(self, d)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(ValueNotingRepeats(self.0))? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let v = map.next_value_seed(ValueNotingRepeats(self.0))?;
+            if out.insert(k, v).is_some() {
+                self.0.set(true);
+            }
+        }
+        Ok(Value::Object(out))
     }
 }
 
@@ -2831,6 +2913,101 @@ mod tests {
             RunAgentInput::parse(br#"{"threadId":"t","runId":"r","messages":[],"state":null}"#)
                 .unwrap();
         assert_eq!(ok.state, None);
+    }
+
+    #[test]
+    fn parse_json_is_from_slice_and_notes_repeated_members() {
+        let docs = [
+            r#"null"#,
+            r#" {"b": 1, "a": [true, false, null, -0, 0, -7, 18446744073709551615, 18446744073709551616, 1.5, -1e-400, 2.50]} "#,
+            r#"{"s": "é \" \\ \n \u00e9 \ud83d\ude00 / \u0000", "o": {}, "e": [], "n": {"m": {"k": [{}]}}}"#,
+            r#"[1, "x", {"y": 2}]"#,
+            r#""just a string""#,
+        ];
+        for d in docs {
+            let (v, repeats) = parse_json(d.as_bytes()).unwrap();
+            assert_eq!(v, serde_json::from_str::<Value>(d).unwrap(), "{d}");
+            assert_eq!(
+                v.to_string(),
+                serde_json::from_str::<Value>(d).unwrap().to_string()
+            );
+            assert!(!repeats, "{d}");
+        }
+        for d in [
+            r#"{"a": 1, "a": 2}"#,
+            r#"{"x": [{"k": 1, "j": 0, "k": 1}]}"#,
+            r#"{"threadId":"t","runId":"r","messages":[],"threadId":"u"}"#,
+        ] {
+            let (v, repeats) = parse_json(d.as_bytes()).unwrap();
+            assert_eq!(v, serde_json::from_str::<Value>(d).unwrap(), "{d}");
+            assert!(repeats, "{d}");
+        }
+        for d in [
+            r#"{"a": 1"#,
+            r#"{"a": 1} x"#,
+            "",
+            "[1,]",
+            r#"{"a" 1}"#,
+            "[1e400]",
+        ] {
+            let mine = parse_json(d.as_bytes()).unwrap_err().to_string();
+            let theirs = serde_json::from_str::<Value>(d).unwrap_err().to_string();
+            assert_eq!(mine, theirs, "{d}");
+        }
+    }
+
+    #[test]
+    fn an_input_read_from_its_json_is_the_input_read_from_its_bytes() {
+        let bodies = [
+            json!({"threadId": "t", "runId": "r", "messages": [{"id": "m-1", "role": "user", "content": "pay the vendor"}], "tools": [], "context": [], "state": {}}).to_string(),
+            json!({
+                "threadId": "thread-1", "runId": "run-2", "parentRunId": "run-1", "protocolVersion": "1.3",
+                "resume": [{"interruptId": "approve-transfer", "status": "resolved", "payload": {"approved": true}, "note": 1},
+                           {"interruptId": "x", "status": "cancelled", "metadata": {"k": null}}],
+                "state": {"n": 1.5, "big": 18446744073709551615u64, "neg": -3},
+                "messages": [
+                    {"id": "u1", "role": "user", "content": [{"type": "text", "text": "hi"}], "metadata": {"tanstack": {"createdAt": "x"}}},
+                    {"id": "a1", "role": "assistant", "content": "ok", "toolCalls": [{"id": "tc-1", "type": "function", "function": {"name": "transfer_funds", "arguments": "{}", "zz": 1}, "yy": 2}]},
+                    {"id": "t1", "role": "tool", "name": "transfer_funds", "toolCallId": "tc-0", "content": "ok"},
+                    {"id": "s1", "role": "system", "content": "sys"},
+                    {"id": "d1", "role": "developer", "content": "dev"}
+                ],
+                "tools": [{"name": "t", "description": "d", "parameters": {"type": "object"}, "x": 1}],
+                "context": [{"description": "d", "value": "v", "y": []}],
+                "forwardedProps": {"a": [1, 2]}, "data": {}
+            }).to_string(),
+            r#"{"threadId":"t","runId":"r","messages":[],"state":null}"#.to_string(),
+            r#"{"runId":"r","threadId":"t","messages":[]}"#.to_string(),
+        ];
+        for b in &bodies {
+            let (json, repeats) = parse_json(b.as_bytes()).unwrap();
+            assert!(!repeats);
+            let from_bytes = RunAgentInput::parse(b.as_bytes()).unwrap();
+            assert_eq!(
+                RunAgentInput::from_parsed(&json),
+                Some(from_bytes.clone()),
+                "{b}"
+            );
+            assert_eq!(
+                RunAgentInput::from_parsed(&json).unwrap().unknown_members(),
+                from_bytes.unknown_members()
+            );
+        }
+        // What the bytes reject, the JSON does not accept either (the caller then asks the
+        // bytes why).
+        let bad = [
+            r#"{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"i","status":"maybe"}]}"#,
+            r#"{"threadId":"t","runId":"r"}"#,
+            r#"{"threadId":"t","runId":"r","messages":[],"parentRunId":null}"#,
+            r#"{"threadId":"t","runId":"r","messages":[{"id":"m","role":"robot","content":"x"}]}"#,
+            r#"{"threadId":5,"runId":"r","messages":[]}"#,
+            r#"[]"#,
+        ];
+        for b in bad {
+            assert!(RunAgentInput::parse(b.as_bytes()).is_err());
+            let (json, _) = parse_json(b.as_bytes()).unwrap();
+            assert_eq!(RunAgentInput::from_parsed(&json), None, "{b}");
+        }
     }
 
     #[test]
