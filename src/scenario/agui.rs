@@ -333,8 +333,8 @@ pub struct Iteration {
 pub struct ScriptedCall {
     /// Index into [`Script::tools`].
     pub tool: usize,
-    /// A JSON object.
-    pub args: Value,
+    /// A JSON object, shared with every call made from it.
+    pub args: Arc<Value>,
     /// `args` as compact JSON (what `TOOL_CALL_ARGS` streams), written once.
     pub args_json: String,
 }
@@ -444,7 +444,7 @@ pub(crate) fn compile(
             let args_json = args.to_string();
             calls.push(ScriptedCall {
                 tool,
-                args,
+                args: Arc::new(args),
                 args_json,
             });
         }

@@ -71,7 +71,8 @@ pub(crate) struct Call {
     pub id: String,
     /// Index into the script's tools.
     pub tool: usize,
-    pub args: Value,
+    /// The scripted arguments (shared with the script).
+    pub args: Arc<Value>,
     /// It ran (or was skipped with a result): never run it again.
     pub done: bool,
     /// The `TOOL_CALL_RESULT` content it got, to send again to a client that never heard it.
@@ -286,12 +287,14 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     };
     let mut from_messages =
         resume::known_open_from_messages(&input.messages, |c| gated_interrupt(spec, c));
-    let key = (name.clone(), input.thread_id.clone());
+    // Only a stateful agent keeps checkpoints: a stateless one neither reads nor takes one.
+    let stateful = spec.resume == ResumeMode::Stateful;
+    let key = stateful.then(|| (name.clone(), input.thread_id.clone()));
     let (judgement, checkpoint) = {
-        let mut open = threads.lock();
-        let checkpoint = match spec.resume {
-            ResumeMode::Stateful => open.get(&key).cloned(),
-            ResumeMode::Stateless => None,
+        let mut open = key.as_ref().map(|_| threads.lock());
+        let checkpoint = match (&open, &key) {
+            (Some(open), Some(key)) => open.get(key).cloned(),
+            _ => None,
         };
         if let Some(cp) = &checkpoint {
             // A call the messages show open may be gated by an approval given earlier in a
@@ -327,7 +330,9 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         });
         // A run that goes ahead consumes the checkpoint: whatever it ends with replaces it.
         if matches!(j.decision, Decision::Proceed | Decision::Reinterrupt { .. }) {
-            open.remove(&key);
+            if let (Some(open), Some(key)) = (&mut open, &key) {
+                open.remove(key);
+            }
         }
         (j, checkpoint)
     };

@@ -71,12 +71,12 @@ pub(super) struct Run {
     model_calls: u64,
     input_tokens: u64,
     output_tokens: u64,
-    /// Types of the events actually sent, in order.
+    /// Types of the events emitted, in order: the first `sent` were handed to the response,
+    /// the rest are in `out`.
     types: Vec<&'static str>,
+    sent: usize,
     /// SSE frames emitted and not yet handed to the response (see [`Self::flush`]).
     out: Vec<u8>,
-    /// Their types.
-    unsent: Vec<&'static str>,
     gone: bool,
     violated: BTreeSet<Violation>,
     /// The checkpoint this run continues (stateful agents): put back if the client goes away,
@@ -141,9 +141,9 @@ impl Run {
             model_calls: 0,
             input_tokens: 0,
             output_tokens: 0,
-            types: Vec::new(),
+            types: Vec::with_capacity(16),
+            sent: 0,
             out: Vec::with_capacity(2048),
-            unsent: Vec::new(),
             gone: false,
             violated: BTreeSet::new(),
             consumed,
@@ -493,7 +493,7 @@ impl Run {
                 "run_id": self.input.run_id,
                 "tool_call_id": call.id,
                 "tool": tool.name,
-                "args": call.args,
+                "args": *call.args,
                 "gated_by": gates.iter().map(|g| g.key.as_str()).collect::<Vec<_>>(),
             });
             match verdict {
@@ -590,7 +590,7 @@ impl Run {
         };
         let method = r.method.clone();
         let path = render_path(&r.path.raw, &call.args);
-        let mut body = call.args.clone();
+        let mut body = (*call.args).clone();
         if let (Some(ptr), Some(p)) = (answer_at, &payload) {
             set_pointer(&mut body, ptr, p.clone());
         }
@@ -922,7 +922,7 @@ impl Run {
         }
         let now = self.world.clock.now();
         wire::write_frame(&mut self.out, &frame, self.world.clock.wall_ms(now) as i64);
-        self.unsent.push(frame.type_name());
+        self.types.push(frame.type_name());
     }
 
     /// Queue one event (sent at the next [`Self::flush`]).
@@ -939,7 +939,7 @@ impl Run {
             self.violation(Violation::UnknownFields);
         }
         wire::write_sse_frame(&mut self.out, &e);
-        self.unsent.push(e.type_name());
+        self.types.push(e.type_name());
     }
 
     /// Hand the frames emitted since the last flush to the response, as one chunk. Called
@@ -961,10 +961,10 @@ impl Run {
                 Err(TrySendError::Full(frames)) => Box::pin(self.tx.send(frames)).await.is_ok(),
             };
         if sent {
-            self.types.append(&mut self.unsent);
+            self.sent = self.types.len();
         } else {
             self.gone = true;
-            self.unsent.clear();
+            self.types.truncate(self.sent);
         }
     }
 
