@@ -34,11 +34,9 @@ pub mod wire;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 
-use hyper::body::Bytes;
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc;
 
 use super::{AgentRequest, Ctx, Reply};
 use crate::ledger::Record;
@@ -428,7 +426,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     rec.body = input_json;
     world.lock().ledger.append(rec);
 
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let outlet = run::Outlet::default();
     // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.
     let consumed = checkpoint.filter(|_| spec.resume == ResumeMode::Stateful);
     // Boxed apart from its future: an async fn's future holds its arguments twice (as passed
@@ -443,31 +441,44 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
             consumed,
             started_at,
         },
-        tx,
+        outlet.clone(),
     ));
     // Play the run right here up to its first wait. Most runs never wait: then the whole stream
-    // is in the channel before the response starts, with no task to spawn and no wake-ups
-    // between the run and the connection. A run that does wait (a scripted delay, a delayed
-    // tool response, a late error) has handed over what it emitted so far and goes on in its
-    // own task (which polls it again at once, with a waker that counts).
+    // is ready before the response starts, and goes out as one chunk, with no task spawned, no
+    // channel and no wake-ups between the run and the connection. A run that does wait (a
+    // scripted delay, a delayed tool response, a late error) opens the stream's channel,
+    // hands over what it emitted so far, and goes on in its own task (which polls it again at
+    // once, with a waker that counts).
     let mut run = Box::pin(run.go(start, notices));
-    if run
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-        .is_pending()
-    {
-        tokio::spawn(run);
-    }
-    Reply::Stream {
-        status: 200,
-        headers: vec![
-            (
-                "content-type".into(),
-                wire::EVENT_STREAM_CONTENT_TYPE.into(),
-            ),
-            ("cache-control".into(), "no-cache".into()),
-        ],
-        body: rx,
+    let whole = match run.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(whole) => whole,
+        Poll::Pending => {
+            tokio::spawn(run);
+            None
+        }
+    };
+    let status = 200;
+    let headers = vec![
+        (
+            "content-type".into(),
+            wire::EVENT_STREAM_CONTENT_TYPE.into(),
+        ),
+        ("cache-control".into(), "no-cache".into()),
+    ];
+    let rx = outlet.lock().unwrap_or_else(|e| e.into_inner()).take();
+    match (whole, rx) {
+        (_, Some(body)) => Reply::Stream {
+            status,
+            headers,
+            body,
+        },
+        (whole, None) => Reply::Ready {
+            status,
+            headers,
+            // A run that did not end here opened its channel first, wherever it paused: the
+            // only way to get here without one is to have ended with the whole body.
+            body: whole.unwrap_or_default(),
+        },
     }
 }
 

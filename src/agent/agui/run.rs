@@ -59,7 +59,10 @@ pub(super) struct Run {
     spec: AgUiAgent,
     input: RunAgentInput,
     judgement: Judgement,
-    tx: mpsc::Sender<Bytes>,
+    /// The stream's channel, once needed ([`Self::sender`]).
+    tx: Option<mpsc::Sender<Bytes>>,
+    /// Where the channel's receiver goes for the request handler to answer with.
+    outlet: Outlet,
     /// `parentRunId` set or a non-empty `resume` (the official client never sends the former).
     continuation: bool,
     /// Interrupts this run resumes (answered, discarded or still open): a `skip` interrupt
@@ -92,6 +95,9 @@ pub(super) struct Run {
     cursor: Duration,
 }
 
+/// Where a run puts its stream's receiver once it opens the channel (see [`Run::sender`]).
+pub(super) type Outlet = Arc<std::sync::Mutex<Option<mpsc::Receiver<Bytes>>>>;
+
 /// What admission hands a run: the stripped input, its judgement, the checkpoint it consumed
 /// (stateful agents) and the scenario time of its `run-started` entry.
 pub(super) struct Admitted {
@@ -107,7 +113,7 @@ impl Run {
         agent: String,
         spec: AgUiAgent,
         admitted: Admitted,
-        tx: mpsc::Sender<Bytes>,
+        outlet: Outlet,
     ) -> Run {
         let Admitted {
             input,
@@ -136,7 +142,8 @@ impl Run {
             spec,
             input,
             judgement,
-            tx,
+            tx: None,
+            outlet,
             resumed,
             model_calls: 0,
             input_tokens: 0,
@@ -154,14 +161,20 @@ impl Run {
     }
 
     /// Play the run and close the stream.
-    pub(super) async fn go(mut self: Box<Self>, start: Start, notices: Vec<Notice>) {
+    /// Returns the whole response body if the run never had to hand frames over before it
+    /// ended (see [`Self::flush`]); `None` if they went through the stream's channel.
+    pub(super) async fn go(
+        mut self: Box<Self>,
+        start: Start,
+        notices: Vec<Notice>,
+    ) -> Option<Bytes> {
         if let Decision::RunError { code, message } = self.judgement.decision.clone() {
             // PROD-3: refused before the run starts; RUN_ERROR is the stream's first event.
             self.emit(Event::run_error(message.clone(), Some(code)));
             for n in &notices {
                 self.record("warning", notice_json(n));
             }
-            self.flush().await;
+            self.flush(false).await;
             let detail = json!({
                 "thread_id": self.input.thread_id,
                 "run_id": self.input.run_id,
@@ -171,7 +184,7 @@ impl Run {
                 "events": self.types,
             });
             self.record("run-finished", detail);
-            return;
+            return self.rest().await;
         }
         // The frame borrows the input, which `emit_frame` (taking the whole run) cannot: lend
         // it out for the call (an empty input allocates nothing).
@@ -187,7 +200,18 @@ impl Run {
         }
         let end = self.play(start).await;
         self.finish(end).await;
-        self.flush().await;
+        self.rest().await
+    }
+
+    /// The end of the output: the whole body if no channel was ever needed, else the last
+    /// frames through it (dropping the run then closes the stream).
+    async fn rest(&mut self) -> Option<Bytes> {
+        if self.tx.is_none() {
+            self.sent = self.types.len();
+            return Some(Bytes::from(std::mem::take(&mut self.out)));
+        }
+        self.flush(true).await;
+        None
     }
 
     // --- the loop ---------------------------------------------------------------------------
@@ -276,7 +300,7 @@ impl Run {
         reentered: bool,
         calls: &mut Option<Vec<Call>>,
     ) -> Option<End> {
-        if self.gone || self.tx.is_closed() {
+        if self.gone || self.client_left() {
             self.gone = true;
             return Some(End::Gone);
         }
@@ -460,7 +484,7 @@ impl Run {
                 self.deliver(call, content);
                 continue;
             }
-            if self.gone || self.tx.is_closed() {
+            if self.gone || self.client_left() {
                 self.gone = true;
                 return Some(End::Gone);
             }
@@ -647,9 +671,9 @@ impl Run {
         let response = match out.plan {
             Plan::Now => Ok(out.response),
             Plan::At(t) => {
-                self.flush().await;
+                self.flush(true).await;
                 let clock = world.clock.clone();
-                let tx = self.tx.clone();
+                let tx = self.sender().clone();
                 self.cursor = self.cursor.max(t);
                 // Boxed (see `flush`).
                 let woke = Box::pin(async move {
@@ -693,9 +717,9 @@ impl Run {
     /// then advances can never slip in before the sleep and leave the run waiting for the next
     /// advance.
     async fn wait(&mut self, d: Duration) -> Option<End> {
-        self.flush().await;
+        self.flush(true).await;
         let clock = self.world.clock.clone();
-        let tx = self.tx.clone();
+        let tx = self.sender().clone();
         let deadline = self.cursor + d;
         // Boxed (see `flush`).
         let woke = Box::pin(async move {
@@ -846,7 +870,7 @@ impl Run {
             }
         }
         // What the client got is known once it is handed over.
-        self.flush().await;
+        self.flush(false).await;
         let finished = finished && !self.gone;
         if let Some(u) = usage_json {
             detail["usage"] = u;
@@ -869,7 +893,7 @@ impl Run {
                 return;
             }
             self.emit(Event::run_error(late.message.clone(), late.code.as_deref()));
-            self.flush().await;
+            self.flush(false).await;
             self.record(
                 "late-error",
                 json!({
@@ -910,6 +934,23 @@ impl Run {
 
     // --- output ---------------------------------------------------------------------------
 
+    /// The stream's channel, opened the first time the run must hand frames over before it
+    /// ends; its receiver goes to the response through the outlet.
+    fn sender(&mut self) -> &mpsc::Sender<Bytes> {
+        self.tx.get_or_insert_with(|| {
+            let (tx, rx) = mpsc::channel(64);
+            // Only the run and the request handler touch it, one after the other.
+            *self.outlet.lock().unwrap_or_else(|e| e.into_inner()) = Some(rx);
+            tx
+        })
+    }
+
+    /// The client went away: the response (and with it the channel's receiver) was dropped.
+    /// Before the channel exists, the response has not started: nobody left yet.
+    fn client_left(&self) -> bool {
+        self.tx.as_ref().is_some_and(mpsc::Sender::is_closed)
+    }
+
     /// Queue one of the common events from borrowed parts (see [`Frame`]); as [`Self::emit`]
     /// otherwise.
     fn emit_frame(&mut self, frame: Frame<'_>) {
@@ -943,22 +984,30 @@ impl Run {
     }
 
     /// Hand the frames emitted since the last flush to the response, as one chunk. Called
-    /// before the run waits (what is ready goes out before the pause), before the ledger says
-    /// what the client got, and at the end: events produced together leave in one write
-    /// instead of one write (and one wake-up of the connection) each.
-    async fn flush(&mut self) {
+    /// before the run waits (`now`: what is ready goes out before the pause), before the ledger
+    /// says what the client got, and at the end: events produced together leave in one write
+    /// instead of one write (and one wake-up of the connection) each. Until the run first has
+    /// to hand frames over `now`, there is no channel: the frames stay in the buffer, counted
+    /// as the client's, and become the whole body when the run ends ([`Self::rest`]).
+    async fn flush(&mut self, now: bool) {
         if self.out.is_empty() {
             return;
         }
+        if self.tx.is_none() && !now {
+            self.sent = self.types.len();
+            return;
+        }
+        self.sender();
         let frames = Bytes::from(std::mem::take(&mut self.out));
+        let Some(tx) = &self.tx else { return };
         let sent = !self.gone
-            && match self.tx.try_send(frames) {
+            && match tx.try_send(frames) {
                 Ok(()) => true,
                 Err(TrySendError::Closed(_)) => false,
                 // A client reading slower than the run writes: wait for room. Boxed, as are
                 // the run's other waits: only a run that waits pays for their state, every
                 // run's own future stays small.
-                Err(TrySendError::Full(frames)) => Box::pin(self.tx.send(frames)).await.is_ok(),
+                Err(TrySendError::Full(frames)) => Box::pin(tx.send(frames)).await.is_ok(),
             };
         if sent {
             self.sent = self.types.len();
