@@ -48,6 +48,28 @@ impl Body for ChannelBody {
     }
 }
 
+/// A stream body that was whole before the response started (an agent's
+/// [`Reply::Ready`]): one frame, then the end. No size hint, so it goes out chunked like a
+/// [`ChannelBody`].
+struct ReadyBody(Option<Bytes>);
+
+impl Body for ReadyBody {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        // No empty data frame (hyper writes none): an empty body is just the end.
+        Poll::Ready(
+            self.0
+                .take()
+                .filter(|b| !b.is_empty())
+                .map(|b| Ok(Frame::data(b))),
+        )
+    }
+}
+
 use crate::admin::{self, AdminRequest};
 use crate::agent::{self, AgentRequest, Reply};
 use crate::ledger::{Entry, Filter};
@@ -334,6 +356,18 @@ async fn handle(
                     b = b.header(k.as_str(), v.as_str());
                 }
                 b.body(ChannelBody(body).boxed())
+                    .unwrap_or_else(|e| to_hyper(build_error(e)))
+            }
+            Reply::Ready {
+                status,
+                headers,
+                body,
+            } => {
+                let mut b = hyper::Response::builder().status(status);
+                for (k, v) in &headers {
+                    b = b.header(k.as_str(), v.as_str());
+                }
+                b.body(ReadyBody(Some(body)).boxed())
                     .unwrap_or_else(|e| to_hyper(build_error(e)))
             }
         };

@@ -43,6 +43,13 @@ pub enum Reply {
         headers: Vec<(String, String)>,
         body: mpsc::Receiver<Bytes>,
     },
+    /// A [`Reply::Stream`] whose whole body was ready before the response started: sent the
+    /// same way (no length, chunked), as one chunk, without a channel.
+    Ready {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Bytes,
+    },
 }
 
 /// Everything an agent needs to answer one request.

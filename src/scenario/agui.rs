@@ -10,6 +10,8 @@
 //! so a misspelt tool, service, route or phase never reaches a world.
 
 use std::collections::BTreeMap;
+use std::ops::Deref;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -231,9 +233,22 @@ struct RawInterrupt {
 // ---------------------------------------------------------------------------------------------
 // The compiled model
 
-/// A validated AG-UI agent script.
+/// A validated AG-UI agent script, shared: the agent table is looked up (and cloned) per
+/// request and a run keeps its script for as long as it streams, so a clone is a reference
+/// count, not a copy of the script's JSON trees.
 #[derive(Clone, Debug, Default)]
-pub struct AgUiAgent {
+pub struct AgUiAgent(Arc<Script>);
+
+impl Deref for AgUiAgent {
+    type Target = Script;
+    fn deref(&self) -> &Script {
+        &self.0
+    }
+}
+
+/// What an [`AgUiAgent`] holds.
+#[derive(Debug, Default)]
+pub struct Script {
     pub resume: ResumeMode,
     pub uncovered: Uncovered,
     pub client: ClientKind,
@@ -246,7 +261,7 @@ pub struct AgUiAgent {
     pub interrupts: Vec<InterruptSpec>,
 }
 
-impl AgUiAgent {
+impl Script {
     pub fn violates(&self, v: Violation) -> bool {
         self.violate.contains(&v)
     }
@@ -316,10 +331,12 @@ pub struct Iteration {
 
 #[derive(Clone, Debug)]
 pub struct ScriptedCall {
-    /// Index into [`AgUiAgent::tools`].
+    /// Index into [`Script::tools`].
     pub tool: usize,
-    /// A JSON object.
-    pub args: Value,
+    /// A JSON object, shared with every call made from it.
+    pub args: Arc<Value>,
+    /// `args` as compact JSON (what `TOOL_CALL_ARGS` streams), written once.
+    pub args_json: String,
 }
 
 /// An interrupt the script raises at one boundary.
@@ -331,12 +348,12 @@ pub struct InterruptSpec {
     pub iteration: usize,
     pub reason: String,
     pub message: Option<String>,
-    /// The tool (index into [`AgUiAgent::tools`]) whose calls in this iteration the interrupt
+    /// The tool (index into [`Script::tools`]) whose calls in this iteration the interrupt
     /// is about: `toolCallId` names the first; at `beforeTools` it gates all of them.
     pub tool: Option<usize>,
     /// JSON pointer that must be `true` in a resolved answer's payload for the gated calls to run.
     pub approve_if: Option<String>,
-    pub response_schema: Option<Map<String, Value>>,
+    pub response_schema: Option<Arc<Map<String, Value>>>,
     pub expires_in: Option<Duration>,
     pub subagent_run_id: Option<String>,
     pub on_continuation: OnContinuation,
@@ -424,7 +441,12 @@ pub(crate) fn compile(
                     }
                 }
             }
-            calls.push(ScriptedCall { tool, args });
+            let args_json = args.to_string();
+            calls.push(ScriptedCall {
+                tool,
+                args: Arc::new(args),
+                args_json,
+            });
         }
         if let Some(state) = &it.state {
             if !state.is_object() {
@@ -465,7 +487,7 @@ pub(crate) fn compile(
     if issues.len() > start {
         return None;
     }
-    Some(AgUiAgent {
+    Some(AgUiAgent(Arc::new(Script {
         resume: raw.resume.unwrap_or_default(),
         uncovered: raw.uncovered.unwrap_or_default(),
         client: raw.client.unwrap_or_default(),
@@ -479,7 +501,7 @@ pub(crate) fn compile(
         tools,
         iterations,
         interrupts,
-    })
+    })))
 }
 
 fn compile_tool(
@@ -649,7 +671,7 @@ fn compile_interrupt(
     }
     let response_schema = match ri.response_schema {
         None => None,
-        Some(Value::Object(m)) => Some(m),
+        Some(Value::Object(m)) => Some(Arc::new(m)),
         Some(_) => {
             issues.push((
                 format!("{ipath}.response_schema"),

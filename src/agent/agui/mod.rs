@@ -32,11 +32,11 @@ mod run;
 pub mod wire;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 
-use hyper::body::Bytes;
-use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use serde_json::{json, Map, Value};
 
 use super::{AgentRequest, Ctx, Reply};
 use crate::ledger::Record;
@@ -55,7 +55,10 @@ pub(crate) struct Boundary {
 
 impl Boundary {
     fn json(self) -> Value {
-        json!({"iteration": self.iteration, "phase": self.phase.as_str()})
+        object([
+            ("iteration", Value::from(self.iteration)),
+            ("phase", Value::from(self.phase.as_str())),
+        ])
     }
 }
 
@@ -66,7 +69,8 @@ pub(crate) struct Call {
     pub id: String,
     /// Index into the script's tools.
     pub tool: usize,
-    pub args: Value,
+    /// The scripted arguments (shared with the script).
+    pub args: Arc<Value>,
     /// It ran (or was skipped with a result): never run it again.
     pub done: bool,
     /// The `TOOL_CALL_RESULT` content it got, to send again to a client that never heard it.
@@ -137,7 +141,10 @@ pub(crate) enum Start {
 impl Start {
     fn json(&self) -> Value {
         match self {
-            Start::Top => json!({"iteration": 0, "phase": "beforeModel"}),
+            Start::Top => object([
+                ("iteration", Value::from(0)),
+                ("phase", Value::from("beforeModel")),
+            ]),
             Start::After(i) => json!({"after_frontend_tools_of_iteration": i}),
             Start::At { boundary, .. } => boundary.json(),
         }
@@ -176,7 +183,7 @@ impl From<Uncovered> for UncoveredPolicy {
 pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     let world = ctx.world.clone();
     let name = ctx.name.clone();
-    let input_json = ledger_body(&world, &req.body);
+    let (input_json, reusable) = ledger_body(&world, &req.body);
     let reject = |status: u16, code: &str, message: String, extra: Value| {
         rejected(
             &world,
@@ -215,7 +222,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     let accept = req
         .headers
         .get(hyper::header::ACCEPT)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        .map(|v| String::from_utf8_lossy(v.as_bytes()));
     if !wire::accepts_event_stream(accept.as_deref()) {
         return reject(
             406,
@@ -227,7 +234,10 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
             Value::Null,
         );
     }
-    let mut input = match RunAgentInput::parse(&req.body) {
+    let parsed = reusable
+        .then(|| RunAgentInput::from_parsed(&input_json))
+        .flatten();
+    let mut input = match parsed.map_or_else(|| RunAgentInput::parse(&req.body), Ok) {
         Ok(i) => i,
         Err(e) => return reject(400, "invalid_input", e.message, Value::Null),
     };
@@ -267,15 +277,22 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     // Judge the resume list against what this agent knows about the thread.
     let threads = world.extension::<Threads>();
     let now_ms = world.clock.wall_ms(world.clock.now()) as i64;
-    let raisable: Vec<Interrupt> = spec.interrupts.iter().map(plain_interrupt).collect();
+    // What a stateless agent recognizes resume entries by: only entries need it.
+    let raisable: Vec<Interrupt> = if input.resume_entries().is_empty() {
+        Vec::new()
+    } else {
+        spec.interrupts.iter().map(plain_interrupt).collect()
+    };
     let mut from_messages =
         resume::known_open_from_messages(&input.messages, |c| gated_interrupt(spec, c));
-    let key = (name.clone(), input.thread_id.clone());
+    // Only a stateful agent keeps checkpoints: a stateless one neither reads nor takes one.
+    let stateful = spec.resume == ResumeMode::Stateful;
+    let key = stateful.then(|| (name.clone(), input.thread_id.clone()));
     let (judgement, checkpoint) = {
-        let mut open = threads.lock();
-        let checkpoint = match spec.resume {
-            ResumeMode::Stateful => open.get(&key).cloned(),
-            ResumeMode::Stateless => None,
+        let mut open = key.as_ref().map(|_| threads.lock());
+        let checkpoint = match (&open, &key) {
+            (Some(open), Some(key)) => open.get(key).cloned(),
+            _ => None,
         };
         if let Some(cp) = &checkpoint {
             // A call the messages show open may be gated by an approval given earlier in a
@@ -311,7 +328,9 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         });
         // A run that goes ahead consumes the checkpoint: whatever it ends with replaces it.
         if matches!(j.decision, Decision::Proceed | Decision::Reinterrupt { .. }) {
-            open.remove(&key);
+            if let (Some(open), Some(key)) = (&mut open, &key) {
+                open.remove(key);
+            }
         }
         (j, checkpoint)
     };
@@ -353,20 +372,35 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     }
 
     let start = start_point(spec, &input, checkpoint.as_ref(), &judgement);
-    let mut started = json!({
-        "thread_id": input.thread_id,
-        "run_id": input.run_id,
-        "parent_run_id": input.parent_run_id,
-        "continuation": input.is_continuation(),
-        "protocol_version": input.protocol_version,
-        "resume": input.resume_entries(),
-        "verdicts": judgement.verdicts.iter().map(|v| json!({"interrupt_id": v.interrupt_id(), "verdict": v.label()})).collect::<Vec<_>>(),
-        "uncovered": judgement.uncovered.iter().map(|u| json!({"interrupt_id": u.interrupt.id, "why": format!("{:?}", u.why)})).collect::<Vec<_>>(),
-        "decision": decision_label(&judgement.decision),
-        "start": start.json(),
-        "messages": input.messages.len(),
-        "state": input.state_or_default(),
-    });
+    let opt_str = |s: &Option<String>| s.as_deref().map_or(Value::Null, Value::from);
+    let mut started = object([
+        ("thread_id", Value::from(input.thread_id.as_str())),
+        ("run_id", Value::from(input.run_id.as_str())),
+        ("parent_run_id", opt_str(&input.parent_run_id)),
+        ("continuation", Value::Bool(input.is_continuation())),
+        ("protocol_version", opt_str(&input.protocol_version)),
+        ("resume", json!(input.resume_entries())),
+        (
+            "verdicts",
+            judgement
+                .verdicts
+                .iter()
+                .map(|v| json!({"interrupt_id": v.interrupt_id(), "verdict": v.label()}))
+                .collect(),
+        ),
+        (
+            "uncovered",
+            judgement
+                .uncovered
+                .iter()
+                .map(|u| json!({"interrupt_id": u.interrupt.id, "why": format!("{:?}", u.why)}))
+                .collect(),
+        ),
+        ("decision", Value::from(decision_label(&judgement.decision))),
+        ("start", start.json()),
+        ("messages", Value::from(input.messages.len())),
+        ("state", input.state_or_default()),
+    ]);
     // The interrupted run whose checkpoint this run consumed: what a restart needs to tell
     // which checkpoints are still open (the `Threads` lock is not held across the append).
     if let (ResumeMode::Stateful, Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) =
@@ -392,33 +426,71 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     rec.body = input_json;
     world.lock().ledger.append(rec);
 
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let outlet = run::Outlet::default();
     // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.
     let consumed = checkpoint.filter(|_| spec.resume == ResumeMode::Stateful);
-    let run = run::Run::new(
+    // Boxed apart from its future: an async fn's future holds its arguments twice (as passed
+    // and as moved into its body), so a run passed by value doubled the future's size.
+    let run = Box::new(run::Run::new(
         world.clone(),
         name,
-        Arc::new(spec.clone()),
+        spec.clone(),
         run::Admitted {
             input,
             judgement,
             consumed,
             started_at,
         },
-        tx,
-    );
-    tokio::spawn(run.go(start, notices));
-    Reply::Stream {
-        status: 200,
-        headers: vec![
-            (
-                "content-type".into(),
-                wire::EVENT_STREAM_CONTENT_TYPE.into(),
-            ),
-            ("cache-control".into(), "no-cache".into()),
-        ],
-        body: rx,
+        outlet.clone(),
+    ));
+    // Play the run right here up to its first wait. Most runs never wait: then the whole stream
+    // is ready before the response starts, and goes out as one chunk, with no task spawned, no
+    // channel and no wake-ups between the run and the connection. A run that does wait (a
+    // scripted delay, a delayed tool response, a late error) opens the stream's channel,
+    // hands over what it emitted so far, and goes on in its own task (which polls it again at
+    // once, with a waker that counts).
+    let mut run = Box::pin(run.go(start, notices));
+    let whole = match run.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(whole) => whole,
+        Poll::Pending => {
+            tokio::spawn(run);
+            None
+        }
+    };
+    let status = 200;
+    let headers = vec![
+        (
+            "content-type".into(),
+            wire::EVENT_STREAM_CONTENT_TYPE.into(),
+        ),
+        ("cache-control".into(), "no-cache".into()),
+    ];
+    let rx = outlet.lock().unwrap_or_else(|e| e.into_inner()).take();
+    match (whole, rx) {
+        (_, Some(body)) => Reply::Stream {
+            status,
+            headers,
+            body,
+        },
+        (whole, None) => Reply::Ready {
+            status,
+            headers,
+            // A run that did not end here opened its channel first, wherever it paused: the
+            // only way to get here without one is to have ended with the whole body.
+            body: whole.unwrap_or_default(),
+        },
     }
+}
+
+/// A JSON object of these members (built straight, without `json!`'s serializer round trip
+/// per member: ledger details are built on every run).
+pub(crate) fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
+    let mut map = Map::new();
+    for (k, v) in members {
+        // One by one: a few members fit one tree node, which beats sorting them first.
+        map.insert(k.to_string(), v);
+    }
+    Value::Object(map)
 }
 
 /// A refusal before any stream: HTTP `status` with a JSON body, recorded as `run-rejected`.
@@ -453,15 +525,20 @@ fn rejected(
     ))
 }
 
-/// What the ledger keeps of a request body: its JSON, or (a prefix of) its text.
-fn ledger_body(world: &World, body: &[u8]) -> Value {
+/// What the ledger keeps of a request body: its JSON, or (a prefix of) its text. With it,
+/// whether that JSON is the whole body's and repeats no member name (so the input may be
+/// read from it: [`RunAgentInput::from_parsed`]).
+fn ledger_body(world: &World, body: &[u8]) -> (Value, bool) {
     if body.is_empty() {
-        return Value::Null;
+        return (Value::Null, false);
     }
     let cap = world.scenario.ledger_body_bytes;
-    match serde_json::from_slice::<Value>(body) {
-        Ok(v) if body.len() <= cap => v,
-        _ => Value::String(String::from_utf8_lossy(&body[..body.len().min(cap)]).into_owned()),
+    match wire::parse_json(body) {
+        Ok((v, repeats)) if body.len() <= cap => (v, !repeats),
+        _ => (
+            Value::String(String::from_utf8_lossy(&body[..body.len().min(cap)]).into_owned()),
+            false,
+        ),
     }
 }
 

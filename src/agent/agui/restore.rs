@@ -416,14 +416,14 @@ tool_call = "pay"
                 Call {
                     id: "call-0-0-r1".into(),
                     tool: 0,
-                    args: json!({"to": "acct-9"}),
+                    args: Arc::new(json!({"to": "acct-9"})),
                     done: true,
                     result: Some("{\"id\":\"act_2\"}".into()),
                 },
                 Call {
                     id: "call-0-1-r1".into(),
                     tool: 0,
-                    args: json!({"to": "acct-7"}),
+                    args: Arc::new(json!({"to": "acct-7"})),
                     done: false,
                     result: None,
                 },
@@ -454,7 +454,7 @@ tool_call = "pay"
         assert_eq!(back.answers, cp.answers);
         assert_eq!(back.calls.len(), 2);
         assert_eq!(back.calls[0].result, cp.calls[0].result);
-        assert_eq!(back.calls[1].args, json!({"to": "acct-7"}));
+        assert_eq!(*back.calls[1].args, json!({"to": "acct-7"}));
         assert!(back.calls[0].done && !back.calls[1].done);
         let no_answers = Checkpoint {
             answers: BTreeMap::new(),

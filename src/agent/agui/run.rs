@@ -20,10 +20,12 @@ use hyper::body::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::HeaderMap;
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, error::TrySendError};
 
 use super::resume::{gate_for, Answer, Decision, Gate, Judgement, SkipReason};
-use super::wire::{self, tanstack, Event, Interrupt, RunAgentInput, RunFinished, TokenUsage};
+use super::wire::{
+    self, tanstack, Event, Frame, Interrupt, RunAgentInput, RunFinished, TokenUsage,
+};
 use super::{answered_calls, call_id, Boundary, Call, Checkpoint, Notice, Start, Threads};
 use crate::clock::format_rfc3339_ms;
 use crate::ledger::Record;
@@ -54,10 +56,13 @@ enum End {
 pub(super) struct Run {
     world: Arc<World>,
     agent: String,
-    spec: Arc<AgUiAgent>,
+    spec: AgUiAgent,
     input: RunAgentInput,
     judgement: Judgement,
-    tx: mpsc::Sender<Bytes>,
+    /// The stream's channel, once needed ([`Self::sender`]).
+    tx: Option<mpsc::Sender<Bytes>>,
+    /// Where the channel's receiver goes for the request handler to answer with.
+    outlet: Outlet,
     /// `parentRunId` set or a non-empty `resume` (the official client never sends the former).
     continuation: bool,
     /// Interrupts this run resumes (answered, discarded or still open): a `skip` interrupt
@@ -69,8 +74,12 @@ pub(super) struct Run {
     model_calls: u64,
     input_tokens: u64,
     output_tokens: u64,
-    /// Types of the events actually sent, in order.
+    /// Types of the events emitted, in order: the first `sent` were handed to the response,
+    /// the rest are in `out`.
     types: Vec<&'static str>,
+    sent: usize,
+    /// SSE frames emitted and not yet handed to the response (see [`Self::flush`]).
+    out: Vec<u8>,
     gone: bool,
     violated: BTreeSet<Violation>,
     /// The checkpoint this run continues (stateful agents): put back if the client goes away,
@@ -86,6 +95,9 @@ pub(super) struct Run {
     cursor: Duration,
 }
 
+/// Where a run puts its stream's receiver once it opens the channel (see [`Run::sender`]).
+pub(super) type Outlet = Arc<std::sync::Mutex<Option<mpsc::Receiver<Bytes>>>>;
+
 /// What admission hands a run: the stripped input, its judgement, the checkpoint it consumed
 /// (stateful agents) and the scenario time of its `run-started` entry.
 pub(super) struct Admitted {
@@ -99,9 +111,9 @@ impl Run {
     pub(super) fn new(
         world: Arc<World>,
         agent: String,
-        spec: Arc<AgUiAgent>,
+        spec: AgUiAgent,
         admitted: Admitted,
-        tx: mpsc::Sender<Bytes>,
+        outlet: Outlet,
     ) -> Run {
         let Admitted {
             input,
@@ -130,12 +142,15 @@ impl Run {
             spec,
             input,
             judgement,
-            tx,
+            tx: None,
+            outlet,
             resumed,
             model_calls: 0,
             input_tokens: 0,
             output_tokens: 0,
-            types: Vec::new(),
+            types: Vec::with_capacity(16),
+            sent: 0,
+            out: Vec::with_capacity(2048),
             gone: false,
             violated: BTreeSet::new(),
             consumed,
@@ -146,14 +161,20 @@ impl Run {
     }
 
     /// Play the run and close the stream.
-    pub(super) async fn go(mut self, start: Start, notices: Vec<Notice>) {
+    /// Returns the whole response body if the run never had to hand frames over before it
+    /// ended (see [`Self::flush`]); `None` if they went through the stream's channel.
+    pub(super) async fn go(
+        mut self: Box<Self>,
+        start: Start,
+        notices: Vec<Notice>,
+    ) -> Option<Bytes> {
         if let Decision::RunError { code, message } = self.judgement.decision.clone() {
             // PROD-3: refused before the run starts; RUN_ERROR is the stream's first event.
-            self.emit(Event::run_error(message.clone(), Some(code)))
-                .await;
+            self.emit(Event::run_error(message.clone(), Some(code)));
             for n in &notices {
                 self.record("warning", notice_json(n));
             }
+            self.flush(false).await;
             let detail = json!({
                 "thread_id": self.input.thread_id,
                 "run_id": self.input.run_id,
@@ -163,14 +184,34 @@ impl Run {
                 "events": self.types,
             });
             self.record("run-finished", detail);
-            return;
+            return self.rest().await;
         }
-        self.emit(Event::run_started(&self.input)).await;
+        // The frame borrows the input, which `emit_frame` (taking the whole run) cannot: lend
+        // it out for the call (an empty input allocates nothing).
+        let input = std::mem::replace(&mut self.input, RunAgentInput::new("", ""));
+        self.emit_frame(Frame::RunStarted {
+            thread_id: &input.thread_id,
+            run_id: &input.run_id,
+            parent_run_id: input.parent_run_id.as_deref(),
+        });
+        self.input = input;
         for n in notices {
-            self.warn(n).await;
+            self.warn(n);
         }
         let end = self.play(start).await;
         self.finish(end).await;
+        self.rest().await
+    }
+
+    /// The end of the output: the whole body if no channel was ever needed, else the last
+    /// frames through it (dropping the run then closes the stream).
+    async fn rest(&mut self) -> Option<Bytes> {
+        if self.tx.is_none() {
+            self.sent = self.types.len();
+            return Some(Bytes::from(std::mem::take(&mut self.out)));
+        }
+        self.flush(true).await;
+        None
     }
 
     // --- the loop ---------------------------------------------------------------------------
@@ -207,7 +248,7 @@ impl Run {
                 {
                     return end;
                 }
-                calls = Some(self.propose_calls(i).await);
+                calls = Some(self.propose_calls(i));
             }
             if from <= Phase::BeforeTools {
                 if let Some(end) = self
@@ -217,7 +258,7 @@ impl Run {
                     return end;
                 }
                 if calls.is_none() {
-                    calls = Some(self.propose_calls(i).await);
+                    calls = Some(self.propose_calls(i));
                 }
                 if let Some(list) = calls.as_mut() {
                     if let Some(end) = self.run_tools(i, list, &BTreeSet::new()).await {
@@ -259,7 +300,7 @@ impl Run {
         reentered: bool,
         calls: &mut Option<Vec<Call>>,
     ) -> Option<End> {
-        if self.gone || self.tx.is_closed() {
+        if self.gone || self.client_left() {
             self.gone = true;
             return Some(End::Gone);
         }
@@ -284,7 +325,7 @@ impl Run {
         if reentered && phase == Phase::BeforeTools && !still_open.is_empty() {
             // PROD-3 "reinterrupt": do what the covered entries allow, then pause again.
             if calls.is_none() {
-                *calls = Some(self.propose_calls(i).await);
+                *calls = Some(self.propose_calls(i));
             }
             let held: BTreeSet<String> = batch.iter().map(|b| b.id.clone()).collect();
             if let Some(list) = calls.as_mut() {
@@ -299,7 +340,8 @@ impl Run {
                 iteration: i,
                 phase,
             },
-            calls: calls.clone().unwrap_or_default(),
+            // The run ends here: the calls go with it.
+            calls: calls.take().unwrap_or_default(),
         })
     }
 
@@ -339,7 +381,7 @@ impl Run {
         }
         if let Some(ttl) = d.expires_in {
             let now = self.world.clock.now();
-            it.expires_at = Some(format_rfc3339_ms(self.world.clock.wall_ms(now + ttl)));
+            it.expires_at = Some(rfc3339_ms(self.world.clock.wall_ms(now + ttl)));
         }
         it
     }
@@ -369,13 +411,16 @@ impl Run {
         self.output_tokens += out;
         if let Some(text) = &it.text {
             let mid = self.message_id(i);
-            self.emit(Event::text_start(&mid)).await;
-            self.emit(Event::text_content(&mid, text.clone())).await;
-            self.emit(Event::text_end(&mid)).await;
+            self.emit_frame(Frame::TextStart { message_id: &mid });
+            self.emit_frame(Frame::TextContent {
+                message_id: &mid,
+                delta: text,
+            });
+            self.emit_frame(Frame::TextEnd { message_id: &mid });
         }
         if let Some(patch) = &it.state {
             merge_patch(&mut self.state, patch);
-            self.emit(Event::state_snapshot(self.state.clone())).await;
+            self.emit(Event::state_snapshot(self.state.clone()));
         }
         None
     }
@@ -385,18 +430,27 @@ impl Run {
     }
 
     /// The iteration's tool calls join the messages (between `afterModel` and `beforeTools`).
-    async fn propose_calls(&mut self, i: usize) -> Vec<Call> {
+    fn propose_calls(&mut self, i: usize) -> Vec<Call> {
         let spec = self.spec.clone();
-        let parent = self.message_id(i);
-        let mut out = Vec::new();
-        for (k, c) in spec.iterations[i].tool_calls.iter().enumerate() {
+        let scripted = &spec.iterations[i].tool_calls;
+        let parent = if scripted.is_empty() {
+            String::new()
+        } else {
+            self.message_id(i)
+        };
+        let mut out = Vec::with_capacity(scripted.len());
+        for (k, c) in scripted.iter().enumerate() {
             let id = call_id(i, k, &self.input.run_id);
-            let name = &spec.tools[c.tool].name;
-            self.emit(Event::tool_call_start(&id, name, Some(&parent)))
-                .await;
-            self.emit(Event::tool_call_args(&id, c.args.to_string()))
-                .await;
-            self.emit(Event::tool_call_end(&id)).await;
+            self.emit_frame(Frame::ToolCallStart {
+                tool_call_id: &id,
+                name: &spec.tools[c.tool].name,
+                parent_message_id: Some(&parent),
+            });
+            self.emit_frame(Frame::ToolCallArgs {
+                tool_call_id: &id,
+                delta: &c.args_json,
+            });
+            self.emit_frame(Frame::ToolCallEnd { tool_call_id: &id });
             out.push(Call {
                 id,
                 tool: c.tool,
@@ -427,10 +481,10 @@ impl Run {
                 let content = call.result.clone().unwrap_or_else(|| {
                     json!({"error": "the result was lost: the client went away while the service answered", "delivery": "unknown"}).to_string()
                 });
-                self.deliver(call, content).await;
+                self.deliver(call, content);
                 continue;
             }
-            if self.gone || self.tx.is_closed() {
+            if self.gone || self.client_left() {
                 self.gone = true;
                 return Some(End::Gone);
             }
@@ -463,7 +517,7 @@ impl Run {
                 "run_id": self.input.run_id,
                 "tool_call_id": call.id,
                 "tool": tool.name,
-                "args": call.args,
+                "args": *call.args,
                 "gated_by": gates.iter().map(|g| g.key.as_str()).collect::<Vec<_>>(),
             });
             match verdict {
@@ -477,7 +531,7 @@ impl Run {
                     detail["gate"] = json!(reason);
                     self.record_call(&call.id, detail);
                     let content = json!({"status": "not-run", "reason": reason}).to_string();
-                    self.deliver(call, content).await;
+                    self.deliver(call, content);
                 }
                 Gate::Run { payload } => {
                     detail["answer"] = payload.clone().unwrap_or(Value::Null);
@@ -494,20 +548,24 @@ impl Run {
                             answer_at,
                         } => {
                             detail["gate"] = json!("run");
-                            let (content, facts) = match self
-                                .call_service(call, service, route, headers, answer_at, payload)
+                            // Boxed: a service call's state (its request, the response,
+                            // a possible wait) only for runs that make one.
+                            let (content, facts) =
+                                match Box::pin(self.call_service(
+                                    call, service, route, headers, answer_at, payload,
+                                ))
                                 .await
-                            {
-                                Ok(v) => v,
-                                Err(end) => {
-                                    detail["interrupted_by"] = json!(match end {
-                                        End::WorldClosed => "world-reset",
-                                        _ => "client-disconnected",
-                                    });
-                                    self.record_call(&call.id, detail);
-                                    return Some(end);
-                                }
-                            };
+                                {
+                                    Ok(v) => v,
+                                    Err(end) => {
+                                        detail["interrupted_by"] = json!(match end {
+                                            End::WorldClosed => "world-reset",
+                                            _ => "client-disconnected",
+                                        });
+                                        self.record_call(&call.id, detail);
+                                        return Some(end);
+                                    }
+                                };
                             if let (Value::Object(d), Value::Object(f)) = (&mut detail, facts) {
                                 d.extend(f);
                             }
@@ -515,7 +573,7 @@ impl Run {
                             // heard it, also after a restart.
                             detail["result"] = json!(content);
                             self.record_call(&call.id, detail);
-                            self.deliver(call, content).await;
+                            self.deliver(call, content);
                         }
                     }
                 }
@@ -525,7 +583,7 @@ impl Run {
     }
 
     /// A call's `TOOL_CALL_RESULT`; the call is done from now on.
-    async fn deliver(&mut self, call: &mut Call, content: String) {
+    fn deliver(&mut self, call: &mut Call, content: String) {
         call.done = true;
         call.result = Some(content.clone());
         self.executed.insert(call.id.clone(), Some(content.clone()));
@@ -533,8 +591,7 @@ impl Run {
             &format!("result-{}", call.id),
             &call.id,
             content,
-        ))
-        .await;
+        ));
     }
 
     /// A backend tool call through the action pipeline. Returns the `TOOL_CALL_RESULT` content
@@ -557,7 +614,7 @@ impl Run {
         };
         let method = r.method.clone();
         let path = render_path(&r.path.raw, &call.args);
-        let mut body = call.args.clone();
+        let mut body = (*call.args).clone();
         if let (Some(ptr), Some(p)) = (answer_at, &payload) {
             set_pointer(&mut body, ptr, p.clone());
         }
@@ -614,15 +671,22 @@ impl Run {
         let response = match out.plan {
             Plan::Now => Ok(out.response),
             Plan::At(t) => {
+                self.flush(true).await;
                 let clock = world.clock.clone();
-                let tx = self.tx.clone();
+                let tx = self.sender().clone();
                 self.cursor = self.cursor.max(t);
-                tokio::select! {
-                    tick = clock.sleep_until(t) => match tick {
-                        Some(_) => Ok(out.response),
-                        None => return Err(End::WorldClosed),
-                    },
-                    _ = tx.closed() => {
+                // Boxed (see `flush`).
+                let woke = Box::pin(async move {
+                    tokio::select! {
+                        tick = clock.sleep_until(t) => Some(tick.is_some()),
+                        _ = tx.closed() => None,
+                    }
+                })
+                .await;
+                match woke {
+                    Some(true) => Ok(out.response),
+                    Some(false) => return Err(End::WorldClosed),
+                    None => {
                         self.gone = true;
                         return Err(End::Gone);
                     }
@@ -653,13 +717,18 @@ impl Run {
     /// then advances can never slip in before the sleep and leave the run waiting for the next
     /// advance.
     async fn wait(&mut self, d: Duration) -> Option<End> {
+        self.flush(true).await;
         let clock = self.world.clock.clone();
-        let tx = self.tx.clone();
+        let tx = self.sender().clone();
         let deadline = self.cursor + d;
-        let woke = tokio::select! {
-            tick = clock.sleep_until(deadline) => Some(tick.is_some()),
-            _ = tx.closed() => None,
-        };
+        // Boxed (see `flush`).
+        let woke = Box::pin(async move {
+            tokio::select! {
+                tick = clock.sleep_until(deadline) => Some(tick.is_some()),
+                _ = tx.closed() => None,
+            }
+        })
+        .await;
         self.cursor = deadline;
         match woke {
             Some(true) => None,
@@ -674,7 +743,10 @@ impl Run {
     // --- the end ------------------------------------------------------------------------
 
     async fn finish(&mut self, end: End) {
-        let usage = self.usage();
+        let mut usage = self.usage();
+        let usage_json = usage
+            .as_ref()
+            .map(|u| Value::Array(u.iter().map(TokenUsage::to_json).collect()));
         let mut detail = json!({
             "thread_id": self.input.thread_id,
             "run_id": self.input.run_id,
@@ -685,11 +757,11 @@ impl Run {
                 detail["outcome"] = json!("success");
                 detail["pending_tool_call_ids"] = json!(pending);
                 let mut e = Event::run_success(&self.input.thread_id, &self.input.run_id, pending);
-                set_usage(&mut e, usage.clone());
-                finished = self.run_finished(e).await;
+                set_usage(&mut e, usage.take());
+                finished = self.run_finished(e);
             }
             End::Interrupt { batch, at, calls } => {
-                let batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
+                let mut batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
                     batch
                         .into_iter()
                         .map(|i| tanstack::bind_generic(i, &self.input.run_id, 0))
@@ -698,9 +770,15 @@ impl Run {
                     batch
                 };
                 detail["outcome"] = json!("interrupt");
-                detail["interrupts"] = json!(batch.iter().map(|i| &i.id).collect::<Vec<_>>());
+                detail["interrupts"] =
+                    Value::Array(batch.iter().map(|i| Value::String(i.id.clone())).collect());
                 detail["paused_at"] = at.json();
-                let mut wire_batch = batch.clone();
+                // Only a stateful agent keeps the batch (its checkpoint).
+                let mut wire_batch = if self.spec.resume == ResumeMode::Stateful {
+                    batch.clone()
+                } else {
+                    std::mem::take(&mut batch)
+                };
                 if self.spec.violates(Violation::DuplicateInterruptIds) {
                     if let Some(first) = wire_batch.first().cloned() {
                         wire_batch.push(first);
@@ -726,8 +804,8 @@ impl Run {
                 } else {
                     Event::run_interrupted(&self.input.thread_id, &self.input.run_id, wire_batch)
                 };
-                set_usage(&mut e, usage.clone());
-                finished = self.run_finished(e).await;
+                set_usage(&mut e, usage.take());
+                finished = self.run_finished(e);
                 if self.spec.resume == ResumeMode::Stateful {
                     // Paused again where it resumed: the answers given so far still hold.
                     let mut answers = BTreeMap::new();
@@ -760,8 +838,8 @@ impl Run {
                 detail["outcome"] = json!("cancelled");
                 detail["cause"] = json!("scripted");
                 let mut e = Event::run_cancelled(&self.input.thread_id, &self.input.run_id);
-                set_usage(&mut e, usage.clone());
-                finished = self.run_finished(e).await;
+                set_usage(&mut e, usage.take());
+                finished = self.run_finished(e);
             }
             End::Gone => {
                 detail["outcome"] = json!("cancelled");
@@ -788,15 +866,22 @@ impl Run {
                 self.emit(Event::run_error(
                     "the scenario was reset while the run was in progress",
                     Some("world_reset"),
-                ))
-                .await;
+                ));
             }
         }
-        if let Some(u) = &usage {
-            detail["usage"] = json!(u);
+        // What the client got is known once it is handed over.
+        self.flush(false).await;
+        let finished = finished && !self.gone;
+        if let Some(u) = usage_json {
+            detail["usage"] = u;
         }
         detail["model_calls"] = json!(self.model_calls);
-        detail["events"] = json!(self.types);
+        detail["events"] = Value::Array(
+            self.types
+                .iter()
+                .map(|t| Value::String((*t).to_string()))
+                .collect(),
+        );
         if self.gone {
             detail["client_disconnected"] = json!(true);
         }
@@ -807,8 +892,8 @@ impl Run {
             if !late.after.is_zero() && self.wait(late.after).await.is_some() {
                 return;
             }
-            self.emit(Event::run_error(late.message.clone(), late.code.as_deref()))
-                .await;
+            self.emit(Event::run_error(late.message.clone(), late.code.as_deref()));
+            self.flush(false).await;
             self.record(
                 "late-error",
                 json!({
@@ -822,13 +907,14 @@ impl Run {
         }
     }
 
-    /// Send `RUN_FINISHED`, unless the script breaks that rule. True if it was sent.
-    async fn run_finished(&mut self, e: Event) -> bool {
+    /// Queue `RUN_FINISHED`, unless the script breaks that rule. True if it was queued (whether
+    /// it reached the client is known after the next flush).
+    fn run_finished(&mut self, e: Event) -> bool {
         if self.spec.violates(Violation::MissingRunFinished) {
             self.violation(Violation::MissingRunFinished);
             return false;
         }
-        self.emit(e).await;
+        self.emit(e);
         !self.gone
     }
 
@@ -848,7 +934,40 @@ impl Run {
 
     // --- output ---------------------------------------------------------------------------
 
-    async fn emit(&mut self, event: Event) {
+    /// The stream's channel, opened the first time the run must hand frames over before it
+    /// ends; its receiver goes to the response through the outlet.
+    fn sender(&mut self) -> &mpsc::Sender<Bytes> {
+        self.tx.get_or_insert_with(|| {
+            let (tx, rx) = mpsc::channel(64);
+            // Only the run and the request handler touch it, one after the other.
+            *self.outlet.lock().unwrap_or_else(|e| e.into_inner()) = Some(rx);
+            tx
+        })
+    }
+
+    /// The client went away: the response (and with it the channel's receiver) was dropped.
+    /// Before the channel exists, the response has not started: nobody left yet.
+    fn client_left(&self) -> bool {
+        self.tx.as_ref().is_some_and(mpsc::Sender::is_closed)
+    }
+
+    /// Queue one of the common events from borrowed parts (see [`Frame`]); as [`Self::emit`]
+    /// otherwise.
+    fn emit_frame(&mut self, frame: Frame<'_>) {
+        if self.gone {
+            return;
+        }
+        if self.spec.violates(Violation::UnknownFields) {
+            // The unknown member goes into the owned event's base.
+            return self.emit(frame.to_event());
+        }
+        let now = self.world.clock.now();
+        wire::write_frame(&mut self.out, &frame, self.world.clock.wall_ms(now) as i64);
+        self.types.push(frame.type_name());
+    }
+
+    /// Queue one event (sent at the next [`Self::flush`]).
+    fn emit(&mut self, event: Event) {
         if self.gone {
             return;
         }
@@ -860,18 +979,47 @@ impl Run {
                 .insert("doubleagentUnknownField".into(), json!(true));
             self.violation(Violation::UnknownFields);
         }
-        let frame = wire::sse_frame(&e);
-        if self.tx.send(Bytes::from(frame)).await.is_ok() {
-            self.types.push(e.type_name());
+        wire::write_sse_frame(&mut self.out, &e);
+        self.types.push(e.type_name());
+    }
+
+    /// Hand the frames emitted since the last flush to the response, as one chunk. Called
+    /// before the run waits (`now`: what is ready goes out before the pause), before the ledger
+    /// says what the client got, and at the end: events produced together leave in one write
+    /// instead of one write (and one wake-up of the connection) each. Until the run first has
+    /// to hand frames over `now`, there is no channel: the frames stay in the buffer, counted
+    /// as the client's, and become the whole body when the run ends ([`Self::rest`]).
+    async fn flush(&mut self, now: bool) {
+        if self.out.is_empty() {
+            return;
+        }
+        if self.tx.is_none() && !now {
+            self.sent = self.types.len();
+            return;
+        }
+        self.sender();
+        let frames = Bytes::from(std::mem::take(&mut self.out));
+        let Some(tx) = &self.tx else { return };
+        let sent = !self.gone
+            && match tx.try_send(frames) {
+                Ok(()) => true,
+                Err(TrySendError::Closed(_)) => false,
+                // A client reading slower than the run writes: wait for room. Boxed, as are
+                // the run's other waits: only a run that waits pays for their state, every
+                // run's own future stays small.
+                Err(TrySendError::Full(frames)) => Box::pin(tx.send(frames)).await.is_ok(),
+            };
+        if sent {
+            self.sent = self.types.len();
         } else {
             self.gone = true;
+            self.types.truncate(self.sent);
         }
     }
 
-    async fn warn(&mut self, n: Notice) {
+    fn warn(&mut self, n: Notice) {
         self.record("warning", notice_json(&n));
-        self.emit(wire::warning_event(&n.rule, &n.message, n.details))
-            .await;
+        self.emit(wire::warning_event(&n.rule, &n.message, n.details));
     }
 
     // --- ledger ----------------------------------------------------------------------------
@@ -902,6 +1050,22 @@ impl Run {
             );
         }
     }
+}
+
+/// [`format_rfc3339_ms`], remembering the last answer per thread: runs arriving within the
+/// same millisecond (most of them, under load) ask for the same `expiresAt`.
+fn rfc3339_ms(ms: u64) -> String {
+    thread_local! {
+        static LAST: std::cell::RefCell<(u64, String)> =
+            const { std::cell::RefCell::new((u64::MAX, String::new())) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != ms {
+            *last = (ms, format_rfc3339_ms(ms));
+        }
+        last.1.clone()
+    })
 }
 
 fn notice_json(n: &Notice) -> Value {

@@ -17,6 +17,8 @@
 //! Pure data plus framing: it depends on `serde`, `serde_json` and `thiserror` only. The engine
 //! ([`super`]) builds events from these types; [`super::resume`] judges [`ResumeEntry`]s.
 
+use std::sync::Arc;
+
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -74,6 +76,30 @@ where
             "an optional member must be left out, not null",
         )),
         _ => Err(D::Error::custom("expected a JSON object")),
+    }
+}
+
+/// [`object_non_null`], shared.
+fn shared_object_non_null<'de, D>(
+    deserializer: D,
+) -> Result<Option<Arc<Map<String, Value>>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    object_non_null(deserializer).map(|m| m.map(Arc::new))
+}
+
+/// A shared JSON object, written as the object (skipped when absent).
+fn shared_object<S>(
+    value: &Option<Arc<Map<String, Value>>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error>
+where
+    S: serde::Serializer,
+{
+    match value {
+        Some(m) => m.serialize(serializer),
+        None => serializer.serialize_none(),
     }
 }
 
@@ -186,6 +212,14 @@ impl RunAgentInput {
         })
     }
 
+    /// [`Self::parse`] for a body already parsed into `json` by [`parse_json`], which found
+    /// no object repeating a member name: the same input as from the bytes (member order
+    /// does not matter to these types), without reading them again. `None` if it does not
+    /// deserialize: [`Self::parse`] then says why, in its own words (with line and column).
+    pub fn from_parsed(json: &Value) -> Option<Self> {
+        Self::deserialize(json).ok()
+    }
+
     /// The state the run starts from: the input's, or `{}` when absent.
     pub fn state_or_default(&self) -> Value {
         self.state
@@ -241,27 +275,43 @@ impl RunAgentInput {
         let mut out = Vec::new();
         push_keys(&mut out, "", &self.extra);
         for (i, m) in self.messages.iter().enumerate() {
-            let prefix = format!("messages[{i}].");
-            push_keys(&mut out, &prefix, m.extra());
+            // Paths are only written for members that are there (the common case: none).
+            if !m.extra().is_empty() {
+                push_keys(&mut out, &format!("messages[{i}]."), m.extra());
+            }
             if let Message::Assistant(a) = m {
                 for (j, tc) in a.tool_calls.iter().flatten().enumerate() {
-                    push_keys(&mut out, &format!("{prefix}toolCalls[{j}]."), &tc.extra);
-                    push_keys(
-                        &mut out,
-                        &format!("{prefix}toolCalls[{j}].function."),
-                        &tc.function.extra,
-                    );
+                    if !tc.extra.is_empty() {
+                        push_keys(
+                            &mut out,
+                            &format!("messages[{i}].toolCalls[{j}]."),
+                            &tc.extra,
+                        );
+                    }
+                    if !tc.function.extra.is_empty() {
+                        push_keys(
+                            &mut out,
+                            &format!("messages[{i}].toolCalls[{j}].function."),
+                            &tc.function.extra,
+                        );
+                    }
                 }
             }
         }
         for (i, t) in self.tools.iter().enumerate() {
-            push_keys(&mut out, &format!("tools[{i}]."), &t.extra);
+            if !t.extra.is_empty() {
+                push_keys(&mut out, &format!("tools[{i}]."), &t.extra);
+            }
         }
         for (i, c) in self.context.iter().enumerate() {
-            push_keys(&mut out, &format!("context[{i}]."), &c.extra);
+            if !c.extra.is_empty() {
+                push_keys(&mut out, &format!("context[{i}]."), &c.extra);
+            }
         }
         for (i, r) in self.resume_entries().iter().enumerate() {
-            push_keys(&mut out, &format!("resume[{i}]."), &r.extra);
+            if !r.extra.is_empty() {
+                push_keys(&mut out, &format!("resume[{i}]."), &r.extra);
+            }
         }
         out
     }
@@ -287,6 +337,80 @@ impl RunAgentInput {
         for r in self.resume.iter_mut().flatten() {
             r.extra.clear();
         }
+    }
+}
+
+/// `serde_json::from_slice::<Value>(body)`, also telling whether an object in it repeats a
+/// member name: a `Value` keeps the last, where a typed parse of a known member rejects the
+/// body, so only a document without repeats may be read into a type through its `Value`
+/// ([`RunAgentInput::from_parsed`]).
+pub fn parse_json(body: &[u8]) -> serde_json::Result<(Value, bool)> {
+    let repeats = std::cell::Cell::new(false);
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = serde::de::DeserializeSeed::deserialize(ValueNotingRepeats(&repeats), &mut de)?;
+    de.end()?;
+    Ok((value, repeats.get()))
+}
+
+/// serde_json's own `Value` visitor, plus the repeat check.
+struct ValueNotingRepeats<'a>(&'a std::cell::Cell<bool>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ValueNotingRepeats<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ValueNotingRepeats<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        serde::de::DeserializeSeed::deserialize(self, d)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(ValueNotingRepeats(self.0))? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let v = map.next_value_seed(ValueNotingRepeats(self.0))?;
+            if out.insert(k, v).is_some() {
+                self.0.set(true);
+            }
+        }
+        Ok(Value::Object(out))
     }
 }
 
@@ -404,13 +528,15 @@ pub struct Interrupt {
         deserialize_with = "non_null"
     )]
     pub tool_call_id: Option<String>,
-    /// Opaque JSON Schema of the expected answer; must be an object.
+    /// Opaque JSON Schema of the expected answer; must be an object. Shared: a scripted
+    /// interrupt raised on every run carries its script's schema, not a copy.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
+        serialize_with = "shared_object",
+        deserialize_with = "shared_object_non_null"
     )]
-    pub response_schema: Option<Map<String, Value>>,
+    pub response_schema: Option<Arc<Map<String, Value>>>,
     /// Unconstrained string; ISO 8601 by convention (see `resume::parse_timestamp`).
     #[serde(
         default,
@@ -503,6 +629,33 @@ pub struct TokenUsage {
         deserialize_with = "non_null"
     )]
     pub cache_write_input_tokens: Option<u64>,
+}
+
+impl TokenUsage {
+    /// `serde_json::to_value(self)`, built directly (every run's ledger entry carries one).
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        let mut put = |k: &str, v: Option<Value>| {
+            if let Some(v) = v {
+                m.insert(k.to_string(), v);
+            }
+        };
+        put("provider", self.provider.as_deref().map(Value::from));
+        put("model", self.model.as_deref().map(Value::from));
+        put("inputTokens", self.input_tokens.map(Value::from));
+        put("outputTokens", self.output_tokens.map(Value::from));
+        put("totalTokens", self.total_tokens.map(Value::from));
+        put("reasoningTokens", self.reasoning_tokens.map(Value::from));
+        put(
+            "cachedInputTokens",
+            self.cached_input_tokens.map(Value::from),
+        );
+        put(
+            "cacheWriteInputTokens",
+            self.cache_write_input_tokens.map(Value::from),
+        );
+        Value::Object(m)
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1460,6 +1613,43 @@ impl Event {
     }
 
     /// The common fields (timestamp, rawEvent, metadata, unknown members).
+    pub fn base(&self) -> &EventBase {
+        match self {
+            Event::TextMessageStart(e) => &e.base,
+            Event::TextMessageContent(e) => &e.base,
+            Event::TextMessageEnd(e) => &e.base,
+            Event::TextMessageChunk(e) => &e.base,
+            Event::ToolCallStart(e) => &e.base,
+            Event::ToolCallArgs(e) => &e.base,
+            Event::ToolCallEnd(e) => &e.base,
+            Event::ToolCallChunk(e) => &e.base,
+            Event::ToolCallResult(e) => &e.base,
+            Event::StateSnapshot(e) => &e.base,
+            Event::StateDelta(e) => &e.base,
+            Event::MessagesSnapshot(e) => &e.base,
+            Event::ActivitySnapshot(e) => &e.base,
+            Event::ActivityDelta(e) => &e.base,
+            Event::Raw(e) => &e.base,
+            Event::Custom(e) => &e.base,
+            Event::RunStarted(e) => &e.base,
+            Event::RunFinished(e) => &e.base,
+            Event::RunError(e) => &e.base,
+            Event::StepStarted(e) => &e.base,
+            Event::StepFinished(e) => &e.base,
+            Event::ReasoningStart(e) => &e.base,
+            Event::ReasoningMessageStart(e) => &e.base,
+            Event::ReasoningMessageContent(e) => &e.base,
+            Event::ReasoningMessageEnd(e) => &e.base,
+            Event::ReasoningMessageChunk(e) => &e.base,
+            Event::ReasoningEnd(e) => &e.base,
+            Event::ReasoningEncryptedValue(e) => &e.base,
+            Event::SubagentStarted(e) => &e.base,
+            Event::SubagentFinished(e) => &e.base,
+            Event::SubagentError(e) => &e.base,
+        }
+    }
+
+    /// The common fields, to change.
     pub fn base_mut(&mut self) -> &mut EventBase {
         match self {
             Event::TextMessageStart(e) => &mut e.base,
@@ -1705,9 +1895,384 @@ pub fn warning_event(rule: &str, message: &str, details: Value) -> Event {
 /// One SSE frame: `data: <json>\n\n`, LF only. The JSON has no raw newline (serde_json
 /// escapes them), so a frame is exactly one `data:` line.
 pub fn sse_frame(event: &Event) -> String {
-    // Events hold only strings, integers and JSON values: serializing them cannot fail.
-    let json = serde_json::to_string(event).unwrap_or_default();
-    format!("data: {json}\n\n")
+    let mut out = Vec::new();
+    write_sse_frame(&mut out, event);
+    // Only JSON text and ASCII framing were written.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`sse_frame`] appended to `out`. The events a run emits on every turn are written field
+/// by field ([`write_common`]); any other event goes through serde. Both give the same bytes
+/// (the `common_events_are_written_as_serde_writes_them` test holds them to it).
+pub fn write_sse_frame(out: &mut Vec<u8>, event: &Event) {
+    out.extend_from_slice(b"data: ");
+    if !write_common(out, event) {
+        // Events hold only strings, integers and JSON values: serializing them into a Vec
+        // cannot fail.
+        let _ = serde_json::to_writer(&mut *out, event);
+    }
+    out.extend_from_slice(b"\n\n");
+}
+
+/// The JSON of the events every run emits (run start and end, text messages, tool calls),
+/// written without serde's per-field machinery: member names are literals, and a string
+/// with nothing to escape is copied as is. Member order and omissions are the derived
+/// `Serialize`'s: the variant's fields in declaration order (absent options left out), then
+/// the base's. False, with nothing written, for anything else (other types, or a base with
+/// `rawEvent`, `metadata` or unknown members).
+fn write_common(out: &mut Vec<u8>, event: &Event) -> bool {
+    let base = event.base();
+    if base.raw_event.is_some() || base.metadata.is_some() || !base.extra.is_empty() {
+        return false;
+    }
+    let mut w = JsonObject::open(out, event.type_name());
+    match event {
+        Event::RunStarted(e) if e.input.is_none() => {
+            w.str("threadId", &e.thread_id);
+            w.str("runId", &e.run_id);
+            w.opt_str("protocolVersion", e.protocol_version.as_deref());
+            w.opt_str("parentRunId", e.parent_run_id.as_deref());
+        }
+        Event::RunFinished(e) => {
+            w.str("threadId", &e.thread_id);
+            w.str("runId", &e.run_id);
+            w.opt_json("result", e.result.as_ref());
+            if let Some(o) = &e.outcome {
+                w.key("outcome");
+                write_outcome(w.out, o);
+            }
+            if let Some(u) = &e.usage {
+                w.key("usage");
+                write_usage(w.out, u);
+            }
+        }
+        Event::RunError(e) => {
+            w.str("message", &e.message);
+            w.opt_str("code", e.code.as_deref());
+            if let Some(u) = &e.usage {
+                w.key("usage");
+                write_usage(w.out, u);
+            }
+        }
+        Event::TextMessageStart(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("messageId", &e.message_id);
+            w.opt_json("role", e.role.as_ref());
+            w.opt_str("name", e.name.as_deref());
+        }
+        Event::TextMessageContent(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("messageId", &e.message_id);
+            w.str("delta", &e.delta);
+        }
+        Event::TextMessageEnd(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("messageId", &e.message_id);
+        }
+        Event::ToolCallStart(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("toolCallId", &e.tool_call_id);
+            w.str("toolCallName", &e.tool_call_name);
+            w.opt_str("parentMessageId", e.parent_message_id.as_deref());
+        }
+        Event::ToolCallArgs(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("toolCallId", &e.tool_call_id);
+            w.str("delta", &e.delta);
+        }
+        Event::ToolCallEnd(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("toolCallId", &e.tool_call_id);
+        }
+        Event::ToolCallResult(e) => {
+            w.opt_str("subagentRunId", e.subagent_run_id.as_deref());
+            w.str("messageId", &e.message_id);
+            w.str("toolCallId", &e.tool_call_id);
+            w.json("content", &e.content);
+            w.opt_json("role", e.role.as_ref());
+        }
+        _ => {
+            w.abandon();
+            return false;
+        }
+    }
+    if let Some(t) = base.timestamp {
+        w.json("timestamp", &t);
+    }
+    w.close();
+    true
+}
+
+/// The events a run emits on every turn, borrowing their strings: [`write_frame`] writes one
+/// straight into the stream, where building the owned [`Event`] would copy every id once more
+/// only to drop it after writing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// [`Event::run_started`].
+    RunStarted {
+        thread_id: &'a str,
+        run_id: &'a str,
+        parent_run_id: Option<&'a str>,
+    },
+    /// [`Event::text_start`].
+    TextStart { message_id: &'a str },
+    /// [`Event::text_content`].
+    TextContent { message_id: &'a str, delta: &'a str },
+    /// [`Event::text_end`].
+    TextEnd { message_id: &'a str },
+    /// [`Event::tool_call_start`].
+    ToolCallStart {
+        tool_call_id: &'a str,
+        name: &'a str,
+        parent_message_id: Option<&'a str>,
+    },
+    /// [`Event::tool_call_args`].
+    ToolCallArgs {
+        tool_call_id: &'a str,
+        delta: &'a str,
+    },
+    /// [`Event::tool_call_end`].
+    ToolCallEnd { tool_call_id: &'a str },
+}
+
+impl Frame<'_> {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Frame::RunStarted { .. } => "RUN_STARTED",
+            Frame::TextStart { .. } => "TEXT_MESSAGE_START",
+            Frame::TextContent { .. } => "TEXT_MESSAGE_CONTENT",
+            Frame::TextEnd { .. } => "TEXT_MESSAGE_END",
+            Frame::ToolCallStart { .. } => "TOOL_CALL_START",
+            Frame::ToolCallArgs { .. } => "TOOL_CALL_ARGS",
+            Frame::ToolCallEnd { .. } => "TOOL_CALL_END",
+        }
+    }
+
+    /// The same event, owned (as its constructor builds it).
+    pub fn to_event(&self) -> Event {
+        match *self {
+            Frame::RunStarted {
+                thread_id,
+                run_id,
+                parent_run_id,
+            } => Event::RunStarted(RunStarted {
+                thread_id: thread_id.to_string(),
+                run_id: run_id.to_string(),
+                protocol_version: Some(PROTOCOL_VERSION.to_string()),
+                parent_run_id: parent_run_id.map(str::to_string),
+                input: None,
+                base: EventBase::default(),
+            }),
+            Frame::TextStart { message_id } => Event::text_start(message_id),
+            Frame::TextContent { message_id, delta } => Event::text_content(message_id, delta),
+            Frame::TextEnd { message_id } => Event::text_end(message_id),
+            Frame::ToolCallStart {
+                tool_call_id,
+                name,
+                parent_message_id,
+            } => Event::tool_call_start(tool_call_id, name, parent_message_id),
+            Frame::ToolCallArgs {
+                tool_call_id,
+                delta,
+            } => Event::tool_call_args(tool_call_id, delta),
+            Frame::ToolCallEnd { tool_call_id } => Event::tool_call_end(tool_call_id),
+        }
+    }
+}
+
+/// The bytes [`write_sse_frame`] writes for `frame.to_event().at(timestamp_ms)` (the
+/// `borrowed_frames_are_their_events` test holds them to it).
+pub fn write_frame(out: &mut Vec<u8>, frame: &Frame<'_>, timestamp_ms: i64) {
+    out.extend_from_slice(b"data: ");
+    let mut w = JsonObject::open(out, frame.type_name());
+    match *frame {
+        Frame::RunStarted {
+            thread_id,
+            run_id,
+            parent_run_id,
+        } => {
+            w.str("threadId", thread_id);
+            w.str("runId", run_id);
+            w.str("protocolVersion", PROTOCOL_VERSION);
+            w.opt_str("parentRunId", parent_run_id);
+        }
+        Frame::TextStart { message_id } => {
+            w.str("messageId", message_id);
+            w.str("role", "assistant");
+        }
+        Frame::TextContent { message_id, delta } => {
+            w.str("messageId", message_id);
+            w.str("delta", delta);
+        }
+        Frame::TextEnd { message_id } => w.str("messageId", message_id),
+        Frame::ToolCallStart {
+            tool_call_id,
+            name,
+            parent_message_id,
+        } => {
+            w.str("toolCallId", tool_call_id);
+            w.str("toolCallName", name);
+            w.opt_str("parentMessageId", parent_message_id);
+        }
+        Frame::ToolCallArgs {
+            tool_call_id,
+            delta,
+        } => {
+            w.str("toolCallId", tool_call_id);
+            w.str("delta", delta);
+        }
+        Frame::ToolCallEnd { tool_call_id } => w.str("toolCallId", tool_call_id),
+    }
+    w.json("timestamp", &timestamp_ms);
+    w.close();
+    out.extend_from_slice(b"\n\n");
+}
+
+/// `RunOutcome` as serde writes it (see [`write_common`]).
+fn write_outcome(out: &mut Vec<u8>, outcome: &RunOutcome) {
+    match outcome {
+        RunOutcome::Success {
+            pending_tool_call_ids,
+        } => {
+            let mut w = JsonObject::open(out, "success");
+            w.opt_json("pendingToolCallIds", pending_tool_call_ids.as_ref());
+            w.close();
+        }
+        RunOutcome::Interrupt { interrupts } => {
+            let mut w = JsonObject::open(out, "interrupt");
+            w.key("interrupts");
+            w.out.push(b'[');
+            for (n, i) in interrupts.iter().enumerate() {
+                if n > 0 {
+                    w.out.push(b',');
+                }
+                write_interrupt(w.out, i);
+            }
+            w.out.push(b']');
+            w.close();
+        }
+        RunOutcome::Cancelled => JsonObject::open(out, "cancelled").close(),
+    }
+}
+
+/// An `Interrupt` as serde writes it; one with `metadata` or unknown members through serde.
+fn write_interrupt(out: &mut Vec<u8>, i: &Interrupt) {
+    if i.metadata.is_some() || !i.extra.is_empty() {
+        let _ = serde_json::to_writer(&mut *out, i);
+        return;
+    }
+    let mut w = JsonObject::begin(out);
+    w.str("id", &i.id);
+    w.str("reason", &i.reason);
+    w.opt_str("message", i.message.as_deref());
+    w.opt_str("toolCallId", i.tool_call_id.as_deref());
+    w.opt_json("responseSchema", i.response_schema.as_deref());
+    w.opt_str("expiresAt", i.expires_at.as_deref());
+    w.opt_str("subagentRunId", i.subagent_run_id.as_deref());
+    w.close();
+}
+
+/// A `usage` list as serde writes it.
+fn write_usage(out: &mut Vec<u8>, usage: &[TokenUsage]) {
+    out.push(b'[');
+    for (n, u) in usage.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        let mut w = JsonObject::begin(out);
+        w.opt_str("provider", u.provider.as_deref());
+        w.opt_str("model", u.model.as_deref());
+        w.opt_json("inputTokens", u.input_tokens.as_ref());
+        w.opt_json("outputTokens", u.output_tokens.as_ref());
+        w.opt_json("totalTokens", u.total_tokens.as_ref());
+        w.opt_json("reasoningTokens", u.reasoning_tokens.as_ref());
+        w.opt_json("cachedInputTokens", u.cached_input_tokens.as_ref());
+        w.opt_json("cacheWriteInputTokens", u.cache_write_input_tokens.as_ref());
+        w.close();
+    }
+    out.push(b']');
+}
+
+/// A JSON object being appended to a buffer.
+struct JsonObject<'a> {
+    out: &'a mut Vec<u8>,
+    /// Where the object starts (to take it back).
+    start: usize,
+    /// No member written yet.
+    empty: bool,
+}
+
+impl<'a> JsonObject<'a> {
+    fn begin(out: &'a mut Vec<u8>) -> Self {
+        let start = out.len();
+        out.push(b'{');
+        JsonObject {
+            out,
+            start,
+            empty: true,
+        }
+    }
+
+    /// An object whose first member is `"type"`.
+    fn open(out: &'a mut Vec<u8>, type_name: &str) -> Self {
+        let mut w = JsonObject::begin(out);
+        w.str("type", type_name);
+        w
+    }
+
+    /// `"name":`, after a comma unless first (member names here are plain ASCII literals:
+    /// nothing to escape).
+    fn key(&mut self, name: &str) {
+        if !std::mem::take(&mut self.empty) {
+            self.out.push(b',');
+        }
+        self.out.push(b'"');
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
+    fn str(&mut self, name: &str, value: &str) {
+        self.key(name);
+        write_json_str(self.out, value);
+    }
+
+    fn opt_str(&mut self, name: &str, value: Option<&str>) {
+        if let Some(v) = value {
+            self.str(name, v);
+        }
+    }
+
+    fn json<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) {
+        self.key(name);
+        let _ = serde_json::to_writer(&mut *self.out, value);
+    }
+
+    fn opt_json<T: Serialize + ?Sized>(&mut self, name: &str, value: Option<&T>) {
+        if let Some(v) = value {
+            self.json(name, v);
+        }
+    }
+
+    fn close(self) {
+        self.out.push(b'}');
+    }
+
+    fn abandon(self) {
+        self.out.truncate(self.start);
+    }
+}
+
+/// A JSON string as serde_json writes it: copied as is when no byte needs escaping (no `"`,
+/// `\\` or control character; serde_json escapes nothing else), else by serde_json.
+fn write_json_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        let _ = serde_json::to_writer(&mut *out, s);
+    } else {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    }
 }
 
 /// A keep-alive comment frame, which consumers ignore.
@@ -1982,7 +2547,9 @@ mod tests {
         let mut i = Interrupt::new("int-1", "tool_approval");
         i.message = Some("Approve?".into());
         i.tool_call_id = Some("tc-1".into());
-        i.response_schema = Some(json!({"type": "object"}).as_object().unwrap().clone());
+        i.response_schema = Some(Arc::new(
+            json!({"type": "object"}).as_object().unwrap().clone(),
+        ));
         i.expires_at = Some("2026-12-01T00:00:00Z".into());
         i
     }
@@ -2026,6 +2593,241 @@ mod tests {
             to_json(&Event::run_success("t", "r", vec![])),
             "{\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\",\"outcome\":{\"type\":\"success\"}}"
         );
+    }
+
+    #[test]
+    fn common_events_are_written_as_serde_writes_them() {
+        let tricky = "quote \" back \\ slash / nl \n tab \t nul \u{0} del \u{7f} é 😀 \u{1f}";
+        let mut events = vec![
+            Event::run_started(&RunAgentInput::new("t", "r")),
+            Event::run_started(&RunAgentInput::new(tricky, tricky)),
+            Event::text_start("m"),
+            Event::text_content("m", tricky),
+            Event::text_content("m", ""),
+            Event::text_end(tricky),
+            Event::tool_call_start("tc", "transfer", Some("m")),
+            Event::tool_call_start("tc", tricky, None),
+            Event::tool_call_args("tc", r#"{"to":"acct-9","amount":100}"#),
+            Event::tool_call_end("tc"),
+            Event::tool_call_result("res", "tc", tricky),
+            Event::run_success("t", "r", vec![]),
+            Event::run_success("t", "r", vec!["a".into(), tricky.into()]),
+            Event::run_cancelled("t", "r"),
+            Event::run_interrupted(
+                "t",
+                "r",
+                vec![interrupt_example(), Interrupt::new("b", "x")],
+            ),
+            Event::run_interrupted("t", "r", vec![]),
+            Event::run_interrupted("t", "r", {
+                let mut sub = Interrupt::new(tricky, tricky);
+                sub.subagent_run_id = Some("sa".into());
+                let mut meta = interrupt_example();
+                meta.metadata = Some(Map::from_iter([("k".to_string(), json!(1))]));
+                let mut extra = Interrupt::new("e", "x");
+                extra.extra.insert("zz".into(), json!([true]));
+                vec![sub, meta, extra, interrupt_example()]
+            }),
+            Event::run_finished("t", "r", None, None),
+            Event::run_error(tricky, None),
+            Event::run_error("boom", Some("c")),
+            Event::custom(
+                "doubleagent.warning",
+                json!({"rule": "X", "message": tricky}),
+            ),
+            Event::state_snapshot(json!({"k": [1, 2.5, null, "s"]})),
+            Event::step_started("s"),
+        ];
+        let mut started = RunStarted {
+            thread_id: "t".into(),
+            run_id: "r".into(),
+            parent_run_id: Some("p".into()),
+            input: Some(Box::new(RunAgentInput::new("t", "r"))),
+            ..Default::default()
+        };
+        events.push(Event::RunStarted(started.clone()));
+        started.input = None;
+        events.push(Event::RunStarted(started));
+        events.push(Event::RunFinished(RunFinished {
+            thread_id: "t".into(),
+            run_id: "r".into(),
+            result: Some(json!({"ok": true, "n": [1]})),
+            outcome: Some(RunOutcome::Success {
+                pending_tool_call_ids: None,
+            }),
+            usage: Some(vec![
+                TokenUsage {
+                    provider: Some("p".into()),
+                    total_tokens: Some(7),
+                    ..Default::default()
+                },
+                TokenUsage {
+                    provider: Some(tricky.into()),
+                    model: Some("m".into()),
+                    input_tokens: Some(1),
+                    output_tokens: Some(2),
+                    total_tokens: Some(3),
+                    reasoning_tokens: Some(4),
+                    cached_input_tokens: Some(5),
+                    cache_write_input_tokens: Some(u64::MAX),
+                },
+                TokenUsage::default(),
+            ]),
+            base: EventBase::default(),
+        }));
+        events.push(Event::RunError(RunError {
+            message: "m".into(),
+            code: None,
+            usage: Some(vec![TokenUsage::default()]),
+            base: EventBase::default(),
+        }));
+        events.push(Event::TextMessageStart(TextMessageStart {
+            subagent_run_id: Some("sa".into()),
+            message_id: "m".into(),
+            role: None,
+            name: Some(tricky.into()),
+            base: EventBase::default(),
+        }));
+        events.push(Event::TextMessageContent(TextMessageContent {
+            subagent_run_id: Some("sa".into()),
+            message_id: "m".into(),
+            delta: "d".into(),
+            base: EventBase::default(),
+        }));
+        events.push(Event::TextMessageEnd(TextMessageEnd {
+            subagent_run_id: Some("sa".into()),
+            message_id: "m".into(),
+            base: EventBase::default(),
+        }));
+        events.push(Event::ToolCallStart(ToolCallStart {
+            subagent_run_id: Some("sa".into()),
+            tool_call_id: "tc".into(),
+            tool_call_name: "n".into(),
+            parent_message_id: None,
+            base: EventBase::default(),
+        }));
+        events.push(Event::ToolCallArgs(ToolCallArgs {
+            subagent_run_id: Some("sa".into()),
+            tool_call_id: "tc".into(),
+            delta: "{}".into(),
+            base: EventBase::default(),
+        }));
+        events.push(Event::ToolCallEnd(ToolCallEnd {
+            subagent_run_id: Some("sa".into()),
+            tool_call_id: "tc".into(),
+            base: EventBase::default(),
+        }));
+        events.push(Event::ToolCallResult(ToolCallResult {
+            subagent_run_id: Some("sa".into()),
+            message_id: "m".into(),
+            tool_call_id: "tc".into(),
+            content: Content::Parts(vec![ContentPart::Text {
+                id: None,
+                text: tricky.into(),
+                metadata: None,
+            }]),
+            role: None,
+            base: EventBase::default(),
+        }));
+        // The base: a timestamp (every emitted event has one), and what sends an event to serde.
+        let mut all = Vec::new();
+        for e in events {
+            all.push(e.clone().at(1_796_038_883_941));
+            all.push(e.clone().at(-5));
+            let mut m = e.clone().at(1);
+            m.base_mut().metadata = Some(Map::from_iter([("k".to_string(), json!(tricky))]));
+            all.push(m);
+            let mut x = e.clone();
+            x.base_mut().extra.insert("zz".into(), json!(true));
+            all.push(x);
+            let mut r = e.clone();
+            r.base_mut().raw_event = Some(json!([1]));
+            all.push(r);
+            all.push(e);
+        }
+        for e in &all {
+            let serde = format!("data: {}\n\n", serde_json::to_string(e).unwrap());
+            assert_eq!(sse_frame(e), serde);
+            let mut out = b"prefix".to_vec();
+            write_sse_frame(&mut out, e);
+            assert_eq!(out, [b"prefix".as_slice(), serde.as_bytes()].concat());
+        }
+    }
+
+    #[test]
+    fn token_usage_json_is_its_serde_value() {
+        let all = TokenUsage {
+            provider: Some("p".into()),
+            model: Some("m".into()),
+            input_tokens: Some(1),
+            output_tokens: Some(2),
+            total_tokens: Some(3),
+            reasoning_tokens: Some(4),
+            cached_input_tokens: Some(5),
+            cache_write_input_tokens: Some(u64::MAX),
+        };
+        let some = TokenUsage {
+            model: Some("m".into()),
+            total_tokens: Some(0),
+            ..Default::default()
+        };
+        for u in [all, some, TokenUsage::default()] {
+            assert_eq!(u.to_json(), serde_json::to_value(&u).unwrap());
+        }
+    }
+
+    #[test]
+    fn borrowed_frames_are_their_events() {
+        let tricky = "q \" b \\ nl \n é \u{1}";
+        let frames = [
+            Frame::RunStarted {
+                thread_id: "t",
+                run_id: tricky,
+                parent_run_id: None,
+            },
+            Frame::RunStarted {
+                thread_id: "t",
+                run_id: "r",
+                parent_run_id: Some(tricky),
+            },
+            Frame::TextStart { message_id: tricky },
+            Frame::TextContent {
+                message_id: "m",
+                delta: tricky,
+            },
+            Frame::TextEnd { message_id: "m" },
+            Frame::ToolCallStart {
+                tool_call_id: "tc",
+                name: tricky,
+                parent_message_id: Some("m"),
+            },
+            Frame::ToolCallStart {
+                tool_call_id: "tc",
+                name: "n",
+                parent_message_id: None,
+            },
+            Frame::ToolCallArgs {
+                tool_call_id: "tc",
+                delta: r#"{"a":1}"#,
+            },
+            Frame::ToolCallEnd { tool_call_id: "tc" },
+        ];
+        // RUN_STARTED as the owned constructor builds it.
+        let mut input = RunAgentInput::new("t", "r");
+        input.parent_run_id = Some(tricky.into());
+        assert_eq!(frames[1].to_event(), Event::run_started(&input));
+        for f in &frames {
+            let e = f.to_event();
+            assert_eq!(e.type_name(), f.type_name());
+            for ts in [0, -1, 1_796_038_883_941] {
+                let mut out = b"x".to_vec();
+                write_frame(&mut out, f, ts);
+                assert_eq!(
+                    out,
+                    [b"x".as_slice(), sse_frame(&e.clone().at(ts)).as_bytes()].concat()
+                );
+            }
+        }
     }
 
     #[test]
@@ -2111,6 +2913,101 @@ mod tests {
             RunAgentInput::parse(br#"{"threadId":"t","runId":"r","messages":[],"state":null}"#)
                 .unwrap();
         assert_eq!(ok.state, None);
+    }
+
+    #[test]
+    fn parse_json_is_from_slice_and_notes_repeated_members() {
+        let docs = [
+            r#"null"#,
+            r#" {"b": 1, "a": [true, false, null, -0, 0, -7, 18446744073709551615, 18446744073709551616, 1.5, -1e-400, 2.50]} "#,
+            r#"{"s": "é \" \\ \n \u00e9 \ud83d\ude00 / \u0000", "o": {}, "e": [], "n": {"m": {"k": [{}]}}}"#,
+            r#"[1, "x", {"y": 2}]"#,
+            r#""just a string""#,
+        ];
+        for d in docs {
+            let (v, repeats) = parse_json(d.as_bytes()).unwrap();
+            assert_eq!(v, serde_json::from_str::<Value>(d).unwrap(), "{d}");
+            assert_eq!(
+                v.to_string(),
+                serde_json::from_str::<Value>(d).unwrap().to_string()
+            );
+            assert!(!repeats, "{d}");
+        }
+        for d in [
+            r#"{"a": 1, "a": 2}"#,
+            r#"{"x": [{"k": 1, "j": 0, "k": 1}]}"#,
+            r#"{"threadId":"t","runId":"r","messages":[],"threadId":"u"}"#,
+        ] {
+            let (v, repeats) = parse_json(d.as_bytes()).unwrap();
+            assert_eq!(v, serde_json::from_str::<Value>(d).unwrap(), "{d}");
+            assert!(repeats, "{d}");
+        }
+        for d in [
+            r#"{"a": 1"#,
+            r#"{"a": 1} x"#,
+            "",
+            "[1,]",
+            r#"{"a" 1}"#,
+            "[1e400]",
+        ] {
+            let mine = parse_json(d.as_bytes()).unwrap_err().to_string();
+            let theirs = serde_json::from_str::<Value>(d).unwrap_err().to_string();
+            assert_eq!(mine, theirs, "{d}");
+        }
+    }
+
+    #[test]
+    fn an_input_read_from_its_json_is_the_input_read_from_its_bytes() {
+        let bodies = [
+            json!({"threadId": "t", "runId": "r", "messages": [{"id": "m-1", "role": "user", "content": "pay the vendor"}], "tools": [], "context": [], "state": {}}).to_string(),
+            json!({
+                "threadId": "thread-1", "runId": "run-2", "parentRunId": "run-1", "protocolVersion": "1.3",
+                "resume": [{"interruptId": "approve-transfer", "status": "resolved", "payload": {"approved": true}, "note": 1},
+                           {"interruptId": "x", "status": "cancelled", "metadata": {"k": null}}],
+                "state": {"n": 1.5, "big": 18446744073709551615u64, "neg": -3},
+                "messages": [
+                    {"id": "u1", "role": "user", "content": [{"type": "text", "text": "hi"}], "metadata": {"tanstack": {"createdAt": "x"}}},
+                    {"id": "a1", "role": "assistant", "content": "ok", "toolCalls": [{"id": "tc-1", "type": "function", "function": {"name": "transfer_funds", "arguments": "{}", "zz": 1}, "yy": 2}]},
+                    {"id": "t1", "role": "tool", "name": "transfer_funds", "toolCallId": "tc-0", "content": "ok"},
+                    {"id": "s1", "role": "system", "content": "sys"},
+                    {"id": "d1", "role": "developer", "content": "dev"}
+                ],
+                "tools": [{"name": "t", "description": "d", "parameters": {"type": "object"}, "x": 1}],
+                "context": [{"description": "d", "value": "v", "y": []}],
+                "forwardedProps": {"a": [1, 2]}, "data": {}
+            }).to_string(),
+            r#"{"threadId":"t","runId":"r","messages":[],"state":null}"#.to_string(),
+            r#"{"runId":"r","threadId":"t","messages":[]}"#.to_string(),
+        ];
+        for b in &bodies {
+            let (json, repeats) = parse_json(b.as_bytes()).unwrap();
+            assert!(!repeats);
+            let from_bytes = RunAgentInput::parse(b.as_bytes()).unwrap();
+            assert_eq!(
+                RunAgentInput::from_parsed(&json),
+                Some(from_bytes.clone()),
+                "{b}"
+            );
+            assert_eq!(
+                RunAgentInput::from_parsed(&json).unwrap().unknown_members(),
+                from_bytes.unknown_members()
+            );
+        }
+        // What the bytes reject, the JSON does not accept either (the caller then asks the
+        // bytes why).
+        let bad = [
+            r#"{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"i","status":"maybe"}]}"#,
+            r#"{"threadId":"t","runId":"r"}"#,
+            r#"{"threadId":"t","runId":"r","messages":[],"parentRunId":null}"#,
+            r#"{"threadId":"t","runId":"r","messages":[{"id":"m","role":"robot","content":"x"}]}"#,
+            r#"{"threadId":5,"runId":"r","messages":[]}"#,
+            r#"[]"#,
+        ];
+        for b in bad {
+            assert!(RunAgentInput::parse(b.as_bytes()).is_err());
+            let (json, _) = parse_json(b.as_bytes()).unwrap();
+            assert_eq!(RunAgentInput::from_parsed(&json), None, "{b}");
+        }
     }
 
     #[test]
@@ -2396,12 +3293,12 @@ mod tests {
         let mut i = Interrupt::new("approve-transfer", "approval-required");
         i.message = Some("Approve transferring 100 to acct-9?".into());
         i.tool_call_id = Some("tc-1".into());
-        i.response_schema = Some(
+        i.response_schema = Some(Arc::new(
             json!({"type": "object", "properties": {"approved": {"type": "boolean"}}})
                 .as_object()
                 .unwrap()
                 .clone(),
-        );
+        ));
         i.expires_at = Some("2026-01-01T00:10:00.000Z".into());
         let bound = tanstack::bind_generic(i, "run-1", 0);
         let b = tanstack::binding(&bound).unwrap();
