@@ -12,10 +12,12 @@
 //!    messages (PROD-1). The decision picks the HTTP 409 (`uncovered = "reject"`), a stream opening
 //!    with `RUN_ERROR` (`"run-error"`), or a run, and [`start_point`] says where in the script the
 //!    run resumes: the boundary it paused at, after an answered frontend-tool pause, or the top.
-//! 3. **The run** ([`run`]), a spawned task feeding the SSE channel: the scripted agent loop
-//!    with its interrupt batches, tool calls through [`crate::service`]'s action pipeline, and
-//!    one ledger entry per fact (run start with its input, warnings, tool calls, violations, the
-//!    outcome with every emitted event type).
+//! 3. **The run** ([`run`]): the scripted agent loop with its interrupt batches, tool calls
+//!    through [`crate::service`]'s action pipeline, and one ledger entry per fact (run start
+//!    with its input, warnings, tool calls, violations, the outcome with every emitted event
+//!    type). It is played in the request handler up to its first wait: a run that never waits
+//!    answers its whole event stream at once ([`Reply::Ready`]); one that waits streams through
+//!    a channel from its own task from then on ([`Reply::Stream`]).
 //!
 //! How a run is cancelled (INT-2): either scripted (`cancel_at = "<phase>"` on an iteration:
 //! the run ends `RUN_FINISHED{outcome: cancelled}` at that boundary), or by the client going

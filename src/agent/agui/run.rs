@@ -1,4 +1,4 @@
-//! One AG-UI run: the scripted agent loop, played into the SSE channel.
+//! One AG-UI run: the scripted agent loop, played into the SSE stream.
 //!
 //! Each iteration passes `beforeModel` → model output (text, state) → `afterModel` → its tool
 //! calls are proposed (`TOOL_CALL_START/ARGS/END`) → `beforeTools` → tools run → `afterTools`,
@@ -9,8 +9,11 @@
 //! tool call id), gated by the judged answers; every backend call gets a `TOOL_CALL_RESULT`,
 //! even when it did not run, so a consumer never mistakes it for a pending frontend call.
 //!
-//! The run owns the only sender of the stream: dropping it closes the response. A send that
-//! fails means the client went away; the run then stops before doing anything else.
+//! Events are written into a buffer and handed over in batches ([`Run::flush`]): all of them
+//! as the response body if the run ends without waiting, else through the stream's channel,
+//! opened before the first wait, whose only sender the run owns: dropping it closes the
+//! response. A send that fails means the client went away; the run then stops before doing
+//! anything else.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -1902,7 +1902,7 @@ pub fn sse_frame(event: &Event) -> String {
 }
 
 /// [`sse_frame`] appended to `out`. The events a run emits on every turn are written field
-/// by field ([`write_common`]); any other event goes through serde. Both give the same bytes
+/// by field (`write_common`); any other event goes through serde. Both give the same bytes
 /// (the `common_events_are_written_as_serde_writes_them` test holds them to it).
 pub fn write_sse_frame(out: &mut Vec<u8>, event: &Event) {
     out.extend_from_slice(b"data: ");
