@@ -350,26 +350,12 @@ async fn handle(
                 status,
                 headers,
                 body,
-            } => {
-                let mut b = hyper::Response::builder().status(status);
-                for (k, v) in &headers {
-                    b = b.header(k.as_str(), v.as_str());
-                }
-                b.body(ChannelBody(body).boxed())
-                    .unwrap_or_else(|e| to_hyper(build_error(e)))
-            }
+            } => streamed(status, headers, ChannelBody(body).boxed()),
             Reply::Ready {
                 status,
                 headers,
                 body,
-            } => {
-                let mut b = hyper::Response::builder().status(status);
-                for (k, v) in &headers {
-                    b = b.header(k.as_str(), v.as_str());
-                }
-                b.body(ReadyBody(Some(body)).boxed())
-                    .unwrap_or_else(|e| to_hyper(build_error(e)))
-            }
+            } => streamed(status, headers, ReadyBody(Some(body)).boxed()),
         };
     }
     let trimmed = path.trim_start_matches('/');
@@ -465,7 +451,7 @@ async fn read_incoming(
 }
 
 fn to_hyper(r: Response) -> hyper::Response<HttpBody> {
-    match build(r) {
+    match build(r.status, r.headers, Full::new(Bytes::from(r.body)).boxed()) {
         Ok(resp) => resp,
         Err(e) => {
             let r = build_error(e);
@@ -476,16 +462,29 @@ fn to_hyper(r: Response) -> hyper::Response<HttpBody> {
     }
 }
 
-/// The hyper response for ours. Header values take over their strings' buffers (no copy).
-fn build(r: Response) -> Result<hyper::Response<HttpBody>, hyper::http::Error> {
-    let mut resp = hyper::Response::new(Full::new(Bytes::from(r.body)).boxed());
-    *resp.status_mut() = hyper::StatusCode::from_u16(r.status)?;
-    let headers = resp.headers_mut();
-    headers.reserve(r.headers.len());
-    for (k, v) in r.headers {
+/// An agent's streamed reply as a hyper response (a 500 if a header cannot be sent).
+fn streamed(
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: HttpBody,
+) -> hyper::Response<HttpBody> {
+    build(status, headers, body).unwrap_or_else(|e| to_hyper(build_error(e)))
+}
+
+/// A hyper response from its parts. Header values take over their strings' buffers (no copy).
+fn build(
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: HttpBody,
+) -> Result<hyper::Response<HttpBody>, hyper::http::Error> {
+    let mut resp = hyper::Response::new(body);
+    *resp.status_mut() = hyper::StatusCode::from_u16(status)?;
+    let map = resp.headers_mut();
+    map.reserve(headers.len());
+    for (k, v) in headers {
         let name = hyper::header::HeaderName::from_bytes(k.as_bytes())?;
         let value = hyper::header::HeaderValue::from_maybe_shared(Bytes::from(v))?;
-        headers.append(name, value);
+        map.append(name, value);
     }
     Ok(resp)
 }
