@@ -130,15 +130,36 @@ impl FromStr for Fate {
     }
 }
 
+impl Fate {
+    /// The name of a fate without parameters, as displayed (`None` for those with one): counted
+    /// and recorded per request, so not worth the formatting machinery.
+    pub fn plain_name(self) -> Option<&'static str> {
+        Some(match self {
+            Fate::Respond => "respond",
+            Fate::DropAfterApply => "drop-after-apply",
+            Fate::HangAfterApply => "hang-after-apply",
+            Fate::ResetAfterApply => "reset-after-apply",
+            Fate::DropBeforeApply => "drop-before-apply",
+            Fate::Delay(_)
+            | Fate::ErrorBeforeApply(_)
+            | Fate::ErrorAfterApply(_)
+            | Fate::ApplyLater(_) => return None,
+        })
+    }
+}
+
 impl fmt::Display for Fate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(name) = self.plain_name() {
+            return f.write_str(name);
+        }
         match self {
-            Fate::Respond => f.write_str("respond"),
+            Fate::Respond
+            | Fate::DropAfterApply
+            | Fate::HangAfterApply
+            | Fate::ResetAfterApply
+            | Fate::DropBeforeApply => Ok(()),
             Fate::Delay(d) => write!(f, "delay:{}", format_duration(*d)),
-            Fate::DropAfterApply => f.write_str("drop-after-apply"),
-            Fate::HangAfterApply => f.write_str("hang-after-apply"),
-            Fate::ResetAfterApply => f.write_str("reset-after-apply"),
-            Fate::DropBeforeApply => f.write_str("drop-before-apply"),
             Fate::ErrorBeforeApply(s) => write!(f, "error-before-apply:{s}"),
             Fate::ErrorAfterApply(s) => write!(f, "error-after-apply:{s}"),
             Fate::ApplyLater(d) => write!(f, "apply-later:{}", format_duration(*d)),

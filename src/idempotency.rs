@@ -169,7 +169,10 @@ impl Policy {
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StoredResponse {
     pub status: u16,
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(
+        std::borrow::Cow<'static, str>,
+        std::borrow::Cow<'static, str>,
+    )>,
     pub body: Vec<u8>,
 }
 
@@ -183,6 +186,19 @@ pub struct KeyRecord {
     /// Until this time the first request is still in flight (its response not yet given).
     pub completes_at: Duration,
     pub response: StoredResponse,
+    /// [`raw_id`] of the route and exact body the key was executed with (0: not known). A
+    /// request bringing the same bytes to the same route is a replay without parsing or
+    /// fingerprinting its body. Seeded per process, so not journaled: a restored key takes
+    /// the ordinary path once.
+    #[serde(skip)]
+    pub raw: u64,
+}
+
+/// A request's route and exact body bytes as one number, never 0 (see [`KeyRecord::raw`]).
+/// Bodies of equal length that differ in one 8-byte word never collide (each step of the hash
+/// is a bijection of that word).
+pub fn raw_id(route: &str, body: &[u8]) -> u64 {
+    FastState::default().hash_one((route, body)) | 1
 }
 
 /// What to do with an incoming request, given its key.
@@ -285,6 +301,25 @@ impl KeyStore {
             of: rec.seq,
             response: rec.response.clone(),
         }
+    }
+
+    /// The decision [`decide`](Self::decide) would take, when it is a replay of the very same
+    /// route and body bytes (`raw`, from [`raw_id`]): the replayed seq and its stored response.
+    /// `None` means "take the ordinary path", never "not a replay".
+    pub fn replay_of_same(
+        &self,
+        policy: &Policy,
+        service: &str,
+        key: &str,
+        raw: u64,
+        now: Duration,
+    ) -> Option<(u64, &StoredResponse)> {
+        if policy.mode != Mode::Honor {
+            return None;
+        }
+        let rec = with_id(service, key, |id| self.keys.get(id))?;
+        let fresh = now < rec.created_at + policy.retention && now >= rec.completes_at;
+        (fresh && rec.raw == raw).then_some((rec.seq, &rec.response))
     }
 
     /// Remember an execution's outcome under its key (replacing an expired record).
@@ -430,6 +465,7 @@ mod tests {
                 headers: vec![],
                 body: b"{}".to_vec(),
             },
+            raw: 0,
         }
     }
 

@@ -460,6 +460,36 @@ impl Ledger {
         seq
     }
 
+    /// [`append`](Self::append) a record whose fingerprint, intent and body are those of record
+    /// `like` (a replay of the very same request bytes): they are copied as they are encoded
+    /// instead of being parsed and encoded again, and `record`'s own are ignored. Returns `None`
+    /// (appending nothing) when `like` is no longer held.
+    pub fn append_like(&mut self, mut record: Record, like: u64) -> Option<u64> {
+        let at = self.position(like)?;
+        let seq = self.next_seq();
+        record.seq = seq;
+        if let Some(sink) = &self.sink {
+            // The journal keeps whole records.
+            let original = self.records.get(at, like)?;
+            record.fingerprint = original.fingerprint;
+            record.intent = original.intent;
+            record.body = original.body;
+            sink.appended(&record);
+        }
+        self.counts.add(&record);
+        self.records.push_like(&record, at);
+        self.evict();
+        if self.appended.receiver_count() > 0 {
+            self.appended.send_replace(seq);
+        }
+        Some(seq)
+    }
+
+    /// Whether the record `seq` is still held (not evicted, not yet to come).
+    pub fn holds(&self, seq: u64) -> bool {
+        self.position(seq).is_some()
+    }
+
     fn evict(&mut self) {
         if self.max.is_some_and(|m| self.records.len() > m) {
             self.records.pop_front();
@@ -582,7 +612,7 @@ pub struct CountKey {
 /// only the first time its label set is seen.
 #[derive(Clone, Debug, Default)]
 pub struct Counts {
-    map: std::collections::HashMap<u64, (CountKey, u64)>,
+    map: crate::hash::FastMap<u64, (CountKey, u64)>,
 }
 
 impl Counts {
@@ -634,9 +664,10 @@ impl Counts {
                 1,
             )
         };
-        match r.fate {
+        match r.fate.map(|f| (f, f.plain_name())) {
             None => count("", self),
-            Some(f) => FATE.with(|b| match b.try_borrow_mut() {
+            Some((_, Some(name))) => count(name, self),
+            Some((f, None)) => FATE.with(|b| match b.try_borrow_mut() {
                 Ok(mut buf) => {
                     use std::fmt::Write as _;
                     buf.clear();

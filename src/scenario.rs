@@ -407,6 +407,9 @@ impl PathTemplate {
         if !fits || parts.next().is_some() {
             return None;
         }
+        if !self.segments.iter().any(|s| matches!(s, Segment::Param(_))) {
+            return Some(Vec::new());
+        }
         let parts = path.trim_start_matches('/').split('/');
         Some(
             self.segments

@@ -12,6 +12,7 @@
 //! resolves (the mini-redis shape). [`Server`] is the in-process handle for Rust tests: start on
 //! port 0, read URLs and the ledger, move the clock, stop on drop.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
@@ -471,19 +472,35 @@ fn streamed(
     build(status, headers, body).unwrap_or_else(|e| to_hyper(build_error(e)))
 }
 
-/// A hyper response from its parts. Header values take over their strings' buffers (no copy).
-fn build(
+/// A hyper response from its parts. Header values take over their strings' buffers (no copy);
+/// static names and values are used as they are.
+fn build<K, V>(
     status: u16,
-    headers: Vec<(String, String)>,
+    headers: Vec<(K, V)>,
     body: HttpBody,
-) -> Result<hyper::Response<HttpBody>, hyper::http::Error> {
+) -> Result<hyper::Response<HttpBody>, hyper::http::Error>
+where
+    K: Into<Cow<'static, str>>,
+    V: Into<Cow<'static, str>>,
+{
     let mut resp = hyper::Response::new(body);
     *resp.status_mut() = hyper::StatusCode::from_u16(status)?;
     let map = resp.headers_mut();
     map.reserve(headers.len());
     for (k, v) in headers {
-        let name = hyper::header::HeaderName::from_bytes(k.as_bytes())?;
-        let value = hyper::header::HeaderValue::from_maybe_shared(Bytes::from(v))?;
+        let k = k.into();
+        let name = if k.eq_ignore_ascii_case("content-type") {
+            hyper::header::CONTENT_TYPE
+        } else {
+            hyper::header::HeaderName::from_bytes(k.as_bytes())?
+        };
+        let value = match v.into() {
+            // A static value is checked as hyper would, so that a bad one is an error, not a panic.
+            Cow::Borrowed(v) if v.bytes().all(|b| b == b'\t' || (b' '..=b'~').contains(&b)) => {
+                hyper::header::HeaderValue::from_static(v)
+            }
+            v => hyper::header::HeaderValue::from_maybe_shared(Bytes::from(v.into_owned()))?,
+        };
         map.append(name, value);
     }
     Ok(resp)

@@ -8,13 +8,14 @@
 //! process. Because admission is synchronous, the effect of an attempt is in the ledger before
 //! anything is sent, exactly as a real provider commits before it replies.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use hyper::HeaderMap;
 use serde_json::{json, Map, Value};
 
 use crate::fate::Fate;
-use crate::idempotency::{fingerprint, Cache, Decision, KeyRecord, Mode, StoredResponse};
+use crate::idempotency::{fingerprint, raw_id, Cache, Decision, KeyRecord, Mode, StoredResponse};
 use crate::journal::Line;
 use crate::ledger::{parse_action_id, ActionState, Delivery, Disposition, Record, ResponsePlan};
 use crate::scenario::{did_you_mean, CancelPolicy, RespondBody, Route, RouteKind, Service};
@@ -45,7 +46,9 @@ pub struct Request {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
     pub status: u16,
-    pub headers: Vec<(String, String)>,
+    /// Mostly static text ("content-type", "application/json"): borrowed, not allocated, per
+    /// response.
+    pub headers: Vec<(Cow<'static, str>, Cow<'static, str>)>,
     pub body: Vec<u8>,
 }
 
@@ -133,36 +136,32 @@ struct RequestLog {
 pub fn admit(world: &World, mut req: Request) -> Outcome {
     let scenario = world.scenario.clone();
     let service = scenario.service(&req.service);
+    let whole = !req.too_large && !req.incomplete;
+    // Where no route of the service matches on the body, the route is found without parsing it,
+    // and a replay of the very same bytes needs none of the body at all.
+    let early = service
+        .filter(|s| whole && s.routes.iter().all(|r| r.matcher.json.is_empty()))
+        .map(|s| find_route(s, &req, None).map(|(r, p)| (s, r, p)));
+    if let Some(Some((svc, route, _))) = &early {
+        if let Some(out) = replay_of_same(world, svc, route, &mut req) {
+            return out;
+        }
+    }
     let json = if req.too_large {
         None
     } else {
         serde_json::from_slice::<Value>(&req.body).ok()
     };
-    let header = |name: &hyper::header::HeaderName| {
-        req.headers
-            .get(name)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-    };
-    // In-process callers (an agent's step) give these directly; HTTP clients send headers.
-    let work_id = req
-        .work_id
-        .take()
-        .or_else(|| service.and_then(|s| header(&s.work_id_header)));
-    let revision = req.revision.take().or_else(|| {
-        service
-            .and_then(|s| header(&s.revision_header))
-            .map(|r| match r.trim().parse::<i64>() {
-                Ok(n) => Value::from(n),
-                Err(_) => Value::String(r),
-            })
-    });
+    let (work_id, revision) = work_of(service, &mut req);
     let mut json = json;
     // Matching and what an action reads from its request (key, fingerprint, intent) need no
     // world state: worked out before the lock is taken, so that the critical section is short.
-    let found = if req.too_large || req.incomplete {
-        None
-    } else {
-        service.and_then(|s| find_route(s, &req, json.as_ref()).map(|(r, p)| (s, r, p)))
+    let found = match early {
+        Some(found) => found,
+        None if whole => {
+            service.and_then(|s| find_route(s, &req, json.as_ref()).map(|(r, p)| (s, r, p)))
+        }
+        None => None,
     };
     let prepared = found
         .as_ref()
@@ -173,36 +172,9 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
         None => (None, None, None),
     };
     let now = world.clock.now();
-    let mut record = Record {
-        seq: 0,
-        service: std::mem::take(&mut req.service),
-        route: None,
-        method: std::mem::take(&mut req.method),
-        path: std::mem::take(&mut req.path),
-        received_at: now,
-        idempotency_key,
-        fingerprint,
-        intent,
-        work_id,
-        revision,
-        // Filled in last, from the parsed body, which is then no longer needed: moved, not copied.
-        body: Value::Null,
-        body_truncated: false,
-        disposition: Disposition::Unmatched,
-        replay_of: None,
-        executed_after_expiry: false,
-        fate: None,
-        applies_at: None,
-        cancelled_at: None,
-        response: ResponsePlan {
-            delivery: Delivery::Sent,
-            status: None,
-            at: Some(now),
-        },
-        actor: req.actor.take(),
-        event: None,
-        detail: None,
-    };
+    let mut record = new_record(&mut req, now, idempotency_key, work_id, revision);
+    record.fingerprint = fingerprint;
+    record.intent = intent;
     let mut st = world.lock();
     record.seq = st.ledger.next_seq();
 
@@ -231,9 +203,15 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
             Some((svc, route, params)) => {
                 record.route = Some(route.name.clone());
                 match route.kind {
-                    RouteKind::Action => {
-                        action(world, &mut st, svc, route, json.as_ref(), &mut record)
-                    }
+                    RouteKind::Action => action(
+                        world,
+                        &mut st,
+                        svc,
+                        route,
+                        &req.body,
+                        json.as_ref(),
+                        &mut record,
+                    ),
                     RouteKind::Lookup => (
                         lookup(world, &st, svc, route, &params, &mut record),
                         Plan::Now,
@@ -246,6 +224,148 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
             }
         }
     };
+    (record.body, record.body_truncated) = ledger_body(
+        &req.body,
+        json.take(),
+        scenario.ledger_body_bytes,
+        req.too_large,
+    );
+    finish(world, st, &req, record, None, response, plan)
+}
+
+/// The work id and revision a request carries: given by in-process callers (an agent's step),
+/// sent as headers by HTTP clients.
+fn work_of(service: Option<&Service>, req: &mut Request) -> (Option<String>, Option<Value>) {
+    let header = |name: &hyper::header::HeaderName| {
+        req.headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
+    let work_id = req
+        .work_id
+        .take()
+        .or_else(|| service.and_then(|s| header(&s.work_id_header)));
+    let revision = req.revision.take().or_else(|| {
+        service
+            .and_then(|s| header(&s.revision_header))
+            .map(|r| match r.trim().parse::<i64>() {
+                Ok(n) => Value::from(n),
+                Err(_) => Value::String(r),
+            })
+    });
+    (work_id, revision)
+}
+
+/// A request's record before admission decides anything: unmatched, answered now.
+fn new_record(
+    req: &mut Request,
+    now: Duration,
+    idempotency_key: Option<String>,
+    work_id: Option<String>,
+    revision: Option<Value>,
+) -> Record {
+    Record {
+        seq: 0,
+        service: std::mem::take(&mut req.service),
+        route: None,
+        method: std::mem::take(&mut req.method),
+        path: std::mem::take(&mut req.path),
+        received_at: now,
+        idempotency_key,
+        fingerprint: None,
+        intent: None,
+        work_id,
+        revision,
+        // Filled in last, from the parsed body, which is then no longer needed: moved, not copied.
+        body: Value::Null,
+        body_truncated: false,
+        disposition: Disposition::Unmatched,
+        replay_of: None,
+        executed_after_expiry: false,
+        fate: None,
+        applies_at: None,
+        cancelled_at: None,
+        response: ResponsePlan {
+            delivery: Delivery::Sent,
+            status: None,
+            at: Some(now),
+        },
+        actor: req.actor.take(),
+        event: None,
+        detail: None,
+    }
+}
+
+/// The fast lane of replays (for a whole request to `route`, found without reading the body): a
+/// keyed request that brings the very bytes its key was executed with, to the same route, is answered from the key's stored response and recorded with the
+/// original's fingerprint, intent and body (copied as encoded) without parsing its own body.
+/// `None` (nothing done, `req` untouched) sends the request down the ordinary path, which
+/// decides the same way for everything this lane takes: a replay it is, by any fingerprint.
+fn replay_of_same(
+    world: &World,
+    svc: &Service,
+    route: &Route,
+    req: &mut Request,
+) -> Option<Outcome> {
+    let policy = &route.idempotency;
+    if route.kind != RouteKind::Action
+        || policy.mode != Mode::Honor
+        || policy.cache == Cache::Latest
+    {
+        return None;
+    }
+    let key = req.headers.get(&policy.header_name)?;
+    let key = String::from_utf8_lossy(key.as_bytes()).into_owned();
+    let raw = raw_id(&route.name, &req.body);
+    let now = world.clock.now();
+    let st = world.lock();
+    let (of, stored) = st.keys.replay_of_same(policy, &svc.name, &key, raw, now)?;
+    if !st.ledger.holds(of) {
+        return None;
+    }
+    let mut response = Response::from_stored(stored.clone());
+    let (work_id, revision) = work_of(Some(svc), req);
+    let mut record = new_record(req, now, Some(key), work_id, revision);
+    record.seq = st.ledger.next_seq();
+    record.route = Some(route.name.clone());
+    record.disposition = Disposition::Replayed;
+    record.replay_of = Some(of);
+    // As `ledger_body` decides for these bytes (the original's body is the same).
+    record.body_truncated = req.body.len() > world.scenario.ledger_body_bytes;
+    if let Some(h) = &policy.replay_header {
+        response.headers.push((h.clone().into(), "true".into()));
+    }
+    if let (true, Some(k)) = (policy.echo_key, &record.idempotency_key) {
+        response
+            .headers
+            .push((policy.header.clone().into(), k.clone().into()));
+    }
+    Some(finish(
+        world,
+        st,
+        req,
+        record,
+        Some(of),
+        response,
+        Plan::Now,
+    ))
+}
+
+/// The end of every admission: the record learns how its response goes out and which canaries
+/// the request carried, goes into the ledger (`like`: see [`Ledger::append_like`]), and the
+/// request's log event is written once the lock is released.
+///
+/// [`Ledger::append_like`]: crate::ledger::Ledger::append_like
+fn finish(
+    world: &World,
+    mut st: std::sync::MutexGuard<'_, State>,
+    req: &Request,
+    mut record: Record,
+    like: Option<u64>,
+    response: Response,
+    plan: Plan,
+) -> Outcome {
+    let now = record.received_at;
     record.response = match plan {
         Plan::Now => ResponsePlan {
             delivery: Delivery::Sent,
@@ -274,7 +394,7 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
         },
     };
     if record.actor.is_none() {
-        note_canaries(&req, &mut record);
+        note_canaries(req, &mut record);
     }
     // One log event per request (target `doubleagent::request`; the binary shows it by default
     // with --log-format json: one object per request), carrying its seq. Its fields are copied
@@ -291,13 +411,11 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
             applied: record.applies_at.is_some(),
         }
     });
-    (record.body, record.body_truncated) = ledger_body(
-        &req.body,
-        json.take(),
-        scenario.ledger_body_bytes,
-        req.too_large,
-    );
-    let seq = st.ledger.append(record);
+    let seq = match like {
+        // Held: the caller checked under this same lock.
+        Some(of) => st.ledger.append_like(record, of).unwrap_or_default(),
+        None => st.ledger.append(record),
+    };
     let (first, held) = (
         st.ledger.next_seq() - st.ledger.len() as u64,
         st.ledger.len(),
@@ -335,6 +453,9 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
 fn note_canaries(req: &Request, record: &mut Record) {
     let mut found: Vec<String> = Vec::new();
     let mut scan = |bytes: &[u8]| {
+        if !may_hold_canary(bytes) {
+            return;
+        }
         let mut i = 0;
         while let Some(at) = bytes[i..].windows(4).position(|w| w == b"cny-") {
             let start = i + at;
@@ -359,6 +480,15 @@ fn note_canaries(req: &Request, record: &mut Record) {
     let detail = record.detail.get_or_insert_with(|| json!({}));
     if let Some(m) = detail.as_object_mut() {
         m.insert("canaries".into(), json!(found));
+    }
+}
+
+/// Whether `bytes` contains "cny-" at all: the common answer, no, found with the standard
+/// library's vectorised substring test when the text is UTF-8 (it nearly always is).
+fn may_hold_canary(bytes: &[u8]) -> bool {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.contains("cny-"),
+        Err(_) => bytes.windows(4).any(|w| w == b"cny-"),
     }
 }
 
@@ -469,16 +599,17 @@ fn action(
     st: &mut State,
     svc: &Service,
     route: &Route,
+    raw_body: &[u8],
     json: Option<&Value>,
     record: &mut Record,
 ) -> (Response, Plan) {
-    let (mut response, plan) = decide_and_execute(world, st, svc, route, json, record);
+    let (mut response, plan) = decide_and_execute(world, st, svc, route, raw_body, json, record);
     // Providers that echo the key do so on every answer to a keyed request, replays included;
     // stored responses are kept without it, so a replay carries it once.
     if let (true, Some(k)) = (route.idempotency.echo_key, &record.idempotency_key) {
         response
             .headers
-            .push((route.idempotency.header.clone(), k.clone()));
+            .push((route.idempotency.header.clone().into(), k.clone().into()));
     }
     (response, plan)
 }
@@ -488,6 +619,7 @@ fn decide_and_execute(
     st: &mut State,
     svc: &Service,
     route: &Route,
+    raw_body: &[u8],
     json: Option<&Value>,
     record: &mut Record,
 ) -> (Response, Plan) {
@@ -546,7 +678,7 @@ fn decide_and_execute(
                 Response::from_stored(response)
             };
             if let Some(h) = &policy.replay_header {
-                r.headers.push((h.clone(), "true".into()));
+                r.headers.push((h.clone().into(), "true".into()));
             }
             (r, Plan::Now)
         }
@@ -620,6 +752,7 @@ fn decide_and_execute(
                         created_at: now,
                         completes_at,
                         response: response.to_stored(),
+                        raw: raw_id(route.name.as_str(), raw_body),
                     };
                     world.note(|session| Line::Key {
                         session,
@@ -702,11 +835,11 @@ fn render_respond(world: &World, route: &Route, json: Option<&Value>, record: &R
         json,
         record,
     };
-    let mut headers: Vec<(String, String)> = route
+    let mut headers: Vec<(Cow<'static, str>, Cow<'static, str>)> = route
         .respond
         .headers
         .iter()
-        .map(|(k, v)| (k.clone(), template::text(v, &ctx)))
+        .map(|(k, v)| (k.clone().into(), template::text(v, &ctx).into()))
         .collect();
     let body = match &route.respond.body {
         RespondBody::Json(v) => {

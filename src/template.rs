@@ -68,7 +68,7 @@ pub fn write_json(v: &Value, vars: &dyn Vars, out: &mut Vec<u8>) {
     match v {
         Value::String(s) => {
             if !s.contains("{{") {
-                put(out, s.as_str());
+                put_text(out, s);
                 return;
             }
             let whole = s
@@ -77,11 +77,14 @@ pub fn write_json(v: &Value, vars: &dyn Vars, out: &mut Vec<u8>) {
                 .and_then(|x| x.strip_suffix("}}"));
             if let Some(inner) = whole.filter(|i| !i.contains("{{")) {
                 if let Some(v) = vars.var(inner.trim()) {
-                    put(out, &v);
+                    match &v {
+                        Value::String(t) => put_text(out, t),
+                        v => put(out, v),
+                    }
                     return;
                 }
             }
-            put(out, &text(s, vars));
+            put_text(out, &text(s, vars));
         }
         Value::Array(a) => {
             out.push(b'[');
@@ -99,13 +102,25 @@ pub fn write_json(v: &Value, vars: &dyn Vars, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                put(out, k);
+                put_text(out, k);
                 out.push(b':');
                 write_json(x, vars, out);
             }
             out.push(b'}');
         }
         other => put(out, other),
+    }
+}
+
+/// A JSON string: as it is between quotes when nothing in it needs escaping (the common case,
+/// and cheaper than the serializer), else as serde_json escapes it.
+fn put_text(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        put(out, s);
     }
 }
 
@@ -143,7 +158,8 @@ mod tests {
 
     #[test]
     fn written_json_is_the_expanded_tree_as_text() {
-        let t = j!({"k": "{{n}}", "t": "n={{n}}", "l": ["{{s}}", 1, null, {"z": "{{nope}}"}], "a\"b": "q\"{{s}}"});
+        let t = j!({"k": "{{n}}", "t": "n={{n}}", "l": ["{{s}}", 1, null, {"z": "{{nope}}"}], "a\"b": "q\"{{s}}",
+            "c": "tab\there\u{1}", "b\\": "back\\slash {{s}}", "u": "\u{e9}\u{7f}"});
         let mut out = Vec::new();
         write_json(&t, &V, &mut out);
         assert_eq!(String::from_utf8(out).unwrap(), json(&t, &V).to_string());

@@ -592,3 +592,87 @@ fn a_route_policy_overrides_the_service_policy() {
     post_key(&da, "Idempotency-Key", "k-1", &transfer()).unwrap();
     assert_eq!(applied(&da.ledger()), 2);
 }
+
+/// A replay of the very bytes a key was executed with skips parsing its body (the fast lane);
+/// one with the same JSON written otherwise does not. Both must answer and record alike.
+#[test]
+fn acc1_a_replay_of_the_same_bytes_is_answered_and_recorded_as_any_other_replay() {
+    for (preset, long) in [("stripe", false), ("adyen", false), ("ietf", true)] {
+        let scenario = payments(&format!("idempotency = {{ preset = \"{preset}\" }}"), "").replace(
+            "clock = \"manual\"",
+            "clock = \"manual\"\nledger_body_bytes = 40",
+        );
+        let da = Da::start(&scenario);
+        let same = if long {
+            r#"{"to":"acct-9","amount":100,"memo":"longer than the ledger keeps"}"#
+        } else {
+            r#"{"to":"acct-9","amount":100}"#
+        };
+        let other = format!(" {}\n", same.replace(',', ", "));
+        let call = |body: &str, work: &str, rev: &str| {
+            da.call(
+                "POST",
+                CREATE,
+                &[
+                    ("content-type", "application/json"),
+                    ("Idempotency-Key", "k-1"),
+                    ("X-Work-Id", work),
+                    ("X-Revision", rev),
+                ],
+                body,
+            )
+        };
+        let first = call(same, "w-1", "1");
+        let fast = call(same, "w-2", "2");
+        let slow = call(&other, "w-2", "2");
+        assert_eq!(first.status, 201);
+        for r in [&fast, &slow] {
+            assert_eq!((r.status, &r.body), (first.status, &first.body), "{preset}");
+        }
+        let names = |r: &Resp| {
+            let mut h: Vec<String> = r.headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            h.retain(|l| !l.starts_with("date:") && !l.starts_with("x-doubleagent-seq"));
+            h
+        };
+        assert_eq!(names(&fast), names(&slow), "{preset}");
+
+        let l = da.ledger();
+        assert_eq!(l.len(), 3);
+        // A body cut short is kept as the text it was sent as, so only there may they differ.
+        let strip = |e: &Value| {
+            let mut e = e.clone();
+            for k in ["seq", "received_at", "body"] {
+                e.as_object_mut().unwrap().remove(k);
+            }
+            e
+        };
+        if !long {
+            assert_eq!(l[1]["body"], l[2]["body"]);
+        }
+        assert_eq!(strip(&l[1]), strip(&l[2]), "{preset}");
+        assert_eq!(l[1]["disposition"], "replayed");
+        assert_eq!(l[1]["work_id"], "w-2");
+        assert_eq!(l[1]["revision"], 2);
+        assert_eq!(l[1]["intent"], l[0]["intent"]);
+        assert_eq!(l[1]["body"], l[0]["body"]);
+        assert_eq!(l[1]["body_truncated"], long, "{preset}");
+    }
+}
+
+/// The fast lane is for the same bytes only: a key reused for another payload is still refused.
+#[test]
+fn rec4_a_reused_key_with_bytes_that_differ_in_one_place_is_still_a_mismatch() {
+    let da = with(r#"idempotency = { preset = "ietf" }"#, "");
+    let h = [
+        ("content-type", "application/json"),
+        ("Idempotency-Key", "k-1"),
+    ];
+    assert_eq!(
+        da.call("POST", CREATE, &h, r#"{"to":"acct-9","amount":100}"#)
+            .status,
+        201
+    );
+    let r = da.call("POST", CREATE, &h, r#"{"to":"acct-9","amount":101}"#);
+    assert_eq!(r.status, 422);
+    assert_eq!(da.ledger()[1]["disposition"], "mismatch");
+}

@@ -32,9 +32,37 @@ const MAX_INTERNED_LEN: usize = 256;
 struct Strings {
     table: Vec<Box<str>>,
     ids: FastMap<Box<str>, u32>,
+    /// The id last interned for each field ([`Field`]): consecutive records mostly repeat their
+    /// service, route, method and path, and comparing with the last one costs less than hashing.
+    last: [Option<u32>; FIELDS],
 }
 
+/// The interned fields of a record, for [`Strings::last`].
+#[derive(Clone, Copy)]
+enum Field {
+    Service,
+    Route,
+    Actor,
+    Event,
+    Method,
+    Path,
+    Fate,
+}
+const FIELDS: usize = 7;
+
 impl Strings {
+    fn intern_field(&mut self, field: Field, s: &str) -> Option<u32> {
+        let slot = field as usize;
+        if let Some(id) = self.last[slot] {
+            if self.table.get(id as usize).is_some_and(|t| **t == *s) {
+                return Some(id);
+            }
+        }
+        let id = self.intern(s);
+        self.last[slot] = id;
+        id
+    }
+
     fn intern(&mut self, s: &str) -> Option<u32> {
         if let Some(id) = self.ids.get(s) {
             return Some(*id);
@@ -74,13 +102,20 @@ impl Store {
 
     /// Append an encoded copy of `r` (its `seq` is not stored: it is the position).
     pub(super) fn push(&mut self, r: &Record) {
-        let at = self.write(r);
+        let at = self.write(r, None);
+        self.index.push_back(at);
+    }
+
+    /// Append `r` with the fingerprint, intent and body of the record at position `like`
+    /// (copied as they are encoded; `r`'s own are ignored): a replay of the same bytes.
+    pub(super) fn push_like(&mut self, r: &Record, like: usize) {
+        let at = self.write(r, Some(like));
         self.index.push_back(at);
     }
 
     /// Re-encode the record at position `i` (the old bytes stay, unused, until their chunk goes).
     pub(super) fn replace(&mut self, i: usize, r: &Record) {
-        let at = self.write(r);
+        let at = self.write(r, None);
         if let Some(slot) = self.index.get_mut(i) {
             *slot = at;
         }
@@ -122,15 +157,19 @@ impl Store {
     }
 
     fn bytes(&self, i: usize) -> Option<&[u8]> {
-        let at = *self.index.get(i)?;
-        let chunk = self.chunks.get(((at >> 32) - self.first_chunk) as usize)?;
-        chunk.get((at & 0xffff_ffff) as usize..)
+        record_bytes(&self.chunks, self.first_chunk, &self.index, i)
     }
 
-    fn write(&mut self, r: &Record) -> u64 {
+    fn write(&mut self, r: &Record, like: Option<usize>) -> u64 {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        encode(&mut buf, r, &mut self.strings, &mut self.fate);
+        let shared = like
+            .and_then(|i| record_bytes(&self.chunks, self.first_chunk, &self.index, i))
+            .map(|b| {
+                let (a, c) = Reader::new(b, &self.strings).shared_parts();
+                (&b[a], &b[c])
+            });
+        encode(&mut buf, r, shared, &mut self.strings, &mut self.fate);
         let fits = self
             .chunks
             .back()
@@ -151,6 +190,17 @@ impl Store {
     }
 }
 
+fn record_bytes<'c>(
+    chunks: &'c VecDeque<Vec<u8>>,
+    first_chunk: u64,
+    index: &VecDeque<u64>,
+    i: usize,
+) -> Option<&'c [u8]> {
+    let at = *index.get(i)?;
+    let chunk = chunks.get(((at >> 32) - first_chunk) as usize)?;
+    chunk.get((at & 0xffff_ffff) as usize..)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Encoding
 
@@ -167,11 +217,11 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-/// 0 none, 1 inline text, 2 + n interned string n.
-fn put_str(out: &mut Vec<u8>, s: Option<&str>, strings: Option<&mut Strings>) {
+/// 0 none, 1 inline text, 2 + n interned string n (`strings`: the table and the field).
+fn put_str(out: &mut Vec<u8>, s: Option<&str>, strings: Option<(&mut Strings, Field)>) {
     match s {
         None => out.push(0),
-        Some(s) => match strings.and_then(|t| t.intern(s)) {
+        Some(s) => match strings.and_then(|(t, f)| t.intern_field(f, s)) {
             Some(id) => put_varint(out, id as u64 + 2),
             None => {
                 out.push(1);
@@ -274,7 +324,15 @@ const DELIVERIES: [Delivery; 5] = [
     Delivery::Pending,
 ];
 
-fn encode(out: &mut Vec<u8>, r: &Record, strings: &mut Strings, fate_buf: &mut String) {
+/// `shared`: the encoded fingerprint and intent, and the encoded body, of another record, used
+/// instead of `r`'s own (see [`Store::push_like`]).
+fn encode(
+    out: &mut Vec<u8>,
+    r: &Record,
+    shared: Option<(&[u8], &[u8])>,
+    strings: &mut Strings,
+    fate_buf: &mut String,
+) {
     // Destructured in full so that a field added to Record is a compile error here.
     let Record {
         seq: _,
@@ -303,31 +361,43 @@ fn encode(out: &mut Vec<u8>, r: &Record, strings: &mut Strings, fate_buf: &mut S
     } = r;
     let received = *received_at;
     // The fields filters look at come first.
-    put_str(out, Some(service), Some(strings));
-    put_str(out, route.as_deref(), Some(strings));
+    put_str(out, Some(service), Some((strings, Field::Service)));
+    put_str(out, route.as_deref(), Some((strings, Field::Route)));
     out.push(disposition_code(*disposition));
     put_str(out, idempotency_key.as_deref(), None);
     put_str(out, work_id.as_deref(), None);
-    put_str(out, actor.as_deref(), Some(strings));
-    put_str(out, event.as_deref(), Some(strings));
+    put_str(out, actor.as_deref(), Some((strings, Field::Actor)));
+    put_str(out, event.as_deref(), Some((strings, Field::Event)));
     // Then the rest.
-    put_str(out, Some(method), Some(strings));
-    put_str(out, Some(path), Some(strings));
+    put_str(out, Some(method), Some((strings, Field::Method)));
+    put_str(out, Some(path), Some((strings, Field::Path)));
     put_varint(out, received.as_secs());
     put_varint(out, received.subsec_nanos() as u64);
-    put_fingerprint(out, fingerprint.as_deref());
-    put_json(out, intent.as_ref());
-    put_json(out, revision.as_ref());
-    put_json(out, Some(body));
+    match shared {
+        Some((fingerprint_and_intent, body)) => {
+            out.extend_from_slice(fingerprint_and_intent);
+            put_json(out, revision.as_ref());
+            out.extend_from_slice(body);
+        }
+        None => {
+            put_fingerprint(out, fingerprint.as_deref());
+            put_json(out, intent.as_ref());
+            put_json(out, revision.as_ref());
+            put_json(out, Some(body));
+        }
+    }
     out.push(*body_truncated as u8 | (*executed_after_expiry as u8) << 1);
     put_varint(out, replay_of.map_or(0, |s| s + 1));
-    let fate_text = fate.map(|f| {
-        use std::fmt::Write as _;
-        fate_buf.clear();
-        let _ = write!(fate_buf, "{f}");
-        fate_buf.as_str()
+    let fate_text = fate.map(|f| match f.plain_name() {
+        Some(name) => name,
+        None => {
+            use std::fmt::Write as _;
+            fate_buf.clear();
+            let _ = write!(fate_buf, "{f}");
+            fate_buf.as_str()
+        }
     });
-    put_str(out, fate_text, Some(strings));
+    put_str(out, fate_text, Some((strings, Field::Fate)));
     put_time(out, *applies_at, received);
     put_time(out, *cancelled_at, received);
     let ResponsePlan {
@@ -458,6 +528,47 @@ impl<'a> Reader<'a> {
             }
             _ => None,
         }
+    }
+
+    fn skip_fingerprint(&mut self) {
+        match self.varint() {
+            2 => {
+                self.take(8);
+            }
+            1 => {
+                let n = self.varint() as usize;
+                self.take(n);
+            }
+            _ => {}
+        }
+    }
+
+    fn skip_json(&mut self) {
+        if self.byte() == 2 {
+            let len = u32::from_le_bytes(self.take(4).try_into().unwrap_or([0; 4]));
+            self.take(len as usize);
+        }
+    }
+
+    /// Where the fingerprint and intent (together) and the body are in a record's bytes.
+    fn shared_parts(mut self) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+        // service, route, disposition, key, work id, actor, event, method, path, received at
+        self.str_ref();
+        self.str_ref();
+        self.byte();
+        for _ in 0..6 {
+            self.str_ref();
+        }
+        self.varint();
+        self.varint();
+        let start = self.pos;
+        self.skip_fingerprint();
+        self.skip_json();
+        let intent_end = self.pos;
+        self.skip_json(); // revision
+        let body_start = self.pos;
+        self.skip_json();
+        (start..intent_end, body_start..self.pos)
     }
 
     fn record(mut self, seq: u64) -> Record {
@@ -620,6 +731,31 @@ mod tests {
         }
         let bytes: usize = small.chunks.iter().map(Vec::len).sum();
         assert!(bytes / 1000 < 160, "{} bytes a record", bytes / 1000);
+    }
+
+    #[test]
+    fn a_record_pushed_like_another_takes_its_fingerprint_intent_and_body_only() {
+        let mut s = Store::default();
+        let original = record(1);
+        let mut unshared = record(1);
+        unshared.fingerprint = Some("inline, not hex".into());
+        s.push(&original);
+        s.push(&unshared);
+        for (like, from) in [(0, &original), (1, &unshared)] {
+            let mut replay = record(7);
+            replay.fingerprint = None;
+            replay.intent = None;
+            replay.body = Value::Null;
+            replay.revision = Some(json!("r-9"));
+            replay.path = "/other".into();
+            s.push_like(&replay, like);
+            let got = s.get(s.len() - 1, 7).unwrap();
+            let mut want = replay.clone();
+            want.fingerprint = from.fingerprint.clone();
+            want.intent = from.intent.clone();
+            want.body = from.body.clone();
+            assert!(same(&got, &want), "{got:?}\n{want:?}");
+        }
     }
 
     #[test]
