@@ -25,6 +25,7 @@ use std::time::Duration;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Bytes, Frame, Incoming};
+use hyper::header::HeaderName;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -73,6 +74,7 @@ impl Body for ReadyBody {
 
 use crate::admin::{self, AdminRequest};
 use crate::agent::{self, AgentRequest, Reply};
+use crate::hash::FastMap;
 use crate::ledger::{Entry, Filter};
 use crate::scenario::{Scenario, ScenarioError};
 use crate::service::{self, Plan, Request, Response};
@@ -193,9 +195,7 @@ static SESSION_HEADER: hyper::header::HeaderName =
 
 /// The world a request belongs to, by its `X-Doubleagent-Session` header.
 fn session_of(headers: &hyper::HeaderMap) -> Option<&str> {
-    headers
-        .get(&SESSION_HEADER)
-        .map(|v| v.to_str().unwrap_or("\u{fffd}"))
+    service::header_value(headers, &SESSION_HEADER).map(|v| v.to_str().unwrap_or("\u{fffd}"))
 }
 
 /// Serve connections from `listener` until `shutdown` resolves, then stop accepting, release hung
@@ -488,12 +488,7 @@ where
     let map = resp.headers_mut();
     map.reserve(headers.len());
     for (k, v) in headers {
-        let k = k.into();
-        let name = if k.eq_ignore_ascii_case("content-type") {
-            hyper::header::CONTENT_TYPE
-        } else {
-            hyper::header::HeaderName::from_bytes(k.as_bytes())?
-        };
+        let name = header_name(&k.into())?;
         let value = match v.into() {
             // A static value is checked as hyper would, so that a bad one is an error, not a panic.
             Cow::Borrowed(v) if v.bytes().all(|b| b == b'\t' || (b' '..=b'~').contains(&b)) => {
@@ -504,6 +499,32 @@ where
         map.append(name, value);
     }
     Ok(resp)
+}
+
+/// A response header's name. The few names a scenario's responses use are parsed once per
+/// worker thread and then cloned (parsing lowercases into a new buffer every time).
+fn header_name(k: &str) -> Result<HeaderName, hyper::header::InvalidHeaderName> {
+    if k.eq_ignore_ascii_case("content-type") {
+        return Ok(hyper::header::CONTENT_TYPE);
+    }
+    thread_local! {
+        static NAMES: std::cell::RefCell<FastMap<Box<str>, HeaderName>> =
+            std::cell::RefCell::new(FastMap::default());
+    }
+    NAMES.with(|names| {
+        let Ok(mut names) = names.try_borrow_mut() else {
+            return HeaderName::from_bytes(k.as_bytes());
+        };
+        if let Some(n) = names.get(k) {
+            return Ok(n.clone());
+        }
+        let n = HeaderName::from_bytes(k.as_bytes())?;
+        // Bounded: templated or per-request names would only fill it.
+        if names.len() < 64 {
+            names.insert(k.into(), n.clone());
+        }
+        Ok(n)
+    })
 }
 
 /// Only a scenario header value hyper refuses can fail a response build; say so, don't panic.

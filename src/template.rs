@@ -21,8 +21,8 @@ pub trait Vars {
 pub fn text(s: &str, vars: &dyn Vars) -> String {
     let mut out = String::new();
     let mut rest = s;
-    while let Some(start) = rest.find("{{") {
-        let Some(len) = rest[start..].find("}}") else {
+    while let Some(start) = find2(rest, b"{{") {
+        let Some(len) = find2(&rest[start..], b"}}") else {
             break;
         };
         out.push_str(&rest[..start]);
@@ -46,7 +46,7 @@ pub fn json(v: &Value, vars: &dyn Vars) -> Value {
                 .trim()
                 .strip_prefix("{{")
                 .and_then(|x| x.strip_suffix("}}"));
-            if let Some(inner) = whole.filter(|i| !i.contains("{{")) {
+            if let Some(inner) = whole.filter(|i| find2(i, b"{{").is_none()) {
                 if let Some(v) = vars.var(inner.trim()) {
                     return v;
                 }
@@ -67,7 +67,7 @@ pub fn json(v: &Value, vars: &dyn Vars) -> Value {
 pub fn write_json(v: &Value, vars: &dyn Vars, out: &mut Vec<u8>) {
     match v {
         Value::String(s) => {
-            if !s.contains("{{") {
+            if find2(s, b"{{").is_none() {
                 put_text(out, s);
                 return;
             }
@@ -75,7 +75,7 @@ pub fn write_json(v: &Value, vars: &dyn Vars, out: &mut Vec<u8>) {
                 .trim()
                 .strip_prefix("{{")
                 .and_then(|x| x.strip_suffix("}}"));
-            if let Some(inner) = whole.filter(|i| !i.contains("{{")) {
+            if let Some(inner) = whole.filter(|i| find2(i, b"{{").is_none()) {
                 if let Some(v) = vars.var(inner.trim()) {
                     match &v {
                         Value::String(t) => put_text(out, t),
@@ -110,6 +110,12 @@ pub fn write_json(v: &Value, vars: &dyn Vars, out: &mut Vec<u8>) {
         }
         other => put(out, other),
     }
+}
+
+/// Where a two-byte marker (`{{`, `}}`) starts: a plain byte scan, cheaper on short scenario
+/// strings than `str::find`'s general searcher, which runs per response string.
+fn find2(s: &str, pat: &[u8; 2]) -> Option<usize> {
+    s.as_bytes().windows(2).position(|w| w == pat)
 }
 
 /// A JSON string: as it is between quotes when nothing in it needs escaping (the common case,
