@@ -405,6 +405,13 @@ pub trait Sink: Send + Sync {
     fn appended(&self, record: &Record);
 }
 
+/// A record's intent and body as compact JSON text, for [`Ledger::append_texts`].
+#[derive(Default)]
+pub struct Texts<'a> {
+    pub intent: Option<&'a [u8]>,
+    pub body: Option<&'a [u8]>,
+}
+
 pub struct Ledger {
     /// The records, encoded (see `codec`): a few hundred bytes less each than as `Record`s.
     records: codec::Store,
@@ -483,6 +490,33 @@ impl Ledger {
             self.appended.send_replace(seq);
         }
         Some(seq)
+    }
+
+    /// [`append`](Self::append) a record whose intent and/or body are given as their compact
+    /// JSON text (as `serde_json` writes the `Value`), already written for other uses: encoded as
+    /// they are instead of being built as trees only to be serialised and dropped. `record`'s own
+    /// intent and body are ignored where a text is given.
+    pub fn append_texts(&mut self, mut record: Record, texts: &Texts<'_>) -> u64 {
+        if self.sink.is_some() {
+            // The journal keeps whole records.
+            let parse = |t: &[u8]| serde_json::from_slice(t).unwrap_or(Value::Null);
+            if let Some(t) = texts.intent {
+                record.intent = Some(parse(t));
+            }
+            if let Some(t) = texts.body {
+                record.body = parse(t);
+            }
+            return self.append(record);
+        }
+        let seq = self.next_seq();
+        record.seq = seq;
+        self.counts.add(&record);
+        self.records.push_texts(&record, texts);
+        self.evict();
+        if self.appended.receiver_count() > 0 {
+            self.appended.send_replace(seq);
+        }
+        seq
     }
 
     /// Whether the record `seq` is still held (not evicted, not yet to come).

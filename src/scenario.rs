@@ -501,16 +501,18 @@ impl Route {
     /// chosen by `per`.
     pub fn fate_stream(&self, service: &str, intent: Option<&Value>, key: Option<&str>) -> String {
         let mut out = String::new();
-        self.write_fate_stream(&mut out, service, intent, key);
+        let text = intent.map(|v| v.to_string());
+        self.write_fate_stream(&mut out, service, text.as_deref().map(str::as_bytes), key);
         out
     }
 
-    /// [`Route::fate_stream`] into a buffer the caller reuses (once per executed action).
+    /// [`Route::fate_stream`] into a buffer the caller reuses (once per executed action), with
+    /// the intent as its compact JSON text.
     pub fn write_fate_stream(
         &self,
         out: &mut String,
         service: &str,
-        intent: Option<&Value>,
+        intent: Option<&[u8]>,
         key: Option<&str>,
     ) {
         out.clear();
@@ -521,9 +523,8 @@ impl Route {
             Per::Route => {}
             Per::Intent => {
                 out.push_str("/intent:");
-                if let Some(v) = intent {
-                    use std::fmt::Write as _;
-                    let _ = write!(out, "{v}");
+                if let Some(text) = intent {
+                    out.push_str(&String::from_utf8_lossy(text));
                 }
             }
             Per::Key => {

@@ -12,12 +12,17 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use hyper::HeaderMap;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::fate::Fate;
-use crate::idempotency::{fingerprint, raw_id, Cache, Decision, KeyRecord, Mode, StoredResponse};
+use crate::idempotency::{
+    fingerprint, fingerprint_bytes, raw_id, Cache, Decision, Fingerprint, KeyRecord, Mode,
+    StoredResponse,
+};
 use crate::journal::Line;
-use crate::ledger::{parse_action_id, ActionState, Delivery, Disposition, Record, ResponsePlan};
+use crate::ledger::{
+    parse_action_id, ActionState, Delivery, Disposition, Record, ResponsePlan, Texts,
+};
 use crate::scenario::{did_you_mean, CancelPolicy, RespondBody, Route, RouteKind, Service};
 use crate::template;
 use crate::world::{State, World};
@@ -169,14 +174,26 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
         .as_ref()
         .filter(|(_, route, _)| route.kind == RouteKind::Action)
         .map(|(_, route, _)| Prepared::of(route, &req, json.as_ref()));
-    let (idempotency_key, fingerprint, intent) = match prepared {
-        Some(p) => (p.key, p.fp, p.intent),
+    let (idempotency_key, fingerprint, texts) = match prepared {
+        Some(p) => (p.key, p.fp, Some((p.intent, p.body, p.intent_is_body))),
         None => (None, None, None),
     };
+    let (intent_text, body_text) = match &texts {
+        Some((intent, body, whole)) => (
+            if *whole {
+                body.as_deref()
+            } else {
+                intent.as_deref()
+            },
+            body.as_deref(),
+        ),
+        None => (None, None),
+    };
+    // What the ledger keeps of a body is the parsed JSON when it fits, else text (`ledger_body`).
+    let body_text = body_text.filter(|_| req.body.len() <= scenario.ledger_body_bytes);
     let now = world.clock.now();
     let mut record = new_record(&mut req, now, idempotency_key, work_id, revision);
     record.fingerprint = fingerprint;
-    record.intent = intent;
     let mut st = world.lock();
     record.seq = st.ledger.next_seq();
 
@@ -210,8 +227,7 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
                         &mut st,
                         svc,
                         route,
-                        &req.body,
-                        json.as_ref(),
+                        (&req.body, json.as_ref(), intent_text),
                         &mut record,
                     ),
                     RouteKind::Lookup => (
@@ -226,13 +242,47 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
             }
         }
     };
-    (record.body, record.body_truncated) = ledger_body(
-        &req.body,
-        json.take(),
-        scenario.ledger_body_bytes,
-        req.too_large,
-    );
-    finish(world, st, &req, record, None, response, plan)
+    let append = match (&texts, body_text) {
+        // An action: its intent (and its body, when it is kept as JSON) are already text.
+        (Some(_), body) => {
+            if body.is_none() {
+                (record.body, record.body_truncated) = ledger_body(
+                    &req.body,
+                    json.take(),
+                    scenario.ledger_body_bytes,
+                    req.too_large,
+                );
+            }
+            Append::Texts(Texts {
+                intent: intent_text,
+                body,
+            })
+        }
+        (None, _) => {
+            (record.body, record.body_truncated) = ledger_body(
+                &req.body,
+                json.take(),
+                scenario.ledger_body_bytes,
+                req.too_large,
+            );
+            Append::Record
+        }
+    };
+    finish(world, st, &req, record, append, response, plan)
+}
+
+/// How [`finish`] appends the record.
+enum Append<'a> {
+    /// As it is.
+    Record,
+    /// With the fingerprint, intent and body of this earlier record ([`Ledger::append_like`]).
+    ///
+    /// [`Ledger::append_like`]: crate::ledger::Ledger::append_like
+    Like(u64),
+    /// With its intent and body as these texts, where given ([`Ledger::append_texts`]).
+    ///
+    /// [`Ledger::append_texts`]: crate::ledger::Ledger::append_texts
+    Texts(Texts<'a>),
 }
 
 /// The work id and revision a request carries: given by in-process callers (an agent's step),
@@ -357,23 +407,21 @@ fn replay_of_same(
         st,
         req,
         record,
-        Some(of),
+        Append::Like(of),
         response,
         Plan::Now,
     ))
 }
 
 /// The end of every admission: the record learns how its response goes out and which canaries
-/// the request carried, goes into the ledger (`like`: see [`Ledger::append_like`]), and the
-/// request's log event is written once the lock is released.
-///
-/// [`Ledger::append_like`]: crate::ledger::Ledger::append_like
+/// the request carried, goes into the ledger, and the request's log event is written once the
+/// lock is released.
 fn finish(
     world: &World,
     mut st: std::sync::MutexGuard<'_, State>,
     req: &Request,
     mut record: Record,
-    like: Option<u64>,
+    append: Append<'_>,
     response: Response,
     plan: Plan,
 ) -> Outcome {
@@ -423,10 +471,11 @@ fn finish(
             applied: record.applies_at.is_some(),
         }
     });
-    let seq = match like {
+    let seq = match append {
+        Append::Record => st.ledger.append(record),
         // Held: the caller checked under this same lock.
-        Some(of) => st.ledger.append_like(record, of).unwrap_or_default(),
-        None => st.ledger.append(record),
+        Append::Like(of) => st.ledger.append_like(record, of).unwrap_or_default(),
+        Append::Texts(texts) => st.ledger.append_texts(record, &texts),
     };
     let (first, held) = (
         st.ledger.next_seq() - st.ledger.len() as u64,
@@ -608,36 +657,56 @@ fn distance(a: &str, b: &str) -> usize {
     a.chars().count().max(b.chars().count()) - common
 }
 
-/// What an action reads from its request, worked out before the world is locked.
+/// What an action reads from its request, worked out before the world is locked. The intent
+/// and the body are kept as the compact JSON text the ledger records (and the fingerprint and
+/// fate stream read), written once, rather than as trees serialised again and again.
 struct Prepared {
     key: Option<String>,
     fp: Option<String>,
-    intent: Option<Value>,
+    /// The parsed body as compact JSON text.
+    body: Option<Vec<u8>>,
+    /// The intent as compact JSON text, unless `intent_is_body`.
+    intent: Option<Vec<u8>>,
+    /// The route names no pointers: the intent is the whole (parsed) body.
+    intent_is_body: bool,
 }
 
 impl Prepared {
     fn of(route: &Route, req: &Request, json: Option<&Value>) -> Prepared {
         let policy = &route.idempotency;
+        let body = json.map(|v| {
+            let mut text = Vec::with_capacity(req.body.len() + 8);
+            let _ = serde_json::to_writer(&mut text, v);
+            text
+        });
+        let fp = match (&policy.fingerprint, &body) {
+            // The same bytes `fingerprint` would hash, already written.
+            (Fingerprint::Body, Some(text)) => Some(fingerprint_bytes(text)),
+            (how, _) => fingerprint(how, &req.body, json),
+        };
+        let intent_is_body = route.intent.is_empty();
         Prepared {
             key: header_value(&req.headers, &policy.header_name)
                 .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
-            fp: fingerprint(&policy.fingerprint, &req.body, json),
-            intent: intent_of(route, json),
+            fp,
+            intent: (!intent_is_body).then(|| intent_text(route, json)),
+            body,
+            intent_is_body,
         }
     }
 }
 
 /// An action's part of admission (the key, fingerprint and intent are already in `record`).
+/// `body`: the request's raw body, as parsed, and the action's intent as JSON text.
 fn action(
     world: &World,
     st: &mut State,
     svc: &Service,
     route: &Route,
-    raw_body: &[u8],
-    json: Option<&Value>,
+    body: (&[u8], Option<&Value>, Option<&[u8]>),
     record: &mut Record,
 ) -> (Response, Plan) {
-    let (mut response, plan) = decide_and_execute(world, st, svc, route, raw_body, json, record);
+    let (mut response, plan) = decide_and_execute(world, st, svc, route, body, record);
     // Providers that echo the key do so on every answer to a keyed request, replays included;
     // stored responses are kept without it, so a replay carries it once.
     if let (true, Some(k)) = (route.idempotency.echo_key, &record.idempotency_key) {
@@ -653,8 +722,7 @@ fn decide_and_execute(
     st: &mut State,
     svc: &Service,
     route: &Route,
-    raw_body: &[u8],
-    json: Option<&Value>,
+    (raw_body, json, intent): (&[u8], Option<&Value>, Option<&[u8]>),
     record: &mut Record,
 ) -> (Response, Plan) {
     let now = record.received_at;
@@ -727,7 +795,7 @@ fn decide_and_execute(
             route.write_fate_stream(
                 &mut stream,
                 &svc.name,
-                record.intent.as_ref(),
+                intent,
                 record.idempotency_key.as_deref(),
             );
             let ordinal = match st.counters.get_mut(stream.as_str()) {
@@ -816,19 +884,70 @@ fn error_text(status: u16) -> &'static str {
     }
 }
 
-/// The intent of an action: the values at the route's pointers, or the whole body without them.
-fn intent_of(route: &Route, json: Option<&Value>) -> Option<Value> {
-    if route.intent.is_empty() {
-        return json.cloned();
-    }
-    let mut m = Map::new();
-    for p in &route.intent {
-        m.insert(
-            p.clone(),
-            json.and_then(|j| at(j, p)).cloned().unwrap_or(Value::Null),
+/// The intent of an action whose route names pointers, as compact JSON text: an object of the
+/// values at them (null where absent), written as a `serde_json` map of them would be: keys in
+/// byte order, each once.
+fn intent_text(route: &Route, json: Option<&Value>) -> Vec<u8> {
+    let mut pointers: Vec<&str> = route.intent.iter().map(String::as_str).collect();
+    pointers.sort_unstable();
+    pointers.dedup();
+    let mut out = Vec::with_capacity(64);
+    out.push(b'{');
+    for (i, p) in pointers.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let _ = serde_json::to_writer(&mut out, p);
+        out.push(b':');
+        let _ = serde_json::to_writer(
+            &mut out,
+            json.and_then(|j| at(j, p)).unwrap_or(&Value::Null),
         );
     }
-    Some(Value::Object(m))
+    out.push(b'}');
+    out
+}
+
+#[cfg(test)]
+#[test]
+fn an_intent_written_as_text_is_the_map_of_its_pointers_as_json() {
+    let body: Value = serde_json::from_str(
+        r#"{"to":"acct-\"9\"","amount":100,"meta":{"a/b":[1,{"c~d":2.5}]},"z":null}"#,
+    )
+    .unwrap();
+    let pointer_sets: [&[&str]; 4] = [
+        &["/to", "/amount"],
+        &["/z", "/amount", "/to", "/amount", "/missing"],
+        &["/meta/a~1b/1/c~0d", "/meta/a~1b/0", ""],
+        &["/\u{e9}", "/to"],
+    ];
+    for pointers in pointer_sets {
+        let scenario = crate::scenario::Scenario::from_toml(
+            &format!(
+                "name = \"t\"\n[services.s]\n[[services.s.routes]]\nname = \"r\"\nmethod = \"POST\"\npath = \"/\"\nkind = \"action\"\nintent = {:?}\n",
+                pointers
+            ),
+            "t.toml",
+        )
+        .unwrap();
+        let route = &scenario.services[0].routes[0];
+        for json in [Some(&body), None] {
+            let mut m = serde_json::Map::new();
+            for p in pointers {
+                m.insert(
+                    p.to_string(),
+                    json.and_then(|j| j.pointer(p))
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                );
+            }
+            let text = intent_text(route, json);
+            assert_eq!(
+                String::from_utf8(text).unwrap(),
+                Value::Object(m).to_string()
+            );
+        }
+    }
 }
 
 /// `Value::pointer` without its allocation per token (it unescapes every token into a new

@@ -113,6 +113,13 @@ impl Store {
         self.index.push_back(at);
     }
 
+    /// Append `r` with its intent and/or body given as compact JSON text (`r`'s own are ignored
+    /// where a text is given).
+    pub(super) fn push_texts(&mut self, r: &Record, texts: &super::Texts<'_>) {
+        let at = self.write_parts(r, Parts::Texts(texts));
+        self.index.push_back(at);
+    }
+
     /// Re-encode the record at position `i` (the old bytes stay, unused, until their chunk goes).
     pub(super) fn replace(&mut self, i: usize, r: &Record) {
         let at = self.write(r, None);
@@ -163,13 +170,30 @@ impl Store {
     fn write(&mut self, r: &Record, like: Option<usize>) -> u64 {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        let shared = like
-            .and_then(|i| record_bytes(&self.chunks, self.first_chunk, &self.index, i))
-            .map(|b| {
-                let (a, c) = Reader::new(b, &self.strings).shared_parts();
-                (&b[a], &b[c])
-            });
-        encode(&mut buf, r, shared, &mut self.strings, &mut self.fate);
+        let parts =
+            match like.and_then(|i| record_bytes(&self.chunks, self.first_chunk, &self.index, i)) {
+                Some(b) => {
+                    let (a, c) = Reader::new(b, &self.strings).shared_parts();
+                    Parts::Like(&b[a], &b[c])
+                }
+                None => Parts::Own,
+            };
+        encode(&mut buf, r, parts, &mut self.strings, &mut self.fate);
+        self.scratch = buf;
+        self.place()
+    }
+
+    fn write_parts(&mut self, r: &Record, parts: Parts<'_>) -> u64 {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        encode(&mut buf, r, parts, &mut self.strings, &mut self.fate);
+        self.scratch = buf;
+        self.place()
+    }
+
+    /// Copy the record just encoded into `scratch` into the last chunk (a new one if it is full).
+    fn place(&mut self) -> u64 {
+        let buf = std::mem::take(&mut self.scratch);
         let fits = self
             .chunks
             .back()
@@ -324,12 +348,32 @@ const DELIVERIES: [Delivery; 5] = [
     Delivery::Pending,
 ];
 
-/// `shared`: the encoded fingerprint and intent, and the encoded body, of another record, used
-/// instead of `r`'s own (see [`Store::push_like`]).
+/// Where some of a record's fields come from instead of the record.
+enum Parts<'a> {
+    /// All from the record.
+    Own,
+    /// The encoded fingerprint and intent, and the encoded body, of another record (see
+    /// [`Store::push_like`]).
+    Like(&'a [u8], &'a [u8]),
+    /// The intent and the body as JSON text, where given (see [`Store::push_texts`]).
+    Texts(&'a super::Texts<'a>),
+}
+
+/// `put_json` of a value given as its compact JSON text.
+fn put_json_text(out: &mut Vec<u8>, text: &[u8]) {
+    if text == b"null" {
+        out.push(1);
+    } else {
+        out.push(2);
+        out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        out.extend_from_slice(text);
+    }
+}
+
 fn encode(
     out: &mut Vec<u8>,
     r: &Record,
-    shared: Option<(&[u8], &[u8])>,
+    parts: Parts<'_>,
     strings: &mut Strings,
     fate_buf: &mut String,
 ) {
@@ -373,17 +417,29 @@ fn encode(
     put_str(out, Some(path), Some((strings, Field::Path)));
     put_varint(out, received.as_secs());
     put_varint(out, received.subsec_nanos() as u64);
-    match shared {
-        Some((fingerprint_and_intent, body)) => {
+    match parts {
+        Parts::Like(fingerprint_and_intent, body) => {
             out.extend_from_slice(fingerprint_and_intent);
             put_json(out, revision.as_ref());
             out.extend_from_slice(body);
         }
-        None => {
+        Parts::Own => {
             put_fingerprint(out, fingerprint.as_deref());
             put_json(out, intent.as_ref());
             put_json(out, revision.as_ref());
             put_json(out, Some(body));
+        }
+        Parts::Texts(t) => {
+            put_fingerprint(out, fingerprint.as_deref());
+            match t.intent {
+                Some(text) => put_json_text(out, text),
+                None => put_json(out, intent.as_ref()),
+            }
+            put_json(out, revision.as_ref());
+            match t.body {
+                Some(text) => put_json_text(out, text),
+                None => put_json(out, Some(body)),
+            }
         }
     }
     out.push(*body_truncated as u8 | (*executed_after_expiry as u8) << 1);
