@@ -286,17 +286,28 @@ fn put_json(out: &mut Vec<u8>, v: Option<&Value>) {
 
 /// A fingerprint is usually 16 hex digits (FNV-1a): 8 bytes then.
 fn put_fingerprint(out: &mut Vec<u8>, f: Option<&str>) {
-    match f {
-        Some(h)
-            if h.len() == 16
-                && h.bytes()
-                    .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) =>
-        {
+    match f.and_then(hex16_value) {
+        Some(v) => {
             out.push(2);
-            out.extend_from_slice(&u64::from_str_radix(h, 16).unwrap_or(0).to_le_bytes());
+            out.extend_from_slice(&v.to_le_bytes());
         }
-        other => put_str(out, other, None),
+        None => put_str(out, f, None),
     }
+}
+
+/// The number written as exactly 16 lowercase hex digits (as `hash::hex16` writes it).
+fn hex16_value(h: &str) -> Option<u64> {
+    if h.len() != 16 {
+        return None;
+    }
+    h.bytes().try_fold(0u64, |v, c| {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        Some(v << 4 | d as u64)
+    })
 }
 
 fn disposition_code(d: Disposition) -> u8 {
