@@ -114,18 +114,22 @@ fn prefix(name: &str) -> u64 {
 }
 
 /// A number as serde_json writes it (no sign, no exponent: plain digits).
-pub(crate) fn write_u64(out: &mut Vec<u8>, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
+pub(crate) fn write_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(digits(v, &mut [0; 20]));
+}
+
+/// `v`'s decimal digits, written at the end of `buf`.
+pub(crate) fn digits(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
     loop {
         i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
+        buf[i] = b'0' + (v % 10) as u8;
         v /= 10;
         if v == 0 {
             break;
         }
     }
-    out.extend_from_slice(&digits[i..]);
+    &buf[i..]
 }
 
 /// `["a","b",...]`.

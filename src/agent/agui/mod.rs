@@ -467,7 +467,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     let started_at = world.clock.now();
     let mut rec = Record::agent_event(&name, "run-started", started_at, Value::Null);
     rec.method = "POST".into();
-    rec.path = format!("/agents/{name}");
+    rec.path = ["/agents/", name.as_str()].concat();
     rec.work_id = Some(input.run_id.clone());
     rec.body = input_json;
     world.lock().ledger.append_with_detail(rec, &started);
@@ -623,7 +623,22 @@ pub(crate) fn plain_interrupt(d: &crate::scenario::agui::InterruptSpec) -> Inter
 /// Tool call ids are `call-<iteration>-<k>-<runId>`: unique per thread (the run id), and
 /// readable back into a script position by an agent that keeps nothing.
 pub(crate) fn call_id(iteration: usize, k: usize, run_id: &str) -> String {
-    format!("call-{iteration}-{k}-{run_id}")
+    // Piece by piece: made for every proposed call, and `format!` costs several times more.
+    let mut id = String::with_capacity(run_id.len() + 16);
+    id.push_str("call-");
+    push_usize(&mut id, iteration);
+    id.push('-');
+    push_usize(&mut id, k);
+    id.push('-');
+    id.push_str(run_id);
+    id
+}
+
+/// `n` in decimal, appended.
+pub(crate) fn push_usize(out: &mut String, n: usize) {
+    let mut buf = [0u8; 20];
+    // Digits only: ASCII.
+    out.push_str(std::str::from_utf8(detail::digits(n as u64, &mut buf)).unwrap_or_default());
 }
 
 pub(crate) fn parse_call_id(id: &str) -> Option<(usize, usize)> {

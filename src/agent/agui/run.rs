@@ -431,7 +431,14 @@ impl Run {
     }
 
     fn message_id(&self, i: usize) -> String {
-        format!("msg-{i}-{}", self.input.run_id)
+        // Piece by piece, as `call_id`.
+        let run_id = &self.input.run_id;
+        let mut id = String::with_capacity(run_id.len() + 8);
+        id.push_str("msg-");
+        super::push_usize(&mut id, i);
+        id.push('-');
+        id.push_str(run_id);
+        id
     }
 
     /// The iteration's tool calls join the messages (between `afterModel` and `beforeTools`).
