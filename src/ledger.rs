@@ -557,6 +557,29 @@ impl Ledger {
         true
     }
 
+    /// [`append`](Self::append) a record whose detail is given as compact JSON text, exactly
+    /// as serializing the `Value` would write it (members sorted by name, as `serde_json` keeps
+    /// them); `record.detail` is ignored. Agents write their entries' details this way instead
+    /// of building trees only to be serialized and dropped (a few per request). The journal,
+    /// which takes whole records, gets the detail parsed back.
+    pub fn append_with_detail(&mut self, mut record: Record, detail: &str) -> u64 {
+        let seq = self.next_seq();
+        record.seq = seq;
+        record.detail = None;
+        if let Some(sink) = &self.sink {
+            record.detail = Some(serde_json::from_str(detail).unwrap_or(Value::Null));
+            sink.appended(&record);
+            record.detail = None;
+        }
+        self.counts.add(&record);
+        self.records.push_with_detail(&record, detail.as_bytes());
+        self.evict();
+        if self.appended.receiver_count() > 0 {
+            self.appended.send_replace(seq);
+        }
+        seq
+    }
+
     /// The records still held, oldest first (each decoded as it is reached).
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = Record> + '_ {
         (0..self.records.len()).filter_map(move |i| self.records.get(i, self.first_seq + i as u64))

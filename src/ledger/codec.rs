@@ -146,6 +146,43 @@ impl Store {
         }
     }
 
+    /// Append an encoded copy of `r` (whose `detail` is `None`) with `detail` as its detail:
+    /// compact JSON text exactly as serializing the `Value` would write it (members sorted by
+    /// name). For callers that write their detail straight, instead of building a tree only for
+    /// it to be serialized here and dropped.
+    pub(super) fn push_with_detail(&mut self, r: &Record, detail: &[u8]) {
+        debug_assert!(r.detail.is_none());
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        encode(&mut buf, r, &mut self.strings, &mut self.fate);
+        // The detail is the last field, `None` one byte: put this one in its place.
+        buf.pop();
+        put_json_text(&mut buf, detail);
+        let at = self.place(buf);
+        self.index.push_back(at);
+    }
+
+    /// Copy an encoded record into the last chunk (a new one if it does not fit); where it is.
+    fn place(&mut self, buf: Vec<u8>) -> u64 {
+        let fits = self
+            .chunks
+            .back()
+            .is_some_and(|c| c.capacity() - c.len() >= buf.len());
+        if !fits {
+            let chunk = match self.spare.take() {
+                Some(c) if buf.len() <= CHUNK => c,
+                _ => Vec::with_capacity(CHUNK.max(buf.len())),
+            };
+            self.chunks.push_back(chunk);
+        }
+        let number = self.first_chunk + self.chunks.len() as u64 - 1;
+        let chunk = self.chunks.back_mut().expect("a chunk was just ensured");
+        let offset = chunk.len() as u64;
+        chunk.extend_from_slice(&buf);
+        self.scratch = buf;
+        (number << 32) | offset
+    }
+
     /// Decode the record at position `i`, numbering it `seq`.
     pub(super) fn get(&self, i: usize, seq: u64) -> Option<Record> {
         let bytes = self.bytes(i)?;
@@ -282,6 +319,18 @@ fn put_json(out: &mut Vec<u8>, v: Option<&Value>) {
             out[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
         }
     }
+}
+
+/// JSON already written as compact text, stored as [`put_json`] stores a value's (`null` as
+/// JSON null, so that it decodes the same).
+fn put_json_text(out: &mut Vec<u8>, text: &[u8]) {
+    if text == b"null" {
+        out.push(1);
+        return;
+    }
+    out.push(2);
+    out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+    out.extend_from_slice(text);
 }
 
 /// A fingerprint is usually 16 hex digits (FNV-1a): 8 bytes then.
@@ -909,5 +958,29 @@ mod tests {
         r.body = Value::String("y".repeat(3 << 20));
         s.push(&r);
         assert_eq!(s.get(5, 51).unwrap().body, r.body);
+    }
+
+    #[test]
+    fn a_detail_given_as_text_is_stored_as_the_value_would_be() {
+        let mut s = Store::default();
+        for detail in [
+            json!({"a": [1, null, "x\n"], "b": {"c": true}}),
+            json!(null),
+        ] {
+            let mut bare = record(3);
+            bare.detail = None;
+            s.push_with_detail(&bare, serde_json::to_string(&detail).unwrap().as_bytes());
+            let mut r = record(3);
+            r.detail = Some(detail);
+            s.push(&r);
+            let n = s.len();
+            assert!(same(&s.get(n - 2, 3).unwrap(), &s.get(n - 1, 3).unwrap()));
+            // Byte for byte: the two encodings sit side by side in one chunk.
+            let len = (s.index[n - 1] - s.index[n - 2]) as usize;
+            assert_eq!(
+                s.bytes(n - 2).unwrap()[..len],
+                s.bytes(n - 1).unwrap()[..len]
+            );
+        }
     }
 }

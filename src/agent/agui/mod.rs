@@ -28,6 +28,7 @@
 //! ledger (`restore.rs`); a run streaming at the crash ends as a client abort would end it,
 //! with `cause: "restart"`.
 
+mod detail;
 mod restore;
 pub mod resume;
 mod run;
@@ -45,6 +46,7 @@ use crate::ledger::Record;
 use crate::scenario::agui::{AgUiAgent, ClientKind, Phase, ResumeMode, ToolKind, Uncovered};
 use crate::service::Response;
 use crate::world::World;
+use detail::Detail;
 use resume::{Decision, Judgement, Knowledge, ResumeCase, UncoveredPolicy};
 use wire::{Interrupt, Message, RunAgentInput, ToolCall, VersionVerdict};
 
@@ -56,6 +58,17 @@ pub(crate) struct Boundary {
 }
 
 impl Boundary {
+    /// As member `name` of a ledger detail (the same as [`Boundary::json`]).
+    fn write(self, d: &mut Detail, name: &'static str) {
+        d.raw(name, |out| {
+            out.extend_from_slice(b"{\"iteration\":");
+            detail::write_u64(out, self.iteration as u64);
+            out.extend_from_slice(b",\"phase\":");
+            wire::write_json_str(out, self.phase.as_str());
+            out.push(b'}');
+        });
+    }
+
     fn json(self) -> Value {
         object([
             ("iteration", Value::from(self.iteration)),
@@ -141,6 +154,17 @@ pub(crate) enum Start {
 }
 
 impl Start {
+    /// As member `name` of a ledger detail (the same as [`Start::json`]).
+    fn write(&self, d: &mut Detail, name: &'static str) {
+        match self {
+            Start::Top => d.raw(name, |out| {
+                out.extend_from_slice(b"{\"iteration\":0,\"phase\":\"beforeModel\"}")
+            }),
+            Start::At { boundary, .. } => boundary.write(d, name),
+            Start::After(_) => d.value(name, &self.json()),
+        }
+    }
+
     fn json(&self) -> Value {
         match self {
             Start::Top => object([
@@ -374,42 +398,60 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     }
 
     let start = start_point(spec, &input, checkpoint.as_ref(), &judgement);
-    let opt_str = |s: &Option<String>| s.as_deref().map_or(Value::Null, Value::from);
-    let mut started = object([
-        ("thread_id", Value::from(input.thread_id.as_str())),
-        ("run_id", Value::from(input.run_id.as_str())),
-        ("parent_run_id", opt_str(&input.parent_run_id)),
-        ("continuation", Value::Bool(input.is_continuation())),
-        ("protocol_version", opt_str(&input.protocol_version)),
-        ("resume", json!(input.resume_entries())),
-        (
-            "verdicts",
-            judgement
-                .verdicts
-                .iter()
-                .map(|v| json!({"interrupt_id": v.interrupt_id(), "verdict": v.label()}))
-                .collect(),
-        ),
-        (
-            "uncovered",
-            judgement
-                .uncovered
-                .iter()
-                .map(|u| json!({"interrupt_id": u.interrupt.id, "why": format!("{:?}", u.why)}))
-                .collect(),
-        ),
-        ("decision", Value::from(decision_label(&judgement.decision))),
-        ("start", start.json()),
-        ("messages", Value::from(input.messages.len())),
-        ("state", input.state_or_default()),
-    ]);
+    let mut started = Detail::new();
+    started.str("thread_id", &input.thread_id);
+    started.str("run_id", &input.run_id);
+    started.opt_str("parent_run_id", input.parent_run_id.as_deref());
+    started.bool("continuation", input.is_continuation());
+    started.opt_str("protocol_version", input.protocol_version.as_deref());
+    match input.resume_entries() {
+        [] => started.raw("resume", |out| out.extend_from_slice(b"[]")),
+        // Through a tree, as the entries' own order of members is not the ledger's.
+        entries => started.value("resume", &json!(entries)),
+    }
+    started.raw("verdicts", |out| {
+        out.push(b'[');
+        for (k, v) in judgement.verdicts.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"interrupt_id\":");
+            wire::write_json_str(out, v.interrupt_id());
+            out.extend_from_slice(b",\"verdict\":");
+            wire::write_json_str(out, v.label());
+            out.push(b'}');
+        }
+        out.push(b']');
+    });
+    started.raw("uncovered", |out| {
+        out.push(b'[');
+        for (k, u) in judgement.uncovered.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"interrupt_id\":");
+            wire::write_json_str(out, &u.interrupt.id);
+            out.extend_from_slice(b",\"why\":");
+            wire::write_json_str(out, &format!("{:?}", u.why));
+            out.push(b'}');
+        }
+        out.push(b']');
+    });
+    started.str("decision", decision_label(&judgement.decision));
+    start.write(&mut started, "start");
+    started.u64("messages", input.messages.len() as u64);
+    match &input.state {
+        Some(state) => started.value("state", state),
+        None => started.raw("state", |out| out.extend_from_slice(b"{}")),
+    }
     // The interrupted run whose checkpoint this run consumed: what a restart needs to tell
     // which checkpoints are still open (the `Threads` lock is not held across the append).
     if let (ResumeMode::Stateful, Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) =
         (spec.resume, &checkpoint, &judgement.decision)
     {
-        started["continues"] = json!(cp.run_id);
+        started.str("continues", &cp.run_id);
     }
+    let started = started.finish();
 
     if let Decision::Reject {
         status,
@@ -417,16 +459,18 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         message,
     } = &judgement.decision
     {
+        // Rare: the refusal's detail merges the run's into its own, as a tree.
+        let started = serde_json::from_str(&started).unwrap_or(Value::Null);
         return reject(*status, code, message.clone(), started);
     }
 
     let started_at = world.clock.now();
-    let mut rec = Record::agent_event(&name, "run-started", started_at, started);
+    let mut rec = Record::agent_event(&name, "run-started", started_at, Value::Null);
     rec.method = "POST".into();
-    rec.path = format!("/agents/{name}");
+    rec.path = ["/agents/", name.as_str()].concat();
     rec.work_id = Some(input.run_id.clone());
     rec.body = input_json;
-    world.lock().ledger.append(rec);
+    world.lock().ledger.append_with_detail(rec, &started);
 
     let outlet = run::Outlet::default();
     // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.
@@ -579,7 +623,22 @@ pub(crate) fn plain_interrupt(d: &crate::scenario::agui::InterruptSpec) -> Inter
 /// Tool call ids are `call-<iteration>-<k>-<runId>`: unique per thread (the run id), and
 /// readable back into a script position by an agent that keeps nothing.
 pub(crate) fn call_id(iteration: usize, k: usize, run_id: &str) -> String {
-    format!("call-{iteration}-{k}-{run_id}")
+    // Piece by piece: made for every proposed call, and `format!` costs several times more.
+    let mut id = String::with_capacity(run_id.len() + 16);
+    id.push_str("call-");
+    push_usize(&mut id, iteration);
+    id.push('-');
+    push_usize(&mut id, k);
+    id.push('-');
+    id.push_str(run_id);
+    id
+}
+
+/// `n` in decimal, appended.
+pub(crate) fn push_usize(out: &mut String, n: usize) {
+    let mut buf = [0u8; 20];
+    // Digits only: ASCII.
+    out.push_str(std::str::from_utf8(detail::digits(n as u64, &mut buf)).unwrap_or_default());
 }
 
 pub(crate) fn parse_call_id(id: &str) -> Option<(usize, usize)> {

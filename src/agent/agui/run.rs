@@ -25,7 +25,9 @@ use hyper::HeaderMap;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc::{self, error::TrySendError};
 
+use super::detail::{write_u64, Detail};
 use super::resume::{gate_for, Answer, Decision, Gate, Judgement, SkipReason};
+use super::wire::write_json_str;
 use super::wire::{
     self, tanstack, Event, Frame, Interrupt, RunAgentInput, RunFinished, TokenUsage,
 };
@@ -429,7 +431,14 @@ impl Run {
     }
 
     fn message_id(&self, i: usize) -> String {
-        format!("msg-{i}-{}", self.input.run_id)
+        // Piece by piece, as `call_id`.
+        let run_id = &self.input.run_id;
+        let mut id = String::with_capacity(run_id.len() + 8);
+        id.push_str("msg-");
+        super::push_usize(&mut id, i);
+        id.push('-');
+        id.push_str(run_id);
+        id
     }
 
     /// The iteration's tool calls join the messages (between `afterModel` and `beforeTools`).
@@ -747,18 +756,17 @@ impl Run {
 
     async fn finish(&mut self, end: End) {
         let mut usage = self.usage();
-        let usage_json = usage
-            .as_ref()
-            .map(|u| Value::Array(u.iter().map(TokenUsage::to_json).collect()));
-        let mut detail = json!({
-            "thread_id": self.input.thread_id,
-            "run_id": self.input.run_id,
-        });
+        let mut detail = Detail::new();
+        detail.str("thread_id", &self.input.thread_id);
+        detail.str("run_id", &self.input.run_id);
+        if let Some(u) = &usage {
+            detail.raw("usage", |out| write_usage(out, u));
+        }
         let mut finished = false;
         match end {
             End::Success { pending } => {
-                detail["outcome"] = json!("success");
-                detail["pending_tool_call_ids"] = json!(pending);
+                detail.str("outcome", "success");
+                detail.strs("pending_tool_call_ids", pending.iter().map(String::as_str));
                 let mut e = Event::run_success(&self.input.thread_id, &self.input.run_id, pending);
                 set_usage(&mut e, usage.take());
                 finished = self.run_finished(e);
@@ -772,10 +780,9 @@ impl Run {
                 } else {
                     batch
                 };
-                detail["outcome"] = json!("interrupt");
-                detail["interrupts"] =
-                    Value::Array(batch.iter().map(|i| Value::String(i.id.clone())).collect());
-                detail["paused_at"] = at.json();
+                detail.str("outcome", "interrupt");
+                detail.strs("interrupts", batch.iter().map(|i| i.id.as_str()));
+                at.write(&mut detail, "paused_at");
                 // Only a stateful agent keeps the batch (its checkpoint).
                 let mut wire_batch = if self.spec.resume == ResumeMode::Stateful {
                     batch.clone()
@@ -831,22 +838,22 @@ impl Run {
                         answers,
                     };
                     // What a restart rebuilds the thread from (`restore`).
-                    detail["checkpoint"] = cp.ledger_json();
+                    detail.value("checkpoint", &cp.ledger_json());
                     self.world
                         .extension::<Threads>()
                         .store(&self.agent, &self.input.thread_id, cp);
                 }
             }
             End::Cancelled => {
-                detail["outcome"] = json!("cancelled");
-                detail["cause"] = json!("scripted");
+                detail.str("outcome", "cancelled");
+                detail.str("cause", "scripted");
                 let mut e = Event::run_cancelled(&self.input.thread_id, &self.input.run_id);
                 set_usage(&mut e, usage.take());
                 finished = self.run_finished(e);
             }
             End::Gone => {
-                detail["outcome"] = json!("cancelled");
-                detail["cause"] = json!("client-disconnected");
+                detail.str("outcome", "cancelled");
+                detail.str("cause", "client-disconnected");
                 // The client never heard how this continuation ended and still holds its open
                 // interrupts: keep them open, minus what already ran, for its retry.
                 if let Some(mut cp) = self.consumed.take() {
@@ -856,16 +863,16 @@ impl Run {
                             c.result = result.clone();
                         }
                     }
-                    detail["restored_checkpoint"] = json!(cp.run_id);
-                    detail["checkpoint"] = cp.ledger_json();
+                    detail.str("restored_checkpoint", &cp.run_id);
+                    detail.value("checkpoint", &cp.ledger_json());
                     self.world
                         .extension::<Threads>()
                         .store(&self.agent, &self.input.thread_id, cp);
                 }
             }
             End::WorldClosed => {
-                detail["outcome"] = json!("error");
-                detail["cause"] = json!("world-reset");
+                detail.str("outcome", "error");
+                detail.str("cause", "world-reset");
                 self.emit(Event::run_error(
                     "the scenario was reset while the run was in progress",
                     Some("world_reset"),
@@ -875,20 +882,12 @@ impl Run {
         // What the client got is known once it is handed over.
         self.flush(false).await;
         let finished = finished && !self.gone;
-        if let Some(u) = usage_json {
-            detail["usage"] = u;
-        }
-        detail["model_calls"] = json!(self.model_calls);
-        detail["events"] = Value::Array(
-            self.types
-                .iter()
-                .map(|t| Value::String((*t).to_string()))
-                .collect(),
-        );
+        detail.u64("model_calls", self.model_calls);
+        detail.strs("events", self.types.iter().copied());
         if self.gone {
-            detail["client_disconnected"] = json!(true);
+            detail.bool("client_disconnected", true);
         }
-        self.record("run-finished", detail);
+        self.record_text("run-finished", &detail.finish());
 
         // INT-6: a failure that surfaces after the run closed.
         if let (true, Some(late)) = (finished, self.spec.late_error.clone()) {
@@ -1033,6 +1032,13 @@ impl Run {
         self.world.lock().ledger.append(rec)
     }
 
+    /// [`Self::record`] with the detail written straight (see [`Detail`]).
+    fn record_text(&self, event: &str, detail: &str) -> u64 {
+        let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), Value::Null);
+        rec.work_id = Some(self.input.run_id.clone());
+        self.world.lock().ledger.append_with_detail(rec, detail)
+    }
+
     fn record_call(&self, call_id: &str, detail: Value) {
         let mut rec = Record::agent_event(&self.agent, "tool-call", self.world.clock.now(), detail);
         rec.work_id = Some(call_id.to_string());
@@ -1073,6 +1079,61 @@ fn rfc3339_ms(ms: u64) -> String {
 
 fn notice_json(n: &Notice) -> Value {
     json!({"rule": n.rule, "message": n.message, "details": n.details})
+}
+
+/// Usage reports as a ledger detail writes them: each one's members in name order, as
+/// [`TokenUsage::to_json`] would have them serialized.
+fn write_usage(out: &mut Vec<u8>, usage: &[TokenUsage]) {
+    out.push(b'[');
+    for (k, u) in usage.iter().enumerate() {
+        if k > 0 {
+            out.push(b',');
+        }
+        out.push(b'{');
+        let mut first = true;
+        let mut name = |out: &mut Vec<u8>, name: &str| {
+            if !std::mem::take(&mut first) {
+                out.push(b',');
+            }
+            write_json_str(out, name);
+            out.push(b':');
+        };
+        // In byte order of the names.
+        let numbers = [
+            ("cacheWriteInputTokens", u.cache_write_input_tokens),
+            ("cachedInputTokens", u.cached_input_tokens),
+            ("inputTokens", u.input_tokens),
+        ];
+        for (n, v) in numbers {
+            if let Some(v) = v {
+                name(out, n);
+                write_u64(out, v);
+            }
+        }
+        if let Some(m) = &u.model {
+            name(out, "model");
+            write_json_str(out, m);
+        }
+        if let Some(v) = u.output_tokens {
+            name(out, "outputTokens");
+            write_u64(out, v);
+        }
+        if let Some(p) = &u.provider {
+            name(out, "provider");
+            write_json_str(out, p);
+        }
+        for (n, v) in [
+            ("reasoningTokens", u.reasoning_tokens),
+            ("totalTokens", u.total_tokens),
+        ] {
+            if let Some(v) = v {
+                name(out, n);
+                write_u64(out, v);
+            }
+        }
+        out.push(b'}');
+    }
+    out.push(b']');
 }
 
 fn set_usage(e: &mut Event, usage: Option<Vec<TokenUsage>>) {
@@ -1159,6 +1220,30 @@ fn merge_patch(target: &mut Value, patch: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usage_is_written_as_its_json_would_be() {
+        let full = TokenUsage {
+            provider: Some("p\"".into()),
+            model: Some("m".into()),
+            input_tokens: Some(1),
+            output_tokens: Some(2),
+            total_tokens: Some(3),
+            reasoning_tokens: Some(4),
+            cached_input_tokens: Some(5),
+            cache_write_input_tokens: Some(6),
+        };
+        for usage in [
+            vec![],
+            vec![full.clone()],
+            vec![TokenUsage::default(), full],
+        ] {
+            let mut out = Vec::new();
+            write_usage(&mut out, &usage);
+            let want = Value::Array(usage.iter().map(TokenUsage::to_json).collect());
+            assert_eq!(String::from_utf8(out).unwrap(), want.to_string());
+        }
+    }
 
     #[test]
     fn paths_are_filled_from_arguments() {

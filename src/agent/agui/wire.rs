@@ -2262,10 +2262,36 @@ impl<'a> JsonObject<'a> {
     }
 }
 
+/// Whether `s` holds a byte JSON escapes (`"`, `\\`, a control character), eight at a time:
+/// event and ledger strings are written on every run and most need nothing.
+fn needs_escape(s: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte of `v - n * ONES` borrows (its high bit set where `v`'s was not) iff some byte of
+    // `v` is below `n`: exact as an "any" test, which is all this asks.
+    let below = |v: u64, n: u64| v.wrapping_sub(n * ONES) & !v & HIGH != 0;
+    let mut chunks = s.chunks_exact(8);
+    for c in &mut chunks {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        let v = u64::from_le_bytes(b);
+        if below(v, 0x20)
+            || below(v ^ (b'"' as u64 * ONES), 1)
+            || below(v ^ (b'\\' as u64 * ONES), 1)
+        {
+            return true;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
 /// A JSON string as serde_json writes it: copied as is when no byte needs escaping (no `"`,
 /// `\\` or control character; serde_json escapes nothing else), else by serde_json.
-fn write_json_str(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) {
+    if needs_escape(s.as_bytes()) {
         let _ = serde_json::to_writer(&mut *out, s);
     } else {
         out.reserve(s.len() + 2);
@@ -2555,6 +2581,25 @@ mod tests {
     }
 
     // The four verified encoder lines of the reference, byte for byte.
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        // Every ASCII byte and a few others, at every place in an eight-byte word and the tail.
+        let mut cases = vec![String::new(), "é".repeat(9), "a\u{7f}b".into()];
+        for c in (0u8..0x80).map(char::from).chain(['é', '\u{2028}']) {
+            for at in 0..17 {
+                let mut s = "x".repeat(at);
+                s.push(c);
+                s.push_str(&"y".repeat(17 - at));
+                cases.push(s);
+            }
+        }
+        for s in cases {
+            let mut out = Vec::new();
+            write_json_str(&mut out, &s);
+            assert_eq!(out, serde_json::to_vec(&s).unwrap(), "{s:?}");
+        }
+    }
+
     #[test]
     fn int1_reference_interrupt_frame_is_byte_exact() {
         let e = Event::run_finished(

@@ -1,0 +1,185 @@
+//! Ledger details written straight as JSON text.
+//!
+//! Every run records at least two entries (`run-started`, `run-finished`) whose details were
+//! built as `serde_json::Value` trees only to be serialized into the ledger and dropped: a
+//! String per member name, a node per value, all allocated and freed per request. A [`Detail`]
+//! writes each member's value as compact JSON text as it is given and, at the end, puts the
+//! members in name order: the same bytes as serializing the equivalent `Value` (whose maps keep
+//! their members sorted, serde_json's `preserve_order` being off), which is what
+//! [`crate::ledger::Ledger::append_with_detail`] expects.
+
+use serde_json::Value;
+
+use super::wire::write_json_str;
+
+/// A JSON object whose members may be given in any order; member names are plain ASCII
+/// literals (nothing to escape), each given once (a second value for a name replaces the first).
+#[derive(Default)]
+pub(crate) struct Detail {
+    /// The members' values, back to back.
+    values: Vec<u8>,
+    /// The name's first eight bytes as a number that sorts as they do (see [`prefix`]), the
+    /// name, and where its value lies in `values`.
+    members: Vec<(u64, &'static str, usize, usize)>,
+}
+
+impl Detail {
+    pub(crate) fn new() -> Detail {
+        Detail {
+            values: Vec::with_capacity(256),
+            members: Vec::with_capacity(16),
+        }
+    }
+
+    /// Write a member's value with `f`.
+    pub(crate) fn raw(&mut self, name: &'static str, f: impl FnOnce(&mut Vec<u8>)) {
+        let start = self.values.len();
+        f(&mut self.values);
+        let end = self.values.len();
+        let member = (prefix(name), name, start, end);
+        match self.members.iter_mut().find(|m| m.1 == name) {
+            Some(m) => *m = member,
+            None => self.members.push(member),
+        }
+    }
+
+    pub(crate) fn str(&mut self, name: &'static str, v: &str) {
+        self.raw(name, |out| write_json_str(out, v));
+    }
+
+    /// A string, or `null`.
+    pub(crate) fn opt_str(&mut self, name: &'static str, v: Option<&str>) {
+        match v {
+            Some(v) => self.str(name, v),
+            None => self.raw(name, |out| out.extend_from_slice(b"null")),
+        }
+    }
+
+    pub(crate) fn bool(&mut self, name: &'static str, v: bool) {
+        self.raw(name, |out| {
+            out.extend_from_slice(if v { b"true" } else { b"false" })
+        });
+    }
+
+    pub(crate) fn u64(&mut self, name: &'static str, v: u64) {
+        self.raw(name, |out| write_u64(out, v));
+    }
+
+    /// An array of strings.
+    pub(crate) fn strs<'s>(
+        &mut self,
+        name: &'static str,
+        items: impl IntoIterator<Item = &'s str>,
+    ) {
+        self.raw(name, |out| write_strs(out, items));
+    }
+
+    /// A value as serde_json writes it.
+    pub(crate) fn value(&mut self, name: &'static str, v: &Value) {
+        self.raw(name, |out| {
+            let _ = serde_json::to_writer(out, v);
+        });
+    }
+
+    /// The object's text, members in name order.
+    pub(crate) fn finish(mut self) -> String {
+        // Byte order of the names, as `String`'s `Ord` sorts a `Value`'s map; most names differ
+        // within their first eight bytes.
+        self.members
+            .sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+        let mut out = Vec::with_capacity(self.values.len() + 16 * self.members.len() + 2);
+        out.push(b'{');
+        for (k, (_, name, start, end)) in self.members.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            out.push(b'"');
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+            out.extend_from_slice(&self.values[*start..*end]);
+        }
+        out.push(b'}');
+        // Names are ASCII literals, values were written as JSON text from `&str`s and serde.
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+/// A name's first eight bytes, big-endian, zero-padded: numbers that order as the names'
+/// prefixes do (a shorter name is a prefix of a longer one only if it sorts first).
+fn prefix(name: &str) -> u64 {
+    let mut b = [0u8; 8];
+    let n = name.len().min(8);
+    b[..n].copy_from_slice(&name.as_bytes()[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// A number as serde_json writes it (no sign, no exponent: plain digits).
+pub(crate) fn write_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(digits(v, &mut [0; 20]));
+}
+
+/// `v`'s decimal digits, written at the end of `buf`.
+pub(crate) fn digits(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
+/// `["a","b",...]`.
+pub(crate) fn write_strs<'s>(out: &mut Vec<u8>, items: impl IntoIterator<Item = &'s str>) {
+    out.push(b'[');
+    for (k, s) in items.into_iter().enumerate() {
+        if k > 0 {
+            out.push(b',');
+        }
+        write_json_str(out, s);
+    }
+    out.push(b']');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_detail_is_the_text_of_the_same_value() {
+        let mut d = Detail::new();
+        d.str("thread_id", "t-\"1\"\n");
+        d.opt_str("parent_run_id", None);
+        d.bool("continuation", false);
+        d.u64("messages", 1234567890123);
+        d.u64("zero", 0);
+        d.strs("events", ["RUN_STARTED", "é\u{1}"]);
+        d.strs("none", []);
+        d.value("state", &json!({"b": 1, "a": [1.5, null]}));
+        d.str("cause", "first");
+        d.str("cause", "second");
+        d.str("Upper", "sorts before lower case");
+        d.str("cause_", "a longer name sorts after its prefix");
+        d.str("continuation_id", "differs after eight bytes");
+        let want = json!({
+            "thread_id": "t-\"1\"\n",
+            "parent_run_id": null,
+            "continuation": false,
+            "messages": 1234567890123u64,
+            "zero": 0,
+            "events": ["RUN_STARTED", "é\u{1}"],
+            "none": [],
+            "state": {"b": 1, "a": [1.5, null]},
+            "cause": "second",
+            "Upper": "sorts before lower case",
+            "cause_": "a longer name sorts after its prefix",
+            "continuation_id": "differs after eight bytes",
+        });
+        assert_eq!(d.finish(), serde_json::to_string(&want).unwrap());
+        assert_eq!(Detail::new().finish(), "{}");
+    }
+}
