@@ -154,7 +154,7 @@ impl Store {
         debug_assert!(r.detail.is_none());
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        encode(&mut buf, r, &mut self.strings, &mut self.fate);
+        encode(&mut buf, r, Parts::Own, &mut self.strings, &mut self.fate);
         // The detail is the last field, `None` one byte: put this one in its place.
         buf.pop();
         put_json_text(&mut buf, detail);
@@ -216,38 +216,14 @@ impl Store {
                 None => Parts::Own,
             };
         encode(&mut buf, r, parts, &mut self.strings, &mut self.fate);
-        self.scratch = buf;
-        self.place()
+        self.place(buf)
     }
 
     fn write_parts(&mut self, r: &Record, parts: Parts<'_>) -> u64 {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
         encode(&mut buf, r, parts, &mut self.strings, &mut self.fate);
-        self.scratch = buf;
-        self.place()
-    }
-
-    /// Copy the record just encoded into `scratch` into the last chunk (a new one if it is full).
-    fn place(&mut self) -> u64 {
-        let buf = std::mem::take(&mut self.scratch);
-        let fits = self
-            .chunks
-            .back()
-            .is_some_and(|c| c.capacity() - c.len() >= buf.len());
-        if !fits {
-            let chunk = match self.spare.take() {
-                Some(c) if buf.len() <= CHUNK => c,
-                _ => Vec::with_capacity(CHUNK.max(buf.len())),
-            };
-            self.chunks.push_back(chunk);
-        }
-        let number = self.first_chunk + self.chunks.len() as u64 - 1;
-        let chunk = self.chunks.back_mut().expect("a chunk was just ensured");
-        let offset = chunk.len() as u64;
-        chunk.extend_from_slice(&buf);
-        self.scratch = buf;
-        (number << 32) | offset
+        self.place(buf)
     }
 }
 
@@ -417,17 +393,6 @@ enum Parts<'a> {
     Like(&'a [u8], &'a [u8]),
     /// The intent and the body as JSON text, where given (see [`Store::push_texts`]).
     Texts(&'a super::Texts<'a>),
-}
-
-/// `put_json` of a value given as its compact JSON text.
-fn put_json_text(out: &mut Vec<u8>, text: &[u8]) {
-    if text == b"null" {
-        out.push(1);
-    } else {
-        out.push(2);
-        out.extend_from_slice(&(text.len() as u32).to_le_bytes());
-        out.extend_from_slice(text);
-    }
 }
 
 fn encode(
