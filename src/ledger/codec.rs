@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Delivery, Disposition, Filter, Record, ResponsePlan};
+use super::{AgentEvent, Delivery, Disposition, Filter, Record, ResponsePlan};
 use crate::fate::Fate;
 use crate::hash::FastMap;
 
@@ -127,10 +127,21 @@ impl Store {
         chunk.get((at & 0xffff_ffff) as usize..)
     }
 
+    /// [`Store::push`] of `ev.record()`, written from the event's parts (the same bytes).
+    pub(super) fn push_agent_event(&mut self, ev: &AgentEvent<'_>) {
+        let at = self.write_with(|out, strings, actor| encode_agent_event(out, ev, strings, actor));
+        self.index.push_back(at);
+    }
+
     fn write(&mut self, r: &Record) -> u64 {
+        self.write_with(|out, strings, fate| encode(out, r, strings, fate))
+    }
+
+    /// Encode with `enc` (given the string table and a scratch string) and place the bytes.
+    fn write_with(&mut self, enc: impl FnOnce(&mut Vec<u8>, &mut Strings, &mut String)) -> u64 {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        encode(&mut buf, r, &mut self.strings, &mut self.fate);
+        enc(&mut buf, &mut self.strings, &mut self.fate);
         let fits = self
             .chunks
             .back()
@@ -339,6 +350,47 @@ fn encode(out: &mut Vec<u8>, r: &Record, strings: &mut Strings, fate_buf: &mut S
     put_varint(out, status.map_or(0, |s| s as u64 + 1));
     put_time(out, *at, received);
     put_json(out, detail.as_ref());
+}
+
+/// What [`encode`] writes for `ev.record()`, field by field in the same order, without the
+/// record (`actor` is a scratch string for `agent:NAME`).
+fn encode_agent_event(
+    out: &mut Vec<u8>,
+    ev: &AgentEvent<'_>,
+    strings: &mut Strings,
+    actor: &mut String,
+) {
+    let received = ev.at;
+    put_str(out, Some(ev.agent), Some(strings));
+    put_str(out, None, Some(strings));
+    out.push(disposition_code(Disposition::Agent));
+    put_str(out, None, None);
+    put_str(out, ev.work_id, None);
+    actor.clear();
+    actor.push_str("agent:");
+    actor.push_str(ev.agent);
+    put_str(out, Some(actor), Some(strings));
+    put_str(out, Some(ev.event), Some(strings));
+    put_str(out, Some(""), Some(strings));
+    put_str(out, Some(""), Some(strings));
+    put_varint(out, received.as_secs());
+    put_varint(out, received.subsec_nanos() as u64);
+    put_fingerprint(out, None);
+    put_json(out, None);
+    put_json(out, ev.revision);
+    put_json(out, Some(&Value::Null));
+    out.push(0);
+    put_varint(out, 0);
+    put_str(out, None, Some(strings));
+    put_time(out, None, received);
+    put_time(out, None, received);
+    out.push(delivery_code(Delivery::Sent));
+    put_varint(out, 0);
+    put_time(out, Some(received), received);
+    // `put_json` of the detail, from its text.
+    out.push(2);
+    out.extend_from_slice(&(ev.detail.len() as u32).to_le_bytes());
+    out.extend_from_slice(ev.detail);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -620,6 +672,49 @@ mod tests {
         }
         let bytes: usize = small.chunks.iter().map(Vec::len).sum();
         assert!(bytes / 1000 < 160, "{} bytes a record", bytes / 1000);
+    }
+
+    #[test]
+    fn agent_events_encode_as_their_records() {
+        let rev = json!({"r": [1, "x"]});
+        for (work_id, revision, detail) in [
+            (None, None, json!({})),
+            (
+                Some("task-1"),
+                Some(&rev),
+                json!({"a": "q\"\n\u{e9}", "b": [1.5, null], "c": {"d": true}}),
+            ),
+            (
+                Some(""),
+                Some(&Value::Null),
+                json!({"state": "TASK_STATE_WORKING"}),
+            ),
+        ] {
+            let text = serde_json::to_vec(&detail).unwrap();
+            let ev = AgentEvent {
+                agent: "worker",
+                event: "status",
+                at: Duration::new(3, 7),
+                work_id,
+                revision,
+                detail: &text,
+            };
+            let mut rec = Record::agent_event("worker", "status", Duration::new(3, 7), detail);
+            rec.work_id = work_id.map(str::to_string);
+            rec.revision = revision.cloned();
+            assert!(same(&ev.record(), &rec));
+            let (mut a, mut b) = (Store::default(), Store::default());
+            for _ in 0..2 {
+                a.push(&rec);
+                b.push_agent_event(&ev);
+            }
+            assert_eq!(a.chunks, b.chunks);
+            assert_eq!(a.index, b.index);
+            assert!(same(&b.get(1, 2).unwrap(), &{
+                rec.seq = 2;
+                rec
+            }));
+        }
     }
 
     #[test]
