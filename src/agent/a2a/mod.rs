@@ -8,6 +8,7 @@
 //! task table and the scripted lifecycle on the scenario clock) and [`push`] (webhook configs
 //! and deliveries). Every call that fails is also a ledger entry (`rpc-error`).
 
+mod detail;
 pub mod push;
 pub mod stream;
 pub mod task;
