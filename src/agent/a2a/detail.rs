@@ -10,6 +10,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::wire::json::write_str as escape;
+
 /// A JSON object being written.
 pub(super) struct Detail {
     buf: Vec<u8>,
@@ -120,17 +122,6 @@ impl Detail {
     /// The buffer back, for reuse.
     pub(super) fn into_buf(self) -> Vec<u8> {
         self.buf
-    }
-}
-
-/// `s` as a JSON string, escaped as `serde_json` does; most strings need no escape at all.
-fn escape(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    } else {
-        let _ = serde_json::to_writer(out, s);
     }
 }
 

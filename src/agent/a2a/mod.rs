@@ -295,13 +295,11 @@ async fn send(
             // run first, so a task that finishes at once is answered without waiting.
             let history_length = p.history_length();
             let answer = |task: &wire::Task| {
-                wire::success_body(
-                    &call.id,
-                    &wire::TaskResult {
-                        task,
-                        history_length,
-                    },
-                )
+                wire::TaskResult {
+                    task,
+                    history_length,
+                }
+                .body(&call.id)
             };
             let body = match task::start_and_look(&ctx.world, &id, run, answer) {
                 None => return Err(RpcError::internal("the task disappeared")),
