@@ -255,7 +255,9 @@ async fn send(
     } else {
         task::Want::Nothing
     };
-    match task::send(ctx, spec, &call.method, &p, want)? {
+    let history_length = p.history_length();
+    // Given away: a new task keeps the message in its history.
+    match task::send(ctx, spec, &call.method, p, want)? {
         Sent::Message(m) => {
             if streaming {
                 Ok(stream::open(
@@ -288,12 +290,11 @@ async fn send(
                 }
                 return ok_sorted(
                     call,
-                    &SendMessageResponse::Task(snapshot.with_history_length(p.history_length())),
+                    &SendMessageResponse::Task(snapshot.with_history_length(history_length)),
                 );
             }
             // Blocking: answer once the task is terminal or interrupted. The steps due at once
             // run first, so a task that finishes at once is answered without waiting.
-            let history_length = p.history_length();
             let answer = |task: &wire::Task| {
                 wire::TaskResult {
                     task,

@@ -255,6 +255,26 @@ fn revision_meta(key: &str, revision: Option<&Value>) -> Option<Map<String, Valu
     })
 }
 
+/// `prefix` and `n` (`task-12`): ids are made for every task, and `format!` costs more.
+fn numbered(prefix: &str, n: u64) -> String {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(prefix.len() + digits.len() - i);
+    out.push_str(prefix);
+    // Only ASCII digits were written.
+    out.extend(digits[i..].iter().map(|&d| char::from(d)));
+    out
+}
+
 /// A token unique to (world seed, task, revision): it lets a later check tell which task and
 /// revision produced a value that shows up somewhere else.
 fn canary(world: &World, task_id: &str, revision: Option<&Value>) -> String {
@@ -604,7 +624,7 @@ pub(super) fn send(
     ctx: &Ctx,
     spec: &A2aAgent,
     method: &str,
-    req: &SendMessageRequest,
+    req: SendMessageRequest,
     want: Want,
 ) -> Result<Sent, RpcError> {
     let world = &ctx.world;
@@ -761,7 +781,7 @@ pub(super) fn send(
         .context_id
         .clone()
         .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| format!("ctx-{n}"));
+        .unwrap_or_else(|| numbered("ctx-", n));
     let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
 
     if script.reply == ReplyKind::Message {
@@ -840,17 +860,15 @@ pub(super) fn send(
         return Ok(Sent::Message(reply));
     }
 
-    let task_id = format!("task-{n}");
+    let task_id = numbered("task-", n);
     let now = world.clock.now();
-    let mut user = msg.clone();
-    user.task_id = Some(task_id.clone());
-    user.context_id = Some(context_id.clone());
+    // The history gets the message itself, once its entry is written (below).
     let task = Task {
         id: task_id.clone(),
         context_id: context_id.clone(),
         status: TaskStatus::new(TaskState::Submitted, world.clock.rfc3339(now)),
         artifacts: Vec::new(),
-        history: vec![user],
+        history: Vec::with_capacity(1),
         metadata: revision_meta(&spec.revision_key, revision.as_ref()),
     };
     let mut entry = Entry {
@@ -866,7 +884,7 @@ pub(super) fn send(
         cursor: 0,
         generation: 0,
         cancel: script.cancel,
-        text: text.clone(),
+        text: String::new(),
         events: None,
         capacity: stream_capacity(spec),
         push: Vec::new(),
@@ -878,6 +896,12 @@ pub(super) fn send(
         };
         detail(d, Some(&task_id), Some(&context_id), taken)
     });
+    // Nobody has seen the entry yet: the message and its text move into it now.
+    entry.text = text;
+    let mut user = req.message;
+    user.task_id = Some(task_id.clone());
+    user.context_id = Some(context_id.clone());
+    entry.task.history.push(user);
     entry.log_with(world, now, "task-created", |d| {
         match behavior {
             Some(b) => d.ser("behavior", &b),
@@ -1456,6 +1480,13 @@ mod tests {
             })
             .collect();
         assert_eq!(kinds, [(10, "status"), (13, "artifact"), (13, "final")]);
+    }
+
+    #[test]
+    fn numbered_ids_are_the_prefix_and_the_number() {
+        for n in [0, 1, 9, 10, 12345, u64::MAX] {
+            assert_eq!(numbered("task-", n), format!("task-{n}"));
+        }
     }
 
     #[test]
