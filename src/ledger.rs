@@ -270,6 +270,30 @@ impl Record {
     }
 }
 
+/// An agent's event as [`Record::agent_event`] makes it (plus `work_id` and `revision`), borrowed,
+/// with its detail already written as compact JSON text: what [`Ledger::append_agent_event`]
+/// encodes without a `Record`, or a detail tree built only to be serialised and dropped.
+pub struct AgentEvent<'a> {
+    pub agent: &'a str,
+    pub event: &'a str,
+    pub at: Duration,
+    pub work_id: Option<&'a str>,
+    pub revision: Option<&'a Value>,
+    /// A JSON object as `serde_json` writes the `Value` it stands for: compact, keys in order.
+    pub detail: &'a [u8],
+}
+
+impl AgentEvent<'_> {
+    /// The record this event stands for.
+    pub fn record(&self) -> Record {
+        let detail = serde_json::from_slice(self.detail).unwrap_or(Value::Null);
+        let mut rec = Record::agent_event(self.agent, self.event, self.at, detail);
+        rec.work_id = self.work_id.map(str::to_string);
+        rec.revision = self.revision.cloned();
+        rec
+    }
+}
+
 impl Record {
     /// A declaration made through the admin API (`service` is `_admin`, no actor).
     pub fn declaration(event: &str, at: Duration, detail: Value) -> Record {
@@ -512,6 +536,22 @@ impl Ledger {
         record.seq = seq;
         self.counts.add(&record);
         self.records.push_texts(&record, texts);
+        self.evict();
+        if self.appended.receiver_count() > 0 {
+            self.appended.send_replace(seq);
+        }
+        seq
+    }
+
+    /// [`Ledger::append`] of `ev.record()`, encoded straight from its parts (with a sink, the
+    /// record is made and appended as usual, since the sink takes a `Record`).
+    pub fn append_agent_event(&mut self, ev: &AgentEvent<'_>) -> u64 {
+        if self.sink.is_some() {
+            return self.append(ev.record());
+        }
+        let seq = self.next_seq();
+        self.counts.bump(ev.agent, "", Disposition::Agent, "", 1);
+        self.records.push_agent_event(ev);
         self.evict();
         if self.appended.receiver_count() > 0 {
             self.appended.send_replace(seq);
@@ -841,6 +881,47 @@ mod tests {
         assert!(l.get(3).is_none());
         assert_eq!(l.get(4).map(|r| r.seq), Some(4));
         assert_eq!(l.next_seq(), 6);
+    }
+
+    #[test]
+    fn agent_events_append_as_their_records() {
+        // What the journal would get.
+        #[derive(Default)]
+        struct Sent(std::sync::Mutex<Vec<String>>);
+        impl Sink for std::sync::Arc<Sent> {
+            fn appended(&self, r: &Record) {
+                self.0.lock().unwrap().push(format!("{r:?}"));
+            }
+        }
+        let detail = serde_json::json!({"state": "x", "task_id": "t-1"});
+        let text = serde_json::to_vec(&detail).unwrap();
+        let ev = AgentEvent {
+            agent: "a",
+            event: "status",
+            at: Duration::from_secs(2),
+            work_id: Some("t-1"),
+            revision: None,
+            detail: &text,
+        };
+        let (mut by_parts, mut by_record) = (Ledger::bounded(Some(3)), Ledger::bounded(Some(3)));
+        let sink = std::sync::Arc::new(Sent::default());
+        let mut journaled = Ledger::bounded(None);
+        journaled.set_sink(Box::new(sink.clone()));
+        for i in 0..4 {
+            by_parts.append(action(None, None));
+            by_record.append(action(None, None));
+            let seq = by_parts.append_agent_event(&ev);
+            assert_eq!(by_record.append(ev.record()), seq);
+            assert_eq!(journaled.append_agent_event(&ev), i + 1);
+        }
+        let all = |l: &Ledger| format!("{:?}", l.iter().collect::<Vec<_>>());
+        assert_eq!(all(&by_parts), all(&by_record));
+        assert_eq!(by_parts.counts().sorted(), by_record.counts().sorted());
+        assert_eq!(by_parts.evicted(), by_record.evicted());
+        let mut first = ev.record();
+        first.seq = 1;
+        assert_eq!(sink.0.lock().unwrap()[0], format!("{first:?}"));
+        assert_eq!(sink.0.lock().unwrap().len(), 4);
     }
 
     #[tokio::test]

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Delivery, Disposition, Filter, Record, ResponsePlan};
+use super::{AgentEvent, Delivery, Disposition, Filter, Record, ResponsePlan};
 use crate::fate::Fate;
 use crate::hash::FastMap;
 
@@ -144,6 +144,15 @@ impl Store {
             }
             self.first_chunk += 1;
         }
+    }
+
+    /// [`Store::push`] of `ev.record()`, written from the event's parts (the same bytes).
+    pub(super) fn push_agent_event(&mut self, ev: &AgentEvent<'_>) {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        encode_agent_event(&mut buf, ev, &mut self.strings, &mut self.fate);
+        let at = self.place(buf);
+        self.index.push_back(at);
     }
 
     /// Append an encoded copy of `r` (whose `detail` is `None`) with `detail` as its detail:
@@ -492,6 +501,47 @@ fn encode(
     put_json(out, detail.as_ref());
 }
 
+/// What [`encode`] writes for `ev.record()`, field by field in the same order, without the
+/// record (`actor` is a scratch string for `agent:NAME`).
+fn encode_agent_event(
+    out: &mut Vec<u8>,
+    ev: &AgentEvent<'_>,
+    strings: &mut Strings,
+    actor: &mut String,
+) {
+    let received = ev.at;
+    put_str(out, Some(ev.agent), Some((strings, Field::Service)));
+    put_str(out, None, Some((strings, Field::Route)));
+    out.push(disposition_code(Disposition::Agent));
+    put_str(out, None, None);
+    put_str(out, ev.work_id, None);
+    actor.clear();
+    actor.push_str("agent:");
+    actor.push_str(ev.agent);
+    put_str(out, Some(actor), Some((strings, Field::Actor)));
+    put_str(out, Some(ev.event), Some((strings, Field::Event)));
+    put_str(out, Some(""), Some((strings, Field::Method)));
+    put_str(out, Some(""), Some((strings, Field::Path)));
+    put_varint(out, received.as_secs());
+    put_varint(out, received.subsec_nanos() as u64);
+    put_fingerprint(out, None);
+    put_json(out, None);
+    put_json(out, ev.revision);
+    put_json(out, Some(&Value::Null));
+    out.push(0);
+    put_varint(out, 0);
+    put_str(out, None, Some((strings, Field::Fate)));
+    put_time(out, None, received);
+    put_time(out, None, received);
+    out.push(delivery_code(Delivery::Sent));
+    put_varint(out, 0);
+    put_time(out, Some(received), received);
+    // `put_json` of the detail, from its text.
+    out.push(2);
+    out.extend_from_slice(&(ev.detail.len() as u32).to_le_bytes());
+    out.extend_from_slice(ev.detail);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Decoding
 
@@ -836,6 +886,49 @@ mod tests {
             want.intent = from.intent.clone();
             want.body = from.body.clone();
             assert!(same(&got, &want), "{got:?}\n{want:?}");
+        }
+    }
+
+    #[test]
+    fn agent_events_encode_as_their_records() {
+        let rev = json!({"r": [1, "x"]});
+        for (work_id, revision, detail) in [
+            (None, None, json!({})),
+            (
+                Some("task-1"),
+                Some(&rev),
+                json!({"a": "q\"\n\u{e9}", "b": [1.5, null], "c": {"d": true}}),
+            ),
+            (
+                Some(""),
+                Some(&Value::Null),
+                json!({"state": "TASK_STATE_WORKING"}),
+            ),
+        ] {
+            let text = serde_json::to_vec(&detail).unwrap();
+            let ev = AgentEvent {
+                agent: "worker",
+                event: "status",
+                at: Duration::new(3, 7),
+                work_id,
+                revision,
+                detail: &text,
+            };
+            let mut rec = Record::agent_event("worker", "status", Duration::new(3, 7), detail);
+            rec.work_id = work_id.map(str::to_string);
+            rec.revision = revision.cloned();
+            assert!(same(&ev.record(), &rec));
+            let (mut a, mut b) = (Store::default(), Store::default());
+            for _ in 0..2 {
+                a.push(&rec);
+                b.push_agent_event(&ev);
+            }
+            assert_eq!(a.chunks, b.chunks);
+            assert_eq!(a.index, b.index);
+            assert!(same(&b.get(1, 2).unwrap(), &{
+                rec.seq = 2;
+                rec
+            }));
         }
     }
 

@@ -8,6 +8,7 @@
 //! task table and the scripted lifecycle on the scenario clock) and [`push`] (webhook configs
 //! and deliveries). Every call that fails is also a ledger entry (`rpc-error`).
 
+mod detail;
 pub mod push;
 pub mod stream;
 pub mod task;
@@ -254,7 +255,9 @@ async fn send(
     } else {
         task::Want::Nothing
     };
-    match task::send(ctx, spec, &call.method, &p, want)? {
+    let history_length = p.history_length();
+    // Given away: a new task keeps the message in its history.
+    match task::send(ctx, spec, &call.method, p, want)? {
         Sent::Message(m) => {
             if streaming {
                 Ok(stream::open(
@@ -287,20 +290,17 @@ async fn send(
                 }
                 return ok_sorted(
                     call,
-                    &SendMessageResponse::Task(snapshot.with_history_length(p.history_length())),
+                    &SendMessageResponse::Task(snapshot.with_history_length(history_length)),
                 );
             }
             // Blocking: answer once the task is terminal or interrupted. The steps due at once
             // run first, so a task that finishes at once is answered without waiting.
-            let history_length = p.history_length();
             let answer = |task: &wire::Task| {
-                wire::success_body(
-                    &call.id,
-                    &wire::TaskResult {
-                        task,
-                        history_length,
-                    },
-                )
+                wire::TaskResult {
+                    task,
+                    history_length,
+                }
+                .body(&call.id)
             };
             let body = match task::start_and_look(&ctx.world, &id, run, answer) {
                 None => return Err(RpcError::internal("the task disappeared")),

@@ -17,6 +17,7 @@
 //! Those entries carry enough (rendered parts, status messages, timestamps as entry times) for
 //! [`restore`] to rebuild the table from a ledger restored by the journal after a restart.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,6 +27,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
 
+use super::detail::Detail;
 use super::push::{self, PushTarget};
 use super::wire::{
     self, Artifact, ListTasksRequest, ListTasksResponse, Message, Part, Role, RpcError,
@@ -35,7 +37,7 @@ use super::wire::{
 use crate::agent::Ctx;
 use crate::clock::{Clock, Tick};
 use crate::hash::FastMap;
-use crate::ledger::Record;
+use crate::ledger::{AgentEvent, Record};
 use crate::scenario::a2a::{
     A2aAgent, CancelPolicy, Outcome, PartContent, PartSpec, ReplyKind, Script, UpdateState,
 };
@@ -203,6 +205,36 @@ fn log_at(
     world.lock().ledger.append(rec)
 }
 
+/// [`log_at`] with the detail written by `write` (keys in sorted order, see [`Detail`]) and
+/// appended as text: the entries of a round trip, which so never build a `Value` tree.
+#[allow(clippy::too_many_arguments)]
+fn log_with(
+    world: &World,
+    at: Duration,
+    agent: &str,
+    event: &str,
+    task: Option<&str>,
+    revision: Option<&Value>,
+    write: impl FnOnce(&mut Detail),
+) -> u64 {
+    thread_local! {
+        // One buffer per thread, reused: taken while in use, so a nested call gets its own.
+        static BUF: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    }
+    let mut d = Detail::new(BUF.with(Cell::take));
+    write(&mut d);
+    let seq = world.lock().ledger.append_agent_event(&AgentEvent {
+        agent,
+        event,
+        at,
+        work_id: task,
+        revision,
+        detail: d.finish(),
+    });
+    BUF.with(|b| b.set(d.into_buf()));
+    seq
+}
+
 /// Record a protocol error an orchestrator got (malformed call, unknown method...).
 pub(super) fn log_error(world: &World, agent: &str, method: &str, err: &RpcError) {
     log(
@@ -221,6 +253,26 @@ fn revision_meta(key: &str, revision: Option<&Value>) -> Option<Map<String, Valu
         m.insert(key.to_string(), r.clone());
         m
     })
+}
+
+/// `prefix` and `n` (`task-12`): ids are made for every task, and `format!` costs more.
+fn numbered(prefix: &str, n: u64) -> String {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(prefix.len() + digits.len() - i);
+    out.push_str(prefix);
+    // Only ASCII digits were written.
+    out.extend(digits[i..].iter().map(|&d| char::from(d)));
+    out
 }
 
 /// A token unique to (world seed, task, revision): it lets a later check tell which task and
@@ -391,6 +443,24 @@ impl Entry {
         self.log_at(world, world.clock.now(), event, detail)
     }
 
+    fn log_with(
+        &self,
+        world: &World,
+        at: Duration,
+        event: &str,
+        write: impl FnOnce(&mut Detail),
+    ) -> u64 {
+        log_with(
+            world,
+            at,
+            &self.agent,
+            event,
+            Some(&self.task.id),
+            self.revision.as_ref(),
+            write,
+        )
+    }
+
     fn log_at(&self, world: &World, at: Duration, event: &str, detail: Value) -> u64 {
         log_at(
             world,
@@ -406,11 +476,11 @@ impl Entry {
     fn note_canary(&mut self, world: &World, used: bool) {
         if used && !self.canary_issued {
             self.canary_issued = true;
-            self.log(
-                world,
-                "canary",
-                json!({"task_id": self.task.id, "revision": self.revision, "canary": self.canary}),
-            );
+            self.log_with(world, world.clock.now(), "canary", |d| {
+                d.str("canary", &self.canary)
+                    .opt_value("revision", self.revision.as_ref())
+                    .str("task_id", &self.task.id);
+            });
         }
     }
 }
@@ -455,30 +525,82 @@ fn outcome_name(o: Outcome) -> &'static str {
     }
 }
 
-/// What a `message` entry needs beyond `message_id` and `text` to give the message back exactly
-/// (it goes into the task's history, which survives a restart): only what a plain one-text-part
-/// user message lacks, so the usual entry stays small.
-fn message_extras(msg: &Message, text: &str) -> Map<String, Value> {
-    let mut extra = Map::new();
-    if msg.role != Role::User {
-        extra.insert("role".into(), json!(msg.role));
-    }
+/// What a `message` entry says beyond the message itself, by how the message was taken.
+#[derive(Clone, Copy)]
+enum Taken<'a> {
+    /// A repeated messageId, de-duplicated: what the first one produced.
+    Duplicate { of: &'a str },
+    /// A follow-up naming its task.
+    FollowUp {
+        resumes: bool,
+        repeat_of: Option<&'a str>,
+    },
+    /// A new task or a direct reply.
+    New {
+        behavior: Option<usize>,
+        repeat_of: Option<&'a str>,
+    },
+}
+
+/// The detail of a `message` entry: the call, the message's ids, revision and text, how it was
+/// taken, and what a plain one-text-part user message lacks to give the message back exactly
+/// (it goes into the task's history, which survives a restart), so the usual entry stays small.
+/// Keys in sorted order (see [`Detail`]).
+#[allow(clippy::too_many_arguments)]
+fn message_detail(
+    d: &mut Detail,
+    method: &str,
+    msg: &Message,
+    text: &str,
+    revision: Option<&Value>,
+    task_id: Option<&str>,
+    context_id: Option<&str>,
+    taken: Taken<'_>,
+) {
     // `msg.parts != [Part::text(text)]`, without making the part.
     let one_plain_text = matches!(&msg.parts[..], [p] if p.as_text() == Some(text)
         && p.metadata.is_none() && p.filename.is_none() && p.media_type.is_none());
-    if !one_plain_text {
-        extra.insert("parts".into(), json!(msg.parts));
+    if let Taken::New { behavior, .. } = taken {
+        match behavior {
+            Some(b) => d.ser("behavior", &b),
+            None => d.null("behavior"),
+        };
     }
-    if let Some(m) = &msg.metadata {
-        extra.insert("metadata".into(), Value::Object(m.clone()));
+    d.opt_str("context_id", context_id);
+    if let Taken::Duplicate { of } = taken {
+        d.str("duplicate_of", of);
     }
     if !msg.extensions.is_empty() {
-        extra.insert("extensions".into(), json!(msg.extensions));
+        d.ser("extensions", &msg.extensions);
+    }
+    if let Taken::FollowUp { .. } = taken {
+        d.bool("follow_up", true);
+    }
+    d.str("message_id", &msg.message_id);
+    if let Some(m) = &msg.metadata {
+        d.ser("metadata", m);
+    }
+    d.str("method", method);
+    if !one_plain_text {
+        d.ser("parts", &msg.parts);
     }
     if !msg.reference_task_ids.is_empty() {
-        extra.insert("reference_task_ids".into(), json!(msg.reference_task_ids));
+        d.ser("reference_task_ids", &msg.reference_task_ids);
     }
-    extra
+    match taken {
+        Taken::FollowUp { repeat_of, .. } | Taken::New { repeat_of, .. } => {
+            d.opt_str("repeat_of", repeat_of);
+        }
+        Taken::Duplicate { .. } => {}
+    }
+    if let Taken::FollowUp { resumes, .. } = taken {
+        d.bool("resumes", resumes);
+    }
+    d.opt_value("revision", revision);
+    if msg.role != Role::User {
+        d.ser("role", &msg.role);
+    }
+    d.opt_str("task_id", task_id).str("text", text);
 }
 
 /// Put an artifact event into a task's artifacts: a new id is added, a chunk with `append`
@@ -502,7 +624,7 @@ pub(super) fn send(
     ctx: &Ctx,
     spec: &A2aAgent,
     method: &str,
-    req: &SendMessageRequest,
+    req: SendMessageRequest,
     want: Want,
 ) -> Result<Sent, RpcError> {
     let world = &ctx.world;
@@ -530,20 +652,17 @@ pub(super) fn send(
     let mut table = all.lock();
     let seen_key = (ctx.name.clone(), msg.message_id.clone());
     let seen = table.seen.get(&seen_key).cloned();
-    let detail = |task_id: Option<&str>, context_id: Option<&str>, extra: Value| {
-        let mut d = json!({
-            "method": method,
-            "message_id": msg.message_id,
-            "task_id": task_id,
-            "context_id": context_id,
-            "revision": revision,
-            "text": text,
-        });
-        if let (Value::Object(d), Value::Object(extra)) = (&mut d, extra) {
-            d.extend(message_extras(msg, &text));
-            d.extend(extra);
-        }
-        d
+    let detail = |d: &mut Detail, task_id: Option<&str>, context_id: Option<&str>, taken| {
+        message_detail(
+            d,
+            method,
+            msg,
+            &text,
+            revision.as_ref(),
+            task_id,
+            context_id,
+            taken,
+        )
     };
 
     // A repeated messageId, with de-duplication on: answer with what the first one produced.
@@ -551,30 +670,25 @@ pub(super) fn send(
         match first {
             Seen::Task(id) => {
                 if let Some(e) = table.tasks.get_mut(id) {
-                    e.log(
-                        world,
-                        "message",
-                        detail(
-                            Some(id),
-                            Some(&e.task.context_id),
-                            json!({"duplicate_of": id}),
-                        ),
-                    );
+                    e.log_with(world, world.clock.now(), "message", |d| {
+                        let taken = Taken::Duplicate { of: id };
+                        detail(d, Some(id), Some(&e.task.context_id), taken)
+                    });
                     return Ok(e.sent(want, false));
                 }
             }
             Seen::Message(m) => {
-                log(
+                log_with(
                     world,
+                    world.clock.now(),
                     &ctx.name,
                     "message",
                     None,
                     revision.as_ref(),
-                    detail(
-                        None,
-                        m.context_id.as_deref(),
-                        json!({"duplicate_of": m.message_id}),
-                    ),
+                    |d| {
+                        let taken = Taken::Duplicate { of: &m.message_id };
+                        detail(d, None, m.context_id.as_deref(), taken)
+                    },
                 );
                 return Ok(Sent::Message((**m).clone()));
             }
@@ -604,15 +718,13 @@ pub(super) fn send(
         m.context_id = Some(e.task.context_id.clone());
         e.task.history.push(m);
         let resume = state.is_interrupted();
-        e.log(
-            world,
-            "message",
-            detail(
-                Some(task_id),
-                Some(&e.task.context_id.clone()),
-                json!({"follow_up": true, "resumes": resume, "repeat_of": repeat_of}),
-            ),
-        );
+        e.log_with(world, world.clock.now(), "message", |d| {
+            let taken = Taken::FollowUp {
+                resumes: resume,
+                repeat_of: repeat_of.as_deref(),
+            };
+            detail(d, Some(task_id), Some(&e.task.context_id), taken)
+        });
         if let Some(cfg) = push_config {
             let rev = e.revision.clone();
             push::add(
@@ -669,7 +781,7 @@ pub(super) fn send(
         .context_id
         .clone()
         .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| format!("ctx-{n}"));
+        .unwrap_or_else(|| numbered("ctx-", n));
     let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
 
     if script.reply == ReplyKind::Message {
@@ -695,42 +807,51 @@ pub(super) fn send(
         let mut reply = Message::agent(reply_id.clone(), parts);
         reply.context_id = Some(context_id.clone());
         reply.metadata = revision_meta(&spec.revision_key, revision.as_ref());
-        log(
+        let taken = Taken::New {
+            behavior,
+            repeat_of: repeat_of.as_deref(),
+        };
+        let rev = revision.as_ref();
+        log_with(
             world,
+            world.clock.now(),
             &ctx.name,
             "message",
             None,
-            revision.as_ref(),
-            detail(
-                None,
-                Some(&context_id),
-                json!({"behavior": behavior, "repeat_of": repeat_of}),
-            ),
+            rev,
+            |d| detail(d, None, Some(&context_id), taken),
         );
         // The reply's parts and the message it answers: what de-duplication replays, also
         // after a restart.
-        log(
+        log_with(
             world,
+            world.clock.now(),
             &ctx.name,
             "result",
             None,
-            revision.as_ref(),
-            json!({
-                "reply": "message",
-                "message_id": reply_id,
-                "context_id": context_id,
-                "in_reply_to": msg.message_id,
-                "parts": reply.parts,
-            }),
+            rev,
+            |d| {
+                d.str("context_id", &context_id)
+                    .str("in_reply_to", &msg.message_id)
+                    .str("message_id", &reply_id)
+                    .ser("parts", &reply.parts)
+                    .str("reply", "message");
+            },
         );
         if r.used_canary.get() {
-            log(
+            log_with(
                 world,
+                world.clock.now(),
                 &ctx.name,
                 "canary",
                 None,
-                revision.as_ref(),
-                json!({"task_id": null, "message_id": reply_id, "revision": revision, "canary": token}),
+                rev,
+                |d| {
+                    d.str("canary", &token)
+                        .str("message_id", &reply_id)
+                        .opt_value("revision", rev)
+                        .null("task_id");
+                },
             );
         }
         table
@@ -739,17 +860,15 @@ pub(super) fn send(
         return Ok(Sent::Message(reply));
     }
 
-    let task_id = format!("task-{n}");
+    let task_id = numbered("task-", n);
     let now = world.clock.now();
-    let mut user = msg.clone();
-    user.task_id = Some(task_id.clone());
-    user.context_id = Some(context_id.clone());
+    // The history gets the message itself, once its entry is written (below).
     let task = Task {
         id: task_id.clone(),
         context_id: context_id.clone(),
         status: TaskStatus::new(TaskState::Submitted, world.clock.rfc3339(now)),
         artifacts: Vec::new(),
-        history: vec![user],
+        history: Vec::with_capacity(1),
         metadata: revision_meta(&spec.revision_key, revision.as_ref()),
     };
     let mut entry = Entry {
@@ -765,33 +884,35 @@ pub(super) fn send(
         cursor: 0,
         generation: 0,
         cancel: script.cancel,
-        text: text.clone(),
+        text: String::new(),
         events: None,
         capacity: stream_capacity(spec),
         push: Vec::new(),
     };
-    entry.log(
-        world,
-        "message",
-        detail(
-            Some(&task_id),
-            Some(&context_id),
-            json!({"behavior": behavior, "repeat_of": repeat_of}),
-        ),
-    );
-    entry.log_at(
-        world,
-        now,
-        "task-created",
-        json!({
-            "task_id": task_id,
-            "context_id": context_id,
-            "revision": revision,
-            "behavior": behavior,
-            "work": crate::clock::format_duration(script.work),
-            "cancel": script.cancel.name(),
-        }),
-    );
+    entry.log_with(world, world.clock.now(), "message", |d| {
+        let taken = Taken::New {
+            behavior,
+            repeat_of: repeat_of.as_deref(),
+        };
+        detail(d, Some(&task_id), Some(&context_id), taken)
+    });
+    // Nobody has seen the entry yet: the message and its text move into it now.
+    entry.text = text;
+    let mut user = req.message;
+    user.task_id = Some(task_id.clone());
+    user.context_id = Some(context_id.clone());
+    entry.task.history.push(user);
+    entry.log_with(world, now, "task-created", |d| {
+        match behavior {
+            Some(b) => d.ser("behavior", &b),
+            None => d.null("behavior"),
+        };
+        d.str("cancel", &script.cancel.name())
+            .str("context_id", &context_id)
+            .opt_value("revision", revision.as_ref())
+            .str("task_id", &task_id)
+            .str("work", &crate::clock::format_duration(script.work));
+    });
     if let Some(cfg) = push_config {
         push::add(
             world,
@@ -967,11 +1088,11 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
                 UpdateState::Submitted => TaskState::Submitted,
                 UpdateState::Working => TaskState::Working,
             };
-            let mut detail = json!({"state": state.as_str()});
+            // The message's id and text for the entry, when there is one (a copy: rare).
+            let mut logged = None;
             let message = message.map(|t| {
                 let id = format!("{}-status-{}", e.task.id, e.cursor);
-                detail["message_id"] = json!(id);
-                detail["message"] = json!(t);
+                logged = Some((id.clone(), t.clone()));
                 e.agent_message(id, t)
             });
             let status = TaskStatus {
@@ -980,7 +1101,12 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
                 timestamp: Some(ts()),
             };
             e.set_status(world, status);
-            e.log_at(world, now, "status", detail);
+            e.log_with(world, now, "status", |d| {
+                if let Some((id, text)) = &logged {
+                    d.str("message", text).str("message_id", id);
+                }
+                d.str("state", state.as_str());
+            });
             e.note_canary(world, used);
         }
         Event::Call(i) => {
@@ -1040,7 +1166,6 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
                 extensions: Vec::new(),
             };
             let used = r.used_canary.get();
-            let parts = json!(artifact.parts);
             // The event (a copy of the artifact) is built only for someone who gets it.
             let event = e.listened().then(|| {
                 StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
@@ -1052,24 +1177,24 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
                     metadata: e.meta(),
                 })
             });
-            merge_artifact(&mut e.task.artifacts, artifact, spec.append);
             if let Some(event) = event {
                 e.emit(world, event);
             }
             // The rendered parts (and name, description) rebuild the artifact after a restart.
-            let mut detail = json!({
-                "artifact_id": spec.id,
-                "append": spec.append,
-                "last_chunk": spec.last_chunk,
+            // Written before the artifact is merged (and its parts possibly appended to another's):
+            // nobody sees the task in between, the table's lock is held.
+            e.log_with(world, world.clock.now(), "artifact", |d| {
+                d.bool("append", spec.append).str("artifact_id", &spec.id);
+                if let Some(desc) = &spec.description {
+                    d.str("description", desc);
+                }
+                d.bool("last_chunk", spec.last_chunk);
+                if let Some(n) = &spec.name {
+                    d.str("name", n);
+                }
+                d.ser("parts", &artifact.parts);
             });
-            if let Some(n) = &spec.name {
-                detail["name"] = json!(n);
-            }
-            if let Some(d) = &spec.description {
-                detail["description"] = json!(d);
-            }
-            detail["parts"] = parts;
-            e.log(world, "artifact", detail);
+            merge_artifact(&mut e.task.artifacts, artifact, spec.append);
             e.note_canary(world, used);
         }
         Event::Final => {
@@ -1078,30 +1203,28 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
             let text = script.message.as_ref().map(|t| r.text(t));
             let used = r.used_canary.get();
             let state = outcome_state(outcome);
-            let mut detail = json!({
-                "task_id": e.task.id,
-                "state": state.as_str(),
-                "outcome": outcome_name(outcome),
-            });
+            // The message's text for the entry, when there is one (a copy: rare).
+            let logged = text.clone();
             let status = TaskStatus {
                 state,
-                message: text.map(|t| {
-                    detail["message"] = json!(t);
-                    e.agent_message(format!("{}-final", e.task.id), t)
-                }),
+                message: text.map(|t| e.agent_message(format!("{}-final", e.task.id), t)),
                 timestamp: Some(ts()),
             };
             e.note_canary(world, used);
             e.set_status(world, status);
-            let artifacts: Vec<&str> = e
-                .task
-                .artifacts
-                .iter()
-                .map(|a| a.artifact_id.as_str())
-                .collect();
-            detail["artifacts"] = json!(artifacts);
-            detail["canary"] = json!(e.canary_issued.then(|| e.canary.clone()));
-            e.log_at(world, now, "result", detail);
+            e.log_with(world, now, "result", |d| {
+                d.str_seq(
+                    "artifacts",
+                    e.task.artifacts.iter().map(|a| a.artifact_id.as_str()),
+                )
+                .opt_str("canary", e.canary_issued.then_some(e.canary.as_str()));
+                if let Some(t) = &logged {
+                    d.str("message", t);
+                }
+                d.str("outcome", outcome_name(outcome))
+                    .str("state", state.as_str())
+                    .str("task_id", &e.task.id);
+            });
         }
     }
 }
@@ -1357,6 +1480,13 @@ mod tests {
             })
             .collect();
         assert_eq!(kinds, [(10, "status"), (13, "artifact"), (13, "final")]);
+    }
+
+    #[test]
+    fn numbered_ids_are_the_prefix_and_the_number() {
+        for n in [0, 1, 9, 10, 12345, u64::MAX] {
+            assert_eq!(numbered("task-", n), format!("task-{n}"));
+        }
     }
 
     #[test]

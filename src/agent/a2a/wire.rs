@@ -270,6 +270,9 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest, RpcResponse> {
 /// that do not decode...): that route then gives the call, or the error, exactly as always.
 /// The request returned carries no `params`; they are the second value.
 pub fn parse_send(body: &[u8]) -> Option<(RpcRequest, SendMessageRequest)> {
+    if let Some(plain) = plain::parse_send(body) {
+        return Some(plain);
+    }
     /// Params that must be a JSON object (a struct would also accept an array).
     struct ObjectParams(SendMessageRequest);
     impl<'de> Deserialize<'de> for ObjectParams {
@@ -327,6 +330,262 @@ pub fn parse_send(body: &[u8]) -> Option<(RpcRequest, SendMessageRequest)> {
         },
         params,
     ))
+}
+
+pub(super) mod json;
+
+/// [`parse_send`] of the usual SendMessage, read by a small scanner without serde: a message of
+/// plain text parts (`{"text": "…"}`), a string or integer id, an empty `configuration`, strings
+/// without escapes. Anything else (another key, an escape, a duplicate, a number that is not a
+/// plain integer...) is `None`, and the serde route decodes the body as always; what is taken is
+/// exactly what that route gives (a test compares them). serde spent most of a round trip's
+/// parsing buffering each part's keys for its flattened content.
+mod plain {
+    use super::SendMessageRequest;
+    use super::{Message, Method, Part, Role, RpcId, RpcRequest, SendMessageConfiguration};
+
+    struct Scan<'a> {
+        /// The body, checked to be UTF-8 once: strings are slices of it (between quotes, which
+        /// are always character boundaries).
+        text: &'a str,
+        b: &'a [u8],
+        i: usize,
+    }
+
+    impl<'a> Scan<'a> {
+        /// The next byte after whitespace, not consumed.
+        fn peek(&mut self) -> Option<u8> {
+            while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
+                self.i += 1;
+            }
+            self.b.get(self.i).copied()
+        }
+
+        fn eat(&mut self, c: u8) -> Option<()> {
+            (self.peek()? == c).then(|| self.i += 1)
+        }
+
+        /// A string without escapes or control characters.
+        fn str(&mut self) -> Option<&'a str> {
+            self.eat(b'"')?;
+            let start = self.i;
+            let end = start + stop(&self.b[start..])?;
+            if self.b[end] != b'"' {
+                return None;
+            }
+            self.i = end + 1;
+            self.text.get(start..end)
+        }
+
+        /// An object, each member's value read by `member` (which fails on keys it does not
+        /// take, and on a key seen before).
+        fn object(
+            &mut self,
+            mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
+        ) -> Option<()> {
+            self.eat(b'{')?;
+            if self.peek()? == b'}' {
+                self.i += 1;
+                return Some(());
+            }
+            loop {
+                let key = self.str()?;
+                self.eat(b':')?;
+                member(self, key)?;
+                match self.peek()? {
+                    b',' => self.i += 1,
+                    b'}' => {
+                        self.i += 1;
+                        return Some(());
+                    }
+                    _ => return None,
+                }
+            }
+        }
+
+        /// A string id, a non-negative integer id (as serde_json reads it: no sign, no leading
+        /// zero, no fraction or exponent, within u64), or null.
+        fn id(&mut self) -> Option<RpcId> {
+            match self.peek()? {
+                b'"' => Some(RpcId::String(self.str()?.to_string())),
+                b'n' => {
+                    let null = self.b.get(self.i..self.i + 4)? == b"null";
+                    null.then(|| {
+                        self.i += 4;
+                        RpcId::Null
+                    })
+                }
+                b'0'..=b'9' => {
+                    let start = self.i;
+                    while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+                        self.i += 1;
+                    }
+                    let digits = &self.b[start..self.i];
+                    if (digits.len() > 1 && digits[0] == b'0')
+                        || matches!(self.b.get(self.i), Some(b'.' | b'e' | b'E'))
+                    {
+                        return None;
+                    }
+                    let n: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+                    Some(RpcId::Number(n.into()))
+                }
+                _ => None,
+            }
+        }
+
+        /// A part that is only text (and possibly a 0.3 `kind`, ignored as serde ignores it).
+        fn part(&mut self) -> Option<Part> {
+            let (mut text, mut kind) = (None, false);
+            self.object(|s, key| {
+                match key {
+                    "text" if text.is_none() => text = Some(s.str()?),
+                    "kind" if !kind => {
+                        kind = true;
+                        s.str()?;
+                    }
+                    _ => return None,
+                }
+                Some(())
+            })?;
+            Some(Part::text(text?))
+        }
+
+        fn parts(&mut self) -> Option<Vec<Part>> {
+            self.eat(b'[')?;
+            let mut parts = Vec::with_capacity(1);
+            if self.peek()? == b']' {
+                self.i += 1;
+                return Some(parts);
+            }
+            loop {
+                parts.push(self.part()?);
+                match self.peek()? {
+                    b',' => self.i += 1,
+                    b']' => {
+                        self.i += 1;
+                        return Some(parts);
+                    }
+                    _ => return None,
+                }
+            }
+        }
+
+        fn message(&mut self) -> Option<Message> {
+            let (mut id, mut role, mut parts) = (None, None, None);
+            let (mut context_id, mut task_id, mut kind) = (None, None, false);
+            self.object(|s, key| {
+                match key {
+                    "messageId" if id.is_none() => id = Some(s.str()?),
+                    "role" if role.is_none() => role = Some(Role::from_wire_name(s.str()?)),
+                    "parts" if parts.is_none() => parts = Some(s.parts()?),
+                    "contextId" if context_id.is_none() => context_id = Some(s.str()?),
+                    "taskId" if task_id.is_none() => task_id = Some(s.str()?),
+                    "kind" if !kind => {
+                        kind = true;
+                        s.str()?;
+                    }
+                    _ => return None,
+                }
+                Some(())
+            })?;
+            Some(Message {
+                message_id: id?.to_string(),
+                context_id: context_id.map(str::to_string),
+                task_id: task_id.map(str::to_string),
+                role: role?,
+                parts: parts?,
+                metadata: None,
+                extensions: Vec::new(),
+                reference_task_ids: Vec::new(),
+            })
+        }
+
+        fn params(&mut self) -> Option<SendMessageRequest> {
+            let (mut message, mut configuration) = (None, None);
+            self.object(|s, key| {
+                match key {
+                    "message" if message.is_none() => message = Some(s.message()?),
+                    // Only an empty one: its fields have serde defaults.
+                    "configuration" if configuration.is_none() => {
+                        s.object(|_, _| None)?;
+                        configuration = Some(SendMessageConfiguration::default());
+                    }
+                    _ => return None,
+                }
+                Some(())
+            })?;
+            Some(SendMessageRequest {
+                tenant: None,
+                message: message?,
+                configuration,
+                metadata: None,
+            })
+        }
+    }
+
+    /// Where the first quote, backslash or control character of `b` is, eight bytes at a time.
+    pub(super) fn stop(b: &[u8]) -> Option<usize> {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        // A high bit in the lanes of `v` that are zero (exactly, for the first such lane).
+        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+        let mut i = 0;
+        while let Some(chunk) = b.get(i..i + 8) {
+            let v = u64::from_le_bytes(chunk.try_into().ok()?);
+            let hit = zero(v ^ (ONES * u64::from(b'"')))
+                | zero(v ^ (ONES * u64::from(b'\\')))
+                // Lanes below 0x20 (ASCII; a byte >= 0x80 never sets it falsely here since
+                // `!v` clears its high bit).
+                | (v.wrapping_sub(ONES * 0x20) & !v & HIGH);
+            if hit != 0 {
+                return Some(i + (hit.trailing_zeros() / 8) as usize);
+            }
+            i += 8;
+        }
+        b[i..]
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+            .map(|p| i + p)
+    }
+
+    pub(super) fn parse_send(body: &[u8]) -> Option<(RpcRequest, SendMessageRequest)> {
+        let text = std::str::from_utf8(body).ok()?;
+        let mut s = Scan {
+            text,
+            b: body,
+            i: 0,
+        };
+        let (mut version, mut id, mut method, mut params) = (None, None, None, None);
+        s.object(|s, key| {
+            match key {
+                "jsonrpc" if version.is_none() => version = Some(s.str()?),
+                "id" if id.is_none() => id = Some(s.id()?),
+                "method" if method.is_none() => {
+                    let m = s.str()?;
+                    if !matches!(
+                        Method::from_name(m),
+                        Some(Method::SendMessage | Method::SendStreamingMessage)
+                    ) {
+                        return None;
+                    }
+                    method = Some(m);
+                }
+                "params" if params.is_none() => params = Some(s.params()?),
+                _ => return None,
+            }
+            Some(())
+        })?;
+        if s.peek().is_some() || version != Some("2.0") {
+            return None;
+        }
+        let call = RpcRequest {
+            jsonrpc: "2.0".into(),
+            id: id.unwrap_or(RpcId::Null),
+            method: method?.to_string(),
+            params: None,
+        };
+        Some((call, params?))
+    }
 }
 
 /// A response: exactly one of `result` / `error`. The outcome is an enum rather than two options
@@ -1581,6 +1840,30 @@ pub struct TaskResult<'a> {
     pub history_length: Option<i32>,
 }
 
+impl TaskResult<'_> {
+    fn history(&self) -> &[Message] {
+        let all = &self.task.history;
+        match self.history_length {
+            None => &all[..],
+            Some(n) => {
+                let keep = usize::try_from(n.max(0)).unwrap_or(0);
+                &all[all.len().saturating_sub(keep)..]
+            }
+        }
+    }
+
+    /// `success_body(id, self)`, the task written by hand ([`json`]): the same bytes.
+    pub fn body(&self, id: &RpcId) -> Vec<u8> {
+        let mut out = Vec::with_capacity(512);
+        out.extend_from_slice(b"{\"id\":");
+        let _ = serde_json::to_writer(&mut out, id);
+        out.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":{\"task\":");
+        json::task(&mut out, self.task, self.history());
+        out.extend_from_slice(b"}}");
+        out
+    }
+}
+
 impl Serialize for TaskResult<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
@@ -1590,16 +1873,8 @@ impl Serialize for TaskResult<'_> {
                 serialize_task(self.0, self.1, s)
             }
         }
-        let all = &self.task.history;
-        let history = match self.history_length {
-            None => &all[..],
-            Some(n) => {
-                let keep = usize::try_from(n.max(0)).unwrap_or(0);
-                &all[all.len().saturating_sub(keep)..]
-            }
-        };
         let mut m = s.serialize_map(Some(1))?;
-        m.serialize_entry("task", &Cut(self.task, history))?;
+        m.serialize_entry("task", &Cut(self.task, self.history()))?;
         m.end()
     }
 }
@@ -2337,6 +2612,88 @@ mod tests {
         }
     }
 
+    /// The scanner for the usual SendMessage takes only what it reads exactly as serde does,
+    /// and leaves the rest to the serde route.
+    #[test]
+    fn the_plain_scanner_agrees_with_serde_or_declines() {
+        let general = |body: &str| {
+            let call = parse_request(body.as_bytes()).unwrap();
+            let p: SendMessageRequest = call.params().unwrap();
+            (call.id, call.method, p)
+        };
+        let msg = r#"{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"go"}]}"#;
+        let taken = [
+            format!(r#"{{"jsonrpc":"2.0","id":"r-1-2","method":"SendMessage","params":{{"message":{msg},"configuration":{{}}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":7,"method":"SendStreamingMessage","params":{{"message":{msg}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":0,"method":"SendMessage","params":{{"message":{msg}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":18446744073709551615,"method":"SendMessage","params":{{"message":{msg}}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":null,"method":"SendMessage","params":{{"message":{msg}}}}}"#),
+            format!(r#"{{"params":{{"configuration":{{ }},"message":{msg}}},"method":"SendMessage","jsonrpc":"2.0"}}"#),
+            " {\n\t\"jsonrpc\" : \"2.0\" ,\r\n \"id\":\"x\", \"method\":\"SendMessage\", \"params\": { \"message\" : { \"parts\" : [ { \"text\" : \"a\" } , {\"kind\":\"text\",\"text\":\"\"} ] , \"role\":\"agent\", \"messageId\":\"\"}}} ".to_string(),
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"kind":"message","messageId":"m","contextId":"c-1","taskId":"t-1","role":"ROLE_AGENT","parts":[]}}}"#.to_string(),
+            r#"{"jsonrpc":"2.0","id":"h\u00e9","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"h\u00e9llo \u2713 ok, \"quoted\" <- not"}]}}}"#.replace("\\u00e9", "\u{e9}").replace("\\u2713", "\u{2713}").replace("\\\"quoted\\\"", "'quoted'"),
+        ];
+        for body in &taken {
+            let (call, p) = plain::parse_send(body.as_bytes()).expect(body);
+            assert_eq!((call.id, call.method, p), general(body), "{body}");
+        }
+        let declined = [
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"a\nb"}]}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"\u00e9"}]}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"a"}]},"configuration":{"returnImmediately":true}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"a"}],"metadata":{"r":1}}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"a","mediaType":"text/plain"}]}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":{"a":1}}]}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":1,"parts":[{"text":"a"}]}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"a"}]},"metadata":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"tenant":"t","message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"a"}]}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","messageId":"n","role":"ROLE_USER","parts":[{"text":"a"}]}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"a","text":"b"}]}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"a"}],"extra":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","contextId":null,"parts":[{"text":"a"}]}}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}"#,
+            r#"{"jsonrpc":"2.0","id":1e3,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}"#,
+            r#"{"jsonrpc":"2.0","id":-1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}"#,
+            r#"{"jsonrpc":"2.0","id":01,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}} x"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[],}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER"}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage","extra":true,"params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}"#,
+            r#"{"jsonrpc":"1.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"GetTask","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}"#,
+            r#"{"jsonrpc":"2.0","id":true,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","method":"SendMessage"}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":\"1\",\"method\":\"SendMessage\",\"params\":{\"message\":{\"messageId\":\"m\u{1}\",\"role\":\"ROLE_USER\",\"parts\":[]}}}",
+        ];
+        for body in declined {
+            assert!(plain::parse_send(body.as_bytes()).is_none(), "{body}");
+        }
+        assert!(plain::parse_send(b"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\"}").is_none());
+    }
+
+    #[test]
+    fn the_scanner_stops_at_the_first_quote_backslash_or_control_character() {
+        let naive = |b: &[u8]| b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20);
+        let fill = "a\u{e9}\u{2713}\u{7f}~ ".as_bytes();
+        for len in 0..40 {
+            let base: Vec<u8> = fill.iter().cycle().take(len).copied().collect();
+            assert_eq!(plain::stop(&base), naive(&base));
+            for at in 0..len {
+                for stop in [b'"', b'\\', 0, 0x1f, b'\n'] {
+                    let mut b = base.clone();
+                    b[at] = stop;
+                    assert_eq!(plain::stop(&b), Some(at), "{b:?}");
+                    // A second one later changes nothing.
+                    if at + 3 < len {
+                        b[at + 3] = b'"';
+                        assert_eq!(plain::stop(&b), Some(at));
+                    }
+                }
+            }
+        }
+    }
+
     /// Direct serialisation writes the same text as going through a `Value` tree (whose
     /// objects are sorted maps): every field set, and none of the optional ones.
     #[test]
@@ -2434,6 +2791,16 @@ mod tests {
                 cut.unwrap(),
                 serde_json::to_value(&copied).unwrap().to_string()
             );
+            // The hand-written answer of a blocking SendMessage: the same bytes.
+            for t in [&task, &plain] {
+                for id in [RpcId::from("a\"b"), RpcId::from(7), RpcId::Null] {
+                    let r = TaskResult {
+                        task: t,
+                        history_length: n,
+                    };
+                    assert_eq!(r.body(&id), success_body(&id, &r));
+                }
+            }
         }
         for id in [RpcId::from("abc"), RpcId::from(7), RpcId::Null] {
             for result in [
