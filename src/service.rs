@@ -377,7 +377,8 @@ fn replay_of_same(
         return None;
     }
     let key = header_value(&req.headers, &policy.header_name)?;
-    let key = String::from_utf8_lossy(key.as_bytes()).into_owned();
+    // Borrowed (valid UTF-8, as keys are): copied only once this is a replay.
+    let key = String::from_utf8_lossy(key.as_bytes());
     let raw = raw_id(&route.name, &req.body);
     let now = world.clock.now();
     let st = world.lock();
@@ -386,6 +387,7 @@ fn replay_of_same(
         return None;
     }
     let mut response = Response::from_stored(stored);
+    let key = key.into_owned();
     let (work_id, revision) = work_of(Some(svc), req);
     let mut record = new_record(req, now, Some(key), work_id, revision);
     record.seq = st.ledger.next_seq();
