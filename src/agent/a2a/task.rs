@@ -98,7 +98,7 @@ struct Entry {
     agent: String,
     task: Task,
     revision: Option<Value>,
-    revision_key: String,
+    revision_key: Arc<str>,
     canary: String,
     canary_issued: bool,
     /// When the current script run started, for `honor-before`.
@@ -685,7 +685,7 @@ pub(super) fn send(
     let revision = msg
         .metadata
         .as_ref()
-        .and_then(|m| m.get(&spec.revision_key))
+        .and_then(|m| m.get(&*spec.revision_key))
         .filter(|v| !v.is_null())
         .cloned();
     let text = msg.text();
@@ -941,7 +941,7 @@ pub(super) fn send(
     entry.text = text;
     let mut user = req.message;
     user.task_id = Some(task_id.clone());
-    user.context_id = Some(context_id.clone());
+    user.context_id = Some(context_id);
     entry.task.history.push(user);
     entry.log_with(world, now, "task-created", |d| {
         match behavior {
@@ -949,7 +949,7 @@ pub(super) fn send(
             None => d.null("behavior"),
         };
         d.str("cancel", &script.cancel.name())
-            .str("context_id", &context_id)
+            .str("context_id", &entry.task.context_id)
             .opt_value("revision", revision.as_ref())
             .str("task_id", &task_id)
             .str("work", &crate::clock::format_duration(script.work));
@@ -1187,7 +1187,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
                     path: step.path.clone(),
                     headers,
                     body,
-                    actor: Some(format!("agent:{}", e.agent)),
+                    actor: Some(["agent:", &e.agent].concat()),
                     work_id: Some(e.task.id.clone()),
                     revision: e.revision.clone(),
                     ..service::Request::default()
