@@ -32,8 +32,9 @@ pub struct A2aAgent {
     /// Replay the first answer for a repeated `messageId` instead of starting a new task. A2A
     /// makes this optional (REC-4), so both behaviours must be available.
     pub dedupe_message_id: bool,
-    /// The message metadata key that carries the orchestrator's revision (REC-6).
-    pub revision_key: String,
+    /// The message metadata key that carries the orchestrator's revision (REC-6); shared with
+    /// every task the agent keeps.
+    pub revision_key: Arc<str>,
     pub push: PushPolicy,
     /// Hosts push notifications may go to besides loopback.
     pub push_hosts: Vec<String>,
@@ -533,7 +534,7 @@ pub(crate) fn compile(
             .description
             .unwrap_or_else(|| "A scripted A2A agent served by doubleagent".into()),
         dedupe_message_id: raw.dedupe_message_id.unwrap_or(false),
-        revision_key,
+        revision_key: revision_key.into(),
         push: push.unwrap_or_default(),
         push_hosts: raw.push_hosts.unwrap_or_default(),
         strict_version: raw.strict_version.unwrap_or(false),

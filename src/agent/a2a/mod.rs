@@ -14,6 +14,7 @@ pub mod stream;
 pub mod task;
 pub mod wire;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -87,16 +88,17 @@ fn json_body(body: Vec<u8>) -> Reply {
     })
 }
 
-/// The `A2A-Version` of a call: the header, else the query parameter the spec also allows.
-fn version(req: &AgentRequest) -> Option<String> {
+/// The `A2A-Version` of a call: the header, else the query parameter the spec also allows
+/// (borrowed: checked on every call, copied by none).
+fn version(req: &AgentRequest) -> Option<Cow<'_, str>> {
     if let Some(v) = req.headers.get(wire::VERSION_HEADER) {
-        return Some(String::from_utf8_lossy(v.as_bytes()).into_owned());
+        return Some(String::from_utf8_lossy(v.as_bytes()));
     }
     req.query.as_deref().and_then(|q| {
         q.split('&').find_map(|pair| {
             let (k, v) = pair.split_once('=')?;
             k.eq_ignore_ascii_case(wire::VERSION_HEADER)
-                .then(|| v.to_string())
+                .then_some(Cow::Borrowed(v))
         })
     })
 }
