@@ -887,7 +887,7 @@ impl Run {
         if self.gone {
             detail.bool("client_disconnected", true);
         }
-        self.record_text("run-finished", &detail.finish());
+        detail.finish(|detail| self.record_text("run-finished", detail));
 
         // INT-6: a failure that surfaces after the run closed.
         if let (true, Some(late)) = (finished, self.spec.late_error.clone()) {
@@ -1033,7 +1033,7 @@ impl Run {
     }
 
     /// [`Self::record`] with the detail written straight (see [`Detail`]).
-    fn record_text(&self, event: &str, detail: &str) -> u64 {
+    fn record_text(&self, event: &str, detail: &[u8]) -> u64 {
         let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), Value::Null);
         rec.work_id = Some(self.input.run_id.clone());
         self.world.lock().ledger.append_with_detail(rec, detail)

@@ -2282,10 +2282,12 @@ fn needs_escape(s: &[u8]) -> bool {
             return true;
         }
     }
-    chunks
-        .remainder()
-        .iter()
-        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    // The tail the same way, padded with a byte that needs nothing.
+    let rest = chunks.remainder();
+    let mut b = [b'x'; 8];
+    b[..rest.len()].copy_from_slice(rest);
+    let v = u64::from_le_bytes(b);
+    below(v, 0x20) || below(v ^ (b'"' as u64 * ONES), 1) || below(v ^ (b'\\' as u64 * ONES), 1)
 }
 
 /// A JSON string as serde_json writes it: copied as is when no byte needs escaping (no `"`,
@@ -2333,13 +2335,10 @@ pub fn accepts_event_stream(accept: Option<&str>) -> bool {
         return true;
     }
     accept.split(',').any(|range| {
-        let media = range
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        media == "*/*" || media == "text/*" || media == EVENT_STREAM_CONTENT_TYPE
+        let media = range.split(';').next().unwrap_or("").trim();
+        media == "*/*"
+            || media.eq_ignore_ascii_case("text/*")
+            || media.eq_ignore_ascii_case(EVENT_STREAM_CONTENT_TYPE)
     })
 }
 
