@@ -602,17 +602,17 @@ impl Ledger {
     /// them); `record.detail` is ignored. Agents write their entries' details this way instead
     /// of building trees only to be serialized and dropped (a few per request). The journal,
     /// which takes whole records, gets the detail parsed back.
-    pub fn append_with_detail(&mut self, mut record: Record, detail: &str) -> u64 {
+    pub fn append_with_detail(&mut self, mut record: Record, detail: &[u8]) -> u64 {
         let seq = self.next_seq();
         record.seq = seq;
         record.detail = None;
         if let Some(sink) = &self.sink {
-            record.detail = Some(serde_json::from_str(detail).unwrap_or(Value::Null));
+            record.detail = Some(serde_json::from_slice(detail).unwrap_or(Value::Null));
             sink.appended(&record);
             record.detail = None;
         }
         self.counts.add(&record);
-        self.records.push_with_detail(&record, detail.as_bytes());
+        self.records.push_with_detail(&record, detail);
         self.evict();
         if self.appended.receiver_count() > 0 {
             self.appended.send_replace(seq);

@@ -14,32 +14,46 @@ use super::wire::write_json_str;
 
 /// A JSON object whose members may be given in any order; member names are plain ASCII
 /// literals (nothing to escape), each given once (a second value for a name replaces the first).
-#[derive(Default)]
 pub(crate) struct Detail {
+    bufs: Bufs,
+}
+
+/// A detail's buffers, kept per thread between details (a run writes two): no allocation per
+/// detail once they have grown.
+#[derive(Default)]
+struct Bufs {
     /// The members' values, back to back.
     values: Vec<u8>,
     /// The name's first eight bytes as a number that sorts as they do (see [`prefix`]), the
     /// name, and where its value lies in `values`.
     members: Vec<(u64, &'static str, usize, usize)>,
+    /// The finished text.
+    out: Vec<u8>,
+}
+
+thread_local! {
+    static SPARE: std::cell::Cell<Option<Bufs>> = const { std::cell::Cell::new(None) };
 }
 
 impl Detail {
     pub(crate) fn new() -> Detail {
-        Detail {
-            values: Vec::with_capacity(256),
-            members: Vec::with_capacity(16),
-        }
+        // A detail begun while another is open on this thread (none is) gets buffers of its own.
+        let mut bufs = SPARE.with(|s| s.take()).unwrap_or_default();
+        bufs.values.clear();
+        bufs.members.clear();
+        bufs.out.clear();
+        Detail { bufs }
     }
 
     /// Write a member's value with `f`.
     pub(crate) fn raw(&mut self, name: &'static str, f: impl FnOnce(&mut Vec<u8>)) {
-        let start = self.values.len();
-        f(&mut self.values);
-        let end = self.values.len();
+        let start = self.bufs.values.len();
+        f(&mut self.bufs.values);
+        let end = self.bufs.values.len();
         let member = (prefix(name), name, start, end);
-        match self.members.iter_mut().find(|m| m.1 == name) {
+        match self.bufs.members.iter_mut().find(|m| m.1 == name) {
             Some(m) => *m = member,
-            None => self.members.push(member),
+            None => self.bufs.members.push(member),
         }
     }
 
@@ -81,26 +95,46 @@ impl Detail {
         });
     }
 
-    /// The object's text, members in name order.
-    pub(crate) fn finish(mut self) -> String {
+    /// The object's text, members in name order, handed to `f`.
+    pub(crate) fn finish<R>(mut self, f: impl FnOnce(&[u8]) -> R) -> R {
+        let Bufs {
+            values,
+            members,
+            out,
+        } = &mut self.bufs;
         // Byte order of the names, as `String`'s `Ord` sorts a `Value`'s map; most names differ
         // within their first eight bytes.
-        self.members
-            .sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-        let mut out = Vec::with_capacity(self.values.len() + 16 * self.members.len() + 2);
+        members.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+        out.reserve(values.len() + 16 * members.len() + 2);
         out.push(b'{');
-        for (k, (_, name, start, end)) in self.members.iter().enumerate() {
+        for (k, (_, name, start, end)) in members.iter().enumerate() {
             if k > 0 {
                 out.push(b',');
             }
             out.push(b'"');
             out.extend_from_slice(name.as_bytes());
             out.extend_from_slice(b"\":");
-            out.extend_from_slice(&self.values[*start..*end]);
+            out.extend_from_slice(&values[*start..*end]);
         }
         out.push(b'}');
-        // Names are ASCII literals, values were written as JSON text from `&str`s and serde.
-        String::from_utf8(out).unwrap_or_default()
+        f(out)
+    }
+
+    /// [`Self::finish`] as a string.
+    #[cfg(test)]
+    pub(crate) fn finish_string(self) -> String {
+        // Names are ASCII literals, values JSON text written from `&str`s and by serde.
+        self.finish(|b| String::from_utf8_lossy(b).into_owned())
+    }
+}
+
+impl Drop for Detail {
+    fn drop(&mut self) {
+        let bufs = std::mem::take(&mut self.bufs);
+        // Only modest buffers are kept: a detail holding a large state should not pin it.
+        if bufs.values.capacity() <= 1 << 16 && bufs.out.capacity() <= 1 << 16 {
+            SPARE.with(|s| s.set(Some(bufs)));
+        }
     }
 }
 
@@ -179,7 +213,7 @@ mod tests {
             "cause_": "a longer name sorts after its prefix",
             "continuation_id": "differs after eight bytes",
         });
-        assert_eq!(d.finish(), serde_json::to_string(&want).unwrap());
-        assert_eq!(Detail::new().finish(), "{}");
+        assert_eq!(d.finish_string(), serde_json::to_string(&want).unwrap());
+        assert_eq!(Detail::new().finish_string(), "{}");
     }
 }

@@ -451,8 +451,6 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     {
         started.str("continues", &cp.run_id);
     }
-    let started = started.finish();
-
     if let Decision::Reject {
         status,
         code,
@@ -460,7 +458,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     } = &judgement.decision
     {
         // Rare: the refusal's detail merges the run's into its own, as a tree.
-        let started = serde_json::from_str(&started).unwrap_or(Value::Null);
+        let started = started.finish(|b| serde_json::from_slice(b).unwrap_or(Value::Null));
         return reject(*status, code, message.clone(), started);
     }
 
@@ -470,7 +468,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     rec.path = ["/agents/", name.as_str()].concat();
     rec.work_id = Some(input.run_id.clone());
     rec.body = input_json;
-    world.lock().ledger.append_with_detail(rec, &started);
+    started.finish(|detail| world.lock().ledger.append_with_detail(rec, detail));
 
     let outlet = run::Outlet::default();
     // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.

@@ -799,7 +799,7 @@ impl Run {
                     wire_batch.clear();
                     self.violation(Violation::InterruptWithoutInterrupts);
                 }
-                let mut e = if self.spec.violates(Violation::SuccessWhileInterrupted) {
+                if self.spec.violates(Violation::SuccessWhileInterrupted) {
                     self.violation(Violation::SuccessWhileInterrupted);
                     let mut rf = RunFinished {
                         thread_id: self.input.thread_id.clone(),
@@ -810,12 +810,20 @@ impl Run {
                         "outcome".into(),
                         json!({"type": "success", "interrupts": wire_batch}),
                     );
-                    Event::RunFinished(rf)
+                    let mut e = Event::RunFinished(rf);
+                    set_usage(&mut e, usage.take());
+                    finished = self.run_finished(e);
                 } else {
-                    Event::run_interrupted(&self.input.thread_id, &self.input.run_id, wire_batch)
-                };
-                set_usage(&mut e, usage.take());
-                finished = self.run_finished(e);
+                    // Written from borrowed parts (see `emit_frame`), lending the input out.
+                    let input = std::mem::replace(&mut self.input, RunAgentInput::new("", ""));
+                    finished = self.run_finished_frame(Frame::RunInterrupted {
+                        thread_id: &input.thread_id,
+                        run_id: &input.run_id,
+                        interrupts: &wire_batch,
+                        usage: usage.as_deref(),
+                    });
+                    self.input = input;
+                }
                 if self.spec.resume == ResumeMode::Stateful {
                     // Paused again where it resumed: the answers given so far still hold.
                     let mut answers = BTreeMap::new();
@@ -887,7 +895,7 @@ impl Run {
         if self.gone {
             detail.bool("client_disconnected", true);
         }
-        self.record_text("run-finished", &detail.finish());
+        detail.finish(|detail| self.record_text("run-finished", detail));
 
         // INT-6: a failure that surfaces after the run closed.
         if let (true, Some(late)) = (finished, self.spec.late_error.clone()) {
@@ -917,6 +925,16 @@ impl Run {
             return false;
         }
         self.emit(e);
+        !self.gone
+    }
+
+    /// [`Self::run_finished`] for an event written from borrowed parts.
+    fn run_finished_frame(&mut self, frame: Frame<'_>) -> bool {
+        if self.spec.violates(Violation::MissingRunFinished) {
+            self.violation(Violation::MissingRunFinished);
+            return false;
+        }
+        self.emit_frame(frame);
         !self.gone
     }
 
@@ -1033,7 +1051,7 @@ impl Run {
     }
 
     /// [`Self::record`] with the detail written straight (see [`Detail`]).
-    fn record_text(&self, event: &str, detail: &str) -> u64 {
+    fn record_text(&self, event: &str, detail: &[u8]) -> u64 {
         let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), Value::Null);
         rec.work_id = Some(self.input.run_id.clone());
         self.world.lock().ledger.append_with_detail(rec, detail)

@@ -2006,7 +2006,7 @@ fn write_common(out: &mut Vec<u8>, event: &Event) -> bool {
 /// The events a run emits on every turn, borrowing their strings: [`write_frame`] writes one
 /// straight into the stream, where building the owned [`Event`] would copy every id once more
 /// only to drop it after writing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Frame<'a> {
     /// [`Event::run_started`].
     RunStarted {
@@ -2033,6 +2033,13 @@ pub enum Frame<'a> {
     },
     /// [`Event::tool_call_end`].
     ToolCallEnd { tool_call_id: &'a str },
+    /// [`Event::run_interrupted`], with its `usage` set.
+    RunInterrupted {
+        thread_id: &'a str,
+        run_id: &'a str,
+        interrupts: &'a [Interrupt],
+        usage: Option<&'a [TokenUsage]>,
+    },
 }
 
 impl Frame<'_> {
@@ -2045,6 +2052,7 @@ impl Frame<'_> {
             Frame::ToolCallStart { .. } => "TOOL_CALL_START",
             Frame::ToolCallArgs { .. } => "TOOL_CALL_ARGS",
             Frame::ToolCallEnd { .. } => "TOOL_CALL_END",
+            Frame::RunInterrupted { .. } => "RUN_FINISHED",
         }
     }
 
@@ -2076,6 +2084,18 @@ impl Frame<'_> {
                 delta,
             } => Event::tool_call_args(tool_call_id, delta),
             Frame::ToolCallEnd { tool_call_id } => Event::tool_call_end(tool_call_id),
+            Frame::RunInterrupted {
+                thread_id,
+                run_id,
+                interrupts,
+                usage,
+            } => {
+                let mut e = Event::run_interrupted(thread_id, run_id, interrupts.to_vec());
+                if let Event::RunFinished(rf) = &mut e {
+                    rf.usage = usage.map(<[TokenUsage]>::to_vec);
+                }
+                e
+            }
         }
     }
 }
@@ -2122,6 +2142,22 @@ pub fn write_frame(out: &mut Vec<u8>, frame: &Frame<'_>, timestamp_ms: i64) {
             w.str("delta", delta);
         }
         Frame::ToolCallEnd { tool_call_id } => w.str("toolCallId", tool_call_id),
+        Frame::RunInterrupted {
+            thread_id,
+            run_id,
+            interrupts,
+            usage,
+        } => {
+            // As `write_common` writes the owned event: no `result`, the outcome, the usage.
+            w.str("threadId", thread_id);
+            w.str("runId", run_id);
+            w.key("outcome");
+            write_interrupt_outcome(w.out, interrupts);
+            if let Some(u) = usage {
+                w.key("usage");
+                write_usage(w.out, u);
+            }
+        }
     }
     w.json("timestamp", &timestamp_ms);
     w.close();
@@ -2138,21 +2174,24 @@ fn write_outcome(out: &mut Vec<u8>, outcome: &RunOutcome) {
             w.opt_json("pendingToolCallIds", pending_tool_call_ids.as_ref());
             w.close();
         }
-        RunOutcome::Interrupt { interrupts } => {
-            let mut w = JsonObject::open(out, "interrupt");
-            w.key("interrupts");
-            w.out.push(b'[');
-            for (n, i) in interrupts.iter().enumerate() {
-                if n > 0 {
-                    w.out.push(b',');
-                }
-                write_interrupt(w.out, i);
-            }
-            w.out.push(b']');
-            w.close();
-        }
+        RunOutcome::Interrupt { interrupts } => write_interrupt_outcome(out, interrupts),
         RunOutcome::Cancelled => JsonObject::open(out, "cancelled").close(),
     }
+}
+
+/// `RunOutcome::Interrupt` as serde writes it.
+fn write_interrupt_outcome(out: &mut Vec<u8>, interrupts: &[Interrupt]) {
+    let mut w = JsonObject::open(out, "interrupt");
+    w.key("interrupts");
+    w.out.push(b'[');
+    for (n, i) in interrupts.iter().enumerate() {
+        if n > 0 {
+            w.out.push(b',');
+        }
+        write_interrupt(w.out, i);
+    }
+    w.out.push(b']');
+    w.close();
 }
 
 /// An `Interrupt` as serde writes it; one with `metadata` or unknown members through serde.
@@ -2282,10 +2321,12 @@ fn needs_escape(s: &[u8]) -> bool {
             return true;
         }
     }
-    chunks
-        .remainder()
-        .iter()
-        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    // The tail the same way, padded with a byte that needs nothing.
+    let rest = chunks.remainder();
+    let mut b = [b'x'; 8];
+    b[..rest.len()].copy_from_slice(rest);
+    let v = u64::from_le_bytes(b);
+    below(v, 0x20) || below(v ^ (b'"' as u64 * ONES), 1) || below(v ^ (b'\\' as u64 * ONES), 1)
 }
 
 /// A JSON string as serde_json writes it: copied as is when no byte needs escaping (no `"`,
@@ -2333,13 +2374,10 @@ pub fn accepts_event_stream(accept: Option<&str>) -> bool {
         return true;
     }
     accept.split(',').any(|range| {
-        let media = range
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        media == "*/*" || media == "text/*" || media == EVENT_STREAM_CONTENT_TYPE
+        let media = range.split(';').next().unwrap_or("").trim();
+        media == "*/*"
+            || media.eq_ignore_ascii_case("text/*")
+            || media.eq_ignore_ascii_case(EVENT_STREAM_CONTENT_TYPE)
     })
 }
 
@@ -2824,6 +2862,17 @@ mod tests {
     #[test]
     fn borrowed_frames_are_their_events() {
         let tricky = "q \" b \\ nl \n é \u{1}";
+        let mut plain = Interrupt::new("i-2", tricky);
+        plain.tool_call_id = Some("tc".into());
+        let interrupts = [interrupt_example(), plain];
+        let usage = [
+            TokenUsage {
+                provider: Some("p".into()),
+                input_tokens: Some(3),
+                ..TokenUsage::default()
+            },
+            TokenUsage::default(),
+        ];
         let frames = [
             Frame::RunStarted {
                 thread_id: "t",
@@ -2856,6 +2905,18 @@ mod tests {
                 delta: r#"{"a":1}"#,
             },
             Frame::ToolCallEnd { tool_call_id: "tc" },
+            Frame::RunInterrupted {
+                thread_id: tricky,
+                run_id: "r",
+                interrupts: &interrupts,
+                usage: Some(&usage),
+            },
+            Frame::RunInterrupted {
+                thread_id: "t",
+                run_id: tricky,
+                interrupts: &[],
+                usage: None,
+            },
         ];
         // RUN_STARTED as the owned constructor builds it.
         let mut input = RunAgentInput::new("t", "r");
