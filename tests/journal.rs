@@ -123,8 +123,9 @@ fn every_answered_request_survives_sigkill_under_load_and_a_torn_line_is_skipped
             })
         })
         .collect();
-    // Kill once some load has been answered, while the workers are still sending.
-    da.wait_for("service=payments", 200);
+    // Kill once some load has been answered, while the workers are still sending: 200 answers
+    // at least, since each of the 4 workers may have one request recorded but not yet answered.
+    da.wait_for("service=payments", 204);
     kill9(da);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let answered: Vec<(String, String)> = workers
