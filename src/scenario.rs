@@ -343,8 +343,16 @@ pub struct Respond {
 
 #[derive(Clone, Debug)]
 pub enum RespondBody {
-    Json(Value),
+    /// A JSON body with placeholders, compiled once (the value is kept for what reads it).
+    Json(Value, crate::template::Compiled),
     Text(String),
+}
+
+impl RespondBody {
+    pub fn json(v: Value) -> RespondBody {
+        let compiled = crate::template::Compiled::of(&v);
+        RespondBody::Json(v, compiled)
+    }
 }
 
 /// Extra conditions beyond method and path.
@@ -782,7 +790,7 @@ fn compile_route(
                 headers: rr.headers.into_iter().collect(),
                 body: match (rr.json, rr.body) {
                     (_, Some(text)) => RespondBody::Text(text),
-                    (Some(json), None) => RespondBody::Json(json),
+                    (Some(json), None) => RespondBody::json(json),
                     (None, None) => default_body(),
                 },
             }
@@ -837,7 +845,7 @@ fn compile_route(
 }
 
 fn default_body() -> RespondBody {
-    RespondBody::Json(serde_json::json!({"id": "{{action.id}}", "status": "succeeded"}))
+    RespondBody::json(serde_json::json!({"id": "{{action.id}}", "status": "succeeded"}))
 }
 
 /// Preset first (the route's, else the service's), then the service's fields, then the route's.

@@ -997,7 +997,7 @@ fn render_respond(world: &World, route: &Route, json: Option<&Value>, record: &R
         .map(|(k, v)| (k.clone().into(), template::text(v, &ctx).into()))
         .collect();
     let body = match &route.respond.body {
-        RespondBody::Json(v) => {
+        RespondBody::Json(_, compiled) => {
             if !headers
                 .iter()
                 .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
@@ -1005,7 +1005,7 @@ fn render_respond(world: &World, route: &Route, json: Option<&Value>, record: &R
                 headers.push(("content-type".into(), "application/json".into()));
             }
             let mut out = Vec::with_capacity(128);
-            template::write_json(v, &ctx, &mut out);
+            compiled.write(&ctx, &mut out);
             out
         }
         RespondBody::Text(t) => template::text(t, &ctx).into_bytes(),

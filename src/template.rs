@@ -112,6 +112,104 @@ pub fn write_json(v: &Value, vars: &dyn Vars, out: &mut Vec<u8>) {
     }
 }
 
+/// A JSON template compiled once (a fake service's response body, at scenario load): the text
+/// between the strings that hold placeholders is written out ahead of time, so rendering is
+/// copies and the placeholders' values. [`Compiled::write`] gives the bytes of [`write_json`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Compiled {
+    pieces: Vec<Piece>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Piece {
+    /// JSON text as it is.
+    Raw(Vec<u8>),
+    /// A string that is exactly one placeholder: the value, typed; the string as written if
+    /// the name is unknown.
+    Whole { name: String, written: String },
+    /// A string with placeholders among other text.
+    Text(String),
+}
+
+impl Compiled {
+    pub fn of(v: &Value) -> Compiled {
+        let mut c = Compiled { pieces: Vec::new() };
+        let mut raw = Vec::new();
+        c.add(v, &mut raw);
+        if !raw.is_empty() {
+            c.pieces.push(Piece::Raw(raw));
+        }
+        c
+    }
+
+    fn add(&mut self, v: &Value, raw: &mut Vec<u8>) {
+        let flush = |pieces: &mut Vec<Piece>, raw: &mut Vec<u8>, p: Piece| {
+            if !raw.is_empty() {
+                pieces.push(Piece::Raw(std::mem::take(raw)));
+            }
+            pieces.push(p);
+        };
+        match v {
+            Value::String(s) => {
+                if find2(s, b"{{").is_none() {
+                    put_text(raw, s);
+                    return;
+                }
+                let whole = s
+                    .trim()
+                    .strip_prefix("{{")
+                    .and_then(|x| x.strip_suffix("}}"));
+                let piece = match whole.filter(|i| find2(i, b"{{").is_none()) {
+                    Some(inner) => Piece::Whole {
+                        name: inner.trim().to_string(),
+                        written: s.clone(),
+                    },
+                    None => Piece::Text(s.clone()),
+                };
+                flush(&mut self.pieces, raw, piece);
+            }
+            Value::Array(a) => {
+                raw.push(b'[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        raw.push(b',');
+                    }
+                    self.add(x, raw);
+                }
+                raw.push(b']');
+            }
+            Value::Object(o) => {
+                raw.push(b'{');
+                for (i, (k, x)) in o.iter().enumerate() {
+                    if i > 0 {
+                        raw.push(b',');
+                    }
+                    put_text(raw, k);
+                    raw.push(b':');
+                    self.add(x, raw);
+                }
+                raw.push(b'}');
+            }
+            other => put(raw, other),
+        }
+    }
+
+    /// The template's JSON text with its placeholders expanded.
+    pub fn write(&self, vars: &dyn Vars, out: &mut Vec<u8>) {
+        for p in &self.pieces {
+            match p {
+                Piece::Raw(b) => out.extend_from_slice(b),
+                Piece::Whole { name, written } => match vars.var(name) {
+                    Some(Value::String(t)) => put_text(out, &t),
+                    Some(v) => put(out, &v),
+                    None => put_text(out, &text(written, vars)),
+                },
+                Piece::Text(s) => put_text(out, &text(s, vars)),
+            }
+        }
+    }
+}
+
 /// Where a two-byte marker (`{{`, `}}`) starts: a plain byte scan, cheaper on short scenario
 /// strings than `str::find`'s general searcher, which runs per response string.
 fn find2(s: &str, pat: &[u8; 2]) -> Option<usize> {
@@ -168,6 +266,28 @@ mod tests {
             "c": "tab\there\u{1}", "b\\": "back\\slash {{s}}", "u": "\u{e9}\u{7f}"});
         let mut out = Vec::new();
         write_json(&t, &V, &mut out);
-        assert_eq!(String::from_utf8(out).unwrap(), json(&t, &V).to_string());
+        assert_eq!(
+            String::from_utf8(out.clone()).unwrap(),
+            json(&t, &V).to_string()
+        );
+        for t in [
+            t,
+            j!("{{s}}"),
+            j!(" {{ n }} "),
+            j!("x{{s}}"),
+            j!(7),
+            j!([]),
+            j!({}),
+            j!([{"a": ["{{nope}}", "{{n}}{{s}}", true]}]),
+        ] {
+            let mut compiled = Vec::new();
+            Compiled::of(&t).write(&V, &mut compiled);
+            let mut direct = Vec::new();
+            write_json(&t, &V, &mut direct);
+            assert_eq!(
+                String::from_utf8(compiled).unwrap(),
+                String::from_utf8(direct).unwrap()
+            );
+        }
     }
 }
