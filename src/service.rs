@@ -149,8 +149,16 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
     let early = service
         .filter(|s| whole && s.routes.iter().all(|r| r.matcher.json.is_empty()))
         .map(|s| find_route(s, &req, None).map(|(r, p)| (s, r, p)));
-    if let Some(Some((svc, route, _))) = &early {
-        if let Some(out) = replay_of_same(world, svc, route, &mut req) {
+    // The route and exact bytes as one number: the fast lane's test, and what the key store
+    // keeps if this executes.
+    let raw = match &early {
+        Some(Some((_, route, _))) if route.kind == RouteKind::Action => {
+            Some(raw_id(&route.name, &req.body))
+        }
+        _ => None,
+    };
+    if let (Some(Some((svc, route, _))), Some(raw)) = (&early, raw) {
+        if let Some(out) = replay_of_same(world, svc, route, &mut req, raw) {
             return out;
         }
     }
@@ -227,7 +235,7 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
                         &mut st,
                         svc,
                         route,
-                        (&req.body, json.as_ref(), intent_text),
+                        (&req.body, raw, json.as_ref(), intent_text),
                         &mut record,
                     ),
                     RouteKind::Lookup => (
@@ -368,6 +376,7 @@ fn replay_of_same(
     svc: &Service,
     route: &Route,
     req: &mut Request,
+    raw: u64,
 ) -> Option<Outcome> {
     let policy = &route.idempotency;
     if route.kind != RouteKind::Action
@@ -379,7 +388,6 @@ fn replay_of_same(
     let key = header_value(&req.headers, &policy.header_name)?;
     // Borrowed (valid UTF-8, as keys are): copied only once this is a replay.
     let key = String::from_utf8_lossy(key.as_bytes());
-    let raw = raw_id(&route.name, &req.body);
     let now = world.clock.now();
     let st = world.lock();
     let (of, stored) = st.keys.replay_of_same(policy, &svc.name, &key, raw, now)?;
@@ -699,13 +707,14 @@ impl Prepared {
 }
 
 /// An action's part of admission (the key, fingerprint and intent are already in `record`).
-/// `body`: the request's raw body, as parsed, and the action's intent as JSON text.
+/// `body`: the request's raw body (and its `raw_id`, if known), as parsed, and the action's
+/// intent as JSON text.
 fn action(
     world: &World,
     st: &mut State,
     svc: &Service,
     route: &Route,
-    body: (&[u8], Option<&Value>, Option<&[u8]>),
+    body: (&[u8], Option<u64>, Option<&Value>, Option<&[u8]>),
     record: &mut Record,
 ) -> (Response, Plan) {
     let (mut response, plan) = decide_and_execute(world, st, svc, route, body, record);
@@ -724,7 +733,7 @@ fn decide_and_execute(
     st: &mut State,
     svc: &Service,
     route: &Route,
-    (raw_body, json, intent): (&[u8], Option<&Value>, Option<&[u8]>),
+    (raw_body, raw, json, intent): (&[u8], Option<u64>, Option<&Value>, Option<&[u8]>),
     record: &mut Record,
 ) -> (Response, Plan) {
     let now = record.received_at;
@@ -856,7 +865,7 @@ fn decide_and_execute(
                         created_at: now,
                         completes_at,
                         response: response.to_stored(),
-                        raw: raw_id(route.name.as_str(), raw_body),
+                        raw: raw.unwrap_or_else(|| raw_id(route.name.as_str(), raw_body)),
                     };
                     world.note(|session| Line::Key {
                         session,

@@ -32,9 +32,11 @@ const MAX_INTERNED_LEN: usize = 256;
 struct Strings {
     table: Vec<Box<str>>,
     ids: FastMap<Box<str>, u32>,
-    /// The id last interned for each field ([`Field`]): consecutive records mostly repeat their
-    /// service, route, method and path, and comparing with the last one costs less than hashing.
-    last: [Option<u32>; FIELDS],
+    /// The ids last interned for each field ([`Field`]), most recent first (each checked by
+    /// comparing its string, so the zeros it starts with are harmless): records mostly repeat a
+    /// few services, routes, methods, paths and agents' event names, and comparing with those
+    /// costs less than hashing.
+    recent: [[u32; RECENT]; FIELDS],
 }
 
 /// The interned fields of a record, for [`Strings::last`].
@@ -49,18 +51,23 @@ enum Field {
     Fate,
 }
 const FIELDS: usize = 7;
+const RECENT: usize = 4;
 
 impl Strings {
     fn intern_field(&mut self, field: Field, s: &str) -> Option<u32> {
-        let slot = field as usize;
-        if let Some(id) = self.last[slot] {
+        let recent = &mut self.recent[field as usize];
+        for i in 0..RECENT {
+            let id = recent[i];
             if self.table.get(id as usize).is_some_and(|t| **t == *s) {
+                recent[..=i].rotate_right(1);
                 return Some(id);
             }
         }
-        let id = self.intern(s);
-        self.last[slot] = id;
-        id
+        let id = self.intern(s)?;
+        let recent = &mut self.recent[field as usize];
+        recent.rotate_right(1);
+        recent[0] = id;
+        Some(id)
     }
 
     fn intern(&mut self, s: &str) -> Option<u32> {
