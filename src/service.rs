@@ -235,7 +235,12 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
                         &mut st,
                         svc,
                         route,
-                        (&req.body, raw, json.as_ref(), intent_text),
+                        ActionBody {
+                            bytes: &req.body,
+                            raw,
+                            json: json.as_ref(),
+                            intent: intent_text,
+                        },
                         &mut record,
                     ),
                     RouteKind::Lookup => (
@@ -707,14 +712,24 @@ impl Prepared {
 }
 
 /// An action's part of admission (the key, fingerprint and intent are already in `record`).
-/// `body`: the request's raw body (and its `raw_id`, if known), as parsed, and the action's
-/// intent as JSON text.
+/// What an action's admission reads of its request's body.
+struct ActionBody<'a> {
+    /// As received.
+    bytes: &'a [u8],
+    /// Its `raw_id` with the route, if already worked out.
+    raw: Option<u64>,
+    /// As parsed.
+    json: Option<&'a Value>,
+    /// The action's intent as JSON text.
+    intent: Option<&'a [u8]>,
+}
+
 fn action(
     world: &World,
     st: &mut State,
     svc: &Service,
     route: &Route,
-    body: (&[u8], Option<u64>, Option<&Value>, Option<&[u8]>),
+    body: ActionBody<'_>,
     record: &mut Record,
 ) -> (Response, Plan) {
     let (mut response, plan) = decide_and_execute(world, st, svc, route, body, record);
@@ -733,9 +748,15 @@ fn decide_and_execute(
     st: &mut State,
     svc: &Service,
     route: &Route,
-    (raw_body, raw, json, intent): (&[u8], Option<u64>, Option<&Value>, Option<&[u8]>),
+    body: ActionBody<'_>,
     record: &mut Record,
 ) -> (Response, Plan) {
+    let ActionBody {
+        bytes: raw_body,
+        raw,
+        json,
+        intent,
+    } = body;
     let now = record.received_at;
     let policy = &route.idempotency;
     let decision = st.keys.decide(
