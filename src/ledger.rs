@@ -731,7 +731,9 @@ impl Counts {
             if let Some((k, n)) = self.map.get_mut(&h) {
                 if same(k) {
                     *n += by;
-                    self.recent[..=i].rotate_right(1);
+                    if i > 0 {
+                        self.recent[..=i].rotate_right(1);
+                    }
                     return;
                 }
             }

@@ -59,7 +59,9 @@ impl Strings {
         for i in 0..RECENT {
             let id = recent[i];
             if self.table.get(id as usize).is_some_and(|t| **t == *s) {
-                recent[..=i].rotate_right(1);
+                if i > 0 {
+                    recent[..=i].rotate_right(1);
+                }
                 return Some(id);
             }
         }
