@@ -481,13 +481,7 @@ impl Ledger {
         }
         self.counts.add(&record);
         self.records.push(&record);
-        self.evict();
-        // Waiters subscribe under the same world lock that appends hold, so skipping the
-        // notification when nobody listens loses no wake-up; it saves waking eight idle
-        // `Notify`s per request.
-        if self.appended.receiver_count() > 0 {
-            self.appended.send_replace(seq);
-        }
+        self.pushed(seq);
         seq
     }
 
@@ -509,10 +503,7 @@ impl Ledger {
         }
         self.counts.add(&record);
         self.records.push_like(&record, at);
-        self.evict();
-        if self.appended.receiver_count() > 0 {
-            self.appended.send_replace(seq);
-        }
+        self.pushed(seq);
         Some(seq)
     }
 
@@ -536,10 +527,7 @@ impl Ledger {
         record.seq = seq;
         self.counts.add(&record);
         self.records.push_texts(&record, texts);
-        self.evict();
-        if self.appended.receiver_count() > 0 {
-            self.appended.send_replace(seq);
-        }
+        self.pushed(seq);
         seq
     }
 
@@ -552,16 +540,24 @@ impl Ledger {
         let seq = self.next_seq();
         self.counts.bump(ev.agent, "", Disposition::Agent, "", 1);
         self.records.push_agent_event(ev);
-        self.evict();
-        if self.appended.receiver_count() > 0 {
-            self.appended.send_replace(seq);
-        }
+        self.pushed(seq);
         seq
     }
 
     /// Whether the record `seq` is still held (not evicted, not yet to come).
     pub fn holds(&self, seq: u64) -> bool {
         self.position(seq).is_some()
+    }
+
+    /// After a record numbered `seq` went in: evict past the bound, wake waiters.
+    fn pushed(&mut self, seq: u64) {
+        self.evict();
+        // Waiters subscribe under the same world lock that appends hold, so skipping the
+        // notification when nobody listens loses no wake-up; it saves waking eight idle
+        // `Notify`s per request.
+        if self.appended.receiver_count() > 0 {
+            self.appended.send_replace(seq);
+        }
     }
 
     fn evict(&mut self) {
@@ -613,10 +609,7 @@ impl Ledger {
         }
         self.counts.add(&record);
         self.records.push_with_detail(&record, detail);
-        self.evict();
-        if self.appended.receiver_count() > 0 {
-            self.appended.send_replace(seq);
-        }
+        self.pushed(seq);
         seq
     }
 
