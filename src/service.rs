@@ -152,7 +152,9 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
     // The route and exact bytes as one number: the fast lane's test, and what the key store
     // keeps if this executes.
     let raw = match &early {
-        Some(Some((_, route, _))) if route.kind == RouteKind::Action => {
+        Some(Some((_, route, _)))
+            if route.kind == RouteKind::Action && route.idempotency.mode == Mode::Honor =>
+        {
             Some(raw_id(&route.name, &req.body))
         }
         _ => None,
