@@ -7,6 +7,10 @@
 //! JSON type (`amount = "{{body./amount}}"` stays a number). Unknown placeholders are left as
 //! written, so a typo shows up in the output instead of vanishing.
 //!
+//! [`Compiled`] is a fake service's JSON response body compiled once at load;
+//! [`write_json_str`] writes a JSON string as serde_json would, faster, for it and for the
+//! agents' hand-written JSON.
+//!
 //! Sits beside `clock` and `fate` at the bottom: it imports nothing from the crate.
 
 use serde_json::Value;
@@ -42,14 +46,8 @@ pub fn text(s: &str, vars: &dyn Vars) -> String {
 pub fn json(v: &Value, vars: &dyn Vars) -> Value {
     match v {
         Value::String(s) => {
-            let whole = s
-                .trim()
-                .strip_prefix("{{")
-                .and_then(|x| x.strip_suffix("}}"));
-            if let Some(inner) = whole.filter(|i| find2(i, b"{{").is_none()) {
-                if let Some(v) = vars.var(inner.trim()) {
-                    return v;
-                }
+            if let Some(v) = whole_placeholder(s).and_then(|name| vars.var(name)) {
+                return v;
             }
             Value::String(text(s, vars))
         }
@@ -61,60 +59,10 @@ pub fn json(v: &Value, vars: &dyn Vars) -> Value {
     }
 }
 
-/// [`json`] written straight out as compact JSON text: the same bytes as
-/// `json(v, vars).to_string()`, without building the expanded tree first (a fake service renders
-/// one per response).
-pub fn write_json(v: &Value, vars: &dyn Vars, out: &mut Vec<u8>) {
-    match v {
-        Value::String(s) => {
-            if find2(s, b"{{").is_none() {
-                put_text(out, s);
-                return;
-            }
-            let whole = s
-                .trim()
-                .strip_prefix("{{")
-                .and_then(|x| x.strip_suffix("}}"));
-            if let Some(inner) = whole.filter(|i| find2(i, b"{{").is_none()) {
-                if let Some(v) = vars.var(inner.trim()) {
-                    match &v {
-                        Value::String(t) => put_text(out, t),
-                        v => put(out, v),
-                    }
-                    return;
-                }
-            }
-            put_text(out, &text(s, vars));
-        }
-        Value::Array(a) => {
-            out.push(b'[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_json(x, vars, out);
-            }
-            out.push(b']');
-        }
-        Value::Object(o) => {
-            out.push(b'{');
-            for (i, (k, x)) in o.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                put_text(out, k);
-                out.push(b':');
-                write_json(x, vars, out);
-            }
-            out.push(b'}');
-        }
-        other => put(out, other),
-    }
-}
-
 /// A JSON template compiled once (a fake service's response body, at scenario load): the text
 /// between the strings that hold placeholders is written out ahead of time, so rendering is
-/// copies and the placeholders' values. [`Compiled::write`] gives the bytes of [`write_json`].
+/// copies and the placeholders' values. [`Compiled::write`] gives the bytes of
+/// `json(v, vars).to_string()` without building the expanded tree.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Compiled {
     pieces: Vec<Piece>,
@@ -152,16 +100,12 @@ impl Compiled {
         match v {
             Value::String(s) => {
                 if find2(s, b"{{").is_none() {
-                    put_text(raw, s);
+                    write_json_str(raw, s);
                     return;
                 }
-                let whole = s
-                    .trim()
-                    .strip_prefix("{{")
-                    .and_then(|x| x.strip_suffix("}}"));
-                let piece = match whole.filter(|i| find2(i, b"{{").is_none()) {
-                    Some(inner) => Piece::Whole {
-                        name: inner.trim().to_string(),
+                let piece = match whole_placeholder(s) {
+                    Some(name) => Piece::Whole {
+                        name: name.to_string(),
                         written: s.clone(),
                     },
                     None => Piece::Text(s.clone()),
@@ -184,7 +128,7 @@ impl Compiled {
                     if i > 0 {
                         raw.push(b',');
                     }
-                    put_text(raw, k);
+                    write_json_str(raw, k);
                     raw.push(b':');
                     self.add(x, raw);
                 }
@@ -200,14 +144,21 @@ impl Compiled {
             match p {
                 Piece::Raw(b) => out.extend_from_slice(b),
                 Piece::Whole { name, written } => match vars.var(name) {
-                    Some(Value::String(t)) => put_text(out, &t),
+                    Some(Value::String(t)) => write_json_str(out, &t),
                     Some(v) => put(out, &v),
-                    None => put_text(out, &text(written, vars)),
+                    None => write_json_str(out, &text(written, vars)),
                 },
-                Piece::Text(s) => put_text(out, &text(s, vars)),
+                Piece::Text(s) => write_json_str(out, &text(s, vars)),
             }
         }
     }
+}
+
+/// The name in a string that is exactly one placeholder (`"{{ name }}"`, spaces around it
+/// allowed): such a string takes the value's own JSON type.
+fn whole_placeholder(s: &str) -> Option<&str> {
+    let inner = s.trim().strip_prefix("{{")?.strip_suffix("}}")?;
+    find2(inner, b"{{").is_none().then(|| inner.trim())
 }
 
 /// Where a two-byte marker (`{{`, `}}`) starts: a plain byte scan, cheaper on short scenario
@@ -216,15 +167,45 @@ fn find2(s: &str, pat: &[u8; 2]) -> Option<usize> {
     s.as_bytes().windows(2).position(|w| w == pat)
 }
 
-/// A JSON string: as it is between quotes when nothing in it needs escaping (the common case,
-/// and cheaper than the serializer), else as serde_json escapes it.
-fn put_text(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+/// Whether `s` holds a byte JSON escapes (`"`, `\\`, a control character), eight at a time:
+/// strings written on every request (response templates, agents' events and ledger details)
+/// mostly need nothing.
+fn needs_escape(s: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte of `v - n * ONES` borrows (its high bit set where `v`'s was not) iff some byte of
+    // `v` is below `n`: exact as an "any" test, which is all this asks.
+    let below = |v: u64, n: u64| v.wrapping_sub(n * ONES) & !v & HIGH != 0;
+    let mut chunks = s.chunks_exact(8);
+    for c in &mut chunks {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        let v = u64::from_le_bytes(b);
+        if below(v, 0x20)
+            || below(v ^ (b'"' as u64 * ONES), 1)
+            || below(v ^ (b'\\' as u64 * ONES), 1)
+        {
+            return true;
+        }
+    }
+    // The tail the same way, padded with a byte that needs nothing.
+    let rest = chunks.remainder();
+    let mut b = [b'x'; 8];
+    b[..rest.len()].copy_from_slice(rest);
+    let v = u64::from_le_bytes(b);
+    below(v, 0x20) || below(v ^ (b'"' as u64 * ONES), 1) || below(v ^ (b'\\' as u64 * ONES), 1)
+}
+
+/// A JSON string as serde_json writes it: copied as is when no byte needs escaping (no `"`,
+/// `\\` or control character; serde_json escapes nothing else), else by serde_json.
+pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
+    if needs_escape(s.as_bytes()) {
+        let _ = serde_json::to_writer(&mut *out, s);
+    } else {
+        out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
         out.push(b'"');
-    } else {
-        put(out, s);
     }
 }
 
@@ -261,15 +242,9 @@ mod tests {
     }
 
     #[test]
-    fn written_json_is_the_expanded_tree_as_text() {
+    fn compiled_json_is_the_expanded_tree_as_text() {
         let t = j!({"k": "{{n}}", "t": "n={{n}}", "l": ["{{s}}", 1, null, {"z": "{{nope}}"}], "a\"b": "q\"{{s}}",
             "c": "tab\there\u{1}", "b\\": "back\\slash {{s}}", "u": "\u{e9}\u{7f}"});
-        let mut out = Vec::new();
-        write_json(&t, &V, &mut out);
-        assert_eq!(
-            String::from_utf8(out.clone()).unwrap(),
-            json(&t, &V).to_string()
-        );
         for t in [
             t,
             j!("{{s}}"),
@@ -280,14 +255,24 @@ mod tests {
             j!({}),
             j!([{"a": ["{{nope}}", "{{n}}{{s}}", true]}]),
         ] {
-            let mut compiled = Vec::new();
-            Compiled::of(&t).write(&V, &mut compiled);
-            let mut direct = Vec::new();
-            write_json(&t, &V, &mut direct);
-            assert_eq!(
-                String::from_utf8(compiled).unwrap(),
-                String::from_utf8(direct).unwrap()
-            );
+            let mut out = Vec::new();
+            Compiled::of(&t).write(&V, &mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), json(&t, &V).to_string());
+        }
+    }
+
+    #[test]
+    fn json_strings_are_escaped_as_serde_json_escapes_them() {
+        for c in ['"', '\\', '\n', '\u{0}', '\u{1f}', '\u{7f}', '\u{e9}', 'x'] {
+            for len in 0..20 {
+                for at in 0..=len {
+                    let mut s: String = "a".repeat(len);
+                    s.insert(at, c);
+                    let mut out = Vec::new();
+                    write_json_str(&mut out, &s);
+                    assert_eq!(out, serde_json::to_vec(&s).unwrap(), "{s:?}");
+                }
+            }
         }
     }
 }

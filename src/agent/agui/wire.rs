@@ -2301,46 +2301,8 @@ impl<'a> JsonObject<'a> {
     }
 }
 
-/// Whether `s` holds a byte JSON escapes (`"`, `\\`, a control character), eight at a time:
-/// event and ledger strings are written on every run and most need nothing.
-fn needs_escape(s: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // A byte of `v - n * ONES` borrows (its high bit set where `v`'s was not) iff some byte of
-    // `v` is below `n`: exact as an "any" test, which is all this asks.
-    let below = |v: u64, n: u64| v.wrapping_sub(n * ONES) & !v & HIGH != 0;
-    let mut chunks = s.chunks_exact(8);
-    for c in &mut chunks {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(c);
-        let v = u64::from_le_bytes(b);
-        if below(v, 0x20)
-            || below(v ^ (b'"' as u64 * ONES), 1)
-            || below(v ^ (b'\\' as u64 * ONES), 1)
-        {
-            return true;
-        }
-    }
-    // The tail the same way, padded with a byte that needs nothing.
-    let rest = chunks.remainder();
-    let mut b = [b'x'; 8];
-    b[..rest.len()].copy_from_slice(rest);
-    let v = u64::from_le_bytes(b);
-    below(v, 0x20) || below(v ^ (b'"' as u64 * ONES), 1) || below(v ^ (b'\\' as u64 * ONES), 1)
-}
-
-/// A JSON string as serde_json writes it: copied as is when no byte needs escaping (no `"`,
-/// `\\` or control character; serde_json escapes nothing else), else by serde_json.
-pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) {
-    if needs_escape(s.as_bytes()) {
-        let _ = serde_json::to_writer(&mut *out, s);
-    } else {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    }
-}
+/// A JSON string as serde_json writes it (shared with the fake services' templates).
+pub(crate) use crate::template::write_json_str;
 
 /// A keep-alive comment frame, which consumers ignore.
 pub const SSE_KEEP_ALIVE: &str = ": keep-alive\n\n";

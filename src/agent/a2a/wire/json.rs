@@ -3,25 +3,17 @@
 //! in sorted order; a test compares them), for the answer to a blocking SendMessage.
 //!
 //! serde_json escapes strings a byte at a time through a table; here a string is checked eight
-//! bytes at a time for anything to escape ([`super::plain::stop`]) and copied whole when there is
-//! nothing (almost always), else handed to serde_json. `Value`s (metadata, data parts) always
+//! bytes at a time for anything to escape ([`crate::template::write_json_str`]) and copied whole
+//! when there is nothing (almost always), else handed to serde_json. `Value`s (metadata, data parts) always
 //! go through serde_json.
 
 use serde::Serialize;
 
 use super::{Artifact, Message, Part, PartContent, Task, TaskStatus};
 
-/// `s` as a JSON string, escaped exactly as serde_json escapes it.
-pub(in crate::agent::a2a) fn write_str(out: &mut Vec<u8>, s: &str) {
-    if super::plain::stop(s.as_bytes()).is_none() {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    } else {
-        // Writing into a Vec cannot fail.
-        let _ = serde_json::to_writer(out, s);
-    }
-}
+/// `s` as a JSON string, escaped exactly as serde_json escapes it (shared with the fake
+/// services' templates).
+pub(in crate::agent::a2a) use crate::template::write_json_str as write_str;
 
 /// An object being written, members in the order given.
 struct Obj<'a> {
