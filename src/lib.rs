@@ -11,6 +11,7 @@ pub mod agent;
 pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod compact;
 pub mod fate;
 pub mod hash;
 pub mod idempotency;

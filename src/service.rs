@@ -9,11 +9,13 @@
 //! anything is sent, exactly as a real provider commits before it replies.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::time::Duration;
 
 use hyper::HeaderMap;
 use serde_json::{json, Value};
 
+use crate::compact::Flat;
 use crate::fate::Fate;
 use crate::idempotency::{
     fingerprint, fingerprint_bytes, raw_id, Cache, Decision, Fingerprint, KeyRecord, Mode,
@@ -164,10 +166,23 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
             return out;
         }
     }
-    let json = if req.too_large {
+    // Out of the request while it lends parts of itself to the record (restored for `finish`).
+    let body = std::mem::take(&mut req.body);
+    // A simple body of an action found without it is read without a tree (`compact`): its
+    // text, fingerprint and intent come from the bytes; placeholders that name it parse it then.
+    let flat = match &early {
+        Some(Some((_, route, _)))
+            if route.kind == RouteKind::Action
+                && !matches!(route.idempotency.fingerprint, Fingerprint::Pointers(_)) =>
+        {
+            Flat::read(&body)
+        }
+        _ => None,
+    };
+    let json = if req.too_large || flat.is_some() {
         None
     } else {
-        serde_json::from_slice::<Value>(&req.body).ok()
+        serde_json::from_slice::<Value>(&body).ok()
     };
     let (work_id, revision) = work_of(service, &mut req);
     let mut json = json;
@@ -183,7 +198,7 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
     let prepared = found
         .as_ref()
         .filter(|(_, route, _)| route.kind == RouteKind::Action)
-        .map(|(_, route, _)| Prepared::of(route, &req, json.as_ref()));
+        .map(|(_, route, _)| Prepared::of(route, &req, &body, json.as_ref(), flat.as_ref()));
     let (idempotency_key, fingerprint, texts) = match prepared {
         Some(p) => (p.key, p.fp, Some((p.intent, p.body, p.intent_is_body))),
         None => (None, None, None),
@@ -200,7 +215,7 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
         None => (None, None),
     };
     // What the ledger keeps of a body is the parsed JSON when it fits, else text (`ledger_body`).
-    let body_text = body_text.filter(|_| req.body.len() <= scenario.ledger_body_bytes);
+    let body_text = body_text.filter(|_| body.len() <= scenario.ledger_body_bytes);
     let now = world.clock.now();
     let mut record = new_record(&mut req, now, idempotency_key, work_id, revision);
     record.fingerprint = fingerprint;
@@ -238,9 +253,12 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
                         svc,
                         route,
                         ActionBody {
-                            bytes: &req.body,
+                            bytes: &body,
                             raw,
-                            json: json.as_ref(),
+                            tree: &match flat {
+                                Some(_) => Tree::Later(&body, OnceCell::new()),
+                                None => Tree::Parsed(json.as_ref()),
+                            },
                             intent: intent_text,
                         },
                         &mut record,
@@ -259,10 +277,10 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
     };
     let append = match (&texts, body_text) {
         // An action: its intent (and its body, when it is kept as JSON) are already text.
-        (Some(_), body) => {
-            if body.is_none() {
+        (Some(_), kept) => {
+            if kept.is_none() {
                 (record.body, record.body_truncated) = ledger_body(
-                    &req.body,
+                    &body,
                     json.take(),
                     scenario.ledger_body_bytes,
                     req.too_large,
@@ -270,12 +288,12 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
             }
             Append::Texts(Texts {
                 intent: intent_text,
-                body,
+                body: kept,
             })
         }
         (None, _) => {
             (record.body, record.body_truncated) = ledger_body(
-                &req.body,
+                &body,
                 json.take(),
                 scenario.ledger_body_bytes,
                 req.too_large,
@@ -283,6 +301,7 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
             Append::Record
         }
     };
+    req.body = body;
     finish(world, st, &req, record, append, response, plan)
 }
 
@@ -689,24 +708,37 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn of(route: &Route, req: &Request, json: Option<&Value>) -> Prepared {
+    fn of(
+        route: &Route,
+        req: &Request,
+        raw: &[u8],
+        json: Option<&Value>,
+        flat: Option<&Flat>,
+    ) -> Prepared {
         let policy = &route.idempotency;
-        let body = json.map(|v| {
-            let mut text = Vec::with_capacity(req.body.len() + 8);
-            let _ = serde_json::to_writer(&mut text, v);
-            text
-        });
+        let body = match flat {
+            Some(f) => {
+                let mut text = Vec::with_capacity(raw.len());
+                f.write(&mut text);
+                Some(text)
+            }
+            None => json.map(|v| {
+                let mut text = Vec::with_capacity(raw.len() + 8);
+                let _ = serde_json::to_writer(&mut text, v);
+                text
+            }),
+        };
         let fp = match (&policy.fingerprint, &body) {
             // The same bytes `fingerprint` would hash, already written.
             (Fingerprint::Body, Some(text)) => Some(fingerprint_bytes(text)),
-            (how, _) => fingerprint(how, &req.body, json),
+            (how, _) => fingerprint(how, raw, json),
         };
         let intent_is_body = route.intent.is_empty();
         Prepared {
             key: header_value(&req.headers, &policy.header_name)
                 .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
             fp,
-            intent: (!intent_is_body).then(|| intent_text(route, json)),
+            intent: (!intent_is_body).then(|| intent_text(route, json, flat)),
             body,
             intent_is_body,
         }
@@ -720,8 +752,8 @@ struct ActionBody<'a> {
     bytes: &'a [u8],
     /// Its `raw_id` with the route, if already worked out.
     raw: Option<u64>,
-    /// As parsed.
-    json: Option<&'a Value>,
+    /// As parsed (or to be parsed).
+    tree: &'a Tree<'a>,
     /// The action's intent as JSON text.
     intent: Option<&'a [u8]>,
 }
@@ -756,7 +788,7 @@ fn decide_and_execute(
     let ActionBody {
         bytes: raw_body,
         raw,
-        json,
+        tree,
         intent,
     } = body;
     let now = record.received_at;
@@ -850,7 +882,7 @@ fn decide_and_execute(
                 f if f.applies() => Some(now),
                 _ => None,
             };
-            let ok = render_respond(world, route, json, record);
+            let ok = render_respond(world, route, tree, record);
             let (response, plan, completes_at) = match fate {
                 Fate::Respond => (ok, Plan::Now, now),
                 Fate::Delay(d) => (ok, Plan::At(now + d), now + d),
@@ -921,7 +953,7 @@ fn error_text(status: u16) -> &'static str {
 /// The intent of an action whose route names pointers, as compact JSON text: an object of the
 /// values at them (null where absent), written as a `serde_json` map of them would be: keys in
 /// byte order, each once.
-fn intent_text(route: &Route, json: Option<&Value>) -> Vec<u8> {
+fn intent_text(route: &Route, json: Option<&Value>, flat: Option<&Flat>) -> Vec<u8> {
     let mut pointers: Vec<&str> = route.intent.iter().map(String::as_str).collect();
     pointers.sort_unstable();
     pointers.dedup();
@@ -931,12 +963,18 @@ fn intent_text(route: &Route, json: Option<&Value>) -> Vec<u8> {
         if i > 0 {
             out.push(b',');
         }
-        let _ = serde_json::to_writer(&mut out, p);
+        template::write_json_str(&mut out, p);
         out.push(b':');
-        let _ = serde_json::to_writer(
-            &mut out,
-            json.and_then(|j| at(j, p)).unwrap_or(&Value::Null),
-        );
+        match flat {
+            Some(f) if p.is_empty() => f.write(&mut out),
+            Some(f) => out.extend_from_slice(f.at(p).unwrap_or(b"null")),
+            None => {
+                let _ = serde_json::to_writer(
+                    &mut out,
+                    json.and_then(|j| at(j, p)).unwrap_or(&Value::Null),
+                );
+            }
+        }
     }
     out.push(b'}');
     out
@@ -975,10 +1013,18 @@ fn an_intent_written_as_text_is_the_map_of_its_pointers_as_json() {
                         .unwrap_or(Value::Null),
                 );
             }
-            let text = intent_text(route, json);
+            let text = intent_text(route, json, None);
             assert_eq!(
                 String::from_utf8(text).unwrap(),
                 Value::Object(m).to_string()
+            );
+            let flat_body = br#"{"z":null,"to":"acct-9","amount":100,"/":1,"a/b":2,"c~d":3}"#;
+            let flat = Flat::read(flat_body).unwrap();
+            let tree: Value = serde_json::from_slice(flat_body).unwrap();
+            assert_eq!(
+                intent_text(route, None, Some(&flat)),
+                intent_text(route, Some(&tree), None),
+                "{pointers:?}"
             );
         }
     }
@@ -1016,10 +1062,28 @@ fn step<'v>(v: &'v Value, token: &str) -> Option<&'v Value> {
     }
 }
 
-fn render_respond(world: &World, route: &Route, json: Option<&Value>, record: &Record) -> Response {
+/// A request body's JSON tree, for placeholders that name its parts: parsed already, or parsed
+/// the first time one asks (a body `compact` read has no tree until then).
+enum Tree<'a> {
+    Parsed(Option<&'a Value>),
+    Later(&'a [u8], OnceCell<Option<Value>>),
+}
+
+impl Tree<'_> {
+    fn get(&self) -> Option<&Value> {
+        match self {
+            Tree::Parsed(v) => *v,
+            Tree::Later(raw, tree) => tree
+                .get_or_init(|| serde_json::from_slice(raw).ok())
+                .as_ref(),
+        }
+    }
+}
+
+fn render_respond(world: &World, route: &Route, tree: &Tree<'_>, record: &Record) -> Response {
     let ctx = Ctx {
         world,
-        json,
+        tree,
         record,
     };
     let mut headers: Vec<(Cow<'static, str>, Cow<'static, str>)> = route
@@ -1053,7 +1117,7 @@ fn render_respond(world: &World, route: &Route, json: Option<&Value>, record: &R
 /// `{{revision}}`, `{{now}}`, `{{body./pointer}}`, `{{path.NAME}}`.
 struct Ctx<'a> {
     world: &'a World,
-    json: Option<&'a Value>,
+    tree: &'a Tree<'a>,
     record: &'a Record,
 }
 
@@ -1070,7 +1134,7 @@ impl template::Vars for Ctx<'_> {
             "request.path" => Value::from(self.record.path.clone()),
             _ => {
                 if let Some(p) = name.strip_prefix("body.") {
-                    at(self.json?, p)?.clone()
+                    at(self.tree.get()?, p)?.clone()
                 } else if let Some(seg) = name.strip_prefix("path.") {
                     let route = self
                         .world

@@ -676,3 +676,78 @@ fn rec4_a_reused_key_with_bytes_that_differ_in_one_place_is_still_a_mismatch() {
     assert_eq!(r.status, 422);
     assert_eq!(da.ledger()[1]["disposition"], "mismatch");
 }
+
+/// Flat bodies of short strings and integers are read without a JSON tree; a body with an
+/// escape, a fraction or nesting is parsed. However a body is read, the same content must give
+/// the same ledger body, intent and fingerprint (a retry that reformats its body is still a
+/// replay: ACC-1, REC-4), and placeholders that name the body must still expand, typed.
+#[test]
+fn acc1_bodies_read_flat_or_parsed_are_recorded_and_fingerprinted_alike() {
+    let da = Da::start(
+        r#"
+name = "t"
+[services.payments]
+idempotency = { preset = "stripe" }
+[[services.payments.routes]]
+name = "create-transfer"
+method = "POST"
+path = "/v1/transfers"
+kind = "action"
+intent = ["/to", "/amount"]
+respond = { status = 201, json = { id = "{{action.id}}", to = "{{body./to}}", amount = "{{body./amount}}" } }
+"#,
+    );
+    let post = |key: &str, body: &str| {
+        da.call(
+            "POST",
+            CREATE,
+            &[
+                ("content-type", "application/json"),
+                ("Idempotency-Key", key),
+            ],
+            body,
+        )
+    };
+    let flat = r#" { "to" : "acct-9", "amount": 100 } "#;
+    let escaped = r#"{"amount":100,"to":"acct\u002d9"}"#;
+
+    let first = post("k-1", flat);
+    assert_eq!(first.status, 201);
+    assert_eq!(
+        first.json(),
+        json!({"id": "act_1", "to": "acct-9", "amount": 100})
+    );
+    let again = post("k-1", escaped);
+    assert_eq!(
+        again.header("idempotent-replayed"),
+        Some("true"),
+        "{}",
+        again.text()
+    );
+
+    assert_eq!(post("k-2", escaped).status, 201);
+    let again = post("k-2", flat);
+    assert_eq!(
+        again.header("idempotent-replayed"),
+        Some("true"),
+        "{}",
+        again.text()
+    );
+
+    let fraction = post("k-3", r#"{"to":"acct-9","amount":100.5}"#);
+    assert_eq!(fraction.json()["amount"], 100.5);
+
+    let l = da.ledger();
+    assert_eq!(l.len(), 5);
+    let (read_flat, parsed) = (&l[0], &l[2]);
+    assert_eq!(read_flat["body"], json!({"amount": 100, "to": "acct-9"}));
+    assert_eq!(
+        read_flat["intent"],
+        json!({"/amount": 100, "/to": "acct-9"})
+    );
+    assert_eq!(parsed["disposition"], "executed");
+    for field in ["body", "intent", "fingerprint"] {
+        assert_eq!(read_flat[field], parsed[field], "{field}");
+    }
+    assert_eq!(l[4]["intent"], json!({"/amount": 100.5, "/to": "acct-9"}));
+}
