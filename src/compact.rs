@@ -92,11 +92,12 @@ impl<'a> Flat<'a> {
             // Below a member: every member is a scalar, which has nothing below it.
             return None;
         }
+        // A few members: a scan is cheaper than a search.
         let find = |t: &[u8]| {
             self.members[..self.len]
-                .binary_search_by(|(k, _)| (*k).cmp(t))
-                .ok()
-                .map(|i| self.members[i].1)
+                .iter()
+                .find(|(k, _)| *k == t)
+                .map(|(_, v)| *v)
         };
         if token.contains('~') {
             find(token.replace("~1", "/").replace("~0", "~").as_bytes())

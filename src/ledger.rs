@@ -309,7 +309,14 @@ impl Record {
 
 /// `act_<seq>`: action ids are ledger positions, so they are stable for a given run.
 pub fn action_id(seq: u64) -> String {
-    // Digit by digit: rendered into most responses, and format! costs several times more.
+    let mut out = Vec::with_capacity(24);
+    write_action_id(&mut out, seq);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`action_id`] written onto `out`. Digit by digit: rendered into most responses, and format!
+/// costs several times more.
+pub fn write_action_id(out: &mut Vec<u8>, seq: u64) {
     let mut digits = [0u8; 20];
     let mut n = seq;
     let mut i = digits.len();
@@ -321,10 +328,8 @@ pub fn action_id(seq: u64) -> String {
             break;
         }
     }
-    let mut out = String::with_capacity(4 + digits.len() - i);
-    out.push_str("act_");
-    out.extend(digits[i..].iter().map(|&d| d as char));
-    out
+    out.extend_from_slice(b"act_");
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// The seq inside an action id.

@@ -825,12 +825,19 @@ fn compile_route(
         method: r.method,
         path: path?,
         kind: r.kind,
-        intent: r
-            .intent
-            .unwrap_or_default()
-            .into_iter()
-            .map(|p| p.0)
-            .collect(),
+        // In byte order, each once: the order and count of an intent's keys in the ledger (a
+        // map of pointer to value), worked out here rather than per request.
+        intent: {
+            let mut pointers: Vec<String> = r
+                .intent
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| p.0)
+                .collect();
+            pointers.sort_unstable();
+            pointers.dedup();
+            pointers
+        },
         fates: r.fates.unwrap_or_default(),
         per: r.per.unwrap_or_default(),
         respond,

@@ -550,7 +550,7 @@ fn finish(
 fn note_canaries(req: &Request, record: &mut Record) {
     let mut found: Vec<String> = Vec::new();
     let mut scan = |bytes: &[u8]| {
-        if !may_hold_canary(bytes) {
+        if bytes.len() < 20 || !may_hold_canary(bytes) {
             return;
         }
         let mut i = 0;
@@ -954,12 +954,10 @@ fn error_text(status: u16) -> &'static str {
 /// values at them (null where absent), written as a `serde_json` map of them would be: keys in
 /// byte order, each once.
 fn intent_text(route: &Route, json: Option<&Value>, flat: Option<&Flat>) -> Vec<u8> {
-    let mut pointers: Vec<&str> = route.intent.iter().map(String::as_str).collect();
-    pointers.sort_unstable();
-    pointers.dedup();
     let mut out = Vec::with_capacity(64);
     out.push(b'{');
-    for (i, p) in pointers.iter().enumerate() {
+    // In byte order and each once since the scenario was loaded.
+    for (i, p) in route.intent.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
@@ -1122,6 +1120,16 @@ struct Ctx<'a> {
 }
 
 impl template::Vars for Ctx<'_> {
+    fn write(&self, name: &str, out: &mut Vec<u8>) -> bool {
+        if name != "action.id" {
+            return false;
+        }
+        out.push(b'"');
+        crate::ledger::write_action_id(out, self.record.seq);
+        out.push(b'"');
+        true
+    }
+
     fn var(&self, name: &str) -> Option<Value> {
         Some(match name {
             "action.id" => Value::from(self.record.action_id()),

@@ -19,6 +19,13 @@ use serde_json::Value;
 pub trait Vars {
     /// The value of `{{name}}` (already trimmed), or `None` if unknown.
     fn var(&self, name: &str) -> Option<Value>;
+
+    /// Write the value of `{{name}}` as JSON onto `out` without making a [`Value`], where that
+    /// is cheaper (the action id in every response); `false` (nothing written) sends the name
+    /// to [`Vars::var`].
+    fn write(&self, _name: &str, _out: &mut Vec<u8>) -> bool {
+        false
+    }
 }
 
 /// Expand the placeholders in a string.
@@ -143,6 +150,7 @@ impl Compiled {
         for p in &self.pieces {
             match p {
                 Piece::Raw(b) => out.extend_from_slice(b),
+                Piece::Whole { name, .. } if vars.write(name, out) => {}
                 Piece::Whole { name, written } => match vars.var(name) {
                     Some(Value::String(t)) => write_json_str(out, &t),
                     Some(v) => put(out, &v),
