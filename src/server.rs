@@ -22,9 +22,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Body, Bytes, Frame, Incoming};
+use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
 use hyper::header::HeaderName;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -34,7 +33,50 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
-type HttpBody = BoxBody<Bytes, Infallible>;
+/// A response body: whole (most responses: sent with its length), or streamed (an agent's
+/// events). An enum rather than a boxed body: a box is an allocation on every response.
+enum HttpBody {
+    Full(Full<Bytes>),
+    Channel(ChannelBody),
+    Ready(ReadyBody),
+}
+
+impl HttpBody {
+    fn full(bytes: impl Into<Bytes>) -> HttpBody {
+        HttpBody::Full(Full::new(bytes.into()))
+    }
+}
+
+impl Body for HttpBody {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            HttpBody::Full(b) => Pin::new(b).poll_frame(cx),
+            HttpBody::Channel(b) => Pin::new(b).poll_frame(cx),
+            HttpBody::Ready(b) => Pin::new(b).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            HttpBody::Full(b) => b.is_end_stream(),
+            HttpBody::Channel(b) => b.is_end_stream(),
+            HttpBody::Ready(b) => b.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            HttpBody::Full(b) => b.size_hint(),
+            HttpBody::Channel(b) => b.size_hint(),
+            HttpBody::Ready(b) => b.size_hint(),
+        }
+    }
+}
 
 /// A response body fed by a channel: each message is one frame, sent as soon as it arrives.
 struct ChannelBody(mpsc::Receiver<Bytes>);
@@ -351,12 +393,12 @@ async fn handle(
                 status,
                 headers,
                 body,
-            } => streamed(status, headers, ChannelBody(body).boxed()),
+            } => streamed(status, headers, HttpBody::Channel(ChannelBody(body))),
             Reply::Ready {
                 status,
                 headers,
                 body,
-            } => streamed(status, headers, ReadyBody(Some(body)).boxed()),
+            } => streamed(status, headers, HttpBody::Ready(ReadyBody(Some(body)))),
         };
     }
     let trimmed = path.trim_start_matches('/');
@@ -395,7 +437,7 @@ async fn deliver(
 ) -> hyper::Response<HttpBody> {
     let sabotage = |how| {
         ctl.store(how, Ordering::Release);
-        hyper::Response::new(Full::new(Bytes::new()).boxed())
+        hyper::Response::new(HttpBody::full(Bytes::new()))
     };
     match plan {
         Plan::Now => to_hyper(response),
@@ -452,11 +494,11 @@ async fn read_incoming(
 }
 
 fn to_hyper(r: Response) -> hyper::Response<HttpBody> {
-    match build(r.status, r.headers, Full::new(Bytes::from(r.body)).boxed()) {
+    match build(r.status, r.headers, HttpBody::full(r.body)) {
         Ok(resp) => resp,
         Err(e) => {
             let r = build_error(e);
-            let mut resp = hyper::Response::new(Full::new(Bytes::from(r.body)).boxed());
+            let mut resp = hyper::Response::new(HttpBody::full(r.body));
             *resp.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
             resp
         }

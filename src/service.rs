@@ -323,7 +323,7 @@ enum Append<'a> {
 /// sent as headers by HTTP clients.
 fn work_of(service: Option<&Service>, req: &mut Request) -> (Option<String>, Option<Value>) {
     let header = |name: &hyper::header::HeaderName| {
-        header_value(&req.headers, name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        header_value(&req.headers, name).map(|v| header_text(v).into_owned())
     };
     let work_id = req
         .work_id
@@ -350,6 +350,15 @@ pub fn header_value<'h>(
         return headers.get(name);
     }
     headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
+}
+
+/// A header's value as text: as it is when it is visible ASCII (as nearly every value is; the
+/// check is cheaper than `from_utf8_lossy`'s), else with invalid UTF-8 replaced.
+fn header_text(v: &hyper::header::HeaderValue) -> Cow<'_, str> {
+    match v.to_str() {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(v.as_bytes()),
+    }
 }
 
 /// A request's record before admission decides anything: unmatched, answered now.
@@ -413,7 +422,7 @@ fn replay_of_same(
     }
     let key = header_value(&req.headers, &policy.header_name)?;
     // Borrowed (valid UTF-8, as keys are): copied only once this is a replay.
-    let key = String::from_utf8_lossy(key.as_bytes());
+    let key = header_text(key);
     let now = world.clock.now();
     let st = world.lock();
     let (of, stored) = st.keys.replay_of_same(policy, &svc.name, &key, raw, now)?;
@@ -736,7 +745,7 @@ impl Prepared {
         let intent_is_body = route.intent.is_empty();
         Prepared {
             key: header_value(&req.headers, &policy.header_name)
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+                .map(|v| header_text(v).into_owned()),
             fp,
             intent: (!intent_is_body).then(|| intent_text(route, json, flat)),
             body,
@@ -1098,9 +1107,22 @@ fn render_respond(world: &World, route: &Route, tree: &Tree<'_>, record: &Record
             {
                 headers.push(("content-type".into(), "application/json".into()));
             }
-            let mut out = Vec::with_capacity(128);
-            compiled.write(&ctx, &mut out);
-            out
+            // Written into a reused buffer, then copied out at its exact size: a body whose
+            // length is its capacity goes out as the response's bytes without another allocation.
+            thread_local! {
+                static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+            }
+            SCRATCH.with(|scratch| {
+                let mut fresh = Vec::new();
+                let mut buf = scratch.try_borrow_mut();
+                let out = match &mut buf {
+                    Ok(b) => &mut **b,
+                    Err(_) => &mut fresh,
+                };
+                out.clear();
+                compiled.write(&ctx, out);
+                out.to_vec()
+            })
         }
         RespondBody::Text(t) => template::text(t, &ctx).into_bytes(),
     };
