@@ -9,6 +9,7 @@
 //!
 //! Imports only `clock` (for durations); `scenario` builds policies, `service` uses the store.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -169,12 +170,19 @@ impl Policy {
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StoredResponse {
     pub status: u16,
-    pub headers: Vec<(
-        std::borrow::Cow<'static, str>,
-        std::borrow::Cow<'static, str>,
-    )>,
+    /// Borrowed where they are the usual static ones ([`JSON_HEADERS`]): a key store holds many.
+    pub headers: Cow<'static, [Header]>,
     pub body: Vec<u8>,
 }
+
+/// A response header: mostly static text.
+pub type Header = (Cow<'static, str>, Cow<'static, str>);
+
+/// The headers of most JSON responses.
+pub const JSON_HEADERS: &[Header] = &[(
+    Cow::Borrowed("content-type"),
+    Cow::Borrowed("application/json"),
+)];
 
 /// What the store remembers about one key.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -462,7 +470,7 @@ mod tests {
             completes_at: Duration::from_secs(completes),
             response: StoredResponse {
                 status: 201,
-                headers: vec![],
+                headers: Cow::Borrowed(&[]),
                 body: b"{}".to_vec(),
             },
             raw: 0,

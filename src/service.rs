@@ -19,7 +19,7 @@ use crate::compact::Flat;
 use crate::fate::Fate;
 use crate::idempotency::{
     fingerprint, fingerprint_bytes, raw_id, Cache, Decision, Fingerprint, KeyRecord, Mode,
-    StoredResponse,
+    StoredResponse, JSON_HEADERS,
 };
 use crate::journal::Line;
 use crate::ledger::{
@@ -87,7 +87,11 @@ impl Response {
     fn to_stored(&self) -> StoredResponse {
         StoredResponse {
             status: self.status,
-            headers: self.headers.clone(),
+            headers: if self.headers == JSON_HEADERS {
+                Cow::Borrowed(JSON_HEADERS)
+            } else {
+                Cow::Owned(self.headers.clone())
+            },
             body: self.body.clone(),
         }
     }
@@ -200,17 +204,13 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
         .filter(|(_, route, _)| route.kind == RouteKind::Action)
         .map(|(_, route, _)| Prepared::of(route, &req, &body, json.as_ref(), flat.as_ref()));
     let (idempotency_key, fingerprint, texts) = match prepared {
-        Some(p) => (p.key, p.fp, Some((p.intent, p.body, p.intent_is_body))),
+        Some(p) => (p.key, p.fp, Some((p.text, p.body, p.intent))),
         None => (None, None, None),
     };
     let (intent_text, body_text) = match &texts {
-        Some((intent, body, whole)) => (
-            if *whole {
-                body.as_deref()
-            } else {
-                intent.as_deref()
-            },
-            body.as_deref(),
+        Some((text, body, intent)) => (
+            intent.clone().map(|r| &text[r]),
+            body.clone().map(|r| &text[r]),
         ),
         None => (None, None),
     };
@@ -708,12 +708,12 @@ fn distance(a: &str, b: &str) -> usize {
 struct Prepared {
     key: Option<String>,
     fp: Option<String>,
-    /// The parsed body as compact JSON text.
-    body: Option<Vec<u8>>,
-    /// The intent as compact JSON text, unless `intent_is_body`.
-    intent: Option<Vec<u8>>,
-    /// The route names no pointers: the intent is the whole (parsed) body.
-    intent_is_body: bool,
+    /// The parsed body's compact JSON text, then the intent's (one buffer for both).
+    text: Vec<u8>,
+    /// Where in `text` the body is, if it parsed.
+    body: Option<std::ops::Range<usize>>,
+    /// Where in `text` the intent is: the body's when the route names no pointers.
+    intent: Option<std::ops::Range<usize>>,
 }
 
 impl Prepared {
@@ -725,31 +725,37 @@ impl Prepared {
         flat: Option<&Flat>,
     ) -> Prepared {
         let policy = &route.idempotency;
-        let body = match flat {
-            Some(f) => {
-                let mut text = Vec::with_capacity(raw.len());
+        let mut text = Vec::with_capacity(2 * raw.len() + 16);
+        let body = match (flat, json) {
+            (Some(f), _) => {
                 f.write(&mut text);
-                Some(text)
+                Some(0..text.len())
             }
-            None => json.map(|v| {
-                let mut text = Vec::with_capacity(raw.len() + 8);
+            (None, Some(v)) => {
                 let _ = serde_json::to_writer(&mut text, v);
-                text
-            }),
+                Some(0..text.len())
+            }
+            (None, None) => None,
         };
         let fp = match (&policy.fingerprint, &body) {
             // The same bytes `fingerprint` would hash, already written.
-            (Fingerprint::Body, Some(text)) => Some(fingerprint_bytes(text)),
+            (Fingerprint::Body, Some(b)) => Some(fingerprint_bytes(&text[b.clone()])),
             (how, _) => fingerprint(how, raw, json),
         };
-        let intent_is_body = route.intent.is_empty();
+        let intent = if route.intent.is_empty() {
+            body.clone()
+        } else {
+            let start = text.len();
+            write_intent(&mut text, route, json, flat);
+            Some(start..text.len())
+        };
         Prepared {
             key: header_value(&req.headers, &policy.header_name)
                 .map(|v| header_text(v).into_owned()),
             fp,
-            intent: (!intent_is_body).then(|| intent_text(route, json, flat)),
+            text,
             body,
-            intent_is_body,
+            intent,
         }
     }
 }
@@ -962,34 +968,37 @@ fn error_text(status: u16) -> &'static str {
 /// The intent of an action whose route names pointers, as compact JSON text: an object of the
 /// values at them (null where absent), written as a `serde_json` map of them would be: keys in
 /// byte order, each once.
-fn intent_text(route: &Route, json: Option<&Value>, flat: Option<&Flat>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64);
+fn write_intent(out: &mut Vec<u8>, route: &Route, json: Option<&Value>, flat: Option<&Flat>) {
     out.push(b'{');
     // In byte order and each once since the scenario was loaded.
     for (i, p) in route.intent.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        template::write_json_str(&mut out, p);
+        template::write_json_str(out, p);
         out.push(b':');
         match flat {
-            Some(f) if p.is_empty() => f.write(&mut out),
+            Some(f) if p.is_empty() => f.write(out),
             Some(f) => out.extend_from_slice(f.at(p).unwrap_or(b"null")),
             None => {
                 let _ = serde_json::to_writer(
-                    &mut out,
+                    &mut *out,
                     json.and_then(|j| at(j, p)).unwrap_or(&Value::Null),
                 );
             }
         }
     }
     out.push(b'}');
-    out
 }
 
 #[cfg(test)]
 #[test]
 fn an_intent_written_as_text_is_the_map_of_its_pointers_as_json() {
+    let intent_text = |route: &Route, json: Option<&Value>, flat: Option<&Flat>| {
+        let mut out = Vec::new();
+        write_intent(&mut out, route, json, flat);
+        out
+    };
     let body: Value = serde_json::from_str(
         r#"{"to":"acct-\"9\"","amount":100,"meta":{"a/b":[1,{"c~d":2.5}]},"z":null}"#,
     )
