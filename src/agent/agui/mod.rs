@@ -32,6 +32,7 @@ mod detail;
 mod restore;
 pub mod resume;
 mod run;
+mod scan;
 pub mod wire;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -209,17 +210,25 @@ impl From<Uncovered> for UncoveredPolicy {
 pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     let world = ctx.world.clone();
     let name = ctx.name.clone();
-    let (input_json, reusable) = ledger_body(&world, &req.body);
+    // The common input is read straight from the bytes (`scan`), which also writes the text
+    // the ledger keeps; anything else is parsed into a tree first, as the ledger keeps it.
+    let scanned = (req.body.len() <= world.scenario.ledger_body_bytes)
+        .then(|| scan::scan(&req.body))
+        .flatten();
+    let (input_json, reusable) = match scanned {
+        Some(_) => (None, false),
+        None => {
+            let (v, reusable) = ledger_body(&world, &req.body);
+            (Some(v), reusable)
+        }
+    };
     let reject = |status: u16, code: &str, message: String, extra: Value| {
-        rejected(
-            &world,
-            &name,
-            status,
-            code,
-            message,
-            input_json.clone(),
-            extra,
-        )
+        // A refusal of a scanned body (rare) builds the tree the ledger keeps after all.
+        let input = match &input_json {
+            Some(v) => v.clone(),
+            None => ledger_body(&world, &req.body).0,
+        };
+        rejected(&world, &name, status, code, message, input, extra)
     };
 
     if !(req.path.is_empty() || req.path == "/") {
@@ -260,9 +269,16 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
             Value::Null,
         );
     }
-    let parsed = reusable
-        .then(|| RunAgentInput::from_parsed(&input_json))
-        .flatten();
+    let (parsed, ledger_text) = match scanned {
+        Some(s) => (Some(s.input), Some(s.ledger_text)),
+        None => (
+            input_json
+                .as_ref()
+                .filter(|_| reusable)
+                .and_then(RunAgentInput::from_parsed),
+            None,
+        ),
+    };
     let mut input = match parsed.map_or_else(|| RunAgentInput::parse(&req.body), Ok) {
         Ok(i) => i,
         Err(e) => return reject(400, "invalid_input", e.message, Value::Null),
@@ -467,8 +483,24 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     rec.method = "POST".into();
     rec.path = ["/agents/", name.as_str()].concat();
     rec.work_id = Some(input.run_id.clone());
-    rec.body = input_json;
-    started.finish(|detail| world.lock().ledger.append_with_detail(rec, detail));
+    match (ledger_text, input_json) {
+        (Some(text), _) => {
+            let texts = crate::ledger::Texts {
+                intent: None,
+                body: Some(&text),
+            };
+            started.finish(|detail| {
+                world
+                    .lock()
+                    .ledger
+                    .append_texts_with_detail(rec, &texts, detail)
+            });
+        }
+        (None, input_json) => {
+            rec.body = input_json.unwrap_or(Value::Null);
+            started.finish(|detail| world.lock().ledger.append_with_detail(rec, detail));
+        }
+    }
 
     let outlet = run::Outlet::default();
     // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.
