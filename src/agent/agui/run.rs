@@ -33,7 +33,7 @@ use super::wire::{
 };
 use super::{answered_calls, call_id, Boundary, Call, Checkpoint, Notice, Start, Threads};
 use crate::clock::format_rfc3339_ms;
-use crate::ledger::Record;
+use crate::ledger::{AgentEvent, Record};
 use crate::scenario::agui::{
     AgUiAgent, ClientKind, InterruptSpec, OnContinuation, Phase, ResumeMode, ToolKind, Violation,
 };
@@ -1052,9 +1052,16 @@ impl Run {
 
     /// [`Self::record`] with the detail written straight (see [`Detail`]).
     fn record_text(&self, event: &str, detail: &[u8]) -> u64 {
-        let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), Value::Null);
-        rec.work_id = Some(self.input.run_id.clone());
-        self.world.lock().ledger.append_with_detail(rec, detail)
+        // Encoded from borrowed parts: no `Record` (and its owned strings) made to be dropped.
+        let ev = AgentEvent {
+            agent: &self.agent,
+            event,
+            at: self.world.clock.now(),
+            work_id: Some(&self.input.run_id),
+            revision: None,
+            detail,
+        };
+        self.world.lock().ledger.append_agent_event(&ev)
     }
 
     fn record_call(&self, call_id: &str, detail: Value) {
