@@ -27,6 +27,9 @@ use serde_json::{Map, Value};
 /// version, never an echo of the input's).
 pub const PROTOCOL_VERSION: &str = "1.0";
 
+/// [`PROTOCOL_VERSION`] as a JSON string.
+const PROTOCOL_VERSION_JSON: &str = "\"1.0\"";
+
 /// The media type of the SSE binding.
 pub const EVENT_STREAM_CONTENT_TYPE: &str = "text/event-stream";
 
@@ -2113,12 +2116,12 @@ pub fn write_frame(out: &mut Vec<u8>, frame: &Frame<'_>, timestamp_ms: i64) {
         } => {
             w.str("threadId", thread_id);
             w.str("runId", run_id);
-            w.str("protocolVersion", PROTOCOL_VERSION);
+            w.text("protocolVersion", PROTOCOL_VERSION_JSON);
             w.opt_str("parentRunId", parent_run_id);
         }
         Frame::TextStart { message_id } => {
             w.str("messageId", message_id);
-            w.str("role", "assistant");
+            w.text("role", "\"assistant\"");
         }
         Frame::TextContent { message_id, delta } => {
             w.str("messageId", message_id);
@@ -2159,7 +2162,7 @@ pub fn write_frame(out: &mut Vec<u8>, frame: &Frame<'_>, timestamp_ms: i64) {
             }
         }
     }
-    w.json("timestamp", &timestamp_ms);
+    w.int("timestamp", timestamp_ms);
     w.close();
     out.extend_from_slice(b"\n\n");
 }
@@ -2205,10 +2208,36 @@ fn write_interrupt(out: &mut Vec<u8>, i: &Interrupt) {
     w.str("reason", &i.reason);
     w.opt_str("message", i.message.as_deref());
     w.opt_str("toolCallId", i.tool_call_id.as_deref());
-    w.opt_json("responseSchema", i.response_schema.as_deref());
+    if let Some(schema) = &i.response_schema {
+        w.key("responseSchema");
+        write_schema(w.out, schema);
+    }
     w.opt_str("expiresAt", i.expires_at.as_deref());
     w.opt_str("subagentRunId", i.subagent_run_id.as_deref());
     w.close();
+}
+
+/// A shared response schema as serde writes it. A scripted interrupt carries its script's
+/// schema (the same `Arc`) on every run: its text is kept per thread for the last one written.
+/// The kept `Arc` holds the map alive and unchanged (it is shared, so never mutated in place),
+/// so the same pointer is the same map.
+fn write_schema(out: &mut Vec<u8>, schema: &Arc<Map<String, Value>>) {
+    /// A schema and its text.
+    type Kept = Option<(Arc<Map<String, Value>>, Vec<u8>)>;
+    thread_local! {
+        static LAST: std::cell::RefCell<Kept> = const { std::cell::RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some((kept, text)) if Arc::ptr_eq(kept, schema) => out.extend_from_slice(text),
+            _ => {
+                let start = out.len();
+                let _ = serde_json::to_writer(&mut *out, &**schema);
+                *last = Some((schema.clone(), out[start..].to_vec()));
+            }
+        }
+    });
 }
 
 /// A `usage` list as serde writes it.
@@ -2221,12 +2250,12 @@ fn write_usage(out: &mut Vec<u8>, usage: &[TokenUsage]) {
         let mut w = JsonObject::begin(out);
         w.opt_str("provider", u.provider.as_deref());
         w.opt_str("model", u.model.as_deref());
-        w.opt_json("inputTokens", u.input_tokens.as_ref());
-        w.opt_json("outputTokens", u.output_tokens.as_ref());
-        w.opt_json("totalTokens", u.total_tokens.as_ref());
-        w.opt_json("reasoningTokens", u.reasoning_tokens.as_ref());
-        w.opt_json("cachedInputTokens", u.cached_input_tokens.as_ref());
-        w.opt_json("cacheWriteInputTokens", u.cache_write_input_tokens.as_ref());
+        w.opt_u64("inputTokens", u.input_tokens);
+        w.opt_u64("outputTokens", u.output_tokens);
+        w.opt_u64("totalTokens", u.total_tokens);
+        w.opt_u64("reasoningTokens", u.reasoning_tokens);
+        w.opt_u64("cachedInputTokens", u.cached_input_tokens);
+        w.opt_u64("cacheWriteInputTokens", u.cache_write_input_tokens);
         w.close();
     }
     out.push(b']');
@@ -2252,11 +2281,21 @@ impl<'a> JsonObject<'a> {
         }
     }
 
-    /// An object whose first member is `"type"`.
-    fn open(out: &'a mut Vec<u8>, type_name: &str) -> Self {
-        let mut w = JsonObject::begin(out);
-        w.str("type", type_name);
-        w
+    /// An object whose first member is `"type"`: one of the protocol's literal names (plain
+    /// ASCII, nothing to escape), written as it is.
+    fn open(out: &'a mut Vec<u8>, type_name: &'static str) -> Self {
+        debug_assert!(type_name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+        let start = out.len();
+        out.extend_from_slice(b"{\"type\":\"");
+        out.extend_from_slice(type_name.as_bytes());
+        out.push(b'"');
+        JsonObject {
+            out,
+            start,
+            empty: false,
+        }
     }
 
     /// `"name":`, after a comma unless first (member names here are plain ASCII literals:
@@ -2278,6 +2317,28 @@ impl<'a> JsonObject<'a> {
     fn opt_str(&mut self, name: &str, value: Option<&str>) {
         if let Some(v) = value {
             self.str(name, v);
+        }
+    }
+
+    /// A member whose value is given as JSON text (a literal of the protocol).
+    fn text(&mut self, name: &str, json: &str) {
+        self.key(name);
+        self.out.extend_from_slice(json.as_bytes());
+    }
+
+    /// An integer member, as serde writes it.
+    fn int(&mut self, name: &str, value: i64) {
+        self.key(name);
+        if value < 0 {
+            self.out.push(b'-');
+        }
+        super::detail::write_u64(self.out, value.unsigned_abs());
+    }
+
+    fn opt_u64(&mut self, name: &str, value: Option<u64>) {
+        if let Some(v) = value {
+            self.key(name);
+            super::detail::write_u64(self.out, v);
         }
     }
 
@@ -2826,7 +2887,16 @@ mod tests {
         let tricky = "q \" b \\ nl \n é \u{1}";
         let mut plain = Interrupt::new("i-2", tricky);
         plain.tool_call_id = Some("tc".into());
-        let interrupts = [interrupt_example(), plain];
+        // Schemas shared and not, in turn (the last one's text is kept per thread).
+        let mut other = interrupt_example();
+        other.response_schema = Some(Arc::new(
+            json!({"type": "string", "enum": ["a"]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ));
+        let first = interrupt_example();
+        let interrupts = [first.clone(), plain, other, first];
         let usage = [
             TokenUsage {
                 provider: Some("p".into()),
