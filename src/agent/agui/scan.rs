@@ -74,7 +74,7 @@ pub(crate) fn scan(body: &[u8]) -> Option<Scanned> {
     }
     let nodes = p.nodes;
     let mut ledger_text = Vec::with_capacity(body.len());
-    let mut order = Vec::new();
+    let mut order = Vec::with_capacity(16);
     write(&nodes, root, &mut ledger_text, &mut order)?;
     let input = build(&nodes, root)?;
     Some(Scanned { input, ledger_text })
@@ -182,19 +182,15 @@ impl<'a> Parser<'a> {
     fn string(&mut self) -> Option<&'a str> {
         let b = self.bytes();
         let start = self.pos + 1;
-        let mut i = start;
-        while i < b.len() {
-            match b[i] {
-                b'"' => {
-                    self.pos = i + 1;
-                    // Both ends are ASCII quotes: char boundaries of the UTF-8 text.
-                    return self.text.get(start..i);
-                }
-                b'\\' | 0..=0x1f => return None,
-                _ => i += 1,
+        let i = start + special(b.get(start..)?);
+        match b.get(i)? {
+            b'"' => {
+                self.pos = i + 1;
+                // Both ends are ASCII quotes: char boundaries of the UTF-8 text.
+                self.text.get(start..i)
             }
+            _ => None,
         }
-        None
     }
 
     fn literal(&mut self, word: &'static str, kind: Kind) -> Option<u32> {
@@ -228,6 +224,33 @@ impl<'a> Parser<'a> {
         self.pos = i;
         Some(self.push(Kind::Int, &self.text[start..i]))
     }
+}
+
+/// Where the first `"`, `\\` or control character of `b` is (`b.len()` if none): eight bytes
+/// at a time, as strings are most of a body.
+fn special(b: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte of `v - n * ONES` borrows (its high bit set where `v`'s was not) iff some byte
+    // of `v` is below `n`; the lowest such byte is exact (no borrow reaches below it).
+    let below = |v: u64, n: u64| v.wrapping_sub(n * ONES) & !v & HIGH;
+    let mut i = 0;
+    while i + 8 <= b.len() {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[i..i + 8]);
+        let v = u64::from_le_bytes(w);
+        let hit = below(v, 0x20)
+            | below(v ^ (b'"' as u64 * ONES), 1)
+            | below(v ^ (b'\\' as u64 * ONES), 1);
+        if hit != 0 {
+            return i + (hit.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < b.len() && !matches!(b[i], b'"' | b'\\' | 0..=0x1f) {
+        i += 1;
+    }
+    i
 }
 
 /// The members (or elements) of node `n`, with their positions.
@@ -529,6 +552,30 @@ mod tests {
             "{body}"
         );
         true
+    }
+
+    #[test]
+    fn special_finds_the_first_byte_a_string_cannot_hold_as_is() {
+        let naive = |b: &[u8]| {
+            b.iter()
+                .position(|c| matches!(c, b'"' | b'\\' | 0..=0x1f))
+                .unwrap_or(b.len())
+        };
+        for c in (0u8..=0xff).chain([0xc3]) {
+            for at in 0..20 {
+                for len in at..22 {
+                    let mut b = vec![b'x'; len];
+                    if at < len {
+                        b[at] = c;
+                    }
+                    // A later special byte must not hide the first one.
+                    if len > at + 3 {
+                        b[at + 3] = b'"';
+                    }
+                    assert_eq!(special(&b), naive(&b), "{c} at {at} of {len}");
+                }
+            }
+        }
     }
 
     #[test]
