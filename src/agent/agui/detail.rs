@@ -51,7 +51,13 @@ impl Detail {
         f(&mut self.bufs.values);
         let end = self.bufs.values.len();
         let member = (prefix(name), name, start, end);
-        match self.bufs.members.iter_mut().find(|m| m.1 == name) {
+        // The prefixes first: an integer comparison settles most names without their bytes.
+        match self
+            .bufs
+            .members
+            .iter_mut()
+            .find(|m| m.0 == member.0 && m.1 == name)
+        {
             Some(m) => *m = member,
             None => self.bufs.members.push(member),
         }
@@ -86,6 +92,23 @@ impl Detail {
         items: impl IntoIterator<Item = &'s str>,
     ) {
         self.raw(name, |out| write_strs(out, items));
+    }
+
+    /// An array of the protocol's literal names (event types): plain ASCII, nothing to escape.
+    pub(crate) fn names(&mut self, name: &'static str, items: &[&'static str]) {
+        self.raw(name, |out| {
+            out.push(b'[');
+            for (k, s) in items.iter().enumerate() {
+                debug_assert!(s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+                if k > 0 {
+                    out.push(b',');
+                }
+                out.push(b'"');
+                out.extend_from_slice(s.as_bytes());
+                out.push(b'"');
+            }
+            out.push(b']');
+        });
     }
 
     /// A value as serde_json writes it.
@@ -193,6 +216,8 @@ mod tests {
         d.u64("zero", 0);
         d.strs("events", ["RUN_STARTED", "é\u{1}"]);
         d.strs("none", []);
+        d.names("types", &["RUN_STARTED", "TEXT_MESSAGE_START"]);
+        d.names("no_types", &[]);
         d.value("state", &json!({"b": 1, "a": [1.5, null]}));
         d.str("cause", "first");
         d.str("cause", "second");
@@ -207,6 +232,8 @@ mod tests {
             "zero": 0,
             "events": ["RUN_STARTED", "é\u{1}"],
             "none": [],
+            "types": ["RUN_STARTED", "TEXT_MESSAGE_START"],
+            "no_types": [],
             "state": {"b": 1, "a": [1.5, null]},
             "cause": "second",
             "Upper": "sorts before lower case",

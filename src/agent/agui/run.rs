@@ -891,7 +891,7 @@ impl Run {
         self.flush(false).await;
         let finished = finished && !self.gone;
         detail.u64("model_calls", self.model_calls);
-        detail.strs("events", self.types.iter().copied());
+        detail.names("events", &self.types);
         if self.gone {
             detail.bool("client_disconnected", true);
         }

@@ -2644,14 +2644,17 @@ mod tests {
     // The four verified encoder lines of the reference, byte for byte.
     #[test]
     fn strings_are_written_as_serde_json_writes_them() {
-        // Every ASCII byte and a few others, at every place in an eight-byte word and the tail.
+        // Every ASCII byte and a few others, at every place in an eight-byte word and the tail,
+        // in strings of every length up to three words.
         let mut cases = vec![String::new(), "é".repeat(9), "a\u{7f}b".into()];
         for c in (0u8..0x80).map(char::from).chain(['é', '\u{2028}']) {
-            for at in 0..17 {
-                let mut s = "x".repeat(at);
-                s.push(c);
-                s.push_str(&"y".repeat(17 - at));
-                cases.push(s);
+            for len in 0..24 {
+                for at in 0..=len {
+                    let mut s = "x".repeat(at);
+                    s.push(c);
+                    s.push_str(&"y".repeat(len - at));
+                    cases.push(s);
+                }
             }
         }
         for s in cases {
