@@ -414,31 +414,32 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     }
 
     let start = start_point(spec, &input, checkpoint.as_ref(), &judgement);
+    // Members in name order, the detail's own (its sort then has nothing to move).
     let mut started = Detail::new();
-    started.str("thread_id", &input.thread_id);
-    started.str("run_id", &input.run_id);
-    started.opt_str("parent_run_id", input.parent_run_id.as_deref());
     started.bool("continuation", input.is_continuation());
+    // The interrupted run whose checkpoint this run consumed: what a restart needs to tell
+    // which checkpoints are still open (the `Threads` lock is not held across the append).
+    if let (ResumeMode::Stateful, Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) =
+        (spec.resume, &checkpoint, &judgement.decision)
+    {
+        started.str("continues", &cp.run_id);
+    }
+    started.str("decision", decision_label(&judgement.decision));
+    started.u64("messages", input.messages.len() as u64);
+    started.opt_str("parent_run_id", input.parent_run_id.as_deref());
     started.opt_str("protocol_version", input.protocol_version.as_deref());
     match input.resume_entries() {
         [] => started.raw("resume", |out| out.extend_from_slice(b"[]")),
         // Through a tree, as the entries' own order of members is not the ledger's.
         entries => started.value("resume", &json!(entries)),
     }
-    started.raw("verdicts", |out| {
-        out.push(b'[');
-        for (k, v) in judgement.verdicts.iter().enumerate() {
-            if k > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(b"{\"interrupt_id\":");
-            wire::write_json_str(out, v.interrupt_id());
-            out.extend_from_slice(b",\"verdict\":");
-            wire::write_json_str(out, v.label());
-            out.push(b'}');
-        }
-        out.push(b']');
-    });
+    started.str("run_id", &input.run_id);
+    start.write(&mut started, "start");
+    match &input.state {
+        Some(state) => started.value("state", state),
+        None => started.raw("state", |out| out.extend_from_slice(b"{}")),
+    }
+    started.str("thread_id", &input.thread_id);
     started.raw("uncovered", |out| {
         out.push(b'[');
         for (k, u) in judgement.uncovered.iter().enumerate() {
@@ -453,20 +454,20 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         }
         out.push(b']');
     });
-    started.str("decision", decision_label(&judgement.decision));
-    start.write(&mut started, "start");
-    started.u64("messages", input.messages.len() as u64);
-    match &input.state {
-        Some(state) => started.value("state", state),
-        None => started.raw("state", |out| out.extend_from_slice(b"{}")),
-    }
-    // The interrupted run whose checkpoint this run consumed: what a restart needs to tell
-    // which checkpoints are still open (the `Threads` lock is not held across the append).
-    if let (ResumeMode::Stateful, Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) =
-        (spec.resume, &checkpoint, &judgement.decision)
-    {
-        started.str("continues", &cp.run_id);
-    }
+    started.raw("verdicts", |out| {
+        out.push(b'[');
+        for (k, v) in judgement.verdicts.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"interrupt_id\":");
+            wire::write_json_str(out, v.interrupt_id());
+            out.extend_from_slice(b",\"verdict\":");
+            wire::write_json_str(out, v.label());
+            out.push(b'}');
+        }
+        out.push(b']');
+    });
     if let Decision::Reject {
         status,
         code,
