@@ -2106,45 +2106,67 @@ impl Frame<'_> {
 /// The bytes [`write_sse_frame`] writes for `frame.to_event().at(timestamp_ms)` (the
 /// `borrowed_frames_are_their_events` test holds them to it).
 pub fn write_frame(out: &mut Vec<u8>, frame: &Frame<'_>, timestamp_ms: i64) {
-    out.extend_from_slice(b"data: ");
-    let mut w = JsonObject::open(out, frame.type_name());
+    // Each event's fixed text (its type and the member names between its values) goes out as
+    // one literal: members in `Serialize`'s order, as `JsonObject` would write them one by one.
     match *frame {
         Frame::RunStarted {
             thread_id,
             run_id,
             parent_run_id,
         } => {
-            w.str("threadId", thread_id);
-            w.str("runId", run_id);
-            w.text("protocolVersion", PROTOCOL_VERSION_JSON);
-            w.opt_str("parentRunId", parent_run_id);
+            out.extend_from_slice(b"data: {\"type\":\"RUN_STARTED\",\"threadId\":");
+            write_json_str(out, thread_id);
+            out.extend_from_slice(b",\"runId\":");
+            write_json_str(out, run_id);
+            out.extend_from_slice(b",\"protocolVersion\":");
+            out.extend_from_slice(PROTOCOL_VERSION_JSON.as_bytes());
+            if let Some(p) = parent_run_id {
+                out.extend_from_slice(b",\"parentRunId\":");
+                write_json_str(out, p);
+            }
         }
         Frame::TextStart { message_id } => {
-            w.str("messageId", message_id);
-            w.text("role", "\"assistant\"");
+            out.extend_from_slice(b"data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":");
+            write_json_str(out, message_id);
+            out.extend_from_slice(b",\"role\":\"assistant\"");
         }
         Frame::TextContent { message_id, delta } => {
-            w.str("messageId", message_id);
-            w.str("delta", delta);
+            out.extend_from_slice(b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":");
+            write_json_str(out, message_id);
+            out.extend_from_slice(b",\"delta\":");
+            write_json_str(out, delta);
         }
-        Frame::TextEnd { message_id } => w.str("messageId", message_id),
+        Frame::TextEnd { message_id } => {
+            out.extend_from_slice(b"data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":");
+            write_json_str(out, message_id);
+        }
         Frame::ToolCallStart {
             tool_call_id,
             name,
             parent_message_id,
         } => {
-            w.str("toolCallId", tool_call_id);
-            w.str("toolCallName", name);
-            w.opt_str("parentMessageId", parent_message_id);
+            out.extend_from_slice(b"data: {\"type\":\"TOOL_CALL_START\",\"toolCallId\":");
+            write_json_str(out, tool_call_id);
+            out.extend_from_slice(b",\"toolCallName\":");
+            write_json_str(out, name);
+            if let Some(p) = parent_message_id {
+                out.extend_from_slice(b",\"parentMessageId\":");
+                write_json_str(out, p);
+            }
         }
         Frame::ToolCallArgs {
             tool_call_id,
             delta,
         } => {
-            w.str("toolCallId", tool_call_id);
-            w.str("delta", delta);
+            out.extend_from_slice(b"data: {\"type\":\"TOOL_CALL_ARGS\",\"toolCallId\":");
+            write_json_str(out, tool_call_id);
+            out.extend_from_slice(b",\"delta\":");
+            write_json_str(out, delta);
         }
-        Frame::ToolCallEnd { tool_call_id } => w.str("toolCallId", tool_call_id),
+        Frame::ToolCallEnd { tool_call_id } => {
+            out.extend_from_slice(b"data: {\"type\":\"TOOL_CALL_END\",\"toolCallId\":");
+            write_json_str(out, tool_call_id);
+        }
         Frame::RunInterrupted {
             thread_id,
             run_id,
@@ -2152,19 +2174,24 @@ pub fn write_frame(out: &mut Vec<u8>, frame: &Frame<'_>, timestamp_ms: i64) {
             usage,
         } => {
             // As `write_common` writes the owned event: no `result`, the outcome, the usage.
-            w.str("threadId", thread_id);
-            w.str("runId", run_id);
-            w.key("outcome");
-            write_interrupt_outcome(w.out, interrupts);
+            out.extend_from_slice(b"data: {\"type\":\"RUN_FINISHED\",\"threadId\":");
+            write_json_str(out, thread_id);
+            out.extend_from_slice(b",\"runId\":");
+            write_json_str(out, run_id);
+            out.extend_from_slice(b",\"outcome\":");
+            write_interrupt_outcome(out, interrupts);
             if let Some(u) = usage {
-                w.key("usage");
-                write_usage(w.out, u);
+                out.extend_from_slice(b",\"usage\":");
+                write_usage(out, u);
             }
         }
     }
-    w.int("timestamp", timestamp_ms);
-    w.close();
-    out.extend_from_slice(b"\n\n");
+    out.extend_from_slice(b",\"timestamp\":");
+    if timestamp_ms < 0 {
+        out.push(b'-');
+    }
+    super::detail::write_u64(out, timestamp_ms.unsigned_abs());
+    out.extend_from_slice(b"}\n\n");
 }
 
 /// `RunOutcome` as serde writes it (see [`write_common`]).
@@ -2318,21 +2345,6 @@ impl<'a> JsonObject<'a> {
         if let Some(v) = value {
             self.str(name, v);
         }
-    }
-
-    /// A member whose value is given as JSON text (a literal of the protocol).
-    fn text(&mut self, name: &str, json: &str) {
-        self.key(name);
-        self.out.extend_from_slice(json.as_bytes());
-    }
-
-    /// An integer member, as serde writes it.
-    fn int(&mut self, name: &str, value: i64) {
-        self.key(name);
-        if value < 0 {
-            self.out.push(b'-');
-        }
-        super::detail::write_u64(self.out, value.unsigned_abs());
     }
 
     fn opt_u64(&mut self, name: &str, value: Option<u64>) {
