@@ -43,7 +43,7 @@ use std::task::{Context, Poll, Waker};
 use serde_json::{json, Map, Value};
 
 use super::{AgentRequest, Ctx, Reply};
-use crate::ledger::Record;
+use crate::ledger::{AgentEvent, Record};
 use crate::scenario::agui::{AgUiAgent, ClientKind, Phase, ResumeMode, ToolKind, Uncovered};
 use crate::service::Response;
 use crate::world::World;
@@ -480,28 +480,26 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     }
 
     let started_at = world.clock.now();
-    let mut rec = Record::agent_event(&name, "run-started", started_at, Value::Null);
-    rec.method = "POST".into();
-    rec.path = ["/agents/", name.as_str()].concat();
-    rec.work_id = Some(input.run_id.clone());
-    match (ledger_text, input_json) {
-        (Some(text), _) => {
-            let texts = crate::ledger::Texts {
-                intent: None,
-                body: Some(&text),
-            };
-            started.finish(|detail| {
-                world
-                    .lock()
-                    .ledger
-                    .append_texts_with_detail(rec, &texts, detail)
-            });
-        }
-        (None, input_json) => {
-            rec.body = input_json.unwrap_or(Value::Null);
-            started.finish(|detail| world.lock().ledger.append_with_detail(rec, detail));
-        }
-    }
+    // The body as the ledger keeps it: the scan's text, or the tree's.
+    let body = match (ledger_text, input_json) {
+        (Some(text), _) => text,
+        (None, json) => serde_json::to_vec(&json.unwrap_or(Value::Null)).unwrap_or_default(),
+    };
+    let path = ["/agents/", name.as_str()].concat();
+    started.finish(|detail| {
+        let ev = AgentEvent {
+            agent: &name,
+            event: "run-started",
+            at: started_at,
+            work_id: Some(&input.run_id),
+            revision: None,
+            detail,
+        };
+        world
+            .lock()
+            .ledger
+            .append_agent_request(&ev, "POST", &path, &body)
+    });
 
     let outlet = run::Outlet::default();
     // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.

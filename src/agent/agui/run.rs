@@ -1120,8 +1120,10 @@ fn write_usage(out: &mut Vec<u8>, usage: &[TokenUsage]) {
             if !std::mem::take(&mut first) {
                 out.push(b',');
             }
-            write_json_str(out, name);
-            out.push(b':');
+            // The member names below: plain ASCII literals.
+            out.push(b'"');
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
         };
         // In byte order of the names.
         let numbers = [
