@@ -637,35 +637,6 @@ impl Ledger {
         seq
     }
 
-    /// [`append_with_detail`](Self::append_with_detail) of a record whose intent and/or body
-    /// are also given as compact JSON text, as for [`append_texts`](Self::append_texts): an
-    /// agent that read its request body without a tree records it from the text it wrote.
-    pub fn append_texts_with_detail(
-        &mut self,
-        mut record: Record,
-        texts: &Texts<'_>,
-        detail: &[u8],
-    ) -> u64 {
-        if self.sink.is_some() {
-            // The journal keeps whole records.
-            let parse = |t: &[u8]| serde_json::from_slice(t).unwrap_or(Value::Null);
-            if let Some(t) = texts.intent {
-                record.intent = Some(parse(t));
-            }
-            if let Some(t) = texts.body {
-                record.body = parse(t);
-            }
-            return self.append_with_detail(record, detail);
-        }
-        let seq = self.next_seq();
-        record.seq = seq;
-        record.detail = None;
-        self.counts.add(&record);
-        self.records.push_texts_with_detail(&record, texts, detail);
-        self.pushed(seq);
-        seq
-    }
-
     /// The records still held, oldest first (each decoded as it is reached).
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = Record> + '_ {
         (0..self.records.len()).filter_map(move |i| self.records.get(i, self.first_seq + i as u64))
@@ -1013,54 +984,6 @@ mod tests {
         first.seq = 1;
         assert_eq!(sink.0.lock().unwrap()[0], format!("{first:?}"));
         assert_eq!(sink.0.lock().unwrap().len(), 4);
-    }
-
-    #[test]
-    fn texts_with_detail_append_as_their_record() {
-        #[derive(Default)]
-        struct Sent(std::sync::Mutex<Vec<String>>);
-        impl Sink for std::sync::Arc<Sent> {
-            fn appended(&self, r: &Record) {
-                self.0.lock().unwrap().push(format!("{r:?}"));
-            }
-        }
-        let body = serde_json::json!({"messages": [{"id": "m", "role": "user"}], "runId": "r"});
-        let detail = serde_json::json!({"run_id": "r", "state": {}});
-        let (body_text, detail_text) = (
-            serde_json::to_vec(&body).unwrap(),
-            serde_json::to_vec(&detail).unwrap(),
-        );
-        let texts = Texts {
-            intent: None,
-            body: Some(&body_text),
-        };
-        let mut whole = Record::agent_event("a", "run-started", Duration::from_secs(2), detail);
-        whole.method = "POST".into();
-        whole.path = "/agents/a".into();
-        whole.body = body;
-        let mut bare = whole.clone();
-        bare.body = Value::Null;
-        bare.detail = None;
-        let (mut by_texts, mut by_record) = (Ledger::bounded(Some(3)), Ledger::bounded(Some(3)));
-        let sink = std::sync::Arc::new(Sent::default());
-        let mut journaled = Ledger::bounded(None);
-        journaled.set_sink(Box::new(sink.clone()));
-        for i in 0..4 {
-            by_texts.append(action(None, None));
-            by_record.append(action(None, None));
-            let seq = by_texts.append_texts_with_detail(bare.clone(), &texts, &detail_text);
-            assert_eq!(by_record.append(whole.clone()), seq);
-            assert_eq!(
-                journaled.append_texts_with_detail(bare.clone(), &texts, &detail_text),
-                i + 1
-            );
-        }
-        let all = |l: &Ledger| format!("{:?}", l.iter().collect::<Vec<_>>());
-        assert_eq!(all(&by_texts), all(&by_record));
-        assert_eq!(by_texts.counts().sorted(), by_record.counts().sorted());
-        let mut first = whole.clone();
-        first.seq = 1;
-        assert_eq!(sink.0.lock().unwrap()[0], format!("{first:?}"));
     }
 
     #[test]

@@ -129,30 +129,6 @@ impl Store {
         self.index.push_back(at);
     }
 
-    /// [`Store::push_texts`] with `detail` as the detail, as [`Store::push_with_detail`] puts it.
-    pub(super) fn push_texts_with_detail(
-        &mut self,
-        r: &Record,
-        texts: &super::Texts<'_>,
-        detail: &[u8],
-    ) {
-        debug_assert!(r.detail.is_none());
-        let mut buf = std::mem::take(&mut self.scratch);
-        buf.clear();
-        encode(
-            &mut buf,
-            r,
-            Parts::Texts(texts),
-            &mut self.strings,
-            &mut self.fate,
-        );
-        // The detail is the last field, `None` one byte: put this one in its place.
-        buf.pop();
-        put_json_text(&mut buf, detail);
-        let at = self.place(buf);
-        self.index.push_back(at);
-    }
-
     /// Re-encode the record at position `i` (the old bytes stay, unused, until their chunk goes).
     pub(super) fn replace(&mut self, i: usize, r: &Record) {
         let at = self.write(r, None);
