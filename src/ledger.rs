@@ -549,6 +549,30 @@ impl Ledger {
         seq
     }
 
+    /// [`append_agent_event`](Self::append_agent_event) of an event about a request the agent
+    /// was sent: the record also has the request's `method`, `path` and `body` (compact JSON
+    /// text, as serde_json writes the `Value`; `null` for none).
+    pub fn append_agent_request(
+        &mut self,
+        ev: &AgentEvent<'_>,
+        method: &str,
+        path: &str,
+        body: &[u8],
+    ) -> u64 {
+        if self.sink.is_some() {
+            let mut record = ev.record();
+            record.method = method.to_string();
+            record.path = path.to_string();
+            record.body = serde_json::from_slice(body).unwrap_or(Value::Null);
+            return self.append(record);
+        }
+        let seq = self.next_seq();
+        self.counts.bump(ev.agent, "", Disposition::Agent, "", 1);
+        self.records.push_agent_request(ev, method, path, body);
+        self.pushed(seq);
+        seq
+    }
+
     /// Whether the record `seq` is still held (not evicted, not yet to come).
     pub fn holds(&self, seq: u64) -> bool {
         self.position(seq).is_some()
@@ -965,6 +989,52 @@ mod tests {
         first.seq = 1;
         assert_eq!(sink.0.lock().unwrap()[0], format!("{first:?}"));
         assert_eq!(sink.0.lock().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn agent_requests_append_as_their_records() {
+        #[derive(Default)]
+        struct Sent(std::sync::Mutex<Vec<String>>);
+        impl Sink for std::sync::Arc<Sent> {
+            fn appended(&self, r: &Record) {
+                self.0.lock().unwrap().push(format!("{r:?}"));
+            }
+        }
+        let detail = serde_json::to_vec(&serde_json::json!({"run_id": "r", "state": {}})).unwrap();
+        let body = serde_json::json!({"messages": [{"id": "m", "role": "user"}], "runId": "r"});
+        let body_text = serde_json::to_vec(&body).unwrap();
+        let ev = AgentEvent {
+            agent: "a",
+            event: "run-started",
+            at: Duration::from_secs(2),
+            work_id: Some("r"),
+            revision: None,
+            detail: &detail,
+        };
+        let mut whole = ev.record();
+        whole.method = "POST".into();
+        whole.path = "/agents/a".into();
+        whole.body = body;
+        let (mut by_parts, mut by_record) = (Ledger::bounded(Some(3)), Ledger::bounded(Some(3)));
+        let sink = std::sync::Arc::new(Sent::default());
+        let mut journaled = Ledger::bounded(None);
+        journaled.set_sink(Box::new(sink.clone()));
+        for i in 0..4 {
+            by_parts.append(action(None, None));
+            by_record.append(action(None, None));
+            let seq = by_parts.append_agent_request(&ev, "POST", "/agents/a", &body_text);
+            assert_eq!(by_record.append(whole.clone()), seq);
+            assert_eq!(
+                journaled.append_agent_request(&ev, "POST", "/agents/a", &body_text),
+                i + 1
+            );
+        }
+        let all = |l: &Ledger| format!("{:?}", l.iter().collect::<Vec<_>>());
+        assert_eq!(all(&by_parts), all(&by_record));
+        assert_eq!(by_parts.counts().sorted(), by_record.counts().sorted());
+        let mut first = whole.clone();
+        first.seq = 1;
+        assert_eq!(sink.0.lock().unwrap()[0], format!("{first:?}"));
     }
 
     #[tokio::test]

@@ -196,12 +196,21 @@ fn needs_escape(s: &[u8]) -> bool {
             return true;
         }
     }
-    // The tail the same way, padded with a byte that needs nothing.
+    // The tail: the last eight bytes again where there are eight (no copy of a variable length,
+    // which is a `memcpy` call per string), else byte by byte.
     let rest = chunks.remainder();
-    let mut b = [b'x'; 8];
-    b[..rest.len()].copy_from_slice(rest);
-    let v = u64::from_le_bytes(b);
-    below(v, 0x20) || below(v ^ (b'"' as u64 * ONES), 1) || below(v ^ (b'\\' as u64 * ONES), 1)
+    if rest.is_empty() {
+        return false;
+    }
+    if let Some(last) = s.len().checked_sub(8).and_then(|at| s.get(at..)) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(last);
+        let v = u64::from_le_bytes(b);
+        return below(v, 0x20)
+            || below(v ^ (b'"' as u64 * ONES), 1)
+            || below(v ^ (b'\\' as u64 * ONES), 1);
+    }
+    rest.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\')
 }
 
 /// A JSON string as serde_json writes it: copied as is when no byte needs escaping (no `"`,

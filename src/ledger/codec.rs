@@ -159,7 +159,29 @@ impl Store {
     pub(super) fn push_agent_event(&mut self, ev: &AgentEvent<'_>) {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        encode_agent_event(&mut buf, ev, &mut self.strings, &mut self.fate);
+        encode_agent_event(&mut buf, ev, None, &mut self.strings, &mut self.fate);
+        let at = self.place(buf);
+        self.index.push_back(at);
+    }
+
+    /// [`Store::push_agent_event`] of an event about a request: its method, path and body
+    /// (compact JSON text) as well.
+    pub(super) fn push_agent_request(
+        &mut self,
+        ev: &AgentEvent<'_>,
+        method: &str,
+        path: &str,
+        body: &[u8],
+    ) {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        encode_agent_event(
+            &mut buf,
+            ev,
+            Some((method, path, body)),
+            &mut self.strings,
+            &mut self.fate,
+        );
         let at = self.place(buf);
         self.index.push_back(at);
     }
@@ -511,13 +533,16 @@ fn encode(
 }
 
 /// What [`encode`] writes for `ev.record()`, field by field in the same order, without the
-/// record (`actor` is a scratch string for `agent:NAME`).
+/// record (`actor` is a scratch string for `agent:NAME`); with `request`, the method, path and
+/// body (compact JSON text) of the request the event is about.
 fn encode_agent_event(
     out: &mut Vec<u8>,
     ev: &AgentEvent<'_>,
+    request: Option<(&str, &str, &[u8])>,
     strings: &mut Strings,
     actor: &mut String,
 ) {
+    let (method, path) = request.map_or(("", ""), |(m, p, _)| (m, p));
     let received = ev.at;
     put_str(out, Some(ev.agent), Some((strings, Field::Service)));
     put_str(out, None, Some((strings, Field::Route)));
@@ -529,14 +554,17 @@ fn encode_agent_event(
     actor.push_str(ev.agent);
     put_str(out, Some(actor), Some((strings, Field::Actor)));
     put_str(out, Some(ev.event), Some((strings, Field::Event)));
-    put_str(out, Some(""), Some((strings, Field::Method)));
-    put_str(out, Some(""), Some((strings, Field::Path)));
+    put_str(out, Some(method), Some((strings, Field::Method)));
+    put_str(out, Some(path), Some((strings, Field::Path)));
     put_varint(out, received.as_secs());
     put_varint(out, received.subsec_nanos() as u64);
     put_fingerprint(out, None);
     put_json(out, None);
     put_json(out, ev.revision);
-    put_json(out, Some(&Value::Null));
+    match request {
+        Some((_, _, body)) => put_json_text(out, body),
+        None => put_json(out, Some(&Value::Null)),
+    }
     out.push(0);
     put_varint(out, 0);
     put_str(out, None, Some((strings, Field::Fate)));

@@ -51,7 +51,13 @@ impl Detail {
         f(&mut self.bufs.values);
         let end = self.bufs.values.len();
         let member = (prefix(name), name, start, end);
-        match self.bufs.members.iter_mut().find(|m| m.1 == name) {
+        // The prefixes first: an integer comparison settles most names without their bytes.
+        match self
+            .bufs
+            .members
+            .iter_mut()
+            .find(|m| m.0 == member.0 && m.1 == name)
+        {
             Some(m) => *m = member,
             None => self.bufs.members.push(member),
         }
@@ -86,6 +92,23 @@ impl Detail {
         items: impl IntoIterator<Item = &'s str>,
     ) {
         self.raw(name, |out| write_strs(out, items));
+    }
+
+    /// An array of the protocol's literal names (event types): plain ASCII, nothing to escape.
+    pub(crate) fn names(&mut self, name: &'static str, items: &[&'static str]) {
+        self.raw(name, |out| {
+            out.push(b'[');
+            for (k, s) in items.iter().enumerate() {
+                debug_assert!(s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+                if k > 0 {
+                    out.push(b',');
+                }
+                out.push(b'"');
+                out.extend_from_slice(s.as_bytes());
+                out.push(b'"');
+            }
+            out.push(b']');
+        });
     }
 
     /// A value as serde_json writes it.
@@ -152,16 +175,28 @@ pub(crate) fn write_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(digits(v, &mut [0; 20]));
 }
 
-/// `v`'s decimal digits, written at the end of `buf`.
+/// `v`'s decimal digits, written at the end of `buf`: two at a time (every frame carries a
+/// thirteen-digit timestamp).
 pub(crate) fn digits(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut i = buf.len();
-    loop {
+    while v >= 100 {
+        let p = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[p..p + 2]);
+    }
+    if v >= 10 {
+        let p = v as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[p..p + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        buf[i] = b'0' + v as u8;
     }
     &buf[i..]
 }
@@ -184,6 +219,27 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn digits_are_the_numbers_decimal_text() {
+        let mut n = 1u64;
+        for _ in 0..20 {
+            for v in [
+                n - 1,
+                n,
+                n + 1,
+                n.wrapping_mul(7),
+                n.wrapping_mul(10).wrapping_sub(1),
+            ] {
+                assert_eq!(digits(v, &mut [0; 20]), v.to_string().as_bytes());
+            }
+            n = n.saturating_mul(10);
+        }
+        assert_eq!(
+            digits(u64::MAX, &mut [0; 20]),
+            u64::MAX.to_string().as_bytes()
+        );
+    }
+
+    #[test]
     fn a_detail_is_the_text_of_the_same_value() {
         let mut d = Detail::new();
         d.str("thread_id", "t-\"1\"\n");
@@ -193,6 +249,8 @@ mod tests {
         d.u64("zero", 0);
         d.strs("events", ["RUN_STARTED", "é\u{1}"]);
         d.strs("none", []);
+        d.names("types", &["RUN_STARTED", "TEXT_MESSAGE_START"]);
+        d.names("no_types", &[]);
         d.value("state", &json!({"b": 1, "a": [1.5, null]}));
         d.str("cause", "first");
         d.str("cause", "second");
@@ -207,6 +265,8 @@ mod tests {
             "zero": 0,
             "events": ["RUN_STARTED", "é\u{1}"],
             "none": [],
+            "types": ["RUN_STARTED", "TEXT_MESSAGE_START"],
+            "no_types": [],
             "state": {"b": 1, "a": [1.5, null]},
             "cause": "second",
             "Upper": "sorts before lower case",

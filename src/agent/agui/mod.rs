@@ -32,6 +32,7 @@ mod detail;
 mod restore;
 pub mod resume;
 mod run;
+mod scan;
 pub mod wire;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -42,7 +43,7 @@ use std::task::{Context, Poll, Waker};
 use serde_json::{json, Map, Value};
 
 use super::{AgentRequest, Ctx, Reply};
-use crate::ledger::Record;
+use crate::ledger::{AgentEvent, Record};
 use crate::scenario::agui::{AgUiAgent, ClientKind, Phase, ResumeMode, ToolKind, Uncovered};
 use crate::service::Response;
 use crate::world::World;
@@ -209,17 +210,25 @@ impl From<Uncovered> for UncoveredPolicy {
 pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     let world = ctx.world.clone();
     let name = ctx.name.clone();
-    let (input_json, reusable) = ledger_body(&world, &req.body);
+    // The common input is read straight from the bytes (`scan`), which also writes the text
+    // the ledger keeps; anything else is parsed into a tree first, as the ledger keeps it.
+    let scanned = (req.body.len() <= world.scenario.ledger_body_bytes)
+        .then(|| scan::scan(&req.body))
+        .flatten();
+    let (input_json, reusable) = match scanned {
+        Some(_) => (None, false),
+        None => {
+            let (v, reusable) = ledger_body(&world, &req.body);
+            (Some(v), reusable)
+        }
+    };
     let reject = |status: u16, code: &str, message: String, extra: Value| {
-        rejected(
-            &world,
-            &name,
-            status,
-            code,
-            message,
-            input_json.clone(),
-            extra,
-        )
+        // A refusal of a scanned body (rare) builds the tree the ledger keeps after all.
+        let input = match &input_json {
+            Some(v) => v.clone(),
+            None => ledger_body(&world, &req.body).0,
+        };
+        rejected(&world, &name, status, code, message, input, extra)
     };
 
     if !(req.path.is_empty() || req.path == "/") {
@@ -260,9 +269,16 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
             Value::Null,
         );
     }
-    let parsed = reusable
-        .then(|| RunAgentInput::from_parsed(&input_json))
-        .flatten();
+    let (parsed, ledger_text) = match scanned {
+        Some(s) => (Some(s.input), Some(s.ledger_text)),
+        None => (
+            input_json
+                .as_ref()
+                .filter(|_| reusable)
+                .and_then(RunAgentInput::from_parsed),
+            None,
+        ),
+    };
     let mut input = match parsed.map_or_else(|| RunAgentInput::parse(&req.body), Ok) {
         Ok(i) => i,
         Err(e) => return reject(400, "invalid_input", e.message, Value::Null),
@@ -398,31 +414,32 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     }
 
     let start = start_point(spec, &input, checkpoint.as_ref(), &judgement);
+    // Members in name order, the detail's own (its sort then has nothing to move).
     let mut started = Detail::new();
-    started.str("thread_id", &input.thread_id);
-    started.str("run_id", &input.run_id);
-    started.opt_str("parent_run_id", input.parent_run_id.as_deref());
     started.bool("continuation", input.is_continuation());
+    // The interrupted run whose checkpoint this run consumed: what a restart needs to tell
+    // which checkpoints are still open (the `Threads` lock is not held across the append).
+    if let (ResumeMode::Stateful, Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) =
+        (spec.resume, &checkpoint, &judgement.decision)
+    {
+        started.str("continues", &cp.run_id);
+    }
+    started.str("decision", decision_label(&judgement.decision));
+    started.u64("messages", input.messages.len() as u64);
+    started.opt_str("parent_run_id", input.parent_run_id.as_deref());
     started.opt_str("protocol_version", input.protocol_version.as_deref());
     match input.resume_entries() {
         [] => started.raw("resume", |out| out.extend_from_slice(b"[]")),
         // Through a tree, as the entries' own order of members is not the ledger's.
         entries => started.value("resume", &json!(entries)),
     }
-    started.raw("verdicts", |out| {
-        out.push(b'[');
-        for (k, v) in judgement.verdicts.iter().enumerate() {
-            if k > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(b"{\"interrupt_id\":");
-            wire::write_json_str(out, v.interrupt_id());
-            out.extend_from_slice(b",\"verdict\":");
-            wire::write_json_str(out, v.label());
-            out.push(b'}');
-        }
-        out.push(b']');
-    });
+    started.str("run_id", &input.run_id);
+    start.write(&mut started, "start");
+    match &input.state {
+        Some(state) => started.value("state", state),
+        None => started.raw("state", |out| out.extend_from_slice(b"{}")),
+    }
+    started.str("thread_id", &input.thread_id);
     started.raw("uncovered", |out| {
         out.push(b'[');
         for (k, u) in judgement.uncovered.iter().enumerate() {
@@ -437,20 +454,20 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         }
         out.push(b']');
     });
-    started.str("decision", decision_label(&judgement.decision));
-    start.write(&mut started, "start");
-    started.u64("messages", input.messages.len() as u64);
-    match &input.state {
-        Some(state) => started.value("state", state),
-        None => started.raw("state", |out| out.extend_from_slice(b"{}")),
-    }
-    // The interrupted run whose checkpoint this run consumed: what a restart needs to tell
-    // which checkpoints are still open (the `Threads` lock is not held across the append).
-    if let (ResumeMode::Stateful, Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) =
-        (spec.resume, &checkpoint, &judgement.decision)
-    {
-        started.str("continues", &cp.run_id);
-    }
+    started.raw("verdicts", |out| {
+        out.push(b'[');
+        for (k, v) in judgement.verdicts.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"interrupt_id\":");
+            wire::write_json_str(out, v.interrupt_id());
+            out.extend_from_slice(b",\"verdict\":");
+            wire::write_json_str(out, v.label());
+            out.push(b'}');
+        }
+        out.push(b']');
+    });
     if let Decision::Reject {
         status,
         code,
@@ -463,12 +480,26 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     }
 
     let started_at = world.clock.now();
-    let mut rec = Record::agent_event(&name, "run-started", started_at, Value::Null);
-    rec.method = "POST".into();
-    rec.path = ["/agents/", name.as_str()].concat();
-    rec.work_id = Some(input.run_id.clone());
-    rec.body = input_json;
-    started.finish(|detail| world.lock().ledger.append_with_detail(rec, detail));
+    // The body as the ledger keeps it: the scan's text, or the tree's.
+    let body = match (ledger_text, input_json) {
+        (Some(text), _) => text,
+        (None, json) => serde_json::to_vec(&json.unwrap_or(Value::Null)).unwrap_or_default(),
+    };
+    let path = ["/agents/", name.as_str()].concat();
+    started.finish(|detail| {
+        let ev = AgentEvent {
+            agent: &name,
+            event: "run-started",
+            at: started_at,
+            work_id: Some(&input.run_id),
+            revision: None,
+            detail,
+        };
+        world
+            .lock()
+            .ledger
+            .append_agent_request(&ev, "POST", &path, &body)
+    });
 
     let outlet = run::Outlet::default();
     // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.

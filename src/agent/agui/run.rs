@@ -33,7 +33,7 @@ use super::wire::{
 };
 use super::{answered_calls, call_id, Boundary, Call, Checkpoint, Notice, Start, Threads};
 use crate::clock::format_rfc3339_ms;
-use crate::ledger::Record;
+use crate::ledger::{AgentEvent, Record};
 use crate::scenario::agui::{
     AgUiAgent, ClientKind, InterruptSpec, OnContinuation, Phase, ResumeMode, ToolKind, Violation,
 };
@@ -891,7 +891,7 @@ impl Run {
         self.flush(false).await;
         let finished = finished && !self.gone;
         detail.u64("model_calls", self.model_calls);
-        detail.strs("events", self.types.iter().copied());
+        detail.names("events", &self.types);
         if self.gone {
             detail.bool("client_disconnected", true);
         }
@@ -1052,9 +1052,16 @@ impl Run {
 
     /// [`Self::record`] with the detail written straight (see [`Detail`]).
     fn record_text(&self, event: &str, detail: &[u8]) -> u64 {
-        let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), Value::Null);
-        rec.work_id = Some(self.input.run_id.clone());
-        self.world.lock().ledger.append_with_detail(rec, detail)
+        // Encoded from borrowed parts: no `Record` (and its owned strings) made to be dropped.
+        let ev = AgentEvent {
+            agent: &self.agent,
+            event,
+            at: self.world.clock.now(),
+            work_id: Some(&self.input.run_id),
+            revision: None,
+            detail,
+        };
+        self.world.lock().ledger.append_agent_event(&ev)
     }
 
     fn record_call(&self, call_id: &str, detail: Value) {
@@ -1113,8 +1120,10 @@ fn write_usage(out: &mut Vec<u8>, usage: &[TokenUsage]) {
             if !std::mem::take(&mut first) {
                 out.push(b',');
             }
-            write_json_str(out, name);
-            out.push(b':');
+            // The member names below: plain ASCII literals.
+            out.push(b'"');
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
         };
         // In byte order of the names.
         let numbers = [

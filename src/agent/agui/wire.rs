@@ -27,6 +27,9 @@ use serde_json::{Map, Value};
 /// version, never an echo of the input's).
 pub const PROTOCOL_VERSION: &str = "1.0";
 
+/// [`PROTOCOL_VERSION`] as a JSON string.
+const PROTOCOL_VERSION_JSON: &str = "\"1.0\"";
+
 /// The media type of the SSE binding.
 pub const EVENT_STREAM_CONTENT_TYPE: &str = "text/event-stream";
 
@@ -2103,45 +2106,67 @@ impl Frame<'_> {
 /// The bytes [`write_sse_frame`] writes for `frame.to_event().at(timestamp_ms)` (the
 /// `borrowed_frames_are_their_events` test holds them to it).
 pub fn write_frame(out: &mut Vec<u8>, frame: &Frame<'_>, timestamp_ms: i64) {
-    out.extend_from_slice(b"data: ");
-    let mut w = JsonObject::open(out, frame.type_name());
+    // Each event's fixed text (its type and the member names between its values) goes out as
+    // one literal: members in `Serialize`'s order, as `JsonObject` would write them one by one.
     match *frame {
         Frame::RunStarted {
             thread_id,
             run_id,
             parent_run_id,
         } => {
-            w.str("threadId", thread_id);
-            w.str("runId", run_id);
-            w.str("protocolVersion", PROTOCOL_VERSION);
-            w.opt_str("parentRunId", parent_run_id);
+            out.extend_from_slice(b"data: {\"type\":\"RUN_STARTED\",\"threadId\":");
+            write_json_str(out, thread_id);
+            out.extend_from_slice(b",\"runId\":");
+            write_json_str(out, run_id);
+            out.extend_from_slice(b",\"protocolVersion\":");
+            out.extend_from_slice(PROTOCOL_VERSION_JSON.as_bytes());
+            if let Some(p) = parent_run_id {
+                out.extend_from_slice(b",\"parentRunId\":");
+                write_json_str(out, p);
+            }
         }
         Frame::TextStart { message_id } => {
-            w.str("messageId", message_id);
-            w.str("role", "assistant");
+            out.extend_from_slice(b"data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":");
+            write_json_str(out, message_id);
+            out.extend_from_slice(b",\"role\":\"assistant\"");
         }
         Frame::TextContent { message_id, delta } => {
-            w.str("messageId", message_id);
-            w.str("delta", delta);
+            out.extend_from_slice(b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":");
+            write_json_str(out, message_id);
+            out.extend_from_slice(b",\"delta\":");
+            write_json_str(out, delta);
         }
-        Frame::TextEnd { message_id } => w.str("messageId", message_id),
+        Frame::TextEnd { message_id } => {
+            out.extend_from_slice(b"data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":");
+            write_json_str(out, message_id);
+        }
         Frame::ToolCallStart {
             tool_call_id,
             name,
             parent_message_id,
         } => {
-            w.str("toolCallId", tool_call_id);
-            w.str("toolCallName", name);
-            w.opt_str("parentMessageId", parent_message_id);
+            out.extend_from_slice(b"data: {\"type\":\"TOOL_CALL_START\",\"toolCallId\":");
+            write_json_str(out, tool_call_id);
+            out.extend_from_slice(b",\"toolCallName\":");
+            write_json_str(out, name);
+            if let Some(p) = parent_message_id {
+                out.extend_from_slice(b",\"parentMessageId\":");
+                write_json_str(out, p);
+            }
         }
         Frame::ToolCallArgs {
             tool_call_id,
             delta,
         } => {
-            w.str("toolCallId", tool_call_id);
-            w.str("delta", delta);
+            out.extend_from_slice(b"data: {\"type\":\"TOOL_CALL_ARGS\",\"toolCallId\":");
+            write_json_str(out, tool_call_id);
+            out.extend_from_slice(b",\"delta\":");
+            write_json_str(out, delta);
         }
-        Frame::ToolCallEnd { tool_call_id } => w.str("toolCallId", tool_call_id),
+        Frame::ToolCallEnd { tool_call_id } => {
+            out.extend_from_slice(b"data: {\"type\":\"TOOL_CALL_END\",\"toolCallId\":");
+            write_json_str(out, tool_call_id);
+        }
         Frame::RunInterrupted {
             thread_id,
             run_id,
@@ -2149,19 +2174,24 @@ pub fn write_frame(out: &mut Vec<u8>, frame: &Frame<'_>, timestamp_ms: i64) {
             usage,
         } => {
             // As `write_common` writes the owned event: no `result`, the outcome, the usage.
-            w.str("threadId", thread_id);
-            w.str("runId", run_id);
-            w.key("outcome");
-            write_interrupt_outcome(w.out, interrupts);
+            out.extend_from_slice(b"data: {\"type\":\"RUN_FINISHED\",\"threadId\":");
+            write_json_str(out, thread_id);
+            out.extend_from_slice(b",\"runId\":");
+            write_json_str(out, run_id);
+            out.extend_from_slice(b",\"outcome\":");
+            write_interrupt_outcome(out, interrupts);
             if let Some(u) = usage {
-                w.key("usage");
-                write_usage(w.out, u);
+                out.extend_from_slice(b",\"usage\":");
+                write_usage(out, u);
             }
         }
     }
-    w.json("timestamp", &timestamp_ms);
-    w.close();
-    out.extend_from_slice(b"\n\n");
+    out.extend_from_slice(b",\"timestamp\":");
+    if timestamp_ms < 0 {
+        out.push(b'-');
+    }
+    super::detail::write_u64(out, timestamp_ms.unsigned_abs());
+    out.extend_from_slice(b"}\n\n");
 }
 
 /// `RunOutcome` as serde writes it (see [`write_common`]).
@@ -2205,10 +2235,36 @@ fn write_interrupt(out: &mut Vec<u8>, i: &Interrupt) {
     w.str("reason", &i.reason);
     w.opt_str("message", i.message.as_deref());
     w.opt_str("toolCallId", i.tool_call_id.as_deref());
-    w.opt_json("responseSchema", i.response_schema.as_deref());
+    if let Some(schema) = &i.response_schema {
+        w.key("responseSchema");
+        write_schema(w.out, schema);
+    }
     w.opt_str("expiresAt", i.expires_at.as_deref());
     w.opt_str("subagentRunId", i.subagent_run_id.as_deref());
     w.close();
+}
+
+/// A shared response schema as serde writes it. A scripted interrupt carries its script's
+/// schema (the same `Arc`) on every run: its text is kept per thread for the last one written.
+/// The kept `Arc` holds the map alive and unchanged (it is shared, so never mutated in place),
+/// so the same pointer is the same map.
+fn write_schema(out: &mut Vec<u8>, schema: &Arc<Map<String, Value>>) {
+    /// A schema and its text.
+    type Kept = Option<(Arc<Map<String, Value>>, Vec<u8>)>;
+    thread_local! {
+        static LAST: std::cell::RefCell<Kept> = const { std::cell::RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some((kept, text)) if Arc::ptr_eq(kept, schema) => out.extend_from_slice(text),
+            _ => {
+                let start = out.len();
+                let _ = serde_json::to_writer(&mut *out, &**schema);
+                *last = Some((schema.clone(), out[start..].to_vec()));
+            }
+        }
+    });
 }
 
 /// A `usage` list as serde writes it.
@@ -2221,12 +2277,12 @@ fn write_usage(out: &mut Vec<u8>, usage: &[TokenUsage]) {
         let mut w = JsonObject::begin(out);
         w.opt_str("provider", u.provider.as_deref());
         w.opt_str("model", u.model.as_deref());
-        w.opt_json("inputTokens", u.input_tokens.as_ref());
-        w.opt_json("outputTokens", u.output_tokens.as_ref());
-        w.opt_json("totalTokens", u.total_tokens.as_ref());
-        w.opt_json("reasoningTokens", u.reasoning_tokens.as_ref());
-        w.opt_json("cachedInputTokens", u.cached_input_tokens.as_ref());
-        w.opt_json("cacheWriteInputTokens", u.cache_write_input_tokens.as_ref());
+        w.opt_u64("inputTokens", u.input_tokens);
+        w.opt_u64("outputTokens", u.output_tokens);
+        w.opt_u64("totalTokens", u.total_tokens);
+        w.opt_u64("reasoningTokens", u.reasoning_tokens);
+        w.opt_u64("cachedInputTokens", u.cached_input_tokens);
+        w.opt_u64("cacheWriteInputTokens", u.cache_write_input_tokens);
         w.close();
     }
     out.push(b']');
@@ -2252,11 +2308,21 @@ impl<'a> JsonObject<'a> {
         }
     }
 
-    /// An object whose first member is `"type"`.
-    fn open(out: &'a mut Vec<u8>, type_name: &str) -> Self {
-        let mut w = JsonObject::begin(out);
-        w.str("type", type_name);
-        w
+    /// An object whose first member is `"type"`: one of the protocol's literal names (plain
+    /// ASCII, nothing to escape), written as it is.
+    fn open(out: &'a mut Vec<u8>, type_name: &'static str) -> Self {
+        debug_assert!(type_name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+        let start = out.len();
+        out.extend_from_slice(b"{\"type\":\"");
+        out.extend_from_slice(type_name.as_bytes());
+        out.push(b'"');
+        JsonObject {
+            out,
+            start,
+            empty: false,
+        }
     }
 
     /// `"name":`, after a comma unless first (member names here are plain ASCII literals:
@@ -2278,6 +2344,13 @@ impl<'a> JsonObject<'a> {
     fn opt_str(&mut self, name: &str, value: Option<&str>) {
         if let Some(v) = value {
             self.str(name, v);
+        }
+    }
+
+    fn opt_u64(&mut self, name: &str, value: Option<u64>) {
+        if let Some(v) = value {
+            self.key(name);
+            super::detail::write_u64(self.out, v);
         }
     }
 
@@ -2332,6 +2405,10 @@ pub fn sse_payloads(body: &str) -> Vec<String> {
 /// header accepts anything.
 pub fn accepts_event_stream(accept: Option<&str>) -> bool {
     let Some(accept) = accept else { return true };
+    // What clients send, settled without splitting.
+    if accept == EVENT_STREAM_CONTENT_TYPE {
+        return true;
+    }
     if accept.trim().is_empty() {
         return true;
     }
@@ -2583,14 +2660,17 @@ mod tests {
     // The four verified encoder lines of the reference, byte for byte.
     #[test]
     fn strings_are_written_as_serde_json_writes_them() {
-        // Every ASCII byte and a few others, at every place in an eight-byte word and the tail.
+        // Every ASCII byte and a few others, at every place in an eight-byte word and the tail,
+        // in strings of every length up to three words.
         let mut cases = vec![String::new(), "é".repeat(9), "a\u{7f}b".into()];
         for c in (0u8..0x80).map(char::from).chain(['é', '\u{2028}']) {
-            for at in 0..17 {
-                let mut s = "x".repeat(at);
-                s.push(c);
-                s.push_str(&"y".repeat(17 - at));
-                cases.push(s);
+            for len in 0..24 {
+                for at in 0..=len {
+                    let mut s = "x".repeat(at);
+                    s.push(c);
+                    s.push_str(&"y".repeat(len - at));
+                    cases.push(s);
+                }
             }
         }
         for s in cases {
@@ -2826,7 +2906,16 @@ mod tests {
         let tricky = "q \" b \\ nl \n é \u{1}";
         let mut plain = Interrupt::new("i-2", tricky);
         plain.tool_call_id = Some("tc".into());
-        let interrupts = [interrupt_example(), plain];
+        // Schemas shared and not, in turn (the last one's text is kept per thread).
+        let mut other = interrupt_example();
+        other.response_schema = Some(Arc::new(
+            json!({"type": "string", "enum": ["a"]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ));
+        let first = interrupt_example();
+        let interrupts = [first.clone(), plain, other, first];
         let usage = [
             TokenUsage {
                 provider: Some("p".into()),
