@@ -508,7 +508,7 @@ fn to_hyper(r: Response) -> hyper::Response<HttpBody> {
 /// An agent's streamed reply as a hyper response (a 500 if a header cannot be sent).
 fn streamed(
     status: u16,
-    headers: Vec<(String, String)>,
+    headers: Vec<crate::idempotency::Header>,
     body: HttpBody,
 ) -> hyper::Response<HttpBody> {
     build(status, headers, body).unwrap_or_else(|e| to_hyper(build_error(e)))

@@ -40,14 +40,14 @@ pub enum Reply {
     /// stream ends when the sender is dropped.
     Stream {
         status: u16,
-        headers: Vec<(String, String)>,
+        headers: Vec<crate::idempotency::Header>,
         body: mpsc::Receiver<Bytes>,
     },
     /// A [`Reply::Stream`] whose whole body was ready before the response started: sent the
     /// same way (no length, chunked), as one chunk, without a channel.
     Ready {
         status: u16,
-        headers: Vec<(String, String)>,
+        headers: Vec<crate::idempotency::Header>,
         body: Bytes,
     },
 }

@@ -22,11 +22,11 @@ use crate::world::World;
 const PING_EVERY: Duration = Duration::from_secs(2);
 
 /// The response headers of an SSE reply, as the a2a-sdk server sends them.
-fn headers() -> Vec<(String, String)> {
+fn headers() -> Vec<crate::idempotency::Header> {
     vec![
         (
             "content-type".into(),
-            format!("{}; charset=utf-8", wire::SSE_CONTENT_TYPE),
+            "text/event-stream; charset=utf-8".into(),
         ),
         ("cache-control".into(), "no-store".into()),
         ("x-accel-buffering".into(), "no".into()),
