@@ -65,8 +65,9 @@ pub struct Policy {
     pub retention: Duration,
     pub fingerprint: Fingerprint,
     pub cache: Cache,
-    /// Header added to replayed responses (`Idempotent-Replayed: true`), if any.
-    pub replay_header: Option<String>,
+    /// Header added to replayed responses (`Idempotent-Replayed: true`), if any. A preset's is
+    /// static text: added to every replay without an allocation.
+    pub replay_header: Option<Cow<'static, str>>,
     /// Echo the key header on every response (Adyen's replay marker).
     pub echo_key: bool,
     /// Status and body for "same key, different payload".
@@ -114,7 +115,7 @@ impl Preset {
             // The draft's codes: 409 in flight, 422 mismatch, 400 missing (when required).
             Preset::Ietf => base,
             Preset::Stripe => Policy {
-                replay_header: Some("Idempotent-Replayed".into()),
+                replay_header: Some(Cow::Borrowed("Idempotent-Replayed")),
                 mismatch_status: 400,
                 mismatch_body: json!({"error": {
                     "type": "idempotency_error",

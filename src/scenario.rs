@@ -908,7 +908,7 @@ fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> (Poli
                     format!("\"{h}\" is not a valid HTTP header name (\"\" for none)"),
                 ));
             }
-            p.replay_header = (!h.is_empty()).then(|| h.clone());
+            p.replay_header = (!h.is_empty()).then(|| h.clone().into());
         }
         if let Some(e) = layer.echo_key {
             p.echo_key = e;

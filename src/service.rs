@@ -440,7 +440,7 @@ fn replay_of_same(
     // As `ledger_body` decides for these bytes (the original's body is the same).
     record.body_truncated = req.body.len() > world.scenario.ledger_body_bytes;
     if let Some(h) = &policy.replay_header {
-        response.headers.push((h.clone().into(), "true".into()));
+        response.headers.push((h.clone(), "true".into()));
     }
     if let (true, Some(k)) = (policy.echo_key, &record.idempotency_key) {
         response
@@ -861,7 +861,7 @@ fn decide_and_execute(
                 Response::from_stored(&response)
             };
             if let Some(h) = &policy.replay_header {
-                r.headers.push((h.clone().into(), "true".into()));
+                r.headers.push((h.clone(), "true".into()));
             }
             (r, Plan::Now)
         }
