@@ -51,7 +51,21 @@ enum Field {
     Fate,
 }
 const FIELDS: usize = 7;
-const RECENT: usize = 4;
+// An A2A round trip appends six agent events in turn: a recent list shorter than that misses
+// every one of them.
+const RECENT: usize = 8;
+
+/// `s[..=i].rotate_right(1)` for the few elements of a recent list: the slice's rotate calls
+/// `memmove`, which cost more than the rest of a look-up, several times per append.
+pub(super) fn to_front<T: Copy>(s: &mut [T], i: usize) {
+    let v = s[i];
+    let mut j = i;
+    while j > 0 {
+        s[j] = s[j - 1];
+        j -= 1;
+    }
+    s[0] = v;
+}
 
 impl Strings {
     fn intern_field(&mut self, field: Field, s: &str) -> Option<u32> {
@@ -60,15 +74,15 @@ impl Strings {
             let id = recent[i];
             if self.table.get(id as usize).is_some_and(|t| **t == *s) {
                 if i > 0 {
-                    recent[..=i].rotate_right(1);
+                    to_front(recent, i);
                 }
                 return Some(id);
             }
         }
         let id = self.intern(s)?;
         let recent = &mut self.recent[field as usize];
-        recent.rotate_right(1);
-        recent[0] = id;
+        recent[RECENT - 1] = id;
+        to_front(recent, RECENT - 1);
         Some(id)
     }
 
