@@ -247,17 +247,26 @@ async fn send(
         Some(p) => p,
         None => call.params()?,
     };
+    let history_length = p.history_length();
+    // Blocking: answer once the task is terminal or interrupted. The steps due at once run
+    // first, so a task that finishes at once is answered without waiting.
+    let answer = |task: &wire::Task| {
+        wire::TaskResult {
+            task,
+            history_length,
+        }
+        .body(&call.id)
+    };
     // What the answer needs from the task as `task::send` leaves it: a stream, its snapshot and
-    // every later event; a non-blocking call, the snapshot; a blocking one, nothing yet (it looks
-    // once the due part of the script has run, see below).
+    // every later event; a non-blocking call, the snapshot; a blocking one, the answer made
+    // once the due part of the script has run, under the same hold of the task table.
     let want = if streaming {
         task::Want::Stream
     } else if p.return_immediately() {
         task::Want::Snapshot
     } else {
-        task::Want::Nothing
+        task::Want::Answer(&answer)
     };
-    let history_length = p.history_length();
     // Given away: a new task keeps the message in its history.
     match task::send(ctx, spec, &call.method, p, want)? {
         Sent::Message(m) => {
@@ -272,49 +281,34 @@ async fn send(
                 ok_sorted(call, &SendMessageResponse::Message(m))
             }
         }
+        Sent::Looked(Ok(body)) => Ok(json_body(body)),
+        Sent::Looked(Err((id, events))) => {
+            wait_until_stopped(&ctx.world, &id, events).await?;
+            let task = task::snapshot(&ctx.world, &id)
+                .ok_or_else(|| RpcError::internal("the task disappeared"))?;
+            Ok(json_body(answer(&task)))
+        }
         Sent::Task {
             id,
             snapshot,
             events,
             run,
         } => {
-            if let Some(snapshot) = snapshot {
-                if run {
-                    task::start(&ctx.world, &id);
-                }
-                if streaming {
-                    return Ok(stream::open(
-                        ctx.world.clone(),
-                        call.id.clone(),
-                        vec![StreamResponse::Task(*snapshot)],
-                        events,
-                    ));
-                }
-                return ok_sorted(
-                    call,
-                    &SendMessageResponse::Task(snapshot.with_history_length(history_length)),
-                );
+            if run {
+                task::start(&ctx.world, &id);
             }
-            // Blocking: answer once the task is terminal or interrupted. The steps due at once
-            // run first, so a task that finishes at once is answered without waiting.
-            let answer = |task: &wire::Task| {
-                wire::TaskResult {
-                    task,
-                    history_length,
-                }
-                .body(&call.id)
-            };
-            let body = match task::start_and_look(&ctx.world, &id, run, answer) {
-                None => return Err(RpcError::internal("the task disappeared")),
-                Some(Ok(body)) => body,
-                Some(Err(events)) => {
-                    wait_until_stopped(&ctx.world, &id, events).await?;
-                    let task = task::snapshot(&ctx.world, &id)
-                        .ok_or_else(|| RpcError::internal("the task disappeared"))?;
-                    answer(&task)
-                }
-            };
-            Ok(json_body(body))
+            if streaming {
+                return Ok(stream::open(
+                    ctx.world.clone(),
+                    call.id.clone(),
+                    vec![StreamResponse::Task(*snapshot)],
+                    events,
+                ));
+            }
+            ok_sorted(
+                call,
+                &SendMessageResponse::Task(snapshot.with_history_length(history_length)),
+            )
         }
     }
 }

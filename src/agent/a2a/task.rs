@@ -188,27 +188,35 @@ enum Event {
 }
 
 /// What the caller of [`send`] needs of the task it leads to.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Want {
+#[derive(Clone, Copy)]
+pub(super) enum Want<'a> {
     /// Its snapshot, and a receiver for every later event (SendStreamingMessage).
     Stream,
     /// Its snapshot (SendMessage with `returnImmediately`).
     Snapshot,
-    /// Nothing yet: a blocking SendMessage looks at the task once the due part of the script
-    /// has run ([`stopped_or_subscribe`]).
-    Nothing,
+    /// A blocking SendMessage: the answer made from the task once the due part of its script
+    /// has run, if it has stopped then (see [`Sent::Looked`]).
+    Answer(&'a dyn Fn(&Task) -> Vec<u8>),
 }
 
 /// What a message led to.
 pub(super) enum Sent {
-    /// A task (new, resumed, or the one a follow-up or duplicate names). `run` says a script
-    /// was (re)started and needs [`start`]. `snapshot` and `events` are there as [`Want`]ed.
+    /// A task (new, resumed, or the one a follow-up or duplicate names), for [`Want::Stream`]
+    /// and [`Want::Snapshot`]. `run` says a script was (re)started and needs [`start`];
+    /// `events` is there for a stream.
     Task {
         id: String,
-        snapshot: Option<Box<Task>>,
+        snapshot: Box<Task>,
         events: Option<broadcast::Receiver<StreamResponse>>,
         run: bool,
     },
+    /// For [`Want::Answer`]: the script's due steps have run (the rest handed to a runner) in
+    /// the same hold of the table's lock that took the message, and the task was looked at
+    /// then: the answer if it had stopped (terminal or interrupted), else its id and a receiver
+    /// for what comes next, so the stop cannot slip between the look and the subscription. A
+    /// script that finishes at once is so answered without a channel or a runner ever being
+    /// made, without a copy of the task and without looking it up again.
+    Looked(Result<Vec<u8>, (String, broadcast::Receiver<StreamResponse>)>),
     /// A direct Message reply: no task exists.
     Message(Message),
 }
@@ -550,13 +558,29 @@ impl Entry {
         }
     }
 
-    /// The answer to a message that led to this task, with what the caller wants of it.
-    fn sent(&mut self, want: Want, run: bool) -> Sent {
-        Sent::Task {
-            id: self.task.id.clone(),
-            snapshot: (want != Want::Nothing).then(|| Box::new(self.task.clone())),
-            events: (want == Want::Stream).then(|| self.subscribe()),
-            run,
+    /// The answer to a message that led to this task, with what the caller wants of it; for
+    /// [`Want::Answer`], also the runner's next deadline to hand over once the table's lock is
+    /// released (see [`send`]).
+    fn sent(&mut self, world: &Arc<World>, want: Want<'_>, run: bool, next: &mut Next) -> Sent {
+        match want {
+            Want::Answer(answer) => {
+                if let Some((generation, Some(deadline))) =
+                    run.then(|| run_due_in(world, self, None)).flatten()
+                {
+                    *next = Some((self.task.id.clone(), generation, deadline));
+                }
+                Sent::Looked(if self.task.status.state.ends_stream() {
+                    Ok(answer(&self.task))
+                } else {
+                    Err((self.task.id.clone(), self.subscribe()))
+                })
+            }
+            Want::Stream | Want::Snapshot => Sent::Task {
+                id: self.task.id.clone(),
+                snapshot: Box::new(self.task.clone()),
+                events: matches!(want, Want::Stream).then(|| self.subscribe()),
+                run,
+            },
         }
     }
 
@@ -746,7 +770,29 @@ pub(super) fn send(
     spec: &A2aAgent,
     method: &str,
     req: SendMessageRequest,
-    want: Want,
+    want: Want<'_>,
+) -> Result<Sent, RpcError> {
+    let mut next = None;
+    let sent = send_locked(ctx, spec, method, req, want, &mut next)?;
+    // The table's lock is released: a runner for the rest of the script, if anything is left.
+    if let Some((id, generation, deadline)) = next {
+        hand_over(&ctx.world, &id, (generation, Some(deadline)));
+    }
+    Ok(sent)
+}
+
+/// The task, generation and deadline a runner is needed for, once the table's lock is released.
+type Next = Option<(String, u64, Duration)>;
+
+/// [`send`] under the table's lock (released when this returns); `next` is what a
+/// [`Want::Answer`] leaves for a runner.
+fn send_locked(
+    ctx: &Ctx,
+    spec: &A2aAgent,
+    method: &str,
+    req: SendMessageRequest,
+    want: Want<'_>,
+    next: &mut Next,
 ) -> Result<Sent, RpcError> {
     let world = &ctx.world;
     let msg = &req.message;
@@ -796,7 +842,7 @@ pub(super) fn send(
                         let taken = Taken::Duplicate { of: id };
                         detail(d, Some(id), Some(&e.task.context_id), taken)
                     });
-                    return Ok(e.sent(want, false));
+                    return Ok(e.sent(world, want, false, next));
                 }
             }
             Seen::Message(m) => {
@@ -887,7 +933,7 @@ pub(super) fn send(
                 }),
             );
         }
-        let sent = e.sent(want, resume);
+        let sent = e.sent(world, want, resume, next);
         table.note_seen(&ctx.name, &msg.message_id, false, || {
             Seen::Task(task_id.to_string())
         });
@@ -1030,7 +1076,7 @@ pub(super) fn send(
             &StreamResponse::Task(entry.task.clone()),
         );
     }
-    let sent = entry.sent(want, true);
+    let sent = entry.sent(world, want, true, next);
     table.note_seen(&ctx.name, &entry.task.history[0].message_id, false, || {
         Seen::Task(task_id.clone())
     });
@@ -1073,37 +1119,6 @@ pub(super) fn start(world: &Arc<World>, task_id: &str) {
     if let Some(next) = run_due(world, task_id, None) {
         hand_over(world, task_id, next);
     }
-}
-
-/// For a blocking call: start the task's script if `run` (as [`start`] does), then look at the
-/// task, in the same hold of the table's lock: `answer` made from it if it has stopped (terminal
-/// or interrupted), else a receiver for what comes next, so the stop cannot slip between the
-/// look and the subscription. A script that finishes at once is answered without a channel or a
-/// runner ever being made, and without a copy of the task. `None` if the task is gone.
-pub(super) fn start_and_look<T>(
-    world: &Arc<World>,
-    task_id: &str,
-    run: bool,
-    answer: impl FnOnce(&Task) -> T,
-) -> Option<Result<T, broadcast::Receiver<StreamResponse>>> {
-    let all = tasks(world);
-    let mut table = all.lock();
-    let e = table.tasks.get_mut(task_id)?;
-    let next = if run {
-        run_due_in(world, e, None)
-    } else {
-        None
-    };
-    let look = if e.task.status.state.ends_stream() {
-        Ok(answer(&e.task))
-    } else {
-        Err(e.subscribe())
-    };
-    drop(table);
-    if let Some(next) = next {
-        hand_over(world, task_id, next);
-    }
-    Some(look)
 }
 
 /// After [`run_due`]: a runner for the rest of the script, if anything is left.
