@@ -754,7 +754,7 @@ impl Counts {
                 if same(k) {
                     *n += by;
                     if i > 0 {
-                        self.recent[..=i].rotate_right(1);
+                        codec::to_front(&mut self.recent, i);
                     }
                     return;
                 }
@@ -786,8 +786,9 @@ impl Counts {
     }
 
     fn remember(&mut self, h: u64) {
-        self.recent.rotate_right(1);
-        self.recent[0] = h;
+        let last = self.recent.len() - 1;
+        self.recent[last] = h;
+        codec::to_front(&mut self.recent, last);
     }
 
     fn add(&mut self, r: &Record) {

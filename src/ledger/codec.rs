@@ -51,7 +51,21 @@ enum Field {
     Fate,
 }
 const FIELDS: usize = 7;
-const RECENT: usize = 4;
+// An A2A round trip appends six agent events in turn: a recent list shorter than that misses
+// every one of them.
+const RECENT: usize = 8;
+
+/// `s[..=i].rotate_right(1)` for the few elements of a recent list: the slice's rotate calls
+/// `memmove`, which cost more than the rest of a look-up, several times per append.
+pub(super) fn to_front<T: Copy>(s: &mut [T], i: usize) {
+    let v = s[i];
+    let mut j = i;
+    while j > 0 {
+        s[j] = s[j - 1];
+        j -= 1;
+    }
+    s[0] = v;
+}
 
 impl Strings {
     fn intern_field(&mut self, field: Field, s: &str) -> Option<u32> {
@@ -60,15 +74,15 @@ impl Strings {
             let id = recent[i];
             if self.table.get(id as usize).is_some_and(|t| **t == *s) {
                 if i > 0 {
-                    recent[..=i].rotate_right(1);
+                    to_front(recent, i);
                 }
                 return Some(id);
             }
         }
         let id = self.intern(s)?;
         let recent = &mut self.recent[field as usize];
-        recent.rotate_right(1);
-        recent[0] = id;
+        recent[RECENT - 1] = id;
+        to_front(recent, RECENT - 1);
         Some(id)
     }
 
@@ -98,6 +112,8 @@ pub(super) struct Store {
     scratch: Vec<u8>,
     /// A fate's name is written here before it is interned.
     fate: String,
+    /// The fixed fields of the last agent's events, as encoded.
+    agent: AgentFields,
     /// The last chunk released by eviction, reused for the next one: a bounded ledger under
     /// load turns chunks over without going back to the allocator (whose heap would otherwise
     /// creep as 1 MiB blocks come and go).
@@ -159,9 +175,17 @@ impl Store {
     pub(super) fn push_agent_event(&mut self, ev: &AgentEvent<'_>) {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        encode_agent_event(&mut buf, ev, None, &mut self.strings, &mut self.fate);
+        self.agent_fields(ev.agent);
+        encode_agent_event(&mut buf, ev, None, &mut self.strings, &mut self.agent);
         let at = self.place(buf);
         self.index.push_back(at);
+    }
+
+    /// [`AgentFields`] for `agent`, encoded again if the last event was another agent's.
+    fn agent_fields(&mut self, agent: &str) {
+        if self.agent.agent.as_deref() != Some(agent) {
+            self.agent.encode(agent, &mut self.strings, &mut self.fate);
+        }
     }
 
     /// [`Store::push_agent_event`] of an event about a request: its method, path and body
@@ -175,12 +199,13 @@ impl Store {
     ) {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
+        self.agent_fields(ev.agent);
         encode_agent_event(
             &mut buf,
             ev,
             Some((method, path, body)),
             &mut self.strings,
-            &mut self.fate,
+            &mut self.agent,
         );
         let at = self.place(buf);
         self.index.push_back(at);
@@ -532,30 +557,72 @@ fn encode(
     put_json(out, detail.as_ref());
 }
 
+/// The fields of an agent's events that depend only on the agent (service, route, disposition
+/// and key; actor; the empty method and path of events about no request), encoded once per agent: an A2A round trip appends six
+/// events of one agent, and interning the same four strings for each cost a third of the append.
+/// Interned ids never change and the table only grows, so the bytes stay what encoding each
+/// field again would give.
+#[derive(Default)]
+struct AgentFields {
+    /// The agent these are for (`None` before the first event).
+    agent: Option<String>,
+    /// Service, route, disposition, key.
+    head: Vec<u8>,
+    actor: Vec<u8>,
+    /// Method and path (the same for every agent): encoded after the first event's name, as
+    /// the fields come, so that strings are interned (numbered) in the order encoding each
+    /// record would intern them.
+    tail: Option<Vec<u8>>,
+}
+
+impl AgentFields {
+    fn encode(&mut self, agent: &str, strings: &mut Strings, actor: &mut String) {
+        let name = self.agent.get_or_insert_with(String::new);
+        name.clear();
+        name.push_str(agent);
+        self.head.clear();
+        put_str(&mut self.head, Some(agent), Some((strings, Field::Service)));
+        put_str(&mut self.head, None, Some((strings, Field::Route)));
+        self.head.push(disposition_code(Disposition::Agent));
+        put_str(&mut self.head, None, None);
+        actor.clear();
+        actor.push_str("agent:");
+        actor.push_str(agent);
+        self.actor.clear();
+        put_str(&mut self.actor, Some(actor), Some((strings, Field::Actor)));
+    }
+}
+
 /// What [`encode`] writes for `ev.record()`, field by field in the same order, without the
-/// record (`actor` is a scratch string for `agent:NAME`); with `request`, the method, path and
+/// record (`fields` are `ev.agent`'s: [`AgentFields::encode`]); with `request`, the method, path and
 /// body (compact JSON text) of the request the event is about.
 fn encode_agent_event(
     out: &mut Vec<u8>,
     ev: &AgentEvent<'_>,
     request: Option<(&str, &str, &[u8])>,
     strings: &mut Strings,
-    actor: &mut String,
+    fields: &mut AgentFields,
 ) {
-    let (method, path) = request.map_or(("", ""), |(m, p, _)| (m, p));
     let received = ev.at;
-    put_str(out, Some(ev.agent), Some((strings, Field::Service)));
-    put_str(out, None, Some((strings, Field::Route)));
-    out.push(disposition_code(Disposition::Agent));
-    put_str(out, None, None);
+    out.extend_from_slice(&fields.head);
     put_str(out, ev.work_id, None);
-    actor.clear();
-    actor.push_str("agent:");
-    actor.push_str(ev.agent);
-    put_str(out, Some(actor), Some((strings, Field::Actor)));
+    out.extend_from_slice(&fields.actor);
     put_str(out, Some(ev.event), Some((strings, Field::Event)));
-    put_str(out, Some(method), Some((strings, Field::Method)));
-    put_str(out, Some(path), Some((strings, Field::Path)));
+    match request {
+        Some((method, path, _)) => {
+            put_str(out, Some(method), Some((strings, Field::Method)));
+            put_str(out, Some(path), Some((strings, Field::Path)));
+        }
+        None => {
+            let tail = fields.tail.get_or_insert_with(|| {
+                let mut tail = Vec::new();
+                put_str(&mut tail, Some(""), Some((strings, Field::Method)));
+                put_str(&mut tail, Some(""), Some((strings, Field::Path)));
+                tail
+            });
+            out.extend_from_slice(tail);
+        }
+    }
     put_varint(out, received.as_secs());
     put_varint(out, received.subsec_nanos() as u64);
     put_fingerprint(out, None);
@@ -967,6 +1034,36 @@ mod tests {
                 rec
             }));
         }
+    }
+
+    /// The fields an agent's events share are encoded once per agent: still the same bytes
+    /// when events of several agents and other records come in between.
+    #[test]
+    fn agent_events_of_several_agents_encode_as_their_records() {
+        let (mut a, mut b) = (Store::default(), Store::default());
+        let detail = json!({"state": "TASK_STATE_WORKING"});
+        let text = serde_json::to_vec(&detail).unwrap();
+        for (i, agent) in ["worker", "worker", "planner", "", "worker", "planner"]
+            .into_iter()
+            .enumerate()
+        {
+            let event = ["status", "message", "result"][i % 3];
+            let ev = AgentEvent {
+                agent,
+                event,
+                at: Duration::new(3, i as u32),
+                work_id: Some("task-1"),
+                revision: None,
+                detail: &text,
+            };
+            a.push(&ev.record());
+            b.push_agent_event(&ev);
+            let other = record(i as u64 + 1);
+            a.push(&other);
+            b.push(&other);
+        }
+        assert_eq!(a.chunks, b.chunks);
+        assert_eq!(a.index, b.index);
     }
 
     #[test]

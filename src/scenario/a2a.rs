@@ -168,13 +168,15 @@ pub enum CancelPolicy {
 }
 
 impl CancelPolicy {
-    pub fn name(self) -> String {
+    /// The policy as written in a scenario (static text but for `honor-before`'s duration:
+    /// every new task's entry names it).
+    pub fn name(self) -> std::borrow::Cow<'static, str> {
         match self {
             CancelPolicy::Honor => "honor".into(),
             CancelPolicy::TooLate => "too-late".into(),
             CancelPolicy::AckThenComplete => "ack-then-complete".into(),
             CancelPolicy::HonorBefore(d) => {
-                format!("honor-before:{}", crate::clock::format_duration(d))
+                format!("honor-before:{}", crate::clock::format_duration(d)).into()
             }
         }
     }

@@ -76,15 +76,141 @@ pub struct Tasks {
     table: Mutex<Table>,
 }
 
+/// A map by string id whose table holds a 64-bit hash of each id (and the id beside its
+/// value): growing it rehashes numbers, where a map keyed by the strings would read every key's
+/// text, one cache miss each, under the task table's lock — 100 000 tasks and messages took
+/// tens of milliseconds, which every call waiting on the lock then saw (the A2A figure's p99).
+/// Ids whose hashes collide probe the next number; nothing is ever removed, so a probe ends at
+/// the first free number.
+struct IdMap<V> {
+    map: FastMap<u64, (String, V)>,
+}
+
+impl<V> Default for IdMap<V> {
+    fn default() -> Self {
+        IdMap {
+            map: FastMap::default(),
+        }
+    }
+}
+
+impl<V> IdMap<V> {
+    fn hash(id: &str) -> u64 {
+        use std::hash::BuildHasher;
+        crate::hash::FastState::default().hash_one(id)
+    }
+
+    /// Where `id` is, or the free number it would go to.
+    fn slot(&self, id: &str) -> (u64, bool) {
+        let mut h = Self::hash(id);
+        loop {
+            match self.map.get(&h) {
+                Some((k, _)) if k == id => return (h, true),
+                Some(_) => h = h.wrapping_add(1),
+                None => return (h, false),
+            }
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<&V> {
+        match self.slot(id) {
+            (h, true) => self.map.get(&h).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    fn get_mut(&mut self, id: &str) -> Option<&mut V> {
+        match self.slot(id) {
+            (h, true) => self.map.get_mut(&h).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&String, &V)> {
+        self.map.values().map(|(k, v)| (k, v))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &V> {
+        self.map.values().map(|(_, v)| v)
+    }
+
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
 #[derive(Default)]
 struct Table {
     /// Boxed: an entry is several hundred bytes, and the map moves its values when it grows.
-    tasks: FastMap<String, Box<Entry>>,
-    /// Creation order, for stable listing.
-    order: Vec<String>,
-    /// What each (agent, messageId) first produced, for de-duplication and for the ledger.
-    seen: FastMap<(String, String), Seen>,
+    tasks: IdMap<Box<Entry>>,
+    /// How many tasks were ever put in: the next one's [`Entry::created`].
+    created: u64,
+    /// What each agent's messages (by messageId) first produced, for de-duplication and for
+    /// the ledger. By agent first, so that a message is looked up without copying its id.
+    seen: FastMap<String, IdMap<Seen>>,
     next_id: u64,
+}
+
+impl Table {
+    /// What the message `message_id` to `agent` first produced.
+    fn seen(&self, agent: &str, message_id: &str) -> Option<&Seen> {
+        self.seen.get(agent)?.get(message_id)
+    }
+
+    /// Notes what the message `message_id` to `agent` produced, unless one with that id came
+    /// before (or always, with `replace`).
+    fn note_seen(
+        &mut self,
+        agent: &str,
+        message_id: &str,
+        replace: bool,
+        seen: impl FnOnce() -> Seen,
+    ) {
+        let of_agent = match self.seen.get_mut(agent) {
+            Some(m) => m,
+            None => self.seen.entry(agent.to_string()).or_default(),
+        };
+        match of_agent.slot(message_id) {
+            (h, true) if replace => {
+                if let Some((_, s)) = of_agent.map.get_mut(&h) {
+                    *s = seen();
+                }
+            }
+            (_, true) => {}
+            (h, false) => {
+                of_agent.map.insert(h, (message_id.to_string(), seen()));
+            }
+        }
+    }
+
+    /// Puts a task in, numbered in creation order (a task already there is replaced and keeps
+    /// its place).
+    fn insert(&mut self, id: String, mut e: Box<Entry>) {
+        let (h, there) = self.tasks.slot(&id);
+        match self.tasks.map.get_mut(&h) {
+            Some((_, old)) if there => {
+                e.created = old.created;
+                *old = e;
+            }
+            _ => {
+                e.created = self.created;
+                self.created += 1;
+                self.tasks.map.insert(h, (id, e));
+            }
+        }
+    }
+
+    /// The tasks' ids in creation order.
+    fn ids_in_order(&self) -> Vec<String> {
+        let mut ids: Vec<(u64, &String)> =
+            self.tasks.iter().map(|(id, e)| (e.created, id)).collect();
+        ids.sort_unstable();
+        ids.into_iter().map(|(_, id)| id.clone()).collect()
+    }
 }
 
 #[derive(Clone)]
@@ -95,6 +221,8 @@ enum Seen {
 }
 
 struct Entry {
+    /// Its place in creation order (see [`Table::insert`]), for stable listing.
+    created: u64,
     agent: String,
     task: Task,
     revision: Option<Value>,
@@ -132,27 +260,35 @@ enum Event {
 }
 
 /// What the caller of [`send`] needs of the task it leads to.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Want {
+#[derive(Clone, Copy)]
+pub(super) enum Want<'a> {
     /// Its snapshot, and a receiver for every later event (SendStreamingMessage).
     Stream,
     /// Its snapshot (SendMessage with `returnImmediately`).
     Snapshot,
-    /// Nothing yet: a blocking SendMessage looks at the task once the due part of the script
-    /// has run ([`stopped_or_subscribe`]).
-    Nothing,
+    /// A blocking SendMessage: the answer made from the task once the due part of its script
+    /// has run, if it has stopped then (see [`Sent::Looked`]).
+    Answer(&'a dyn Fn(&Task) -> Vec<u8>),
 }
 
 /// What a message led to.
 pub(super) enum Sent {
-    /// A task (new, resumed, or the one a follow-up or duplicate names). `run` says a script
-    /// was (re)started and needs [`start`]. `snapshot` and `events` are there as [`Want`]ed.
+    /// A task (new, resumed, or the one a follow-up or duplicate names), for [`Want::Stream`]
+    /// and [`Want::Snapshot`]. `run` says a script was (re)started and needs [`start`];
+    /// `events` is there for a stream.
     Task {
         id: String,
-        snapshot: Option<Box<Task>>,
+        snapshot: Box<Task>,
         events: Option<broadcast::Receiver<StreamResponse>>,
         run: bool,
     },
+    /// For [`Want::Answer`]: the script's due steps have run (the rest handed to a runner) in
+    /// the same hold of the table's lock that took the message, and the task was looked at
+    /// then: the answer if it had stopped (terminal or interrupted), else its id and a receiver
+    /// for what comes next, so the stop cannot slip between the look and the subscription. A
+    /// script that finishes at once is so answered without a channel or a runner ever being
+    /// made, without a copy of the task and without looking it up again.
+    Looked(Result<Vec<u8>, (String, broadcast::Receiver<StreamResponse>)>),
     /// A direct Message reply: no task exists.
     Message(Message),
 }
@@ -275,6 +411,23 @@ fn numbered(prefix: &str, n: u64) -> String {
     out
 }
 
+/// `world.clock.rfc3339(at)`, formatted once per millisecond per thread: a round trip stamps
+/// its task's status two or three times within the same millisecond.
+fn stamp(world: &World, at: Duration) -> String {
+    thread_local! {
+        static LAST: std::cell::RefCell<(u64, String)> =
+            const { std::cell::RefCell::new((u64::MAX, String::new())) };
+    }
+    let ms = world.clock.wall_ms(at);
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != ms {
+            *last = (ms, crate::clock::format_rfc3339_ms(ms));
+        }
+        last.1.clone()
+    })
+}
+
 /// Where `cc` (two of `c`) first occurs in `s`: `s.find("{{")` without a searcher.
 fn find_pair(s: &str, c: u8) -> Option<usize> {
     s.as_bytes().windows(2).position(|w| w[0] == c && w[1] == c)
@@ -289,14 +442,21 @@ fn canary(world: &World, task_id: &str, revision: Option<&Value>) -> String {
 fn canary_token(seed: u64, task_id: &str, revision: Option<&Value>) -> String {
     // `format!("canary/{task_id}/{rev}")` and `format!("cny-{h:016x}")`, written out: every
     // task gets one, and the formatting machinery cost more than the hash.
-    let mut stream = String::with_capacity(8 + task_id.len() + 8);
+    // The stream's name goes into a buffer reused by the thread: only its hash is kept.
+    thread_local! {
+        static STREAM: Cell<String> = const { Cell::new(String::new()) };
+    }
+    let mut stream = STREAM.with(Cell::take);
+    stream.clear();
     stream.push_str("canary/");
     stream.push_str(task_id);
     stream.push('/');
     if let Some(r) = revision {
-        stream.push_str(&r.to_string());
+        use std::fmt::Write;
+        let _ = write!(stream, "{r}");
     }
     let h = crate::fate::stream_seed(seed, &stream, 0);
+    STREAM.with(|s| s.set(stream));
     let mut token = String::with_capacity(20);
     token.push_str("cny-");
     for shift in (0..16).rev() {
@@ -470,13 +630,29 @@ impl Entry {
         }
     }
 
-    /// The answer to a message that led to this task, with what the caller wants of it.
-    fn sent(&mut self, want: Want, run: bool) -> Sent {
-        Sent::Task {
-            id: self.task.id.clone(),
-            snapshot: (want != Want::Nothing).then(|| Box::new(self.task.clone())),
-            events: (want == Want::Stream).then(|| self.subscribe()),
-            run,
+    /// The answer to a message that led to this task, with what the caller wants of it; for
+    /// [`Want::Answer`], also the runner's next deadline to hand over once the table's lock is
+    /// released (see [`send`]).
+    fn sent(&mut self, world: &Arc<World>, want: Want<'_>, run: bool, next: &mut Next) -> Sent {
+        match want {
+            Want::Answer(answer) => {
+                if let Some((generation, Some(deadline))) =
+                    run.then(|| run_due_in(world, self, None)).flatten()
+                {
+                    *next = Some((self.task.id.clone(), generation, deadline));
+                }
+                Sent::Looked(if self.task.status.state.ends_stream() {
+                    Ok(answer(&self.task))
+                } else {
+                    Err((self.task.id.clone(), self.subscribe()))
+                })
+            }
+            Want::Stream | Want::Snapshot => Sent::Task {
+                id: self.task.id.clone(),
+                snapshot: Box::new(self.task.clone()),
+                events: matches!(want, Want::Stream).then(|| self.subscribe()),
+                run,
+            },
         }
     }
 
@@ -514,10 +690,10 @@ impl Entry {
         )
     }
 
-    fn note_canary(&mut self, world: &World, used: bool) {
+    fn note_canary(&mut self, world: &World, used: bool, now: Duration) {
         if used && !self.canary_issued {
             self.canary_issued = true;
-            self.log_with(world, world.clock.now(), "canary", |d| {
+            self.log_with(world, now, "canary", |d| {
                 d.str("canary", &self.canary)
                     .opt_value("revision", self.revision.as_ref())
                     .str("task_id", &self.task.id);
@@ -666,7 +842,29 @@ pub(super) fn send(
     spec: &A2aAgent,
     method: &str,
     req: SendMessageRequest,
-    want: Want,
+    want: Want<'_>,
+) -> Result<Sent, RpcError> {
+    let mut next = None;
+    let sent = send_locked(ctx, spec, method, req, want, &mut next)?;
+    // The table's lock is released: a runner for the rest of the script, if anything is left.
+    if let Some((id, generation, deadline)) = next {
+        hand_over(&ctx.world, &id, (generation, Some(deadline)));
+    }
+    Ok(sent)
+}
+
+/// The task, generation and deadline a runner is needed for, once the table's lock is released.
+type Next = Option<(String, u64, Duration)>;
+
+/// [`send`] under the table's lock (released when this returns); `next` is what a
+/// [`Want::Answer`] leaves for a runner.
+fn send_locked(
+    ctx: &Ctx,
+    spec: &A2aAgent,
+    method: &str,
+    req: SendMessageRequest,
+    want: Want<'_>,
+    next: &mut Next,
 ) -> Result<Sent, RpcError> {
     let world = &ctx.world;
     let msg = &req.message;
@@ -691,8 +889,9 @@ pub(super) fn send(
     let text = msg.text();
     let all = tasks(world);
     let mut table = all.lock();
-    let seen_key = (ctx.name.clone(), msg.message_id.clone());
-    let seen = table.seen.get(&seen_key).cloned();
+    // One instant for the entries of this message.
+    let now = world.clock.now();
+    let seen = table.seen(&ctx.name, &msg.message_id).cloned();
     let detail = |d: &mut Detail, task_id: Option<&str>, context_id: Option<&str>, taken| {
         message_detail(
             d,
@@ -711,17 +910,17 @@ pub(super) fn send(
         match first {
             Seen::Task(id) => {
                 if let Some(e) = table.tasks.get_mut(id) {
-                    e.log_with(world, world.clock.now(), "message", |d| {
+                    e.log_with(world, now, "message", |d| {
                         let taken = Taken::Duplicate { of: id };
                         detail(d, Some(id), Some(&e.task.context_id), taken)
                     });
-                    return Ok(e.sent(want, false));
+                    return Ok(e.sent(world, want, false, next));
                 }
             }
             Seen::Message(m) => {
                 log_with(
                     world,
-                    world.clock.now(),
+                    now,
                     &ctx.name,
                     "message",
                     None,
@@ -759,7 +958,7 @@ pub(super) fn send(
         m.context_id = Some(e.task.context_id.clone());
         e.task.history.push(m);
         let resume = state.is_interrupted();
-        e.log_with(world, world.clock.now(), "message", |d| {
+        e.log_with(world, now, "message", |d| {
             let taken = Taken::FollowUp {
                 resumes: resume,
                 repeat_of: repeat_of.as_deref(),
@@ -781,7 +980,6 @@ pub(super) fn send(
         if resume {
             // The paused task carries on with the script this message selects.
             let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
-            let now = world.clock.now();
             e.timeline = timeline(script, now);
             e.script = Some(script.clone());
             e.cursor = 0;
@@ -793,7 +991,7 @@ pub(super) fn send(
             // the resumed run, and the reply shows the task in flight again.
             e.set_status(
                 world,
-                TaskStatus::new(TaskState::Submitted, world.clock.rfc3339(now)),
+                TaskStatus::new(TaskState::Submitted, stamp(world, now)),
             );
             e.log_at(
                 world,
@@ -807,11 +1005,10 @@ pub(super) fn send(
                 }),
             );
         }
-        let sent = e.sent(want, resume);
-        table
-            .seen
-            .entry(seen_key)
-            .or_insert(Seen::Task(task_id.to_string()));
+        let sent = e.sent(world, want, resume, next);
+        table.note_seen(&ctx.name, &msg.message_id, false, || {
+            Seen::Task(task_id.to_string())
+        });
         return Ok(sent);
     }
 
@@ -853,66 +1050,44 @@ pub(super) fn send(
             repeat_of: repeat_of.as_deref(),
         };
         let rev = revision.as_ref();
-        log_with(
-            world,
-            world.clock.now(),
-            &ctx.name,
-            "message",
-            None,
-            rev,
-            |d| detail(d, None, Some(&context_id), taken),
-        );
+        log_with(world, now, &ctx.name, "message", None, rev, |d| {
+            detail(d, None, Some(&context_id), taken)
+        });
         // The reply's parts and the message it answers: what de-duplication replays, also
         // after a restart.
-        log_with(
-            world,
-            world.clock.now(),
-            &ctx.name,
-            "result",
-            None,
-            rev,
-            |d| {
-                d.str("context_id", &context_id)
-                    .str("in_reply_to", &msg.message_id)
-                    .str("message_id", &reply_id)
-                    .ser("parts", &reply.parts)
-                    .str("reply", "message");
-            },
-        );
+        log_with(world, now, &ctx.name, "result", None, rev, |d| {
+            d.str("context_id", &context_id)
+                .str("in_reply_to", &msg.message_id)
+                .str("message_id", &reply_id)
+                .ser("parts", &reply.parts)
+                .str("reply", "message");
+        });
         if r.used_canary.get() {
-            log_with(
-                world,
-                world.clock.now(),
-                &ctx.name,
-                "canary",
-                None,
-                rev,
-                |d| {
-                    d.str("canary", &token)
-                        .str("message_id", &reply_id)
-                        .opt_value("revision", rev)
-                        .null("task_id");
-                },
-            );
+            log_with(world, now, &ctx.name, "canary", None, rev, |d| {
+                d.str("canary", &token)
+                    .str("message_id", &reply_id)
+                    .opt_value("revision", rev)
+                    .null("task_id");
+            });
         }
-        table
-            .seen
-            .insert(seen_key, Seen::Message(Box::new(reply.clone())));
+        table.note_seen(&ctx.name, &msg.message_id, true, || {
+            Seen::Message(Box::new(reply.clone()))
+        });
         return Ok(Sent::Message(reply));
     }
 
     let task_id = numbered("task-", n);
-    let now = world.clock.now();
     // The history gets the message itself, once its entry is written (below).
     let task = Task {
         id: task_id.clone(),
         context_id: context_id.clone(),
-        status: TaskStatus::new(TaskState::Submitted, world.clock.rfc3339(now)),
+        status: TaskStatus::new(TaskState::Submitted, stamp(world, now)),
         artifacts: Vec::new(),
         history: Vec::with_capacity(1),
         metadata: revision_meta(&spec.revision_key, revision.as_ref()),
     };
     let mut entry = Entry {
+        created: 0,
         agent: ctx.name.clone(),
         task,
         revision: revision.clone(),
@@ -930,7 +1105,7 @@ pub(super) fn send(
         capacity: stream_capacity(spec),
         push: Vec::new(),
     };
-    entry.log_with(world, world.clock.now(), "message", |d| {
+    entry.log_with(world, now, "message", |d| {
         let taken = Taken::New {
             behavior,
             repeat_of: repeat_of.as_deref(),
@@ -973,10 +1148,11 @@ pub(super) fn send(
             &StreamResponse::Task(entry.task.clone()),
         );
     }
-    let sent = entry.sent(want, true);
-    table.tasks.insert(task_id.clone(), Box::new(entry));
-    table.order.push(task_id.clone());
-    table.seen.entry(seen_key).or_insert(Seen::Task(task_id));
+    let sent = entry.sent(world, want, true, next);
+    table.note_seen(&ctx.name, &entry.task.history[0].message_id, false, || {
+        Seen::Task(task_id.clone())
+    });
+    table.insert(task_id, Box::new(entry));
     Ok(sent)
 }
 
@@ -1015,37 +1191,6 @@ pub(super) fn start(world: &Arc<World>, task_id: &str) {
     if let Some(next) = run_due(world, task_id, None) {
         hand_over(world, task_id, next);
     }
-}
-
-/// For a blocking call: start the task's script if `run` (as [`start`] does), then look at the
-/// task, in the same hold of the table's lock: `answer` made from it if it has stopped (terminal
-/// or interrupted), else a receiver for what comes next, so the stop cannot slip between the
-/// look and the subscription. A script that finishes at once is answered without a channel or a
-/// runner ever being made, and without a copy of the task. `None` if the task is gone.
-pub(super) fn start_and_look<T>(
-    world: &Arc<World>,
-    task_id: &str,
-    run: bool,
-    answer: impl FnOnce(&Task) -> T,
-) -> Option<Result<T, broadcast::Receiver<StreamResponse>>> {
-    let all = tasks(world);
-    let mut table = all.lock();
-    let e = table.tasks.get_mut(task_id)?;
-    let next = if run {
-        run_due_in(world, e, None)
-    } else {
-        None
-    };
-    let look = if e.task.status.state.ends_stream() {
-        Ok(answer(&e.task))
-    } else {
-        Err(e.subscribe())
-    };
-    drop(table);
-    if let Some(next) = next {
-        hand_over(world, task_id, next);
-    }
-    Some(look)
 }
 
 /// After [`run_due`]: a runner for the rest of the script, if anything is left.
@@ -1110,15 +1255,15 @@ fn run_due_in(
             return Some((e.generation, Some(at)));
         }
         e.cursor += 1;
-        apply(world, e, script, ev);
+        apply(world, e, script, ev, now);
     }
 }
 
-fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
-    // One instant for the status timestamp and its ledger entry (see `log_at`); the timestamp
-    // is formatted only by the events that show one.
-    let now = world.clock.now();
-    let ts = || world.clock.rfc3339(now);
+/// Apply one due event at `now`, the instant [`run_due_in`] found it due: one instant for the
+/// status timestamps and their ledger entries (see `log_at`), read once for every event due.
+fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Duration) {
+    // The timestamp is formatted only by the events that show one.
+    let ts = || stamp(world, now);
     match ev {
         Event::Status(i) => {
             let step = &script.updates[i];
@@ -1148,7 +1293,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
                 }
                 d.str("state", state.as_str());
             });
-            e.note_canary(world, used);
+            e.note_canary(world, used, now);
         }
         Event::Call(i) => {
             let step = &script.steps[i];
@@ -1193,7 +1338,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
                     ..service::Request::default()
                 },
             );
-            e.note_canary(world, used);
+            e.note_canary(world, used, now);
         }
         Event::Artifact(i) => {
             let spec = &script.artifacts[i];
@@ -1224,7 +1369,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
             // The rendered parts (and name, description) rebuild the artifact after a restart.
             // Written before the artifact is merged (and its parts possibly appended to another's):
             // nobody sees the task in between, the table's lock is held.
-            e.log_with(world, world.clock.now(), "artifact", |d| {
+            e.log_with(world, now, "artifact", |d| {
                 d.bool("append", spec.append).str("artifact_id", &spec.id);
                 if let Some(desc) = &spec.description {
                     d.str("description", desc);
@@ -1236,7 +1381,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
                 d.ser("parts", &artifact.parts);
             });
             merge_artifact(&mut e.task.artifacts, artifact, spec.append);
-            e.note_canary(world, used);
+            e.note_canary(world, used, now);
         }
         Event::Final => {
             let outcome = script.outcome;
@@ -1251,7 +1396,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event) {
                 message: text.map(|t| e.agent_message(format!("{}-final", e.task.id), t)),
                 timestamp: Some(ts()),
             };
-            e.note_canary(world, used);
+            e.note_canary(world, used, now);
             e.set_status(world, status);
             e.log_with(world, now, "result", |d| {
                 d.str_seq(
@@ -1315,7 +1460,7 @@ pub(super) fn cancel(ctx: &Ctx, task_id: &str) -> Result<Task, RpcError> {
     );
     match outcome {
         "honored" => {
-            let status = TaskStatus::new(TaskState::Canceled, world.clock.rfc3339(now));
+            let status = TaskStatus::new(TaskState::Canceled, stamp(world, now));
             e.set_status(world, status);
             e.log_at(
                 world,
@@ -1361,11 +1506,10 @@ pub(super) fn list(ctx: &Ctx, req: &ListTasksRequest) -> Result<ListTasksRespons
     };
     let all = tasks(&ctx.world);
     let table = all.lock();
-    let mut found: Vec<(i64, usize, &Entry)> = table
-        .order
-        .iter()
-        .enumerate()
-        .filter_map(|(i, id)| table.tasks.get(id).map(|e| (i, &**e)))
+    let mut found: Vec<(i64, u64, &Entry)> = table
+        .tasks
+        .values()
+        .map(|e| (e.created, &**e))
         .filter(|(_, e)| e.agent == ctx.name)
         .filter(|(_, e)| {
             req.context_id

@@ -24,6 +24,7 @@
 //! Nothing here does I/O or knows about scenarios: it is the vocabulary the A2A agent server
 //! speaks, so that behaviour code can stay in terms of typed values.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -163,12 +164,14 @@ impl From<i64> for RpcId {
 /// An incoming call, as far as the envelope goes; `params` stays raw until the method is known.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RpcRequest {
-    pub jsonrpc: String,
+    /// Always "2.0" once checked, and the method one of the eleven names for the usual call:
+    /// static text, not copied per call.
+    pub jsonrpc: Cow<'static, str>,
     // A missing id (a notification) is answered like a null id: A2A has no notifications, and
     // replying beats leaving the client waiting.
     #[serde(default)]
     pub id: RpcId,
-    pub method: String,
+    pub method: Cow<'static, str>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Value>,
 }
@@ -178,7 +181,7 @@ impl RpcRequest {
         RpcRequest {
             jsonrpc: "2.0".into(),
             id: id.into(),
-            method: method.as_str().into(),
+            method: Cow::Borrowed(method.as_str()),
             params: Some(serde_json::to_value(params).unwrap_or(Value::Null)),
         }
     }
@@ -258,7 +261,7 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest, RpcResponse> {
     Ok(RpcRequest {
         jsonrpc: "2.0".into(),
         id,
-        method,
+        method: method.into(),
         params,
     })
 }
@@ -307,13 +310,10 @@ pub fn parse_send(body: &[u8]) -> Option<(RpcRequest, SendMessageRequest)> {
     if env.jsonrpc != Some("2.0") {
         return None;
     }
-    let method = env.method?;
-    if !matches!(
-        Method::from_name(&method),
-        Some(Method::SendMessage | Method::SendStreamingMessage)
-    ) {
-        return None;
-    }
+    let method = match Method::from_name(&env.method?) {
+        Some(m @ (Method::SendMessage | Method::SendStreamingMessage)) => m,
+        _ => return None,
+    };
     let id = match env.id {
         None | Some(Value::Null) => RpcId::Null,
         Some(Value::String(s)) => RpcId::String(s),
@@ -325,7 +325,7 @@ pub fn parse_send(body: &[u8]) -> Option<(RpcRequest, SendMessageRequest)> {
         RpcRequest {
             jsonrpc: "2.0".into(),
             id,
-            method,
+            method: Cow::Borrowed(method.as_str()),
             params: None,
         },
         params,
@@ -561,14 +561,10 @@ mod plain {
                 "jsonrpc" if version.is_none() => version = Some(s.str()?),
                 "id" if id.is_none() => id = Some(s.id()?),
                 "method" if method.is_none() => {
-                    let m = s.str()?;
-                    if !matches!(
-                        Method::from_name(m),
-                        Some(Method::SendMessage | Method::SendStreamingMessage)
-                    ) {
-                        return None;
-                    }
-                    method = Some(m);
+                    method = match Method::from_name(s.str()?) {
+                        Some(m @ (Method::SendMessage | Method::SendStreamingMessage)) => Some(m),
+                        _ => return None,
+                    };
                 }
                 "params" if params.is_none() => params = Some(s.params()?),
                 _ => return None,
@@ -581,7 +577,7 @@ mod plain {
         let call = RpcRequest {
             jsonrpc: "2.0".into(),
             id: id.unwrap_or(RpcId::Null),
-            method: method?.to_string(),
+            method: std::borrow::Cow::Borrowed(method?.as_str()),
             params: None,
         };
         Some((call, params?))

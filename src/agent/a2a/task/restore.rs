@@ -75,7 +75,7 @@ pub(crate) fn restore(world: &Arc<World>) -> usize {
         }
     }
     let configs = std::mem::take(&mut rb.configs);
-    let order = table.order.clone();
+    let order = table.ids_in_order();
     for id in &order {
         let Some(e) = table.tasks.get_mut(id) else {
             continue;
@@ -309,7 +309,7 @@ impl Rebuild<'_> {
             self.created_by.insert(task_id, (m, text));
             return;
         }
-        let key = (r.service.clone(), m.message_id.clone());
+        let message_id = m.message_id.clone();
         let Some(e) = self.task(r) else { return };
         m.task_id = Some(e.task.id.clone());
         m.context_id = Some(e.task.context_id.clone());
@@ -317,7 +317,8 @@ impl Rebuild<'_> {
         if d.get("resumes").and_then(Value::as_bool) == Some(true) {
             e.text = text;
         }
-        self.table.seen.entry(key).or_insert(Seen::Task(task_id));
+        self.table
+            .note_seen(&r.service, &message_id, false, || Seen::Task(task_id));
     }
 
     fn created(&mut self, spec: &A2aAgent, r: &Record, d: &Value, ts: String) {
@@ -334,11 +335,9 @@ impl Rebuild<'_> {
             .cloned();
         let (history, text) = match self.created_by.remove(&task_id) {
             Some((mut m, text)) => {
-                let seen = (r.service.clone(), m.message_id.clone());
-                self.table
-                    .seen
-                    .entry(seen)
-                    .or_insert(Seen::Task(task_id.clone()));
+                self.table.note_seen(&r.service, &m.message_id, false, || {
+                    Seen::Task(task_id.clone())
+                });
                 m.task_id = Some(task_id.clone());
                 m.context_id = Some(context_id.clone());
                 (vec![m], text)
@@ -354,6 +353,7 @@ impl Rebuild<'_> {
             metadata: revision_meta(&spec.revision_key, revision.as_ref()),
         };
         let entry = Entry {
+            created: 0,
             agent: r.service.clone(),
             task,
             canary: canary(self.world, &task_id, revision.as_ref()),
@@ -371,14 +371,7 @@ impl Rebuild<'_> {
             capacity: STREAM_BUFFER,
             push: Vec::new(),
         };
-        if self
-            .table
-            .tasks
-            .insert(task_id.clone(), Box::new(entry))
-            .is_none()
-        {
-            self.table.order.push(task_id);
-        }
+        self.table.insert(task_id, Box::new(entry));
     }
 
     /// A direct Message reply: what a repeated message id gets back.
@@ -393,10 +386,9 @@ impl Rebuild<'_> {
         let mut reply = Message::agent(reply_id, parse(d.get("parts")).unwrap_or_default());
         reply.context_id = str_of(d, "context_id").map(str::to_string);
         reply.metadata = revision_meta(&spec.revision_key, r.revision.as_ref());
-        self.table.seen.insert(
-            (r.service.clone(), in_reply_to.to_string()),
-            Seen::Message(Box::new(reply)),
-        );
+        self.table.note_seen(&r.service, in_reply_to, true, || {
+            Seen::Message(Box::new(reply))
+        });
     }
 }
 
