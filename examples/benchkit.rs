@@ -420,7 +420,7 @@ fn transfer(service: &str, i: u64) -> Request {
         service: service.into(),
         method: "POST".into(),
         path: "/v1/transfers".into(),
-        body: format!("{{\"to\":\"acct-{i}\",\"amount\":100}}").into_bytes(),
+        body: format!("{{\"to\":\"acct-{i}\",\"amount\":100}}").into(),
         ..Request::default()
     }
 }
@@ -447,7 +447,7 @@ fn admit(opts: &Opts) {
                     method: "POST".into(),
                     path: "/v1/transfers".into(),
                     headers,
-                    body: b"{\"to\":\"acct-9\",\"amount\":100}".to_vec(),
+                    body: hyper::body::Bytes::from_static(b"{\"to\":\"acct-9\",\"amount\":100}"),
                     ..Request::default()
                 }
             })
@@ -721,7 +721,7 @@ fn genledger(opts: &Opts) {
                 method: "POST".into(),
                 path: "/v1/transfers".into(),
                 headers,
-                body: format!("{{\"to\":\"acct-{to}\",\"amount\":{amount}}}").into_bytes(),
+                body: format!("{{\"to\":\"acct-{to}\",\"amount\":{amount}}}").into(),
                 ..Request::default()
             },
         );

@@ -458,19 +458,20 @@ async fn deliver(
     }
 }
 
-/// Read a body, keeping at most `cap` bytes; the flag says it was longer.
+/// Read a body, keeping at most `cap` bytes; the flag says it was longer. A body that arrives
+/// in one piece (nearly every one) is kept as hyper read it, without a copy.
 async fn read_incoming(
     headers: &hyper::HeaderMap,
     mut body: Incoming,
     cap: usize,
-) -> Result<(Vec<u8>, bool), hyper::Error> {
+) -> Result<(Bytes, bool), hyper::Error> {
     let declared = headers
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let mut out = Vec::with_capacity(declared.map_or(0, |n| n.min(cap as u64) as usize));
     if declared.is_some_and(|n| n > cap as u64) {
         // Keep a prefix for the ledger without reading an unbounded body.
+        let mut out = Vec::with_capacity(cap.min(4096));
         while let Some(frame) = body.frame().await {
             if let Ok(data) = frame?.into_data() {
                 out.extend_from_slice(&data[..data.len().min(cap.saturating_sub(out.len()))]);
@@ -479,18 +480,34 @@ async fn read_incoming(
                 break;
             }
         }
-        return Ok((out, true));
+        return Ok((out.into(), true));
     }
+    let mut first = Bytes::new();
+    let mut more: Vec<u8> = Vec::new();
     while let Some(frame) = body.frame().await {
-        if let Ok(data) = frame?.into_data() {
-            if out.len() + data.len() > cap {
-                out.extend_from_slice(&data[..cap - out.len()]);
-                return Ok((out, true));
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        let held = first.len() + more.len();
+        if held + data.len() > cap {
+            let mut out = Vec::with_capacity(cap);
+            out.extend_from_slice(&first);
+            out.extend_from_slice(&more);
+            out.extend_from_slice(&data[..cap - held]);
+            return Ok((out.into(), true));
+        }
+        if held == 0 {
+            first = data;
+        } else {
+            if more.is_empty() {
+                more.reserve(declared.map_or(0, |n| n as usize).max(held + data.len()));
+                more.extend_from_slice(&first);
+                first = Bytes::new();
             }
-            out.extend_from_slice(&data);
+            more.extend_from_slice(&data);
         }
     }
-    Ok((out, false))
+    Ok((if more.is_empty() { first } else { more.into() }, false))
 }
 
 fn to_hyper(r: Response) -> hyper::Response<HttpBody> {

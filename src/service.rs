@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::time::Duration;
 
+use hyper::body::Bytes;
 use hyper::HeaderMap;
 use serde_json::{json, Value};
 
@@ -37,7 +38,8 @@ pub struct Request {
     /// Path below the service's mount point, starting with '/'.
     pub path: String,
     pub headers: HeaderMap,
-    pub body: Vec<u8>,
+    /// As received (the server hands over the bytes hyper read, without a copy).
+    pub body: Bytes,
     /// The body was over the cap and `body` holds only its start.
     pub too_large: bool,
     /// The client went away before sending the whole body: recorded, never executed.

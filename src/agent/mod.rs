@@ -30,7 +30,7 @@ pub struct AgentRequest {
     pub path: String,
     pub query: Option<String>,
     pub headers: HeaderMap,
-    pub body: Vec<u8>,
+    pub body: hyper::body::Bytes,
 }
 
 /// What an agent answers.

@@ -1331,7 +1331,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
                     method: step.method.clone(),
                     path: step.path.clone(),
                     headers,
-                    body,
+                    body: body.into(),
                     actor: Some(["agent:", &e.agent].concat()),
                     work_id: Some(e.task.id.clone()),
                     revision: e.revision.clone(),

@@ -660,9 +660,9 @@ impl Run {
             path: path.clone(),
             headers: map,
             body: if with_body {
-                body.to_string().into_bytes()
+                body.to_string().into()
             } else {
-                Vec::new()
+                Bytes::new()
             },
             actor: Some(format!("agent:{}", self.agent)),
             work_id: Some(call.id.clone()),
