@@ -294,6 +294,60 @@ impl AgentEvent<'_> {
     }
 }
 
+/// A replay of an executed request, borrowed from the request and its route: what
+/// [`Ledger::append_replay`] encodes (with the original's fingerprint, intent and body) without
+/// a `Record` — the fast lane of replays of the very same bytes.
+pub struct Replay<'a> {
+    pub service: &'a str,
+    pub route: &'a str,
+    pub method: &'a str,
+    pub path: &'a str,
+    pub received_at: Duration,
+    pub key: &'a str,
+    pub work_id: Option<&'a str>,
+    pub revision: Option<&'a Value>,
+    pub body_truncated: bool,
+    pub replay_of: u64,
+    /// Sent at once with this status.
+    pub status: u16,
+    pub actor: Option<&'a str>,
+}
+
+impl Replay<'_> {
+    /// The record this replay stands for (its fingerprint, intent and body are the original's).
+    pub fn record(&self) -> Record {
+        Record {
+            seq: 0,
+            service: self.service.to_string(),
+            route: Some(self.route.to_string()),
+            method: self.method.to_string(),
+            path: self.path.to_string(),
+            received_at: self.received_at,
+            idempotency_key: Some(self.key.to_string()),
+            fingerprint: None,
+            intent: None,
+            work_id: self.work_id.map(str::to_string),
+            revision: self.revision.cloned(),
+            body: Value::Null,
+            body_truncated: self.body_truncated,
+            disposition: Disposition::Replayed,
+            replay_of: Some(self.replay_of),
+            executed_after_expiry: false,
+            fate: None,
+            applies_at: None,
+            cancelled_at: None,
+            response: ResponsePlan {
+                delivery: Delivery::Sent,
+                status: Some(self.status),
+                at: Some(self.received_at),
+            },
+            actor: self.actor.map(str::to_string),
+            event: None,
+            detail: None,
+        }
+    }
+}
+
 impl Record {
     /// A declaration made through the admin API (`service` is `_admin`, no actor).
     pub fn declaration(event: &str, at: Duration, detail: Value) -> Record {
@@ -508,6 +562,21 @@ impl Ledger {
         }
         self.counts.add(&record);
         self.records.push_like(&record, at);
+        self.pushed(seq);
+        Some(seq)
+    }
+
+    /// [`append_like`](Self::append_like) of `r.record()`, encoded from its borrowed parts (the
+    /// same bytes); with a sink, the record is made and appended as usual.
+    pub fn append_replay(&mut self, r: &Replay<'_>, like: u64) -> Option<u64> {
+        if self.sink.is_some() {
+            return self.append_like(r.record(), like);
+        }
+        let at = self.position(like)?;
+        let seq = self.next_seq();
+        self.counts
+            .bump(r.service, r.route, Disposition::Replayed, "", 1);
+        self.records.push_replay(r, at);
         self.pushed(seq);
         Some(seq)
     }

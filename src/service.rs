@@ -24,7 +24,7 @@ use crate::idempotency::{
 };
 use crate::journal::Line;
 use crate::ledger::{
-    parse_action_id, ActionState, Delivery, Disposition, Record, ResponsePlan, Texts,
+    parse_action_id, ActionState, Delivery, Disposition, Record, Replay, ResponsePlan, Texts,
 };
 use crate::scenario::{did_you_mean, CancelPolicy, RespondBody, Route, RouteKind, Service};
 use crate::template;
@@ -324,14 +324,26 @@ enum Append<'a> {
 /// The work id and revision a request carries: given by in-process callers (an agent's step),
 /// sent as headers by HTTP clients.
 fn work_of(service: Option<&Service>, req: &mut Request) -> (Option<String>, Option<Value>) {
+    work_from(
+        service,
+        &req.headers,
+        req.work_id.take(),
+        req.revision.take(),
+    )
+}
+
+/// [`work_of`] from the request's parts: the given work id and revision, else the headers'.
+fn work_from(
+    service: Option<&Service>,
+    headers: &HeaderMap,
+    work_id: Option<String>,
+    revision: Option<Value>,
+) -> (Option<String>, Option<Value>) {
     let header = |name: &hyper::header::HeaderName| {
-        header_value(&req.headers, name).map(|v| header_text(v).into_owned())
+        header_value(headers, name).map(|v| header_text(v).into_owned())
     };
-    let work_id = req
-        .work_id
-        .take()
-        .or_else(|| service.and_then(|s| header(&s.work_id_header)));
-    let revision = req.revision.take().or_else(|| {
+    let work_id = work_id.or_else(|| service.and_then(|s| header(&s.work_id_header)));
+    let revision = revision.or_else(|| {
         service
             .and_then(|s| header(&s.revision_header))
             .map(|r| match r.trim().parse::<i64>() {
@@ -426,29 +438,63 @@ fn replay_of_same(
     // Borrowed (valid UTF-8, as keys are): copied only once this is a replay.
     let key = header_text(key);
     let now = world.clock.now();
-    let st = world.lock();
+    let mut st = world.lock();
     let (of, stored) = st.keys.replay_of_same(policy, &svc.name, &key, raw, now)?;
     if !st.ledger.holds(of) {
         return None;
     }
     let mut response = Response::from_stored(stored);
+    let (work_id, revision) = work_from(
+        Some(svc),
+        &req.headers,
+        req.work_id.take(),
+        req.revision.take(),
+    );
+    if let Some(h) = &policy.replay_header {
+        response.headers.push((h.clone(), "true".into()));
+    }
+    if policy.echo_key {
+        response
+            .headers
+            .push((policy.header.clone().into(), key.to_string().into()));
+    }
+    // As `ledger_body` decides for these bytes (the original's body is the same).
+    let body_truncated = req.body.len() > world.scenario.ledger_body_bytes;
+    // Encoded straight from the request's parts, unless the record is needed: for the log
+    // line, or to note the canaries an outside request may carry (`finish`).
+    let plain = !tracing::enabled!(target: "doubleagent::request", tracing::Level::INFO)
+        && (req.actor.is_some() || !may_carry_canary(req));
+    if plain {
+        let replay = Replay {
+            service: &req.service,
+            route: &route.name,
+            method: &req.method,
+            path: &req.path,
+            received_at: now,
+            key: &key,
+            work_id: work_id.as_deref(),
+            revision: revision.as_ref(),
+            body_truncated,
+            replay_of: of,
+            status: response.status,
+            actor: req.actor.as_deref(),
+        };
+        // Held: checked under this same lock.
+        let seq = st.ledger.append_replay(&replay, of).unwrap_or_default();
+        forget_evicted(&mut st);
+        return Some(Outcome {
+            seq,
+            response,
+            plan: Plan::Now,
+        });
+    }
     let key = key.into_owned();
-    let (work_id, revision) = work_of(Some(svc), req);
     let mut record = new_record(req, now, Some(key), work_id, revision);
     record.seq = st.ledger.next_seq();
     record.route = Some(route.name.clone());
     record.disposition = Disposition::Replayed;
     record.replay_of = Some(of);
-    // As `ledger_body` decides for these bytes (the original's body is the same).
-    record.body_truncated = req.body.len() > world.scenario.ledger_body_bytes;
-    if let Some(h) = &policy.replay_header {
-        response.headers.push((h.clone(), "true".into()));
-    }
-    if let (true, Some(k)) = (policy.echo_key, &record.idempotency_key) {
-        response
-            .headers
-            .push((policy.header.clone().into(), k.clone().into()));
-    }
+    record.body_truncated = body_truncated;
     Some(finish(
         world,
         st,
@@ -524,11 +570,7 @@ fn finish(
         Append::Like(of) => st.ledger.append_like(record, of).unwrap_or_default(),
         Append::Texts(texts) => st.ledger.append_texts(record, &texts),
     };
-    let (first, held) = (
-        st.ledger.next_seq() - st.ledger.len() as u64,
-        st.ledger.len(),
-    );
-    st.by_key.forget_before(first, held);
+    forget_evicted(&mut st);
     drop(st);
     if let Some(l) = log {
         tracing::info!(
@@ -552,6 +594,22 @@ fn finish(
         response,
         plan,
     }
+}
+
+/// After an append: the key index forgets the executions the ledger no longer holds.
+fn forget_evicted(st: &mut State) {
+    let (first, held) = (
+        st.ledger.next_seq() - st.ledger.len() as u64,
+        st.ledger.len(),
+    );
+    st.by_key.forget_before(first, held);
+}
+
+/// Whether a request may carry a canary where [`note_canaries`] looks (a quick test: `false`
+/// means none).
+fn may_carry_canary(req: &Request) -> bool {
+    let may = |b: &[u8]| b.len() >= 20 && may_hold_canary(b);
+    may(req.path.as_bytes()) || req.headers.values().any(|v| may(v.as_bytes())) || may(&req.body)
 }
 
 /// Canaries (`cny-` + 16 hex digits, issued by agents in their results) that an outside

@@ -751,3 +751,32 @@ respond = { status = 201, json = { id = "{{action.id}}", to = "{{body./to}}", am
     }
     assert_eq!(l[4]["intent"], json!({"/amount": 100.5, "/to": "acct-9"}));
 }
+
+/// A replay of the very same bytes that carries a canary (ACC-2's evidence that a result was
+/// used) has it noted like any other request, wherever it sits.
+#[test]
+fn acc2_a_replay_of_the_same_bytes_notes_the_canaries_it_carries() {
+    let da = with(r#"idempotency = { preset = "stripe" }"#, "");
+    let canary = "cny-0123456789abcdef";
+    let body = r#"{"to":"acct-9","amount":100}"#;
+    let post = |extra: &[(&str, &str)]| {
+        let mut h = vec![
+            ("content-type", "application/json"),
+            ("Idempotency-Key", "k-1"),
+        ];
+        h.extend_from_slice(extra);
+        da.call("POST", CREATE, &h, body)
+    };
+    assert_eq!(post(&[]).status, 201);
+    assert_eq!(post(&[]).header("idempotent-replayed"), Some("true"));
+    assert_eq!(
+        post(&[("X-Note", canary)]).header("idempotent-replayed"),
+        Some("true")
+    );
+    let l = da.ledger();
+    assert_eq!(l.len(), 3);
+    assert_eq!(l[1]["disposition"], "replayed");
+    assert_eq!(l[1]["detail"], Value::Null);
+    assert_eq!(l[2]["disposition"], "replayed");
+    assert_eq!(l[2]["detail"]["canaries"], json!([canary]));
+}

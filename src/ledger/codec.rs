@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{AgentEvent, Delivery, Disposition, Filter, Record, ResponsePlan};
+use super::{AgentEvent, Delivery, Disposition, Filter, Record, Replay, ResponsePlan};
 use crate::fate::Fate;
 use crate::hash::FastMap;
 
@@ -169,6 +169,22 @@ impl Store {
             }
             self.first_chunk += 1;
         }
+    }
+
+    /// [`Store::push_like`] of `r.record()`, written from its parts (the same bytes).
+    pub(super) fn push_replay(&mut self, r: &Replay<'_>, like: usize) {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        let parts = match record_bytes(&self.chunks, self.first_chunk, &self.index, like) {
+            Some(b) => {
+                let (a, c) = Reader::new(b, &self.strings).shared_parts();
+                Parts::Like(&b[a], &b[c])
+            }
+            None => Parts::Own,
+        };
+        encode_replay(&mut buf, r, parts, &mut self.strings);
+        let at = self.place(buf);
+        self.index.push_back(at);
     }
 
     /// [`Store::push`] of `ev.record()`, written from the event's parts (the same bytes).
@@ -591,6 +607,45 @@ impl AgentFields {
         self.actor.clear();
         put_str(&mut self.actor, Some(actor), Some((strings, Field::Actor)));
     }
+}
+
+/// What [`encode`] writes for `r.record()` with `parts`, field by field in the same order.
+fn encode_replay(out: &mut Vec<u8>, r: &Replay<'_>, parts: Parts<'_>, strings: &mut Strings) {
+    let received = r.received_at;
+    put_str(out, Some(r.service), Some((strings, Field::Service)));
+    put_str(out, Some(r.route), Some((strings, Field::Route)));
+    out.push(disposition_code(Disposition::Replayed));
+    put_str(out, Some(r.key), None);
+    put_str(out, r.work_id, None);
+    put_str(out, r.actor, Some((strings, Field::Actor)));
+    put_str(out, None, Some((strings, Field::Event)));
+    put_str(out, Some(r.method), Some((strings, Field::Method)));
+    put_str(out, Some(r.path), Some((strings, Field::Path)));
+    put_varint(out, received.as_secs());
+    put_varint(out, received.subsec_nanos() as u64);
+    match parts {
+        Parts::Like(fingerprint_and_intent, body) => {
+            out.extend_from_slice(fingerprint_and_intent);
+            put_json(out, r.revision);
+            out.extend_from_slice(body);
+        }
+        // As `encode` writes a record's own (none of them, for a replay's record).
+        Parts::Own | Parts::Texts(_) => {
+            put_fingerprint(out, None);
+            put_json(out, None);
+            put_json(out, r.revision);
+            put_json(out, Some(&Value::Null));
+        }
+    }
+    out.push(r.body_truncated as u8);
+    put_varint(out, r.replay_of + 1);
+    put_str(out, None, Some((strings, Field::Fate)));
+    put_time(out, None, received);
+    put_time(out, None, received);
+    out.push(delivery_code(Delivery::Sent));
+    put_varint(out, r.status as u64 + 1);
+    put_time(out, Some(received), received);
+    put_json(out, None);
 }
 
 /// What [`encode`] writes for `ev.record()`, field by field in the same order, without the
@@ -1033,6 +1088,47 @@ mod tests {
                 rec.seq = 2;
                 rec
             }));
+        }
+    }
+
+    /// A replay written from its parts is the same bytes as its record pushed like the original.
+    #[test]
+    fn replays_encode_as_their_records_pushed_like_the_original() {
+        let rev = json!(7);
+        let (mut a, mut b) = (Store::default(), Store::default());
+        let original = record(1);
+        a.push(&original);
+        b.push(&original);
+        for (i, (work_id, revision, actor, truncated)) in [
+            (None, None, None, false),
+            (Some("task-1"), Some(&rev), Some("agent:worker"), true),
+            (Some(""), Some(&Value::Null), None, false),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let r = Replay {
+                service: "pay",
+                route: "create",
+                method: "POST",
+                path: "/v1/transfers",
+                received_at: Duration::new(9, i as u32),
+                key: "k-1",
+                work_id,
+                revision,
+                body_truncated: truncated,
+                replay_of: 1,
+                status: 201,
+                actor,
+            };
+            a.push_like(&r.record(), 0);
+            b.push_replay(&r, 0);
+            assert_eq!(a.chunks, b.chunks);
+            assert_eq!(a.index, b.index);
+            // Also when the original is no longer held (nothing to copy).
+            a.push_like(&r.record(), 99);
+            b.push_replay(&r, 99);
+            assert_eq!(a.chunks, b.chunks);
         }
     }
 
