@@ -122,16 +122,23 @@ fn string(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
     if b.get(i) != Some(&b'"') {
         return None;
     }
+    // Plain ASCII up to the closing quote in one pass; anything else is looked at again.
     let len = b[i + 1..]
         .iter()
-        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
-    let end = i + 1 + len;
+        .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))?;
+    let mut end = i + 1 + len;
     if b[end] != b'"' {
-        return None;
-    }
-    let inner = &b[i + 1..end];
-    if !inner.is_ascii() && std::str::from_utf8(inner).is_err() {
-        return None;
+        if b[end] < 0x80 {
+            return None;
+        }
+        end = i
+            + 1
+            + b[i + 1..]
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        if b[end] != b'"' || std::str::from_utf8(&b[i + 1..end]).is_err() {
+            return None;
+        }
     }
     Some((&b[i..=end], end + 1))
 }

@@ -340,8 +340,11 @@ impl KeyStore {
             let Some((created, id)) = self.order.pop_front() else {
                 break;
             };
-            if self.keys.get(&id).is_some_and(|r| r.created_at == created) {
-                self.keys.remove(&id);
+            // One lookup: the entry is found by the id the order kept.
+            if let std::collections::hash_map::Entry::Occupied(e) = self.keys.entry(id) {
+                if e.get().created_at == created {
+                    e.remove();
+                }
             }
         }
         // Stale order entries would otherwise pile up under repeated re-use of the same keys.

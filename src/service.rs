@@ -149,6 +149,8 @@ struct RequestLog {
 /// What the record keeps of the request (service, method, path, key, fingerprint, intent, work
 /// id, revision) is moved into it, not copied, and read back from it from then on.
 pub fn admit(world: &World, mut req: Request) -> Outcome {
+    // When the request was received: read once, before anything else.
+    let now = world.clock.now();
     let scenario = world.scenario.clone();
     let service = scenario.service(&req.service);
     let whole = !req.too_large && !req.incomplete;
@@ -168,7 +170,7 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
         _ => None,
     };
     if let (Some(Some((svc, route, _))), Some(raw)) = (&early, raw) {
-        if let Some(out) = replay_of_same(world, svc, route, &mut req, raw) {
+        if let Some(out) = replay_of_same(world, svc, route, &mut req, raw, now) {
             return out;
         }
     }
@@ -218,7 +220,6 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
     };
     // What the ledger keeps of a body is the parsed JSON when it fits, else text (`ledger_body`).
     let body_text = body_text.filter(|_| body.len() <= scenario.ledger_body_bytes);
-    let now = world.clock.now();
     let mut record = new_record(&mut req, now, idempotency_key, work_id, revision);
     record.fingerprint = fingerprint;
     let mut st = world.lock();
@@ -426,6 +427,7 @@ fn replay_of_same(
     route: &Route,
     req: &mut Request,
     raw: u64,
+    now: Duration,
 ) -> Option<Outcome> {
     let policy = &route.idempotency;
     if route.kind != RouteKind::Action
@@ -437,7 +439,6 @@ fn replay_of_same(
     let key = header_value(&req.headers, &policy.header_name)?;
     // Borrowed (valid UTF-8, as keys are): copied only once this is a replay.
     let key = header_text(key);
-    let now = world.clock.now();
     let mut st = world.lock();
     let (of, stored) = st.keys.replay_of_same(policy, &svc.name, &key, raw, now)?;
     if !st.ledger.holds(of) {
