@@ -27,6 +27,9 @@ pub fn temp_file(name: &str, contents: &str) -> PathBuf {
         std::process::id(),
         N.fetch_add(1, Ordering::SeqCst)
     ));
+    // Fresh: an earlier run whose process had the same id left its files here (a journal a
+    // test appends to would otherwise hold that run's entries too).
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, contents).unwrap();
