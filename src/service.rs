@@ -192,7 +192,12 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
     } else {
         serde_json::from_slice::<Value>(&body).ok()
     };
-    let (work_id, revision) = work_of(service, &mut req);
+    let (work_id, revision) = work_of(
+        service,
+        &req.headers,
+        req.work_id.take(),
+        req.revision.take(),
+    );
     let mut json = json;
     // Matching and what an action reads from its request (key, fingerprint, intent) need no
     // world state: worked out before the lock is taken, so that the critical section is short.
@@ -323,18 +328,8 @@ enum Append<'a> {
 }
 
 /// The work id and revision a request carries: given by in-process callers (an agent's step),
-/// sent as headers by HTTP clients.
-fn work_of(service: Option<&Service>, req: &mut Request) -> (Option<String>, Option<Value>) {
-    work_from(
-        service,
-        &req.headers,
-        req.work_id.take(),
-        req.revision.take(),
-    )
-}
-
-/// [`work_of`] from the request's parts: the given work id and revision, else the headers'.
-fn work_from(
+/// sent as headers by HTTP clients (`work_id` and `revision`: what the caller gave).
+fn work_of(
     service: Option<&Service>,
     headers: &HeaderMap,
     work_id: Option<String>,
@@ -445,7 +440,7 @@ fn replay_of_same(
         return None;
     }
     let mut response = Response::from_stored(stored);
-    let (work_id, revision) = work_from(
+    let (work_id, revision) = work_of(
         Some(svc),
         &req.headers,
         req.work_id.take(),
@@ -609,8 +604,15 @@ fn forget_evicted(st: &mut State) {
 /// Whether a request may carry a canary where [`note_canaries`] looks (a quick test: `false`
 /// means none).
 fn may_carry_canary(req: &Request) -> bool {
-    let may = |b: &[u8]| b.len() >= 20 && may_hold_canary(b);
-    may(req.path.as_bytes()) || req.headers.values().any(|v| may(v.as_bytes())) || may(&req.body)
+    canary_places(&req.path, req).any(|b| b.len() >= 20 && may_hold_canary(b))
+}
+
+/// Where a request may carry a canary: its path (`path`: the request's, wherever it is kept by
+/// now), its headers' values, its body.
+fn canary_places<'a>(path: &'a str, req: &'a Request) -> impl Iterator<Item = &'a [u8]> {
+    std::iter::once(path.as_bytes())
+        .chain(req.headers.values().map(|v| v.as_bytes()))
+        .chain(std::iter::once(&req.body[..]))
 }
 
 /// Canaries (`cny-` + 16 hex digits, issued by agents in their results) that an outside
@@ -636,11 +638,7 @@ fn note_canaries(req: &Request, record: &mut Record) {
             i = start + 4;
         }
     };
-    scan(record.path.as_bytes());
-    for v in req.headers.values() {
-        scan(v.as_bytes());
-    }
-    scan(&req.body);
+    canary_places(&record.path, req).for_each(&mut scan);
     if found.is_empty() {
         return;
     }
