@@ -74,7 +74,7 @@ impl Hasher for FastHasher {
 }
 
 /// Builds [`FastHasher`]s from the process seed.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct FastState(u64);
 
 impl Default for FastState {

@@ -12,7 +12,6 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
-use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::header::HeaderName;
@@ -228,31 +227,44 @@ pub enum Decision {
 /// Keys remembered by one world, scoped per service, at most `max` of them: past that the
 /// oldest go first. Expired keys are kept until then, because a retry after expiry must still
 /// be recognised as such (the ledger marks `executed_after_expiry`).
+///
+/// Laid out for a store that is full and turning over (a load test sends a new key per request):
+/// the records sit in a ring in the order they were remembered, so remembering one writes at the
+/// ring's end and forgetting the oldest reads its front, both memory the processor has at hand;
+/// the index from a key to its place holds two numbers per key (a hash of the key, the place), so
+/// it never reads a key's text to grow or to forget it. A record names its key, and a lookup
+/// confirms it: two keys whose hashes collide (one pair in 2^64) cost the older its record —
+/// it is forgotten early, as if evicted — never a wrong answer.
 #[derive(Debug)]
 pub struct KeyStore {
-    /// By `service\u{1f}key` (service names cannot contain U+001F), shared with `order`, so a
-    /// key costs one allocation and a lookup none.
-    keys: FastMap<Arc<str>, KeyRecord>,
-    /// Insertion order, for eviction; an entry whose key was since re-remembered is stale.
-    order: VecDeque<(Duration, Arc<str>)>,
+    /// Hash of (service, key) → place of its slot (counted from the first slot ever kept).
+    index: FastMap<u64, u64>,
+    /// In the order they were remembered. A slot whose key was remembered again since is empty.
+    slots: VecDeque<Slot>,
+    /// The place of `slots[0]`.
+    first: u64,
+    /// Slots that hold a record.
+    live: usize,
     max: usize,
+    state: FastState,
 }
 
-/// `service\u{1f}key` in a reused buffer, for lookups.
-fn with_id<T>(service: &str, key: &str, f: impl FnOnce(&str) -> T) -> T {
-    thread_local! {
-        static BUF: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+#[derive(Debug)]
+struct Slot {
+    hash: u64,
+    /// `service\u{1f}key` (service names cannot contain U+001F).
+    id: Box<str>,
+    record: Option<KeyRecord>,
+}
+
+impl Slot {
+    fn is(&self, service: &str, key: &str) -> bool {
+        let id = self.id.as_bytes();
+        id.len() == service.len() + 1 + key.len()
+            && id.starts_with(service.as_bytes())
+            && id[service.len()] == 0x1f
+            && id.ends_with(key.as_bytes())
     }
-    BUF.with(|b| match b.try_borrow_mut() {
-        Ok(mut buf) => {
-            buf.clear();
-            buf.push_str(service);
-            buf.push('\u{1f}');
-            buf.push_str(key);
-            f(&buf)
-        }
-        Err(_) => f(&format!("{service}\u{1f}{key}")),
-    })
 }
 
 impl Default for KeyStore {
@@ -264,10 +276,26 @@ impl Default for KeyStore {
 impl KeyStore {
     pub fn bounded(max: usize) -> KeyStore {
         KeyStore {
-            keys: FastMap::default(),
-            order: VecDeque::new(),
+            index: FastMap::default(),
+            slots: VecDeque::new(),
+            first: 0,
+            live: 0,
             max: max.max(1),
+            state: FastState::default(),
         }
+    }
+
+    fn hash(&self, service: &str, key: &str) -> u64 {
+        self.state.hash_one((service, key))
+    }
+
+    /// The record for a key, expired or not.
+    fn find(&self, service: &str, key: &str) -> Option<&KeyRecord> {
+        let place = *self.index.get(&self.hash(service, key))?;
+        let slot = self
+            .slots
+            .get(usize::try_from(place.checked_sub(self.first)?).ok()?)?;
+        slot.record.as_ref().filter(|_| slot.is(service, key))
     }
 
     pub fn decide(
@@ -292,7 +320,7 @@ impl KeyStore {
                 }
             };
         };
-        let Some(rec) = with_id(service, key, |id| self.keys.get(id)) else {
+        let Some(rec) = self.find(service, key) else {
             return Decision::Execute {
                 after_expiry: false,
             };
@@ -326,46 +354,79 @@ impl KeyStore {
         if policy.mode != Mode::Honor {
             return None;
         }
-        let rec = with_id(service, key, |id| self.keys.get(id))?;
+        let rec = self.find(service, key)?;
         let fresh = now < rec.created_at + policy.retention && now >= rec.completes_at;
         (fresh && rec.raw == raw).then_some((rec.seq, &rec.response))
     }
 
     /// Remember an execution's outcome under its key (replacing an expired record).
     pub fn remember(&mut self, service: &str, key: &str, record: KeyRecord) {
-        let id: Arc<str> = with_id(service, key, |id| Arc::from(id));
-        self.order.push_back((record.created_at, id.clone()));
-        self.keys.insert(id, record);
-        while self.keys.len() > self.max {
-            let Some((created, id)) = self.order.pop_front() else {
-                break;
-            };
-            // One lookup: the entry is found by the id the order kept.
-            if let std::collections::hash_map::Entry::Occupied(e) = self.keys.entry(id) {
-                if e.get().created_at == created {
-                    e.remove();
+        let hash = self.hash(service, key);
+        let place = self.first + self.slots.len() as u64;
+        if let Some(old) = self.index.insert(hash, place) {
+            // The key's earlier record (or, in a collision, another key's) gives way.
+            let old = old
+                .checked_sub(self.first)
+                .and_then(|i| usize::try_from(i).ok());
+            if let Some(slot) = old.and_then(|i| self.slots.get_mut(i)) {
+                if slot.record.take().is_some() {
+                    self.live -= 1;
                 }
             }
         }
-        // Stale order entries would otherwise pile up under repeated re-use of the same keys.
-        if self.order.len() > 2 * self.keys.len() + 64 {
-            let keys = &self.keys;
-            self.order
-                .retain(|(c, id)| keys.get(id).is_some_and(|r| r.created_at == *c));
+        let mut id = String::with_capacity(service.len() + 1 + key.len());
+        id.push_str(service);
+        id.push('\u{1f}');
+        id.push_str(key);
+        self.slots.push_back(Slot {
+            hash,
+            id: id.into_boxed_str(),
+            record: Some(record),
+        });
+        self.live += 1;
+        while self.live > self.max {
+            self.forget_oldest();
+        }
+        // Empty slots would otherwise pile up under repeated re-use of the same keys.
+        if self.slots.len() > 2 * self.live + 64 {
+            self.compact();
+        }
+    }
+
+    /// Forget the oldest record (and the empty slots before it).
+    fn forget_oldest(&mut self) {
+        while let Some(slot) = self.slots.pop_front() {
+            let place = self.first;
+            self.first += 1;
+            if slot.record.is_some() {
+                if self.index.get(&slot.hash) == Some(&place) {
+                    self.index.remove(&slot.hash);
+                }
+                self.live -= 1;
+                return;
+            }
+        }
+    }
+
+    /// Drop the empty slots; the others move up, and the index learns their new places.
+    fn compact(&mut self) {
+        self.slots.retain(|s| s.record.is_some());
+        for (i, slot) in self.slots.iter().enumerate() {
+            self.index.insert(slot.hash, self.first + i as u64);
         }
     }
 
     /// The record for a key, expired or not (lookups by key use it).
     pub fn get(&self, service: &str, key: &str) -> Option<&KeyRecord> {
-        with_id(service, key, |id| self.keys.get(id))
+        self.find(service, key)
     }
 
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.live
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.live == 0
     }
 }
 
@@ -527,6 +588,42 @@ mod tests {
         assert_eq!(s.len(), 2);
         assert!(s.get("pay", "a").is_none());
         assert!(s.get("pay", "c").is_some());
+    }
+
+    #[test]
+    fn a_key_remembered_again_keeps_one_record_and_its_new_place_in_the_order() {
+        let mut s = KeyStore::bounded(3);
+        s.remember("pay", "a", record(1, "f", 0, 0));
+        s.remember("pay", "b", record(2, "f", 1, 1));
+        // `a` again (a retry after its retention passed): its newer record counts once.
+        s.remember("pay", "a", record(3, "f", 2, 2));
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.get("pay", "a").map(|r| r.seq), Some(3));
+        s.remember("pay", "c", record(4, "f", 3, 3));
+        s.remember("pay", "d", record(5, "f", 4, 4));
+        // The oldest record was `b`'s: `a` moved behind it when it was remembered again.
+        assert_eq!(s.len(), 3);
+        assert!(s.get("pay", "b").is_none());
+        assert_eq!(s.get("pay", "a").map(|r| r.seq), Some(3));
+        assert_eq!(s.get("pay", "d").map(|r| r.seq), Some(5));
+    }
+
+    #[test]
+    fn a_store_whose_keys_are_reused_over_and_over_stays_small_and_right() {
+        let mut s = KeyStore::bounded(10);
+        for i in 0..10_000u64 {
+            let k = format!("k{}", i % 7);
+            s.remember("pay", &k, record(i + 1, "f", i, i));
+        }
+        assert_eq!(s.len(), 7);
+        assert!(s.slots.len() <= 2 * 7 + 64, "{} slots", s.slots.len());
+        for i in 9_993..10_000u64 {
+            let k = format!("k{}", i % 7);
+            assert_eq!(s.get("pay", &k).map(|r| r.seq), Some(i + 1));
+        }
+        assert!(s.get("pay", "k7").is_none());
+        assert!(s.get("bank", "k1").is_none(), "keys are per service");
+        assert!(s.get("pay\u{1f}k", "1").is_none());
     }
 
     #[test]
