@@ -435,18 +435,28 @@ impl KeyStore {
 /// it keeps 16 bytes a key (a hash of the pair and the seq) rather than two strings; a caller
 /// confirms a hit against the record it names (a 64-bit collision then reads as "unknown",
 /// never as another action).
+///
+/// Executions are noted in a list and folded into the map when a lookup comes: a load test
+/// sends a new key with every request and looks few of them up, and a map of millions of keys
+/// costs a cache miss per insert (and a copy of itself each time it doubles), where the list
+/// costs a write at its end.
 #[derive(Default)]
 pub struct KeyIndex {
     map: FastMap<u64, u64>,
+    /// (hash, seq) noted since the last fold, in seq order.
+    pending: Vec<(u64, u64)>,
     state: FastState,
 }
 
 impl KeyIndex {
     pub fn insert(&mut self, service: &str, key: &str, seq: u64) {
-        self.map.insert(self.state.hash_one((service, key)), seq);
+        self.pending
+            .push((self.state.hash_one((service, key)), seq));
     }
 
-    pub fn get(&self, service: &str, key: &str) -> Option<u64> {
+    pub fn get(&mut self, service: &str, key: &str) -> Option<u64> {
+        // In seq order: a key executed again names its latest execution.
+        self.map.extend(self.pending.drain(..));
         self.map.get(&self.state.hash_one((service, key))).copied()
     }
 
@@ -454,18 +464,21 @@ impl KeyIndex {
     /// any more: once they are the majority (`held` records remain, the oldest numbered
     /// `first_seq`), drop them, so the index stays proportional to the ledger. Amortised O(1).
     pub fn forget_before(&mut self, first_seq: u64, held: usize) {
-        if first_seq > 1 && self.map.len() > 2 * held + 1024 {
+        if first_seq > 1 && self.len() > 2 * held + 1024 {
             // Capacity is kept: the index grows back to the same size, without reallocating.
             self.map.retain(|_, seq| *seq >= first_seq);
+            let gone = self.pending.partition_point(|&(_, seq)| seq < first_seq);
+            self.pending.drain(..gone);
         }
     }
 
+    /// Executions noted (a key executed again counts again until a lookup folds it in).
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.map.len() + self.pending.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 }
 
@@ -669,6 +682,16 @@ mod tests {
         assert_eq!(ix.get("pay", "k-4001"), Some(4001));
         assert_eq!(ix.get("pay", "k-4000"), None);
         assert_eq!(ix.get("bank", "k-4001"), None, "keys are per service");
+        // Noted after a lookup folded the earlier ones in, and evicted before the next.
+        for seq in 5001..=9000u64 {
+            ix.insert("pay", &format!("k-{seq}"), seq);
+        }
+        ix.insert("pay", "k-4001", 9001);
+        ix.forget_before(8001, 1000);
+        assert_eq!(ix.len(), 1001);
+        assert_eq!(ix.get("pay", "k-4001"), Some(9001), "the latest execution");
+        assert_eq!(ix.get("pay", "k-8000"), None);
+        assert_eq!(ix.get("pay", "k-8001"), Some(8001));
     }
 
     #[test]

@@ -272,7 +272,7 @@ pub fn admit(world: &World, mut req: Request) -> Outcome {
                         &mut record,
                     ),
                     RouteKind::Lookup => (
-                        lookup(world, &st, svc, route, &params, &mut record),
+                        lookup(world, &mut st, svc, route, &params, &mut record),
                         Plan::Now,
                     ),
                     RouteKind::Cancel => (
@@ -1254,7 +1254,7 @@ impl template::Vars for Ctx<'_> {
 }
 
 /// Resolve a lookup/cancel `{id}`: an action id of this service or an idempotency key.
-fn resolve_target(st: &State, svc: &Service, route: &Route, id: &str) -> Option<Record> {
+fn resolve_target(st: &mut State, svc: &Service, route: &Route, id: &str) -> Option<Record> {
     let by_id = parse_action_id(id);
     let seq = by_id.or_else(|| st.by_key.get(&svc.name, id))?;
     let rec = st.ledger.get(seq)?;
@@ -1283,7 +1283,7 @@ fn action_view(world: &World, rec: &Record, state: Option<ActionState>) -> Value
 
 fn lookup(
     world: &World,
-    st: &State,
+    st: &mut State,
     svc: &Service,
     route: &Route,
     params: &[(String, String)],
