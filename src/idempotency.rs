@@ -224,17 +224,61 @@ pub enum Decision {
     Missing,
 }
 
+/// What [`KeyStore::remember_parts`] keeps of an execution, borrowed from the caller: the
+/// parts of a [`KeyRecord`], without building one.
+#[derive(Clone, Debug)]
+pub struct Kept<'a> {
+    pub fingerprint: Option<&'a str>,
+    pub seq: u64,
+    pub created_at: Duration,
+    pub completes_at: Duration,
+    pub status: u16,
+    pub headers: Cow<'static, [Header]>,
+    pub body: &'a [u8],
+    pub raw: u64,
+}
+
+/// A stored response as the store holds it, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct Stored<'a> {
+    pub status: u16,
+    pub headers: &'a Cow<'static, [Header]>,
+    pub body: &'a [u8],
+}
+
+impl Stored<'_> {
+    pub fn to_owned(self) -> StoredResponse {
+        StoredResponse {
+            status: self.status,
+            headers: self.headers.clone(),
+            body: self.body.to_vec(),
+        }
+    }
+}
+
+impl StoredResponse {
+    pub fn view(&self) -> Stored<'_> {
+        Stored {
+            status: self.status,
+            headers: &self.headers,
+            body: &self.body,
+        }
+    }
+}
+
 /// Keys remembered by one world, scoped per service, at most `max` of them: past that the
 /// oldest go first. Expired keys are kept until then, because a retry after expiry must still
 /// be recognised as such (the ledger marks `executed_after_expiry`).
 ///
 /// Laid out for a store that is full and turning over (a load test sends a new key per request):
-/// the records sit in a ring in the order they were remembered, so remembering one writes at the
-/// ring's end and forgetting the oldest reads its front, both memory the processor has at hand;
-/// the index from a key to its place holds two numbers per key (a hash of the key, the place), so
-/// it never reads a key's text to grow or to forget it. A record names its key, and a lookup
-/// confirms it: two keys whose hashes collide (one pair in 2^64) cost the older its record —
-/// it is forgotten early, as if evicted — never a wrong answer.
+/// the records sit in a ring in the order they were remembered, and their texts (key,
+/// fingerprint, response body) one after the other in large chunks, so remembering one writes
+/// at the ends and forgetting the oldest reads the fronts, both memory the processor has at
+/// hand, and no record costs an allocation or a free of its own. The index from a key to its
+/// place holds two numbers per key (a hash of the key, the place), so it never reads a key's
+/// text to grow or to forget it. A record names its key, and a lookup confirms it: two keys
+/// whose hashes collide (one pair in 2^64) cost the older its record — it is forgotten early,
+/// as if evicted — never a wrong answer.
 #[derive(Debug)]
 pub struct KeyStore {
     /// Hash of (service, key) → place of its slot (counted from the first slot ever kept).
@@ -247,23 +291,51 @@ pub struct KeyStore {
     live: usize,
     max: usize,
     state: FastState,
+    /// The slots' texts, in the same order: a chunk goes once no slot points into it.
+    chunks: VecDeque<Vec<u8>>,
+    /// The number of `chunks[0]` (counted from the first chunk ever made).
+    first_chunk: u64,
+    /// The last chunk let go, for the next one.
+    spare: Option<Vec<u8>>,
 }
+
+/// Texts are kept in chunks of this size (one text larger than this gets a chunk of its own).
+const TEXT_CHUNK: usize = 256 << 10;
 
 #[derive(Debug)]
 struct Slot {
     hash: u64,
-    /// `service\u{1f}key` (service names cannot contain U+001F).
-    id: Box<str>,
-    record: Option<KeyRecord>,
+    /// Where its texts start: chunk number << 32 | offset. There, one after the other:
+    /// `service\u{1f}key` (service names cannot contain U+001F), the fingerprint, the body.
+    at: u64,
+    id_len: u32,
+    /// `u32::MAX`: no fingerprint.
+    fp_len: u32,
+    body_len: u32,
+    /// False once the key was remembered again (or forgotten early, see [`KeyStore`]).
+    live: bool,
+    seq: u64,
+    created_at: Duration,
+    completes_at: Duration,
+    status: u16,
+    headers: Cow<'static, [Header]>,
+    raw: u64,
 }
 
-impl Slot {
-    fn is(&self, service: &str, key: &str) -> bool {
-        let id = self.id.as_bytes();
-        id.len() == service.len() + 1 + key.len()
-            && id.starts_with(service.as_bytes())
-            && id[service.len()] == 0x1f
-            && id.ends_with(key.as_bytes())
+/// A slot with its texts, as a lookup sees it.
+struct Found<'s> {
+    slot: &'s Slot,
+    fingerprint: Option<&'s str>,
+    body: &'s [u8],
+}
+
+impl<'s> Found<'s> {
+    fn stored(&self) -> Stored<'s> {
+        Stored {
+            status: self.slot.status,
+            headers: &self.slot.headers,
+            body: self.body,
+        }
     }
 }
 
@@ -282,6 +354,9 @@ impl KeyStore {
             live: 0,
             max: max.max(1),
             state: FastState::default(),
+            chunks: VecDeque::new(),
+            first_chunk: 0,
+            spare: None,
         }
     }
 
@@ -289,13 +364,41 @@ impl KeyStore {
         self.state.hash_one((service, key))
     }
 
-    /// The record for a key, expired or not.
-    fn find(&self, service: &str, key: &str) -> Option<&KeyRecord> {
+    /// The texts of a slot: id, fingerprint, body.
+    fn texts(&self, slot: &Slot) -> Option<(&[u8], Option<&str>, &[u8])> {
+        let chunk = usize::try_from((slot.at >> 32).checked_sub(self.first_chunk)?).ok()?;
+        let bytes = self.chunks.get(chunk)?;
+        let start = (slot.at & 0xffff_ffff) as usize;
+        let (id, rest) = bytes.get(start..)?.split_at_checked(slot.id_len as usize)?;
+        let (fp, rest) = match slot.fp_len {
+            u32::MAX => (None, rest),
+            n => {
+                let (fp, rest) = rest.split_at_checked(n as usize)?;
+                (Some(std::str::from_utf8(fp).ok()?), rest)
+            }
+        };
+        Some((id, fp, rest.get(..slot.body_len as usize)?))
+    }
+
+    /// The live record for a key, expired or not.
+    fn find(&self, service: &str, key: &str) -> Option<Found<'_>> {
         let place = *self.index.get(&self.hash(service, key))?;
         let slot = self
             .slots
             .get(usize::try_from(place.checked_sub(self.first)?).ok()?)?;
-        slot.record.as_ref().filter(|_| slot.is(service, key))
+        if !slot.live {
+            return None;
+        }
+        let (id, fingerprint, body) = self.texts(slot)?;
+        let named = id.len() == service.len() + 1 + key.len()
+            && id.starts_with(service.as_bytes())
+            && id[service.len()] == 0x1f
+            && id.ends_with(key.as_bytes());
+        named.then_some(Found {
+            slot,
+            fingerprint,
+            body,
+        })
     }
 
     pub fn decide(
@@ -325,18 +428,19 @@ impl KeyStore {
                 after_expiry: false,
             };
         };
-        if now >= rec.created_at + policy.retention {
+        let slot = rec.slot;
+        if now >= slot.created_at + policy.retention {
             return Decision::Execute { after_expiry: true };
         }
-        if now < rec.completes_at {
-            return Decision::Conflict { of: rec.seq };
+        if now < slot.completes_at {
+            return Decision::Conflict { of: slot.seq };
         }
-        if policy.fingerprint != Fingerprint::None && rec.fingerprint.as_deref() != fingerprint {
-            return Decision::Mismatch { of: rec.seq };
+        if policy.fingerprint != Fingerprint::None && rec.fingerprint != fingerprint {
+            return Decision::Mismatch { of: slot.seq };
         }
         Decision::Replay {
-            of: rec.seq,
-            response: rec.response.clone(),
+            of: slot.seq,
+            response: rec.stored().to_owned(),
         }
     }
 
@@ -350,17 +454,33 @@ impl KeyStore {
         key: &str,
         raw: u64,
         now: Duration,
-    ) -> Option<(u64, &StoredResponse)> {
+    ) -> Option<(u64, Stored<'_>)> {
         if policy.mode != Mode::Honor {
             return None;
         }
         let rec = self.find(service, key)?;
-        let fresh = now < rec.created_at + policy.retention && now >= rec.completes_at;
-        (fresh && rec.raw == raw).then_some((rec.seq, &rec.response))
+        let slot = rec.slot;
+        let fresh = now < slot.created_at + policy.retention && now >= slot.completes_at;
+        (fresh && slot.raw == raw).then(|| (slot.seq, rec.stored()))
     }
 
     /// Remember an execution's outcome under its key (replacing an expired record).
     pub fn remember(&mut self, service: &str, key: &str, record: KeyRecord) {
+        let kept = Kept {
+            fingerprint: record.fingerprint.as_deref(),
+            seq: record.seq,
+            created_at: record.created_at,
+            completes_at: record.completes_at,
+            status: record.response.status,
+            headers: record.response.headers.clone(),
+            body: &record.response.body,
+            raw: record.raw,
+        };
+        self.remember_parts(service, key, kept);
+    }
+
+    /// [`remember`](Self::remember) from borrowed parts.
+    pub fn remember_parts(&mut self, service: &str, key: &str, kept: Kept<'_>) {
         let hash = self.hash(service, key);
         let place = self.first + self.slots.len() as u64;
         if let Some(old) = self.index.insert(hash, place) {
@@ -369,19 +489,32 @@ impl KeyStore {
                 .checked_sub(self.first)
                 .and_then(|i| usize::try_from(i).ok());
             if let Some(slot) = old.and_then(|i| self.slots.get_mut(i)) {
-                if slot.record.take().is_some() {
+                if std::mem::replace(&mut slot.live, false) {
                     self.live -= 1;
                 }
             }
         }
-        let mut id = String::with_capacity(service.len() + 1 + key.len());
-        id.push_str(service);
-        id.push('\u{1f}');
-        id.push_str(key);
+        let fp = kept.fingerprint.unwrap_or("");
+        let at = self.place(&[
+            service.as_bytes(),
+            b"\x1f",
+            key.as_bytes(),
+            fp.as_bytes(),
+            kept.body,
+        ]);
         self.slots.push_back(Slot {
             hash,
-            id: id.into_boxed_str(),
-            record: Some(record),
+            at,
+            id_len: (service.len() + 1 + key.len()) as u32,
+            fp_len: kept.fingerprint.map_or(u32::MAX, |f| f.len() as u32),
+            body_len: kept.body.len() as u32,
+            live: true,
+            seq: kept.seq,
+            created_at: kept.created_at,
+            completes_at: kept.completes_at,
+            status: kept.status,
+            headers: kept.headers,
+            raw: kept.raw,
         });
         self.live += 1;
         while self.live > self.max {
@@ -391,6 +524,49 @@ impl KeyStore {
         if self.slots.len() > 2 * self.live + 64 {
             self.compact();
         }
+        self.release_chunks();
+    }
+
+    /// Copy `parts` one after the other into the last chunk (a new one if they do not fit);
+    /// where they start.
+    fn place(&mut self, parts: &[&[u8]]) -> u64 {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let fits = self
+            .chunks
+            .back()
+            .is_some_and(|c| c.capacity() - c.len() >= len);
+        if !fits {
+            let chunk = match self.spare.take() {
+                Some(c) if len <= TEXT_CHUNK => c,
+                _ => Vec::with_capacity(TEXT_CHUNK.max(len)),
+            };
+            self.chunks.push_back(chunk);
+        }
+        let number = self.first_chunk + self.chunks.len() as u64 - 1;
+        let Some(chunk) = self.chunks.back_mut() else {
+            return 0;
+        };
+        let offset = chunk.len() as u64;
+        for p in parts {
+            chunk.extend_from_slice(p);
+        }
+        (number << 32) | offset
+    }
+
+    /// Let go of the chunks before the oldest slot's (keeping the last one, to write on).
+    fn release_chunks(&mut self) {
+        let last = self.first_chunk + self.chunks.len().saturating_sub(1) as u64;
+        let keep_from = self.slots.front().map_or(last, |s| (s.at >> 32).min(last));
+        while self.first_chunk < keep_from {
+            let Some(mut chunk) = self.chunks.pop_front() else {
+                break;
+            };
+            self.first_chunk += 1;
+            if chunk.capacity() == TEXT_CHUNK {
+                chunk.clear();
+                self.spare = Some(chunk);
+            }
+        }
     }
 
     /// Forget the oldest record (and the empty slots before it).
@@ -398,7 +574,7 @@ impl KeyStore {
         while let Some(slot) = self.slots.pop_front() {
             let place = self.first;
             self.first += 1;
-            if slot.record.is_some() {
+            if slot.live {
                 if self.index.get(&slot.hash) == Some(&place) {
                     self.index.remove(&slot.hash);
                 }
@@ -410,15 +586,23 @@ impl KeyStore {
 
     /// Drop the empty slots; the others move up, and the index learns their new places.
     fn compact(&mut self) {
-        self.slots.retain(|s| s.record.is_some());
+        self.slots.retain(|s| s.live);
         for (i, slot) in self.slots.iter().enumerate() {
             self.index.insert(slot.hash, self.first + i as u64);
         }
     }
 
     /// The record for a key, expired or not (lookups by key use it).
-    pub fn get(&self, service: &str, key: &str) -> Option<&KeyRecord> {
-        self.find(service, key)
+    pub fn get(&self, service: &str, key: &str) -> Option<KeyRecord> {
+        let rec = self.find(service, key)?;
+        Some(KeyRecord {
+            fingerprint: rec.fingerprint.map(str::to_string),
+            seq: rec.slot.seq,
+            created_at: rec.slot.created_at,
+            completes_at: rec.slot.completes_at,
+            response: rec.stored().to_owned(),
+            raw: rec.slot.raw,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -637,6 +821,64 @@ mod tests {
         assert!(s.get("pay", "k7").is_none());
         assert!(s.get("bank", "k1").is_none(), "keys are per service");
         assert!(s.get("pay\u{1f}k", "1").is_none());
+    }
+
+    #[test]
+    fn a_turning_store_keeps_its_texts_exact_and_lets_old_chunks_go() {
+        let mut s = KeyStore::bounded(1000);
+        let body = |i: u64| {
+            format!(
+                "{{\"id\":\"act_{i}\",\"pad\":\"{}\"}}",
+                "x".repeat((i % 97) as usize)
+            )
+            .into_bytes()
+        };
+        for i in 0..20_000u64 {
+            let b = body(i);
+            let fp = format!("{i:016x}");
+            s.remember_parts(
+                "pay",
+                &format!("key-{i}"),
+                Kept {
+                    // Some without a fingerprint, some with an empty one: not the same.
+                    fingerprint: match i % 3 {
+                        0 => None,
+                        1 => Some(""),
+                        _ => Some(&fp),
+                    },
+                    seq: i + 1,
+                    created_at: Duration::from_secs(i),
+                    completes_at: Duration::from_secs(i),
+                    status: 201,
+                    headers: Cow::Borrowed(JSON_HEADERS),
+                    body: &b,
+                    raw: i | 1,
+                },
+            );
+        }
+        assert_eq!(s.len(), 1000);
+        assert!(s.get("pay", "key-18999").is_none());
+        for i in 19_000..20_000u64 {
+            let r = s.get("pay", &format!("key-{i}")).expect("kept");
+            assert_eq!(r.seq, i + 1);
+            assert_eq!(r.response.body, body(i));
+            let fp = format!("{i:016x}");
+            let want = match i % 3 {
+                0 => None,
+                1 => Some(""),
+                _ => Some(fp.as_str()),
+            };
+            assert_eq!(r.fingerprint.as_deref(), want);
+        }
+        // ~1000 records of ~100 bytes: the chunks before the oldest record's were let go.
+        assert!(s.chunks.len() <= 2, "{} chunks", s.chunks.len());
+        // A body larger than a chunk gets one of its own, and reads back whole.
+        let big = vec![b'7'; TEXT_CHUNK + 10];
+        let mut r = record(30_000, "f", 30_000, 30_000);
+        r.response.body = big.clone();
+        s.remember("pay", "big", r);
+        assert_eq!(s.get("pay", "big").map(|r| r.response.body), Some(big));
+        assert_eq!(s.get("pay", "key-19999").map(|r| r.seq), Some(20_000));
     }
 
     #[test]

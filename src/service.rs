@@ -19,8 +19,8 @@ use serde_json::{json, Value};
 use crate::compact::Flat;
 use crate::fate::Fate;
 use crate::idempotency::{
-    fingerprint, fingerprint_bytes, raw_id, Cache, Decision, Fingerprint, KeyRecord, Mode,
-    StoredResponse, JSON_HEADERS,
+    fingerprint, fingerprint_bytes, raw_id, Cache, Decision, Fingerprint, Kept, KeyRecord, Mode,
+    Stored, StoredResponse, JSON_HEADERS,
 };
 use crate::journal::Line;
 use crate::ledger::{
@@ -76,26 +76,24 @@ impl Response {
     }
 
     /// A copy of a stored response, with room for the headers a replay adds.
-    fn from_stored(s: &StoredResponse) -> Response {
+    fn from_stored(s: Stored<'_>) -> Response {
         let mut headers = Vec::with_capacity(s.headers.len() + 2);
         headers.extend(s.headers.iter().cloned());
         Response {
             status: s.status,
             headers,
-            body: s.body.clone(),
+            body: s.body.to_vec(),
         }
     }
 
-    fn to_stored(&self) -> StoredResponse {
-        StoredResponse {
-            status: self.status,
-            headers: if self.headers == JSON_HEADERS {
-                Cow::Borrowed(JSON_HEADERS)
-            } else {
-                Cow::Owned(self.headers.clone())
-            },
-            body: self.body.clone(),
-        }
+    /// What a key store keeps of this response (borrowed: it copies what it keeps).
+    fn kept(&self) -> (Cow<'static, [crate::idempotency::Header]>, &[u8]) {
+        let headers = if self.headers == JSON_HEADERS {
+            Cow::Borrowed(JSON_HEADERS)
+        } else {
+            Cow::Owned(self.headers.clone())
+        };
+        (headers, &self.body)
     }
 }
 
@@ -914,10 +912,10 @@ fn decide_and_execute(
                     Some(orig) => {
                         Response::json(200, &action_view(world, &orig, orig.state_at(now)))
                     }
-                    None => Response::from_stored(&response),
+                    None => Response::from_stored(response.view()),
                 }
             } else {
-                Response::from_stored(&response)
+                Response::from_stored(response.view())
             };
             if let Some(h) = &policy.replay_header {
                 r.headers.push((h.clone(), "true".into()));
@@ -988,21 +986,35 @@ fn decide_and_execute(
             // endpoint execution begins"), and only responses its cache policy keeps.
             if let Some(k) = &record.idempotency_key {
                 if policy.mode == Mode::Honor && fate.applies() && policy.caches(response.status) {
-                    let kept = KeyRecord {
-                        fingerprint: record.fingerprint.clone(),
+                    let (headers, body) = response.kept();
+                    let kept = Kept {
+                        fingerprint: record.fingerprint.as_deref(),
                         seq: record.seq,
                         created_at: now,
                         completes_at,
-                        response: response.to_stored(),
+                        status: response.status,
+                        headers,
+                        body,
                         raw: raw.unwrap_or_else(|| raw_id(route.name.as_str(), raw_body)),
                     };
                     world.note(|session| Line::Key {
                         session,
                         service: svc.name.clone(),
                         key: k.clone(),
-                        record: Box::new(kept.clone()),
+                        record: Box::new(KeyRecord {
+                            fingerprint: kept.fingerprint.map(str::to_string),
+                            seq: kept.seq,
+                            created_at: kept.created_at,
+                            completes_at: kept.completes_at,
+                            response: StoredResponse {
+                                status: kept.status,
+                                headers: kept.headers.clone(),
+                                body: kept.body.to_vec(),
+                            },
+                            raw: kept.raw,
+                        }),
                     });
-                    st.keys.remember(&svc.name, k, kept);
+                    st.keys.remember_parts(&svc.name, k, kept);
                 }
                 if fate.applies() {
                     st.by_key.insert(&svc.name, k, record.seq);
