@@ -367,6 +367,9 @@ pub struct Matcher {
 pub struct PathTemplate {
     pub raw: String,
     segments: Vec<Segment>,
+    /// A template without parameters, as the text a fitting path has after its leading '/'s:
+    /// compared whole, instead of segment by segment.
+    literal: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -397,14 +400,24 @@ impl PathTemplate {
                 segments.push(Segment::Literal(seg.to_string()));
             }
         }
+        let literal = segments
+            .iter()
+            .all(|s| matches!(s, Segment::Literal(_)))
+            .then(|| raw.trim_start_matches('/').to_string());
         Ok(PathTemplate {
             raw: raw.to_string(),
             segments,
+            literal,
         })
     }
 
     /// The parameters if `path` (without query) fits this template.
     pub fn matches(&self, path: &str) -> Option<Vec<(String, String)>> {
+        // Segments never hold a '/': the path's segments are the template's exactly when the
+        // texts are equal.
+        if let Some(l) = &self.literal {
+            return (path.trim_start_matches('/') == l).then(Vec::new);
+        }
         // Checked before anything is copied: every request is tried against routes it misses.
         let mut parts = path.trim_start_matches('/').split('/');
         let fits = self.segments.iter().all(|seg| match (seg, parts.next()) {
@@ -1174,6 +1187,22 @@ mod tests {
         assert_eq!(t.matches("/v1/transfers/"), None);
         assert!(PathTemplate::parse("v1").is_err());
         assert!(PathTemplate::parse("/v1/x{id}").is_err());
+        // Without parameters, compared whole: the same answers as segment by segment.
+        let l = PathTemplate::parse("/v1/transfers").unwrap();
+        for (path, fits) in [
+            ("/v1/transfers", true),
+            ("//v1/transfers", true),
+            ("/v1/transfers/", false),
+            ("/v1/transfer", false),
+            ("/v1//transfers", false),
+            ("/v1/transfers/x", false),
+            ("/v1", false),
+            ("", false),
+        ] {
+            assert_eq!(l.matches(path), fits.then(Vec::new), "{path}");
+        }
+        assert_eq!(PathTemplate::parse("/").unwrap().matches("/"), Some(vec![]));
+        assert_eq!(PathTemplate::parse("/").unwrap().matches("/a"), None);
     }
 
     #[test]
