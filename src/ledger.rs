@@ -796,15 +796,17 @@ pub struct CountKey {
 }
 
 /// Request counts by (service, route, disposition, fate), kept as records are appended so that
-/// they survive eviction. Keyed by a hash of the borrowed labels: counting a request allocates
+/// they survive eviction. Found by a hash of the borrowed labels: counting a request allocates
 /// only the first time its label set is seen.
 #[derive(Clone, Debug, Default)]
 pub struct Counts {
-    map: crate::hash::FastMap<u64, (CountKey, u64)>,
-    /// The map keys of the label sets counted last, most recent first: appends mostly repeat a
-    /// few label sets (a service's route; an agent's events), and comparing labels costs less
-    /// than hashing them.
-    recent: [u64; 4],
+    /// Label-set hash → index in `sets`.
+    map: crate::hash::FastMap<u64, usize>,
+    sets: Vec<(CountKey, u64)>,
+    /// The indexes of the label sets counted last, most recent first (`usize::MAX`: none yet):
+    /// appends mostly repeat a few label sets (a service's route; an agent's events), and
+    /// comparing labels costs less than hashing them.
+    recent: [usize; 4],
 }
 
 impl Counts {
@@ -815,29 +817,27 @@ impl Counts {
 
     fn bump(&mut self, service: &str, route: &str, d: Disposition, fate: &str, by: u64) {
         let same = |k: &CountKey| {
-            k.disposition == d && k.service == service && k.route == route && k.fate == fate
+            k.disposition == d && k.route == route && k.service == service && k.fate == fate
         };
+        if self.sets.is_empty() {
+            self.recent = [usize::MAX; 4];
+        }
         for i in 0..self.recent.len() {
-            let h = self.recent[i];
-            if let Some((k, n)) = self.map.get_mut(&h) {
+            if let Some((k, n)) = self.sets.get_mut(self.recent[i]) {
                 if same(k) {
                     *n += by;
                     if i > 0 {
-                        codec::to_front(&mut self.recent, i);
+                        self.recent[..=i].rotate_right(1);
                     }
                     return;
                 }
             }
         }
         let mut h = Counts::hash(service, route, d, fate);
-        loop {
-            match self.map.get_mut(&h) {
-                Some((k, n)) if same(k) => {
-                    *n += by;
-                    self.remember(h);
-                    return;
-                }
-                // A 64-bit collision between label sets: probe the next slot.
+        let at = loop {
+            match self.map.get(&h) {
+                Some(&at) if self.sets.get(at).is_some_and(|(k, _)| same(k)) => break at,
+                // A 64-bit collision between label sets: probe the next number.
                 Some(_) => h = h.wrapping_add(1),
                 None => {
                     let key = CountKey {
@@ -846,18 +846,18 @@ impl Counts {
                         disposition: d,
                         fate: fate.into(),
                     };
-                    self.map.insert(h, (key, by));
-                    self.remember(h);
-                    return;
+                    self.sets.push((key, 0));
+                    self.map.insert(h, self.sets.len() - 1);
+                    break self.sets.len() - 1;
                 }
             }
+        };
+        if let Some((_, n)) = self.sets.get_mut(at) {
+            *n += by;
         }
-    }
-
-    fn remember(&mut self, h: u64) {
         let last = self.recent.len() - 1;
-        self.recent[last] = h;
-        codec::to_front(&mut self.recent, last);
+        self.recent[last] = at;
+        self.recent.rotate_right(1);
     }
 
     fn add(&mut self, r: &Record) {
@@ -891,14 +891,14 @@ impl Counts {
 
     /// Add another set of counts to these (a retired world's, into the server's totals).
     pub fn merge(&mut self, other: &Counts) {
-        for (k, n) in other.map.values() {
+        for (k, n) in &other.sets {
             self.bump(&k.service, &k.route, k.disposition, &k.fate, *n);
         }
     }
 
     /// Every label set with its count, sorted by labels.
     pub fn sorted(&self) -> Vec<(CountKey, u64)> {
-        let mut v: Vec<(CountKey, u64)> = self.map.values().cloned().collect();
+        let mut v: Vec<(CountKey, u64)> = self.sets.clone();
         v.sort();
         v
     }
