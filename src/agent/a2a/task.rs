@@ -10,9 +10,19 @@
 //! the ledger at its scheduled time.
 //!
 //! Everything an orchestrator does to a task (send, cancel, get, subscribe, push configs) is
-//! decided here under the table's lock and recorded in the ledger as an agent entry with the
-//! task as `work_id` and the task's revision. Lock order: the table's lock, then `world.lock()`
-//! (taken by the ledger appends and by `service::admit`), never the reverse.
+//! decided here under the task's own lock and recorded in the ledger as an agent entry with the
+//! task as `work_id` and the task's revision. The table's lock is held only to look a task up,
+//! to number and put in a new one, and for the message-id bookkeeping (what a message id first
+//! produced, and the `message` entry that reads or notes it, so the ledger's order of messages
+//! is the order the table saw them in); the long part of a send — a new task's due steps, their
+//! side effects through `service::admit`, the answer — runs under the task's lock alone, so
+//! concurrent sends to different tasks do not wait for each other. Lock order: the table's
+//! lock, then a task's lock, then `world.lock()` (taken by the ledger appends and by
+//! `service::admit`), never the reverse: whoever holds a task's lock never takes the table's
+//! (a new task is locked before it is put in, so taking its lock there never waits). Only a
+//! holder of the table's lock waits for a task's lock while holding another task's (a
+//! follow-up, for the task its message id first went to; ListTasks, which holds every task it
+//! lists): there is one such holder at a time, so no two of them wait for each other.
 //!
 //! Those entries carry enough (rendered parts, status messages, timestamps as entry times) for
 //! [`restore`] to rebuild the table from a ledger restored by the journal after a restart.
@@ -119,13 +129,6 @@ impl<V> IdMap<V> {
         }
     }
 
-    fn get_mut(&mut self, id: &str) -> Option<&mut V> {
-        match self.slot(id) {
-            (h, true) => self.map.get_mut(&h).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
     fn iter(&self) -> impl Iterator<Item = (&String, &V)> {
         self.map.values().map(|(k, v)| (k, v))
     }
@@ -143,10 +146,27 @@ impl<V> IdMap<V> {
     }
 }
 
+/// A task in the table: its entry behind a lock of its own (see the module's header). Shared,
+/// so that the entry can be locked once the table's lock is released; several hundred bytes
+/// the map would otherwise move when it grows.
+type Shared = Arc<Mutex<Entry>>;
+
+/// A task's place in the table.
+struct Slot {
+    /// Its place in creation order (see [`Table::insert`]), for stable listing.
+    created: u64,
+    entry: Shared,
+}
+
+/// A task's entry, locked. Every mutation of an entry keeps it consistent before it can panic,
+/// so poison is harmless (as for the table).
+fn lock_entry(cell: &Mutex<Entry>) -> MutexGuard<'_, Entry> {
+    cell.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[derive(Default)]
 struct Table {
-    /// Boxed: an entry is several hundred bytes, and the map moves its values when it grows.
-    tasks: IdMap<Box<Entry>>,
+    tasks: IdMap<Slot>,
     /// How many tasks were ever put in: the next one's [`Entry::created`].
     created: u64,
     /// What each agent's messages (by messageId) first produced, for de-duplication and for
@@ -187,19 +207,21 @@ impl Table {
         }
     }
 
+    /// The task `id`, to lock once the table's lock is released.
+    fn entry(&self, id: &str) -> Option<Shared> {
+        self.tasks.get(id).map(|s| s.entry.clone())
+    }
+
     /// Puts a task in, numbered in creation order (a task already there is replaced and keeps
     /// its place).
-    fn insert(&mut self, id: String, mut e: Box<Entry>) {
+    fn insert(&mut self, id: String, entry: Shared) {
         let (h, there) = self.tasks.slot(&id);
         match self.tasks.map.get_mut(&h) {
-            Some((_, old)) if there => {
-                e.created = old.created;
-                *old = e;
-            }
+            Some((_, old)) if there => old.entry = entry,
             _ => {
-                e.created = self.created;
+                let created = self.created;
                 self.created += 1;
-                self.tasks.map.insert(h, (id, e));
+                self.tasks.map.insert(h, (id, Slot { created, entry }));
             }
         }
     }
@@ -207,7 +229,7 @@ impl Table {
     /// The tasks' ids in creation order.
     fn ids_in_order(&self) -> Vec<String> {
         let mut ids: Vec<(u64, &String)> =
-            self.tasks.iter().map(|(id, e)| (e.created, id)).collect();
+            self.tasks.iter().map(|(id, s)| (s.created, id)).collect();
         ids.sort_unstable();
         ids.into_iter().map(|(_, id)| id.clone()).collect()
     }
@@ -221,8 +243,6 @@ enum Seen {
 }
 
 struct Entry {
-    /// Its place in creation order (see [`Table::insert`]), for stable listing.
-    created: u64,
     agent: String,
     task: Task,
     revision: Option<Value>,
@@ -856,6 +876,40 @@ pub(super) fn send(
 /// The task, generation and deadline a runner is needed for, once the table's lock is released.
 type Next = Option<(String, u64, Duration)>;
 
+/// The table's lock for a message, taken once what its id first went to (if anything) has its
+/// `message` entry in the ledger. A new task's `message` entry is written under the task's own
+/// lock after the table's is released, and verification reads repeats in ledger order (REC-4:
+/// the first message with an id, then each `repeat_of` it), so a new message whose id was seen
+/// before waits for the first task's lock, holding neither lock; if the id was first seen while
+/// it waited (a race of two sends of one id), it waits again for that one. What an id first
+/// produced never changes but to a direct reply, whose entries are written under the table's
+/// lock. A follow-up waits for the first task itself (see [`send_locked`]); a duplicate, for the
+/// very task it answers with.
+fn new_message_turn<'a>(
+    all: &'a Tasks,
+    agent: &str,
+    msg: &Message,
+    follow_up: bool,
+    dedupe: bool,
+) -> MutexGuard<'a, Table> {
+    let mut waited: Option<String> = None;
+    loop {
+        let table = all.lock();
+        let first = match table.seen(agent, &msg.message_id) {
+            Some(Seen::Task(id)) if !follow_up && !dedupe && waited.as_deref() != Some(id) => {
+                id.clone()
+            }
+            _ => return table,
+        };
+        let cell = table.entry(&first);
+        drop(table);
+        if let Some(cell) = cell {
+            drop(lock_entry(&cell));
+        }
+        waited = Some(first);
+    }
+}
+
 /// [`send`] under the table's lock (released when this returns); `next` is what a
 /// [`Want::Answer`] leaves for a runner.
 fn send_locked(
@@ -887,10 +941,16 @@ fn send_locked(
         .filter(|v| !v.is_null())
         .cloned();
     let text = msg.text();
-    let all = tasks(world);
-    let mut table = all.lock();
-    // One instant for the entries of this message.
+    // One instant for the entries of this message (a follow-up or a duplicate reads its own
+    // once it has its task's lock, which it may have had to wait for).
     let now = world.clock.now();
+    let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
+    let follow_up = msg.task_id.as_deref().is_some_and(|t| !t.is_empty());
+    // What a new task needs that owes nothing to the table, made before its lock is taken.
+    let fresh = (!follow_up && script.reply == ReplyKind::Task)
+        .then(|| (timeline(script, now), stamp(world, now)));
+    let all = tasks(world);
+    let mut table = new_message_turn(&all, &ctx.name, msg, follow_up, spec.dedupe_message_id);
     let seen = table.seen(&ctx.name, &msg.message_id).cloned();
     let detail = |d: &mut Detail, task_id: Option<&str>, context_id: Option<&str>, taken| {
         message_detail(
@@ -909,7 +969,13 @@ fn send_locked(
     if let (true, Some(first)) = (spec.dedupe_message_id, &seen) {
         match first {
             Seen::Task(id) => {
-                if let Some(e) = table.tasks.get_mut(id) {
+                if let Some(cell) = table.entry(id) {
+                    // Nothing of the table changes: the task answers under its own lock alone,
+                    // once whoever has it is done (its `message` entry is then in the ledger,
+                    // before this one's).
+                    drop(table);
+                    let mut e = lock_entry(&cell);
+                    let now = world.clock.now();
                     e.log_with(world, now, "message", |d| {
                         let taken = Taken::Duplicate { of: id };
                         detail(d, Some(id), Some(&e.task.context_id), taken)
@@ -941,9 +1007,15 @@ fn send_locked(
 
     // A message naming a task: a follow-up. Terminal tasks never restart (REC-6).
     if let Some(task_id) = msg.task_id.as_deref().filter(|t| !t.is_empty()) {
-        let Some(e) = table.tasks.get_mut(task_id).filter(|e| e.agent == ctx.name) else {
+        // The task's lock is taken with the table's still held (the documented order), so the
+        // message is noted as seen in the same hold of the table that found it unseen.
+        let cell = table.entry(task_id);
+        let mut guard = cell.as_deref().map(lock_entry);
+        let Some(e) = guard.as_deref_mut().filter(|e| e.agent == ctx.name) else {
             return Err(RpcError::task_not_found(task_id));
         };
+        // The instant the task was taken (its lock may have been waited for).
+        let now = world.clock.now();
         if let Some(c) = msg.context_id.as_deref().filter(|c| !c.is_empty()) {
             if c != e.task.context_id {
                 return Err(RpcError::context_mismatch(c, &e.task.context_id, task_id));
@@ -952,6 +1024,16 @@ fn send_locked(
         let state = e.task.status.state;
         if state.is_terminal() {
             return Err(RpcError::task_in_terminal_state(task_id, state));
+        }
+        // A repeated message id: the task it first went to has its `message` entry in the
+        // ledger before this one's once its lock is free (see `new_message_turn`; waited for
+        // with the table held, which only a follow-up and ListTasks do while holding a task).
+        if let Some(Seen::Task(first)) = &seen {
+            if first != task_id {
+                if let Some(cell) = table.entry(first) {
+                    drop(lock_entry(&cell));
+                }
+            }
         }
         let mut m = msg.clone();
         m.task_id = Some(e.task.id.clone());
@@ -979,7 +1061,6 @@ fn send_locked(
         }
         if resume {
             // The paused task carries on with the script this message selects.
-            let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
             e.timeline = timeline(script, now);
             e.script = Some(script.clone());
             e.cursor = 0;
@@ -1005,11 +1086,12 @@ fn send_locked(
                 }),
             );
         }
-        let sent = e.sent(world, want, resume, next);
         table.note_seen(&ctx.name, &msg.message_id, false, || {
             Seen::Task(task_id.to_string())
         });
-        return Ok(sent);
+        // The resumed run's due steps, if any, under the task's lock alone.
+        drop(table);
+        return Ok(e.sent(world, want, resume, next));
     }
 
     // A new task (or a direct reply), in the given context or a fresh one.
@@ -1020,7 +1102,6 @@ fn send_locked(
         .clone()
         .filter(|c| !c.is_empty())
         .unwrap_or_else(|| numbered("ctx-", n));
-    let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
 
     if script.reply == ReplyKind::Message {
         let reply_id = format!("msg-{n}");
@@ -1077,26 +1158,27 @@ fn send_locked(
     }
 
     let task_id = numbered("task-", n);
+    let (timeline, stamped) = fresh.unwrap_or_else(|| (timeline(script, now), stamp(world, now)));
     // The history gets the message itself, once its entry is written (below).
     let task = Task {
         id: task_id.clone(),
         context_id: context_id.clone(),
-        status: TaskStatus::new(TaskState::Submitted, stamp(world, now)),
+        status: TaskStatus::new(TaskState::Submitted, stamped),
         artifacts: Vec::new(),
         history: Vec::with_capacity(1),
         metadata: revision_meta(&spec.revision_key, revision.as_ref()),
     };
-    let mut entry = Entry {
-        created: 0,
+    let cell = Arc::new(Mutex::new(Entry {
         agent: ctx.name.clone(),
         task,
         revision: revision.clone(),
         revision_key: spec.revision_key.clone(),
-        canary: canary(world, &task_id, revision.as_ref()),
+        // Filled in once the table's lock is released (below).
+        canary: String::new(),
         canary_issued: false,
         start: now,
         script: Some(script.clone()),
-        timeline: timeline(script, now),
+        timeline,
         cursor: 0,
         generation: 0,
         cancel: script.cancel,
@@ -1104,7 +1186,17 @@ fn send_locked(
         events: None,
         capacity: stream_capacity(spec),
         push: Vec::new(),
-    };
+    }));
+    // Locked before it is put in (so this never waits): whoever finds the task from now on waits
+    // for this lock, and sees it only once its entries are written and its due steps have run.
+    let mut guard = lock_entry(&cell);
+    let entry = &mut *guard;
+    table.note_seen(&ctx.name, &msg.message_id, false, || {
+        Seen::Task(task_id.clone())
+    });
+    table.insert(task_id.clone(), cell.clone());
+    drop(table);
+    entry.canary = canary(world, &task_id, revision.as_ref());
     entry.log_with(world, now, "message", |d| {
         let taken = Taken::New {
             behavior,
@@ -1148,12 +1240,7 @@ fn send_locked(
             &StreamResponse::Task(entry.task.clone()),
         );
     }
-    let sent = entry.sent(world, want, true, next);
-    table.note_seen(&ctx.name, &entry.task.history[0].message_id, false, || {
-        Seen::Task(task_id.clone())
-    });
-    table.insert(task_id, Box::new(entry));
-    Ok(sent)
+    Ok(entry.sent(world, want, true, next))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1222,12 +1309,18 @@ fn run_due(
     task_id: &str,
     generation: Option<u64>,
 ) -> Option<(u64, Option<Duration>)> {
-    let all = tasks(world);
-    let mut table = all.lock();
-    run_due_in(world, table.tasks.get_mut(task_id)?, generation)
+    let cell = entry_of(world, task_id)?;
+    let mut e = lock_entry(&cell);
+    run_due_in(world, &mut e, generation)
 }
 
-/// [`run_due`] on the task's entry, the table's lock held.
+/// The task `task_id`, looked up under the table's lock, which is released before the caller
+/// takes the task's own.
+fn entry_of(world: &World, task_id: &str) -> Option<Shared> {
+    tasks(world).lock().entry(task_id)
+}
+
+/// [`run_due`] on the task's entry, its lock held.
 fn run_due_in(
     world: &Arc<World>,
     e: &mut Entry,
@@ -1422,9 +1515,9 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
 /// from any state change.
 pub(super) fn cancel(ctx: &Ctx, task_id: &str) -> Result<Task, RpcError> {
     let world = &ctx.world;
-    let all = tasks(world);
-    let mut table = all.lock();
-    let Some(e) = table.tasks.get_mut(task_id).filter(|e| e.agent == ctx.name) else {
+    let cell = entry_of(world, task_id);
+    let mut guard = cell.as_deref().map(lock_entry);
+    let Some(e) = guard.as_deref_mut().filter(|e| e.agent == ctx.name) else {
         log(
             world,
             &ctx.name,
@@ -1476,11 +1569,10 @@ pub(super) fn cancel(ctx: &Ctx, task_id: &str) -> Result<Task, RpcError> {
 }
 
 pub(super) fn get(ctx: &Ctx, task_id: &str, history_length: Option<i32>) -> Result<Task, RpcError> {
-    let all = tasks(&ctx.world);
-    let table = all.lock();
-    let e = table
-        .tasks
-        .get(task_id)
+    let cell = entry_of(&ctx.world, task_id);
+    let guard = cell.as_deref().map(lock_entry);
+    let e = guard
+        .as_deref()
         .filter(|e| e.agent == ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     Ok(e.task.clone().with_history_length(history_length))
@@ -1505,11 +1597,13 @@ pub(super) fn list(ctx: &Ctx, req: &ListTasksRequest) -> Result<ListTasksRespons
         })?),
     };
     let all = tasks(&ctx.world);
+    // The table's lock is held throughout and every task looked at stays locked until the page
+    // is made, so the listing is one snapshot, as it was when one lock covered every task.
     let table = all.lock();
-    let mut found: Vec<(i64, u64, &Entry)> = table
+    let mut found: Vec<(i64, u64, MutexGuard<'_, Entry>)> = table
         .tasks
         .values()
-        .map(|e| (e.created, &**e))
+        .map(|s| (s.created, lock_entry(&s.entry)))
         .filter(|(_, e)| e.agent == ctx.name)
         .filter(|(_, e)| {
             req.context_id
@@ -1568,11 +1662,10 @@ pub(super) fn subscribe(
     ctx: &Ctx,
     task_id: &str,
 ) -> Result<(Task, broadcast::Receiver<StreamResponse>), RpcError> {
-    let all = tasks(&ctx.world);
-    let mut table = all.lock();
-    let e = table
-        .tasks
-        .get_mut(task_id)
+    let cell = entry_of(&ctx.world, task_id);
+    let mut guard = cell.as_deref().map(lock_entry);
+    let e = guard
+        .as_deref_mut()
         .filter(|e| e.agent == ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     let state = e.task.status.state;
@@ -1585,11 +1678,9 @@ pub(super) fn subscribe(
 
 /// A fresh snapshot (after a blocking call saw its task stop).
 pub(super) fn snapshot(world: &World, task_id: &str) -> Option<Task> {
-    tasks(world)
-        .lock()
-        .tasks
-        .get(task_id)
-        .map(|e| e.task.clone())
+    let cell = entry_of(world, task_id)?;
+    let task = lock_entry(&cell).task.clone();
+    Some(task)
 }
 
 /// Record a read (GetTask, ListTasks): an interaction like any other.
@@ -1606,11 +1697,10 @@ pub(super) fn with_push<T>(
     task_id: &str,
     f: impl FnOnce(&mut Vec<PushTarget>, Option<&Value>) -> Result<T, RpcError>,
 ) -> Result<T, RpcError> {
-    let all = tasks(&ctx.world);
-    let mut table = all.lock();
-    let e = table
-        .tasks
-        .get_mut(task_id)
+    let cell = entry_of(&ctx.world, task_id);
+    let mut guard = cell.as_deref().map(lock_entry);
+    let e = guard
+        .as_deref_mut()
         .filter(|e| e.agent == ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     let rev = e.revision.clone();
