@@ -129,6 +129,20 @@ impl<V> IdMap<V> {
         }
     }
 
+    /// The number `id` is kept under, if it is there: it stays its own, since nothing is
+    /// removed.
+    fn key(&self, id: &str) -> Option<u64> {
+        match self.slot(id) {
+            (h, true) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The id and value kept under the number `key` (see [`IdMap::key`]).
+    fn at(&self, key: u64) -> Option<(&String, &V)> {
+        self.map.get(&key).map(|(k, v)| (k, v))
+    }
+
     fn iter(&self) -> impl Iterator<Item = (&String, &V)> {
         self.map.values().map(|(k, v)| (k, v))
     }
@@ -170,8 +184,9 @@ struct Table {
     /// How many tasks were ever put in: the next one's [`Entry::created`].
     created: u64,
     /// What each agent's messages (by messageId) first produced, for de-duplication and for
-    /// the ledger. By agent first, so that a message is looked up without copying its id.
-    seen: FastMap<String, IdMap<Seen>>,
+    /// the ledger. By agent first, so that a message is looked up without copying its id; the
+    /// agent's name here is the one its tasks share.
+    seen: FastMap<Arc<str>, IdMap<Seen>>,
     next_id: u64,
 }
 
@@ -192,7 +207,7 @@ impl Table {
     ) {
         let of_agent = match self.seen.get_mut(agent) {
             Some(m) => m,
-            None => self.seen.entry(agent.to_string()).or_default(),
+            None => self.seen.entry(agent.into()).or_default(),
         };
         match of_agent.slot(message_id) {
             (h, true) if replace => {
@@ -207,14 +222,24 @@ impl Table {
         }
     }
 
+    /// `agent`'s name, as its tasks share it.
+    fn agent(&mut self, agent: &str) -> Arc<str> {
+        if let Some((name, _)) = self.seen.get_key_value(agent) {
+            return name.clone();
+        }
+        let name: Arc<str> = agent.into();
+        self.seen.insert(name.clone(), IdMap::default());
+        name
+    }
+
     /// The task `id`, to lock once the table's lock is released.
     fn entry(&self, id: &str) -> Option<Shared> {
         self.tasks.get(id).map(|s| s.entry.clone())
     }
 
     /// Puts a task in, numbered in creation order (a task already there is replaced and keeps
-    /// its place).
-    fn insert(&mut self, id: String, entry: Shared) {
+    /// its place). Returns its key (see [`IdMap::key`]).
+    fn insert(&mut self, id: String, entry: Shared) -> u64 {
         let (h, there) = self.tasks.slot(&id);
         match self.tasks.map.get_mut(&h) {
             Some((_, old)) if there => old.entry = entry,
@@ -224,6 +249,12 @@ impl Table {
                 self.tasks.map.insert(h, (id, Slot { created, entry }));
             }
         }
+        h
+    }
+
+    /// The task kept under `key` (see [`IdMap::key`]): its id and entry.
+    fn task_at(&self, key: u64) -> Option<(&String, &Shared)> {
+        self.tasks.at(key).map(|(id, s)| (id, &s.entry))
     }
 
     /// The tasks' ids in creation order.
@@ -237,17 +268,19 @@ impl Table {
 
 #[derive(Clone)]
 enum Seen {
-    Task(String),
+    /// The task's key in the table (see [`IdMap::key`]), not a copy of its id.
+    Task(u64),
     /// Boxed: one of these is kept per message, and most name a task.
     Message(Box<Message>),
 }
 
 struct Entry {
-    agent: String,
+    /// The agent's name, shared by its tasks (see [`Table::agent`]).
+    agent: Arc<str>,
     task: Task,
     revision: Option<Value>,
     revision_key: Arc<str>,
-    canary: String,
+    canary: Token,
     canary_issued: bool,
     /// When the current script run started, for `honor-before`.
     start: Duration,
@@ -455,11 +488,28 @@ fn find_pair(s: &str, c: u8) -> Option<usize> {
 
 /// A token unique to (world seed, task, revision): it lets a later check tell which task and
 /// revision produced a value that shows up somewhere else.
-fn canary(world: &World, task_id: &str, revision: Option<&Value>) -> String {
+fn canary(world: &World, task_id: &str, revision: Option<&Value>) -> Token {
     canary_token(world.seed, task_id, revision)
 }
 
-fn canary_token(seed: u64, task_id: &str, revision: Option<&Value>) -> String {
+/// A canary token, `cny-` and 16 hex digits, kept inline: every task keeps one for the world's
+/// life, and a string of its own was one more allocation per task.
+#[derive(Clone, Copy)]
+struct Token([u8; 20]);
+
+impl Token {
+    /// A token as the ledger gives it back (see `restore`): what [`canary_token`] makes.
+    fn parse(s: &str) -> Option<Token> {
+        <[u8; 20]>::try_from(s.as_bytes()).ok().map(Token)
+    }
+
+    fn as_str(&self) -> &str {
+        // Only made from ASCII digits or from a whole string (`parse`).
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+fn canary_token(seed: u64, task_id: &str, revision: Option<&Value>) -> Token {
     // `format!("canary/{task_id}/{rev}")` and `format!("cny-{h:016x}")`, written out: every
     // task gets one, and the formatting machinery cost more than the hash.
     // The stream's name goes into a buffer reused by the thread: only its hash is kept.
@@ -477,14 +527,11 @@ fn canary_token(seed: u64, task_id: &str, revision: Option<&Value>) -> String {
     }
     let h = crate::fate::stream_seed(seed, &stream, 0);
     STREAM.with(|s| s.set(stream));
-    let mut token = String::with_capacity(20);
-    token.push_str("cny-");
-    for shift in (0..16).rev() {
-        token.push(char::from(
-            b"0123456789abcdef"[((h >> (shift * 4)) & 0xf) as usize],
-        ));
+    let mut token = *b"cny-0000000000000000";
+    for (i, shift) in (0..16).rev().enumerate() {
+        token[4 + i] = b"0123456789abcdef"[((h >> (shift * 4)) & 0xf) as usize];
     }
-    token
+    Token(token)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -587,7 +634,7 @@ impl Entry {
             task_id: &self.task.id,
             context_id: &self.task.context_id,
             revision: self.revision.as_ref(),
-            canary: &self.canary,
+            canary: self.canary.as_str(),
             agent: &self.agent,
             text: &self.text,
             used_canary: std::cell::Cell::new(false),
@@ -598,12 +645,13 @@ impl Entry {
         revision_meta(&self.revision_key, self.revision.as_ref())
     }
 
-    fn agent_message(&self, id: String, text: String) -> Message {
+    /// A status message of this task (boxed, as a status keeps it).
+    fn agent_message(&self, id: String, text: String) -> Box<Message> {
         let mut m = Message::agent(id, vec![Part::text(text)]);
         m.task_id = Some(self.task.id.clone());
         m.context_id = Some(self.task.context_id.clone());
         m.metadata = self.meta();
-        m
+        Box::new(m)
     }
 
     /// Whether an event of this task reaches anyone: a push target or an open stream (or a
@@ -710,11 +758,18 @@ impl Entry {
         )
     }
 
+    /// Drops what only a running script needs: tasks are kept for as long as the world, and a
+    /// resumed run gets a new timeline and the text of the message that resumes it.
+    fn run_over(&mut self) {
+        self.timeline = Vec::new();
+        self.text = String::new();
+    }
+
     fn note_canary(&mut self, world: &World, used: bool, now: Duration) {
         if used && !self.canary_issued {
             self.canary_issued = true;
             self.log_with(world, now, "canary", |d| {
-                d.str("canary", &self.canary)
+                d.str("canary", self.canary.as_str())
                     .opt_value("revision", self.revision.as_ref())
                     .str("task_id", &self.task.id);
             });
@@ -892,16 +947,14 @@ fn new_message_turn<'a>(
     follow_up: bool,
     dedupe: bool,
 ) -> MutexGuard<'a, Table> {
-    let mut waited: Option<String> = None;
+    let mut waited = None;
     loop {
         let table = all.lock();
         let first = match table.seen(agent, &msg.message_id) {
-            Some(Seen::Task(id)) if !follow_up && !dedupe && waited.as_deref() != Some(id) => {
-                id.clone()
-            }
+            Some(&Seen::Task(key)) if !follow_up && !dedupe && waited != Some(key) => key,
             _ => return table,
         };
-        let cell = table.entry(&first);
+        let cell = table.task_at(first).map(|(_, cell)| cell.clone());
         drop(table);
         if let Some(cell) = cell {
             drop(lock_entry(&cell));
@@ -968,8 +1021,8 @@ fn send_locked(
     // A repeated messageId, with de-duplication on: answer with what the first one produced.
     if let (true, Some(first)) = (spec.dedupe_message_id, &seen) {
         match first {
-            Seen::Task(id) => {
-                if let Some(cell) = table.entry(id) {
+            &Seen::Task(key) => {
+                if let Some((id, cell)) = table.task_at(key).map(|(i, c)| (i.clone(), c.clone())) {
                     // Nothing of the table changes: the task answers under its own lock alone,
                     // once whoever has it is done (its `message` entry is then in the ledger,
                     // before this one's).
@@ -977,8 +1030,8 @@ fn send_locked(
                     let mut e = lock_entry(&cell);
                     let now = world.clock.now();
                     e.log_with(world, now, "message", |d| {
-                        let taken = Taken::Duplicate { of: id };
-                        detail(d, Some(id), Some(&e.task.context_id), taken)
+                        let taken = Taken::Duplicate { of: &id };
+                        detail(d, Some(&id), Some(&e.task.context_id), taken)
                     });
                     return Ok(e.sent(world, want, false, next));
                 }
@@ -1000,9 +1053,9 @@ fn send_locked(
             }
         }
     }
-    let repeat_of = seen.as_ref().map(|s| match s {
-        Seen::Task(id) => id.clone(),
-        Seen::Message(m) => m.message_id.clone(),
+    let repeat_of = seen.as_ref().and_then(|s| match s {
+        &Seen::Task(key) => table.task_at(key).map(|(id, _)| id.clone()),
+        Seen::Message(m) => Some(m.message_id.clone()),
     });
 
     // A message naming a task: a follow-up. Terminal tasks never restart (REC-6).
@@ -1011,7 +1064,7 @@ fn send_locked(
         // message is noted as seen in the same hold of the table that found it unseen.
         let cell = table.entry(task_id);
         let mut guard = cell.as_deref().map(lock_entry);
-        let Some(e) = guard.as_deref_mut().filter(|e| e.agent == ctx.name) else {
+        let Some(e) = guard.as_deref_mut().filter(|e| *e.agent == *ctx.name) else {
             return Err(RpcError::task_not_found(task_id));
         };
         // The instant the task was taken (its lock may have been waited for).
@@ -1028,10 +1081,10 @@ fn send_locked(
         // A repeated message id: the task it first went to has its `message` entry in the
         // ledger before this one's once its lock is free (see `new_message_turn`; waited for
         // with the table held, which only a follow-up and ListTasks do while holding a task).
-        if let Some(Seen::Task(first)) = &seen {
-            if first != task_id {
-                if let Some(cell) = table.entry(first) {
-                    drop(lock_entry(&cell));
+        if let Some(&Seen::Task(first)) = seen.as_ref() {
+            if let Some((_, first)) = table.task_at(first) {
+                if !cell.as_ref().is_some_and(|own| Arc::ptr_eq(own, first)) {
+                    drop(lock_entry(first));
                 }
             }
         }
@@ -1086,9 +1139,9 @@ fn send_locked(
                 }),
             );
         }
-        table.note_seen(&ctx.name, &msg.message_id, false, || {
-            Seen::Task(task_id.to_string())
-        });
+        if let Some(key) = table.tasks.key(task_id) {
+            table.note_seen(&ctx.name, &msg.message_id, false, || Seen::Task(key));
+        }
         // The resumed run's due steps, if any, under the task's lock alone.
         drop(table);
         return Ok(e.sent(world, want, resume, next));
@@ -1110,7 +1163,7 @@ fn send_locked(
             task_id: "",
             context_id: &context_id,
             revision: revision.as_ref(),
-            canary: &token,
+            canary: token.as_str(),
             agent: &ctx.name,
             text: &text,
             used_canary: std::cell::Cell::new(false),
@@ -1145,7 +1198,7 @@ fn send_locked(
         });
         if r.used_canary.get() {
             log_with(world, now, &ctx.name, "canary", None, rev, |d| {
-                d.str("canary", &token)
+                d.str("canary", token.as_str())
                     .str("message_id", &reply_id)
                     .opt_value("revision", rev)
                     .null("task_id");
@@ -1169,12 +1222,12 @@ fn send_locked(
         metadata: revision_meta(&spec.revision_key, revision.as_ref()),
     };
     let cell = Arc::new(Mutex::new(Entry {
-        agent: ctx.name.clone(),
+        agent: table.agent(&ctx.name),
         task,
         revision: revision.clone(),
         revision_key: spec.revision_key.clone(),
         // Filled in once the table's lock is released (below).
-        canary: String::new(),
+        canary: Token([0; 20]),
         canary_issued: false,
         start: now,
         script: Some(script.clone()),
@@ -1191,10 +1244,8 @@ fn send_locked(
     // for this lock, and sees it only once its entries are written and its due steps have run.
     let mut guard = lock_entry(&cell);
     let entry = &mut *guard;
-    table.note_seen(&ctx.name, &msg.message_id, false, || {
-        Seen::Task(task_id.clone())
-    });
-    table.insert(task_id.clone(), cell.clone());
+    let key = table.insert(task_id.clone(), cell.clone());
+    table.note_seen(&ctx.name, &msg.message_id, false, || Seen::Task(key));
     drop(table);
     entry.canary = canary(world, &task_id, revision.as_ref());
     entry.log_with(world, now, "message", |d| {
@@ -1333,15 +1384,13 @@ fn run_due_in(
     // The timeline indexes into this script (a task without one has an empty timeline).
     let script = e.script.clone();
     loop {
-        // A canceled task does nothing more; its remaining steps never run. A timeline that is
-        // over is dropped: tasks are kept for as long as the world, and a resumed run gets a new
-        // one.
+        // A canceled task does nothing more; its remaining steps never run.
         if e.task.status.state.is_terminal() {
-            e.timeline = Vec::new();
+            e.run_over();
             return Some((e.generation, None));
         }
         let (Some(&(at, ev)), Some(script)) = (e.timeline.get(e.cursor), script.as_deref()) else {
-            e.timeline = Vec::new();
+            e.run_over();
             return Some((e.generation, None));
         };
         if at > now {
@@ -1517,7 +1566,7 @@ pub(super) fn cancel(ctx: &Ctx, task_id: &str) -> Result<Task, RpcError> {
     let world = &ctx.world;
     let cell = entry_of(world, task_id);
     let mut guard = cell.as_deref().map(lock_entry);
-    let Some(e) = guard.as_deref_mut().filter(|e| e.agent == ctx.name) else {
+    let Some(e) = guard.as_deref_mut().filter(|e| *e.agent == *ctx.name) else {
         log(
             world,
             &ctx.name,
@@ -1573,7 +1622,7 @@ pub(super) fn get(ctx: &Ctx, task_id: &str, history_length: Option<i32>) -> Resu
     let guard = cell.as_deref().map(lock_entry);
     let e = guard
         .as_deref()
-        .filter(|e| e.agent == ctx.name)
+        .filter(|e| *e.agent == *ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     Ok(e.task.clone().with_history_length(history_length))
 }
@@ -1604,7 +1653,7 @@ pub(super) fn list(ctx: &Ctx, req: &ListTasksRequest) -> Result<ListTasksRespons
         .tasks
         .values()
         .map(|s| (s.created, lock_entry(&s.entry)))
-        .filter(|(_, e)| e.agent == ctx.name)
+        .filter(|(_, e)| *e.agent == *ctx.name)
         .filter(|(_, e)| {
             req.context_id
                 .as_deref()
@@ -1666,7 +1715,7 @@ pub(super) fn subscribe(
     let mut guard = cell.as_deref().map(lock_entry);
     let e = guard
         .as_deref_mut()
-        .filter(|e| e.agent == ctx.name)
+        .filter(|e| *e.agent == *ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     let state = e.task.status.state;
     if state.is_terminal() {
@@ -1701,7 +1750,7 @@ pub(super) fn with_push<T>(
     let mut guard = cell.as_deref().map(lock_entry);
     let e = guard
         .as_deref_mut()
-        .filter(|e| e.agent == ctx.name)
+        .filter(|e| *e.agent == *ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     let rev = e.revision.clone();
     f(&mut e.push, rev.as_ref())
@@ -1812,7 +1861,7 @@ mod tests {
             let r = rev.as_ref().map(Value::to_string).unwrap_or_default();
             let h = crate::fate::stream_seed(seed, &format!("canary/{task}/{r}"), 0);
             assert_eq!(
-                canary_token(seed, task, rev.as_ref()),
+                canary_token(seed, task, rev.as_ref()).as_str(),
                 format!("cny-{h:016x}")
             );
         }

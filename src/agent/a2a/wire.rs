@@ -1203,8 +1203,10 @@ impl Message {
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatus {
     pub state: TaskState,
+    /// Boxed: most statuses have none, and a task keeps its status for the world's life (a
+    /// message inline made every kept task ~180 bytes larger).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<Message>,
+    pub message: Option<Box<Message>>,
     /// ISO-8601 UTC with `Z` (SPEC §5.6.1); protobuf's Timestamp parser rejects other shapes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
@@ -2738,7 +2740,7 @@ mod tests {
             context_id: "ctx-1".into(),
             status: TaskStatus {
                 state: TaskState::Completed,
-                message: Some(full.clone()),
+                message: Some(Box::new(full.clone())),
                 timestamp: Some("2026-01-01T00:00:00.000Z".into()),
             },
             artifacts: vec![

@@ -28,7 +28,8 @@ use super::super::wire::{
     TaskStatus,
 };
 use super::{
-    canary, lock_entry, merge_artifact, revision_meta, tasks, Entry, Seen, Table, STREAM_BUFFER,
+    canary, lock_entry, merge_artifact, revision_meta, tasks, Entry, Seen, Table, Token,
+    STREAM_BUFFER,
 };
 use crate::ledger::{Disposition, Record};
 use crate::scenario::a2a::{A2aAgent, CancelPolicy};
@@ -85,7 +86,7 @@ pub(crate) fn restore(world: &Arc<World>) -> usize {
         let mut e = lock_entry(&cell);
         let state = e.task.status.state;
         let live = !state.is_terminal();
-        if let (Some(spec), Some(cfgs)) = (agents.get(e.agent.as_str()), configs.get(id)) {
+        if let (Some(spec), Some(cfgs)) = (agents.get(&*e.agent), configs.get(id)) {
             e.push = cfgs
                 .iter()
                 .map(|c| {
@@ -201,7 +202,7 @@ impl Rebuild<'_> {
             .tasks
             .get(id)
             .map(|s| lock_entry(&s.entry))
-            .filter(|e| e.agent == r.service)
+            .filter(|e| *e.agent == *r.service)
     }
 
     fn apply(&mut self, spec: &A2aAgent, event: &str, r: &Record) {
@@ -268,7 +269,11 @@ impl Rebuild<'_> {
             }
             "canary" => {
                 if let (Some(mut e), Some(c)) = (self.task(r), str_of(d, "canary")) {
-                    e.canary = c.to_string();
+                    // The token the task was given, as computed (a token of another shape,
+                    // which doubleagent never issues, leaves that one).
+                    if let Some(c) = Token::parse(c) {
+                        e.canary = c;
+                    }
                     e.canary_issued = true;
                 }
             }
@@ -322,8 +327,10 @@ impl Rebuild<'_> {
                 e.text = text;
             }
         }
-        self.table
-            .note_seen(&r.service, &message_id, false, || Seen::Task(task_id));
+        if let Some(key) = self.table.tasks.key(&task_id) {
+            self.table
+                .note_seen(&r.service, &message_id, false, || Seen::Task(key));
+        }
     }
 
     fn created(&mut self, spec: &A2aAgent, r: &Record, d: &Value, ts: String) {
@@ -338,11 +345,10 @@ impl Rebuild<'_> {
             .filter(|v| !v.is_null())
             .or(r.revision.as_ref())
             .cloned();
+        let mut first_message = None;
         let (history, text) = match self.created_by.remove(&task_id) {
             Some((mut m, text)) => {
-                self.table.note_seen(&r.service, &m.message_id, false, || {
-                    Seen::Task(task_id.clone())
-                });
+                first_message = Some(m.message_id.clone());
                 m.task_id = Some(task_id.clone());
                 m.context_id = Some(context_id.clone());
                 (vec![m], text)
@@ -358,7 +364,7 @@ impl Rebuild<'_> {
             metadata: revision_meta(&spec.revision_key, revision.as_ref()),
         };
         let entry = Entry {
-            agent: r.service.clone(),
+            agent: self.table.agent(&r.service),
             task,
             canary: canary(self.world, &task_id, revision.as_ref()),
             revision,
@@ -375,7 +381,11 @@ impl Rebuild<'_> {
             capacity: STREAM_BUFFER,
             push: Vec::new(),
         };
-        self.table.insert(task_id, Arc::new(Mutex::new(entry)));
+        let key = self.table.insert(task_id, Arc::new(Mutex::new(entry)));
+        if let Some(m) = first_message {
+            self.table
+                .note_seen(&r.service, &m, false, || Seen::Task(key));
+        }
     }
 
     /// A direct Message reply: what a repeated message id gets back.
