@@ -904,7 +904,12 @@ fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: boo
     {
         Some(existing) if append => existing.parts.extend(artifact.parts),
         Some(existing) => *existing = artifact,
-        None => artifacts.push(artifact),
+        None => {
+            // One more slot, not the four a first push gives: a task keeps its artifacts for
+            // the world's life, and has one or two (~150 bytes each).
+            artifacts.reserve_exact(1);
+            artifacts.push(artifact)
+        }
     }
 }
 
