@@ -612,19 +612,19 @@ impl Render<'_> {
     }
 
     fn part(&self, p: &PartSpec) -> Part {
-        let mut part = match &p.content {
+        let part = match &p.content {
             PartContent::Text(t) => Part::text(self.text(t)),
             PartContent::Raw(t) => Part::raw(self.text(t).as_bytes()),
             PartContent::Url(u) => Part::url(self.text(u)),
             PartContent::Data(d) => Part::data(self.json(d)),
         };
-        part.filename = p.filename.clone();
-        part.media_type = p.media_type.clone();
-        part.metadata = p
-            .metadata
-            .as_ref()
-            .and_then(|m| self.json(m).as_object().cloned());
-        part
+        part.set_filename(p.filename.clone())
+            .set_media_type(p.media_type.clone())
+            .set_metadata(
+                p.metadata
+                    .as_ref()
+                    .and_then(|m| self.json(m).as_object().cloned()),
+            )
     }
 }
 
@@ -851,7 +851,7 @@ fn message_detail(
 ) {
     // `msg.parts != [Part::text(text)]`, without making the part.
     let one_plain_text = matches!(&msg.parts[..], [p] if p.as_text() == Some(text)
-        && p.metadata.is_none() && p.filename.is_none() && p.media_type.is_none());
+        && p.is_bare());
     if let Taken::New { behavior, .. } = taken {
         match behavior {
             Some(b) => d.ser("behavior", &b),
