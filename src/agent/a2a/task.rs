@@ -91,15 +91,17 @@ pub struct Tasks {
 /// text, one cache miss each, under the task table's lock — 100 000 tasks and messages took
 /// tens of milliseconds, which every call waiting on the lock then saw (the A2A figure's p99).
 /// Ids whose hashes collide probe the next number; nothing is ever removed, so a probe ends at
-/// the first free number.
+/// the first free number. Every number has the bits of `mark` set (see [`TaskMap`]).
 struct IdMap<V> {
     map: FastMap<u64, (String, V)>,
+    mark: u64,
 }
 
 impl<V> Default for IdMap<V> {
     fn default() -> Self {
         IdMap {
             map: FastMap::default(),
+            mark: 0,
         }
     }
 }
@@ -112,11 +114,11 @@ impl<V> IdMap<V> {
 
     /// Where `id` is, or the free number it would go to.
     fn slot(&self, id: &str) -> (u64, bool) {
-        let mut h = Self::hash(id);
+        let mut h = Self::hash(id) | self.mark;
         loop {
             match self.map.get(&h) {
                 Some((k, _)) if k == id => return (h, true),
-                Some(_) => h = h.wrapping_add(1),
+                Some(_) => h = h.wrapping_add(1) | self.mark,
                 None => return (h, false),
             }
         }
@@ -147,16 +149,132 @@ impl<V> IdMap<V> {
         self.map.values().map(|(k, v)| (k, v))
     }
 
-    fn values(&self) -> impl Iterator<Item = &V> {
-        self.map.values().map(|(_, v)| v)
-    }
-
     fn len(&self) -> usize {
         self.map.len()
     }
+}
+
+/// The tasks by id. The ids the table hands out, `task-N` (see [`numbered`]), index a vector by
+/// N: no hashing, no copy of the id (it is written again when needed), 16 bytes a task, and
+/// growing it moves no ids. Any other id (a journal's, which doubleagent did not write, or an N
+/// far beyond the others) goes in an [`IdMap`] whose keys have the top bit set, so a key names
+/// a task either way (N, or the map's number).
+struct TaskMap {
+    dense: Vec<Option<Slot>>,
+    dense_len: usize,
+    other: IdMap<Slot>,
+}
+
+/// Keys of [`TaskMap::other`] have it set; a `task-N` key is N, below it.
+const OTHER: u64 = 1 << 63;
+
+/// How far past the vector's end a `task-N` may land and still go in it (the numbers between are
+/// left empty): direct replies take numbers too, and a journal may skip some.
+const DENSE_SLACK: usize = 4096;
+
+impl Default for TaskMap {
+    fn default() -> Self {
+        TaskMap {
+            dense: Vec::new(),
+            dense_len: 0,
+            other: IdMap {
+                map: FastMap::default(),
+                mark: OTHER,
+            },
+        }
+    }
+}
+
+/// N of `task-N` as [`numbered`] writes it (no sign, no leading zero), if `id` is one.
+fn task_number(id: &str) -> Option<u64> {
+    let digits = id.strip_prefix("task-")?;
+    let canonical = !digits.is_empty()
+        && digits.len() <= 18
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    canonical.then(|| digits.parse().ok()).flatten()
+}
+
+impl TaskMap {
+    /// The task's key, if it is there: it stays its own, since nothing is removed.
+    fn key(&self, id: &str) -> Option<u64> {
+        if let Some(n) = task_number(id) {
+            if self.dense.get(n as usize).is_some_and(Option::is_some) {
+                return Some(n);
+            }
+        }
+        self.other.key(id)
+    }
+
+    fn at(&self, key: u64) -> Option<&Slot> {
+        if key & OTHER == 0 {
+            self.dense.get(key as usize)?.as_ref()
+        } else {
+            self.other.at(key).map(|(_, s)| s)
+        }
+    }
+
+    /// The id of the task under `key`.
+    fn id_at(&self, key: u64) -> Option<String> {
+        if key & OTHER == 0 {
+            self.at(key).map(|_| numbered("task-", key))
+        } else {
+            self.other.at(key).map(|(id, _)| id.clone())
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<&Slot> {
+        self.at(self.key(id)?)
+    }
+
+    fn get_mut(&mut self, key: u64) -> Option<&mut Slot> {
+        if key & OTHER == 0 {
+            self.dense.get_mut(key as usize)?.as_mut()
+        } else {
+            self.other.map.get_mut(&key).map(|(_, s)| s)
+        }
+    }
+
+    /// Puts in a task that is not there yet; returns its key.
+    fn put(&mut self, id: String, slot: Slot) -> u64 {
+        if let Some(n) = task_number(&id).filter(|&n| (n as usize) < self.dense.len() + DENSE_SLACK)
+        {
+            let i = n as usize;
+            if i >= self.dense.len() {
+                self.dense.resize_with(i + 1, || None);
+            }
+            if self.dense[i].is_none() {
+                self.dense[i] = Some(slot);
+                self.dense_len += 1;
+                return n;
+            }
+        }
+        let (h, _) = self.other.slot(&id);
+        self.other.map.insert(h, (id, slot));
+        h
+    }
+
+    /// Every task with its id (written again for `task-N`).
+    fn iter(&self) -> impl Iterator<Item = (String, &Slot)> {
+        let dense = self
+            .dense
+            .iter()
+            .enumerate()
+            .filter_map(|(n, s)| s.as_ref().map(|s| (numbered("task-", n as u64), s)));
+        dense.chain(self.other.iter().map(|(id, s)| (id.clone(), s)))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Slot> {
+        let dense = self.dense.iter().flatten();
+        dense.chain(self.other.map.values().map(|(_, s)| s))
+    }
+
+    fn len(&self) -> usize {
+        self.dense_len + self.other.len()
+    }
 
     fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 }
 
@@ -180,7 +298,7 @@ fn lock_entry(cell: &Mutex<Entry>) -> MutexGuard<'_, Entry> {
 
 #[derive(Default)]
 struct Table {
-    tasks: IdMap<Slot>,
+    tasks: TaskMap,
     /// How many tasks were ever put in: the next one's [`Entry::created`].
     created: u64,
     /// What each agent's messages (by messageId) first produced, for de-duplication and for
@@ -238,37 +356,36 @@ impl Table {
     }
 
     /// Puts a task in, numbered in creation order (a task already there is replaced and keeps
-    /// its place). Returns its key (see [`IdMap::key`]).
+    /// its place). Returns its key (see [`TaskMap`]).
     fn insert(&mut self, id: String, entry: Shared) -> u64 {
-        let (h, there) = self.tasks.slot(&id);
-        match self.tasks.map.get_mut(&h) {
-            Some((_, old)) if there => old.entry = entry,
-            _ => {
-                let created = self.created;
-                self.created += 1;
-                self.tasks.map.insert(h, (id, Slot { created, entry }));
+        if let Some(key) = self.tasks.key(&id) {
+            if let Some(old) = self.tasks.get_mut(key) {
+                old.entry = entry;
             }
+            return key;
         }
-        h
+        let created = self.created;
+        self.created += 1;
+        self.tasks.put(id, Slot { created, entry })
     }
 
-    /// The task kept under `key` (see [`IdMap::key`]): its id and entry.
-    fn task_at(&self, key: u64) -> Option<(&String, &Shared)> {
-        self.tasks.at(key).map(|(id, s)| (id, &s.entry))
+    /// The task kept under `key` (see [`TaskMap`]).
+    fn task_at(&self, key: u64) -> Option<&Shared> {
+        self.tasks.at(key).map(|s| &s.entry)
     }
 
     /// The tasks' ids in creation order.
     fn ids_in_order(&self) -> Vec<String> {
-        let mut ids: Vec<(u64, &String)> =
+        let mut ids: Vec<(u64, String)> =
             self.tasks.iter().map(|(id, s)| (s.created, id)).collect();
         ids.sort_unstable();
-        ids.into_iter().map(|(_, id)| id.clone()).collect()
+        ids.into_iter().map(|(_, id)| id).collect()
     }
 }
 
 #[derive(Clone)]
 enum Seen {
-    /// The task's key in the table (see [`IdMap::key`]), not a copy of its id.
+    /// The task's key in the table (see [`TaskMap`]), not a copy of its id.
     Task(u64),
     /// Boxed: one of these is kept per message, and most name a task.
     Message(Box<Message>),
@@ -959,7 +1076,7 @@ fn new_message_turn<'a>(
             Some(&Seen::Task(key)) if !follow_up && !dedupe && waited != Some(key) => key,
             _ => return table,
         };
-        let cell = table.task_at(first).map(|(_, cell)| cell.clone());
+        let cell = table.task_at(first).cloned();
         drop(table);
         if let Some(cell) = cell {
             drop(lock_entry(&cell));
@@ -1027,7 +1144,8 @@ fn send_locked(
     if let (true, Some(first)) = (spec.dedupe_message_id, &seen) {
         match first {
             &Seen::Task(key) => {
-                if let Some((id, cell)) = table.task_at(key).map(|(i, c)| (i.clone(), c.clone())) {
+                let found = table.task_at(key).cloned().zip(table.tasks.id_at(key));
+                if let Some((cell, id)) = found {
                     // Nothing of the table changes: the task answers under its own lock alone,
                     // once whoever has it is done (its `message` entry is then in the ledger,
                     // before this one's).
@@ -1059,7 +1177,7 @@ fn send_locked(
         }
     }
     let repeat_of = seen.as_ref().and_then(|s| match s {
-        &Seen::Task(key) => table.task_at(key).map(|(id, _)| id.clone()),
+        &Seen::Task(key) => table.tasks.id_at(key),
         Seen::Message(m) => Some(m.message_id.clone()),
     });
 
@@ -1087,7 +1205,7 @@ fn send_locked(
         // ledger before this one's once its lock is free (see `new_message_turn`; waited for
         // with the table held, which only a follow-up and ListTasks do while holding a task).
         if let Some(&Seen::Task(first)) = seen.as_ref() {
-            if let Some((_, first)) = table.task_at(first) {
+            if let Some(first) = table.task_at(first) {
                 if !cell.as_ref().is_some_and(|own| Arc::ptr_eq(own, first)) {
                     drop(lock_entry(first));
                 }
@@ -1847,6 +1965,78 @@ mod tests {
                 assert_eq!(used, r.used_canary.replace(false), "{t:?}");
             }
         }
+    }
+
+    #[test]
+    fn the_task_map_keeps_handed_out_ids_by_number_and_any_other_by_hash() {
+        for (id, n) in [
+            ("task-0", Some(0)),
+            ("task-7", Some(7)),
+            ("task-123", Some(123)),
+        ] {
+            assert_eq!(task_number(id), n, "{id}");
+        }
+        for id in [
+            "task-",
+            "task-07",
+            "task--1",
+            "task-+1",
+            "task-1x",
+            "Task-1",
+            "msg-3",
+            "task-1234567890123456789",
+        ] {
+            assert_eq!(task_number(id), None, "{id}");
+        }
+        let mut table = Table::default();
+        let entry = |id: &str| {
+            Arc::new(Mutex::new(Entry {
+                agent: "a".into(),
+                task: Task {
+                    id: id.to_string(),
+                    context_id: String::new(),
+                    status: TaskStatus::new(TaskState::Submitted, ""),
+                    artifacts: Vec::new(),
+                    history: Vec::new(),
+                    metadata: None,
+                },
+                revision: None,
+                revision_key: "revision".into(),
+                canary: Token([b'x'; 20]),
+                canary_issued: false,
+                start: Duration::ZERO,
+                script: None,
+                timeline: Vec::new(),
+                cursor: 0,
+                generation: 0,
+                cancel: CancelPolicy::Honor,
+                text: String::new(),
+                events: None,
+                capacity: 32,
+                push: Vec::new(),
+            }))
+        };
+        let ids = ["task-2", "task-07", "task-99999", "other", "task-1"];
+        let keys: Vec<u64> = ids
+            .iter()
+            .map(|id| table.insert(id.to_string(), entry(id)))
+            .collect();
+        assert_eq!(keys[0], 2);
+        assert_eq!(keys[4], 1);
+        assert!(keys[1..4].iter().all(|k| k & OTHER != 0), "{keys:?}");
+        for (id, key) in ids.iter().zip(&keys) {
+            assert_eq!(table.tasks.key(id), Some(*key));
+            assert_eq!(table.tasks.id_at(*key).as_deref(), Some(*id));
+            let cell = table.entry(id).unwrap();
+            assert_eq!(lock_entry(&cell).task.id, *id);
+        }
+        assert_eq!(table.tasks.key("task-3"), None);
+        assert_eq!(table.tasks.len(), 5);
+        // Put in again: replaced in place, its key and place in creation order kept.
+        assert_eq!(table.insert("task-2".into(), entry("task-2")), 2);
+        assert_eq!(table.insert("other".into(), entry("other")), keys[3]);
+        assert_eq!(table.tasks.len(), 5);
+        assert_eq!(table.ids_in_order(), ids);
     }
 
     #[test]
