@@ -124,13 +124,6 @@ impl<V> IdMap<V> {
         }
     }
 
-    fn get(&self, id: &str) -> Option<&V> {
-        match self.slot(id) {
-            (h, true) => self.map.get(&h).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
     /// The number `id` is kept under, if it is there: it stays its own, since nothing is
     /// removed.
     fn key(&self, id: &str) -> Option<u64> {
@@ -309,17 +302,27 @@ struct Table {
 }
 
 impl Table {
-    /// What the message `message_id` to `agent` first produced.
-    fn seen(&self, agent: &str, message_id: &str) -> Option<&Seen> {
-        self.seen.get(agent)?.get(message_id)
+    /// What the message `message_id` to `agent` first produced, if it came before, and the
+    /// number the message id is kept under or would go to, for
+    /// [`Table::note_seen`] to use instead of hashing and probing again (it checks the number
+    /// still fits: the lock may have been released in between).
+    fn look(&self, agent: &str, message_id: &str) -> (Option<&Seen>, Option<u64>) {
+        let Some(of_agent) = self.seen.get(agent) else {
+            return (None, None);
+        };
+        let (h, found) = of_agent.slot(message_id);
+        let seen = found.then(|| of_agent.map.get(&h).map(|(_, s)| s));
+        (seen.flatten(), Some(h))
     }
 
     /// Notes what the message `message_id` to `agent` produced, unless one with that id came
     /// before (or always, with `replace`).
+    /// `at` is what [`Table::look`] gave, if anything.
     fn note_seen(
         &mut self,
         agent: &str,
         message_id: &str,
+        at: Option<u64>,
         replace: bool,
         seen: impl FnOnce() -> Seen,
     ) {
@@ -327,7 +330,12 @@ impl Table {
             Some(m) => m,
             None => self.seen.entry(agent.into()).or_default(),
         };
-        match of_agent.slot(message_id) {
+        let slot = match at.map(|h| (h, of_agent.map.get(&h))) {
+            Some((h, Some((k, _)))) if k == message_id => (h, true),
+            Some((h, None)) => (h, false),
+            _ => of_agent.slot(message_id),
+        };
+        match slot {
             (h, true) if replace => {
                 if let Some((_, s)) = of_agent.map.get_mut(&h) {
                     *s = seen();
@@ -1068,13 +1076,16 @@ fn new_message_turn<'a>(
     msg: &Message,
     follow_up: bool,
     dedupe: bool,
-) -> MutexGuard<'a, Table> {
+) -> (MutexGuard<'a, Table>, Option<Seen>, Option<u64>) {
     let mut waited = None;
     loop {
         let table = all.lock();
-        let first = match table.seen(agent, &msg.message_id) {
-            Some(&Seen::Task(key)) if !follow_up && !dedupe && waited != Some(key) => key,
-            _ => return table,
+        let first = match table.look(agent, &msg.message_id) {
+            (Some(&Seen::Task(key)), _) if !follow_up && !dedupe && waited != Some(key) => key,
+            (seen, at) => {
+                let seen = seen.cloned();
+                return (table, seen, at);
+            }
         };
         let cell = table.task_at(first).cloned();
         drop(table);
@@ -1125,8 +1136,8 @@ fn send_locked(
     let fresh = (!follow_up && script.reply == ReplyKind::Task)
         .then(|| (timeline(script, now), stamp(world, now)));
     let all = tasks(world);
-    let mut table = new_message_turn(&all, &ctx.name, msg, follow_up, spec.dedupe_message_id);
-    let seen = table.seen(&ctx.name, &msg.message_id).cloned();
+    let (mut table, seen, at) =
+        new_message_turn(&all, &ctx.name, msg, follow_up, spec.dedupe_message_id);
     let detail = |d: &mut Detail, task_id: Option<&str>, context_id: Option<&str>, taken| {
         message_detail(
             d,
@@ -1263,7 +1274,7 @@ fn send_locked(
             );
         }
         if let Some(key) = table.tasks.key(task_id) {
-            table.note_seen(&ctx.name, &msg.message_id, false, || Seen::Task(key));
+            table.note_seen(&ctx.name, &msg.message_id, at, false, || Seen::Task(key));
         }
         // The resumed run's due steps, if any, under the task's lock alone.
         drop(table);
@@ -1327,7 +1338,7 @@ fn send_locked(
                     .null("task_id");
             });
         }
-        table.note_seen(&ctx.name, &msg.message_id, true, || {
+        table.note_seen(&ctx.name, &msg.message_id, at, true, || {
             Seen::Message(Box::new(reply.clone()))
         });
         return Ok(Sent::Message(reply));
@@ -1368,7 +1379,7 @@ fn send_locked(
     let mut guard = lock_entry(&cell);
     let entry = &mut *guard;
     let key = table.insert(task_id.clone(), cell.clone());
-    table.note_seen(&ctx.name, &msg.message_id, false, || Seen::Task(key));
+    table.note_seen(&ctx.name, &msg.message_id, at, false, || Seen::Task(key));
     drop(table);
     entry.canary = canary(world, &task_id, revision.as_ref());
     entry.log_with(world, now, "message", |d| {

@@ -329,7 +329,7 @@ impl Rebuild<'_> {
         }
         if let Some(key) = self.table.tasks.key(&task_id) {
             self.table
-                .note_seen(&r.service, &message_id, false, || Seen::Task(key));
+                .note_seen(&r.service, &message_id, None, false, || Seen::Task(key));
         }
     }
 
@@ -384,7 +384,7 @@ impl Rebuild<'_> {
         let key = self.table.insert(task_id, Arc::new(Mutex::new(entry)));
         if let Some(m) = first_message {
             self.table
-                .note_seen(&r.service, &m, false, || Seen::Task(key));
+                .note_seen(&r.service, &m, None, false, || Seen::Task(key));
         }
     }
 
@@ -400,9 +400,10 @@ impl Rebuild<'_> {
         let mut reply = Message::agent(reply_id, parse(d.get("parts")).unwrap_or_default());
         reply.context_id = str_of(d, "context_id").map(str::to_string);
         reply.metadata = revision_meta(&spec.revision_key, r.revision.as_ref());
-        self.table.note_seen(&r.service, in_reply_to, true, || {
-            Seen::Message(Box::new(reply))
-        });
+        self.table
+            .note_seen(&r.service, in_reply_to, None, true, || {
+                Seen::Message(Box::new(reply))
+            });
     }
 }
 
