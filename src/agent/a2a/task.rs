@@ -461,7 +461,7 @@ pub(super) enum Sent {
         run: bool,
     },
     /// For [`Want::Answer`]: the script's due steps have run (the rest handed to a runner) in
-    /// the same hold of the table's lock that took the message, and the task was looked at
+    /// the same hold of the task's lock that took the message, and the task was looked at
     /// then: the answer if it had stopped (terminal or interrupted), else its id and a receiver
     /// for what comes next, so the stop cannot slip between the look and the subscription. A
     /// script that finishes at once is so answered without a channel or a runner ever being
@@ -824,7 +824,7 @@ impl Entry {
     }
 
     /// The answer to a message that led to this task, with what the caller wants of it; for
-    /// [`Want::Answer`], also the runner's next deadline to hand over once the table's lock is
+    /// [`Want::Answer`], also the runner's next deadline to hand over once the task's lock is
     /// released (see [`send`]).
     fn sent(&mut self, world: &Arc<World>, want: Want<'_>, run: bool, next: &mut Next) -> Sent {
         match want {
@@ -1051,7 +1051,7 @@ pub(super) fn send(
 ) -> Result<Sent, RpcError> {
     let mut next = None;
     let sent = send_locked(ctx, spec, method, req, want, &mut next)?;
-    // The table's lock is released: a runner for the rest of the script, if anything is left.
+    // The locks are released: a runner for the rest of the script, if anything is left.
     if let Some((id, generation, deadline)) = next {
         hand_over(&ctx.world, &id, (generation, Some(deadline)));
     }
@@ -1096,8 +1096,8 @@ fn new_message_turn<'a>(
     }
 }
 
-/// [`send`] under the table's lock (released when this returns); `next` is what a
-/// [`Want::Answer`] leaves for a runner.
+/// [`send`] under the table's lock and then the task's (see the module's header; both released
+/// when this returns); `next` is what a [`Want::Answer`] leaves for a runner.
 fn send_locked(
     ctx: &Ctx,
     spec: &A2aAgent,
@@ -1644,7 +1644,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
             }
             // The rendered parts (and name, description) rebuild the artifact after a restart.
             // Written before the artifact is merged (and its parts possibly appended to another's):
-            // nobody sees the task in between, the table's lock is held.
+            // nobody sees the task in between, its lock is held.
             e.log_with(world, now, "artifact", |d| {
                 d.bool("append", spec.append).str("artifact_id", &spec.id);
                 if let Some(desc) = &spec.description {

@@ -1917,7 +1917,7 @@ fn serialize_task<S: Serializer>(t: &Task, history: &[Message], s: S) -> Result<
 /// The SendMessage result `{"task": …}` written from a borrowed task, its history cut to
 /// `history_length` as [`Task::with_history_length`] cuts it: the same text as
 /// `SendMessageResponse::Task(task.clone().with_history_length(history_length))`, without the
-/// copy (a blocking call's answer is written while the task table is locked).
+/// copy (a blocking call's answer is written while the task is locked).
 pub struct TaskResult<'a> {
     pub task: &'a Task,
     pub history_length: Option<i32>,
