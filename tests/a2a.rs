@@ -475,6 +475,110 @@ fn rec4_a_resent_message_with_dedupe_on_is_answered_with_the_first_task() {
     assert_eq!(msgs[1]["detail"]["duplicate_of"], a["id"]);
 }
 
+/// Agents whose tasks finish inside the send (their side effect included), one of each kind of
+/// de-duplication: what concurrent sends of one message id race on.
+const AT_ONCE: &str = r#"
+name = "at-once"
+seed = 5
+clock = "real"
+
+[services.payments]
+[[services.payments.routes]]
+name = "create-transfer"
+method = "POST"
+path = "/v1/transfers"
+kind = "action"
+respond = { status = 201, json = { id = "{{action.id}}", status = "succeeded" } }
+
+[agents.payer]
+protocol = "a2a"
+work = "0ms"
+dedupe_message_id = false
+
+[[agents.payer.steps]]
+at = "0ms"
+call = { service = "payments", route = "create-transfer", json = { to = "acct-9", amount = 100 } }
+
+[agents.payer.result]
+text = "paid in {{task.id}}"
+
+[agents.careful-payer]
+protocol = "a2a"
+work = "0ms"
+dedupe_message_id = true
+
+[[agents.careful-payer.steps]]
+at = "0ms"
+call = { service = "payments", route = "create-transfer", json = { to = "acct-9", amount = 100 } }
+
+[agents.careful-payer.result]
+text = "paid in {{task.id}}"
+"#;
+
+/// The task ids of `n` blocking sends of one message to `agent`, all at once.
+fn send_together(da: &Da, agent: &str, n: usize) -> Vec<String> {
+    let m = msg("pay-once", "pay acct-9 100", Value::Null);
+    thread::scope(|s| {
+        let calls: Vec<_> = (0..n)
+            .map(|_| {
+                let m = m.clone();
+                s.spawn(move || result(rpc(da, agent, "SendMessage", json!({"message": m}))))
+            })
+            .collect();
+        calls
+            .into_iter()
+            .map(|c| {
+                let t = c.join().unwrap()["task"].clone();
+                assert_eq!(state(&t), "TASK_STATE_COMPLETED", "{t}");
+                t["id"].as_str().unwrap().to_string()
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn rec4_concurrent_sends_of_one_message_id_with_dedupe_on_make_one_task() {
+    let da = Da::start(AT_ONCE);
+    let ids = send_together(&da, "careful-payer", 16);
+    assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+    assert_eq!(agent_events(&da, "careful-payer", "task-created").len(), 1);
+    let pays = da.get("/_admin/ledger?service=payments").json()["entries"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(pays, 1);
+    // The first in the ledger is the one that made the task; every other names it.
+    let msgs = agent_events(&da, "careful-payer", "message");
+    assert_eq!(msgs.len(), 16);
+    assert!(
+        msgs[0]["detail"].get("duplicate_of").is_none(),
+        "{}",
+        msgs[0]
+    );
+    for m in &msgs[1..] {
+        assert_eq!(m["detail"]["duplicate_of"], ids[0].as_str(), "{m}");
+    }
+}
+
+#[test]
+fn rec4_concurrent_sends_of_one_message_id_with_dedupe_off_repeat_the_first_in_ledger_order() {
+    let da = Da::start(AT_ONCE);
+    let mut ids = send_together(&da, "payer", 16);
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 16);
+    assert_eq!(agent_events(&da, "payer", "task-created").len(), 16);
+    // The first `message` entry in the ledger is the task every later one repeats (what
+    // verification's REC-4 reads in ledger order).
+    let msgs = agent_events(&da, "payer", "message");
+    assert_eq!(msgs.len(), 16);
+    assert!(msgs[0]["detail"]["repeat_of"].is_null(), "{}", msgs[0]);
+    let first = &msgs[0]["work_id"];
+    for m in &msgs[1..] {
+        assert_eq!(&m["detail"]["repeat_of"], first, "{m}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Revisions, follow-ups and errors (REC-6)
 

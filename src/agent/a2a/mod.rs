@@ -322,7 +322,7 @@ fn send(
     };
     // What the answer needs from the task as `task::send` leaves it: a stream, its snapshot and
     // every later event; a non-blocking call, the snapshot; a blocking one, the answer made
-    // once the due part of the script has run, under the same hold of the task table.
+    // once the due part of the script has run, under the same hold of the task's lock.
     let want = if streaming {
         task::Want::Stream
     } else if p.return_immediately() {

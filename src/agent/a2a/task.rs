@@ -10,9 +10,19 @@
 //! the ledger at its scheduled time.
 //!
 //! Everything an orchestrator does to a task (send, cancel, get, subscribe, push configs) is
-//! decided here under the table's lock and recorded in the ledger as an agent entry with the
-//! task as `work_id` and the task's revision. Lock order: the table's lock, then `world.lock()`
-//! (taken by the ledger appends and by `service::admit`), never the reverse.
+//! decided here under the task's own lock and recorded in the ledger as an agent entry with the
+//! task as `work_id` and the task's revision. The table's lock is held only to look a task up,
+//! to number and put in a new one, and for the message-id bookkeeping (what a message id first
+//! produced, and the `message` entry that reads or notes it, so the ledger's order of messages
+//! is the order the table saw them in); the long part of a send — a new task's due steps, their
+//! side effects through `service::admit`, the answer — runs under the task's lock alone, so
+//! concurrent sends to different tasks do not wait for each other. Lock order: the table's
+//! lock, then a task's lock, then `world.lock()` (taken by the ledger appends and by
+//! `service::admit`), never the reverse: whoever holds a task's lock never takes the table's
+//! (a new task is locked before it is put in, so taking its lock there never waits). Only a
+//! holder of the table's lock waits for a task's lock while holding another task's (a
+//! follow-up, for the task its message id first went to; ListTasks, which holds every task it
+//! lists): there is one such holder at a time, so no two of them wait for each other.
 //!
 //! Those entries carry enough (rendered parts, status messages, timestamps as entry times) for
 //! [`restore`] to rebuild the table from a ledger restored by the journal after a restart.
@@ -81,15 +91,17 @@ pub struct Tasks {
 /// text, one cache miss each, under the task table's lock — 100 000 tasks and messages took
 /// tens of milliseconds, which every call waiting on the lock then saw (the A2A figure's p99).
 /// Ids whose hashes collide probe the next number; nothing is ever removed, so a probe ends at
-/// the first free number.
+/// the first free number. Every number has the bits of `mark` set (see [`TaskMap`]).
 struct IdMap<V> {
     map: FastMap<u64, (String, V)>,
+    mark: u64,
 }
 
 impl<V> Default for IdMap<V> {
     fn default() -> Self {
         IdMap {
             map: FastMap::default(),
+            mark: 0,
         }
     }
 }
@@ -102,79 +114,228 @@ impl<V> IdMap<V> {
 
     /// Where `id` is, or the free number it would go to.
     fn slot(&self, id: &str) -> (u64, bool) {
-        let mut h = Self::hash(id);
+        let mut h = Self::hash(id) | self.mark;
         loop {
             match self.map.get(&h) {
                 Some((k, _)) if k == id => return (h, true),
-                Some(_) => h = h.wrapping_add(1),
+                Some(_) => h = h.wrapping_add(1) | self.mark,
                 None => return (h, false),
             }
         }
     }
 
-    fn get(&self, id: &str) -> Option<&V> {
+    /// The number `id` is kept under, if it is there: it stays its own, since nothing is
+    /// removed.
+    fn key(&self, id: &str) -> Option<u64> {
         match self.slot(id) {
-            (h, true) => self.map.get(&h).map(|(_, v)| v),
+            (h, true) => Some(h),
             _ => None,
         }
     }
 
-    fn get_mut(&mut self, id: &str) -> Option<&mut V> {
-        match self.slot(id) {
-            (h, true) => self.map.get_mut(&h).map(|(_, v)| v),
-            _ => None,
-        }
+    /// The id and value kept under the number `key` (see [`IdMap::key`]).
+    fn at(&self, key: u64) -> Option<(&String, &V)> {
+        self.map.get(&key).map(|(k, v)| (k, v))
     }
 
     fn iter(&self) -> impl Iterator<Item = (&String, &V)> {
         self.map.values().map(|(k, v)| (k, v))
     }
 
-    fn values(&self) -> impl Iterator<Item = &V> {
-        self.map.values().map(|(_, v)| v)
-    }
-
     fn len(&self) -> usize {
         self.map.len()
     }
+}
+
+/// The tasks by id. The ids the table hands out, `task-N` (see [`numbered`]), index a vector by
+/// N: no hashing, no copy of the id (it is written again when needed), 16 bytes a task, and
+/// growing it moves no ids. Any other id (a journal's, which doubleagent did not write, or an N
+/// far beyond the others) goes in an [`IdMap`] whose keys have the top bit set, so a key names
+/// a task either way (N, or the map's number).
+struct TaskMap {
+    dense: Vec<Option<Slot>>,
+    dense_len: usize,
+    other: IdMap<Slot>,
+}
+
+/// Keys of [`TaskMap::other`] have it set; a `task-N` key is N, below it.
+const OTHER: u64 = 1 << 63;
+
+/// How far past the vector's end a `task-N` may land and still go in it (the numbers between are
+/// left empty): direct replies take numbers too, and a journal may skip some.
+const DENSE_SLACK: usize = 4096;
+
+impl Default for TaskMap {
+    fn default() -> Self {
+        TaskMap {
+            dense: Vec::new(),
+            dense_len: 0,
+            other: IdMap {
+                map: FastMap::default(),
+                mark: OTHER,
+            },
+        }
+    }
+}
+
+/// N of `task-N` as [`numbered`] writes it (no sign, no leading zero), if `id` is one.
+fn task_number(id: &str) -> Option<u64> {
+    let digits = id.strip_prefix("task-")?;
+    let canonical = !digits.is_empty()
+        && digits.len() <= 18
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    canonical.then(|| digits.parse().ok()).flatten()
+}
+
+impl TaskMap {
+    /// The task's key, if it is there: it stays its own, since nothing is removed.
+    fn key(&self, id: &str) -> Option<u64> {
+        if let Some(n) = task_number(id) {
+            if self.dense.get(n as usize).is_some_and(Option::is_some) {
+                return Some(n);
+            }
+        }
+        self.other.key(id)
+    }
+
+    fn at(&self, key: u64) -> Option<&Slot> {
+        if key & OTHER == 0 {
+            self.dense.get(key as usize)?.as_ref()
+        } else {
+            self.other.at(key).map(|(_, s)| s)
+        }
+    }
+
+    /// The id of the task under `key`.
+    fn id_at(&self, key: u64) -> Option<String> {
+        if key & OTHER == 0 {
+            self.at(key).map(|_| numbered("task-", key))
+        } else {
+            self.other.at(key).map(|(id, _)| id.clone())
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<&Slot> {
+        self.at(self.key(id)?)
+    }
+
+    fn get_mut(&mut self, key: u64) -> Option<&mut Slot> {
+        if key & OTHER == 0 {
+            self.dense.get_mut(key as usize)?.as_mut()
+        } else {
+            self.other.map.get_mut(&key).map(|(_, s)| s)
+        }
+    }
+
+    /// Puts in a task that is not there yet; returns its key.
+    fn put(&mut self, id: String, slot: Slot) -> u64 {
+        if let Some(n) = task_number(&id).filter(|&n| (n as usize) < self.dense.len() + DENSE_SLACK)
+        {
+            let i = n as usize;
+            if i >= self.dense.len() {
+                self.dense.resize_with(i + 1, || None);
+            }
+            if self.dense[i].is_none() {
+                self.dense[i] = Some(slot);
+                self.dense_len += 1;
+                return n;
+            }
+        }
+        let (h, _) = self.other.slot(&id);
+        self.other.map.insert(h, (id, slot));
+        h
+    }
+
+    /// Every task with its id (written again for `task-N`).
+    fn iter(&self) -> impl Iterator<Item = (String, &Slot)> {
+        let dense = self
+            .dense
+            .iter()
+            .enumerate()
+            .filter_map(|(n, s)| s.as_ref().map(|s| (numbered("task-", n as u64), s)));
+        dense.chain(self.other.iter().map(|(id, s)| (id.clone(), s)))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Slot> {
+        let dense = self.dense.iter().flatten();
+        dense.chain(self.other.map.values().map(|(_, s)| s))
+    }
+
+    fn len(&self) -> usize {
+        self.dense_len + self.other.len()
+    }
 
     fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
+}
+
+/// A task in the table: its entry behind a lock of its own (see the module's header). Shared,
+/// so that the entry can be locked once the table's lock is released; several hundred bytes
+/// the map would otherwise move when it grows.
+type Shared = Arc<Mutex<Entry>>;
+
+/// A task's place in the table.
+struct Slot {
+    /// Its place in creation order (see [`Table::insert`]), for stable listing.
+    created: u64,
+    entry: Shared,
+}
+
+/// A task's entry, locked. Every mutation of an entry keeps it consistent before it can panic,
+/// so poison is harmless (as for the table).
+fn lock_entry(cell: &Mutex<Entry>) -> MutexGuard<'_, Entry> {
+    cell.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[derive(Default)]
 struct Table {
-    /// Boxed: an entry is several hundred bytes, and the map moves its values when it grows.
-    tasks: IdMap<Box<Entry>>,
+    tasks: TaskMap,
     /// How many tasks were ever put in: the next one's [`Entry::created`].
     created: u64,
     /// What each agent's messages (by messageId) first produced, for de-duplication and for
-    /// the ledger. By agent first, so that a message is looked up without copying its id.
-    seen: FastMap<String, IdMap<Seen>>,
+    /// the ledger. By agent first, so that a message is looked up without copying its id; the
+    /// agent's name here is the one its tasks share.
+    seen: FastMap<Arc<str>, IdMap<Seen>>,
     next_id: u64,
 }
 
 impl Table {
-    /// What the message `message_id` to `agent` first produced.
-    fn seen(&self, agent: &str, message_id: &str) -> Option<&Seen> {
-        self.seen.get(agent)?.get(message_id)
+    /// What the message `message_id` to `agent` first produced, if it came before, and the
+    /// number the message id is kept under or would go to, for
+    /// [`Table::note_seen`] to use instead of hashing and probing again (it checks the number
+    /// still fits: the lock may have been released in between).
+    fn look(&self, agent: &str, message_id: &str) -> (Option<&Seen>, Option<u64>) {
+        let Some(of_agent) = self.seen.get(agent) else {
+            return (None, None);
+        };
+        let (h, found) = of_agent.slot(message_id);
+        let seen = found.then(|| of_agent.map.get(&h).map(|(_, s)| s));
+        (seen.flatten(), Some(h))
     }
 
     /// Notes what the message `message_id` to `agent` produced, unless one with that id came
     /// before (or always, with `replace`).
+    /// `at` is what [`Table::look`] gave, if anything.
     fn note_seen(
         &mut self,
         agent: &str,
         message_id: &str,
+        at: Option<u64>,
         replace: bool,
         seen: impl FnOnce() -> Seen,
     ) {
         let of_agent = match self.seen.get_mut(agent) {
             Some(m) => m,
-            None => self.seen.entry(agent.to_string()).or_default(),
+            None => self.seen.entry(agent.into()).or_default(),
         };
-        match of_agent.slot(message_id) {
+        let slot = match at.map(|h| (h, of_agent.map.get(&h))) {
+            Some((h, Some((k, _)))) if k == message_id => (h, true),
+            Some((h, None)) => (h, false),
+            _ => of_agent.slot(message_id),
+        };
+        match slot {
             (h, true) if replace => {
                 if let Some((_, s)) = of_agent.map.get_mut(&h) {
                     *s = seen();
@@ -187,47 +348,64 @@ impl Table {
         }
     }
 
-    /// Puts a task in, numbered in creation order (a task already there is replaced and keeps
-    /// its place).
-    fn insert(&mut self, id: String, mut e: Box<Entry>) {
-        let (h, there) = self.tasks.slot(&id);
-        match self.tasks.map.get_mut(&h) {
-            Some((_, old)) if there => {
-                e.created = old.created;
-                *old = e;
-            }
-            _ => {
-                e.created = self.created;
-                self.created += 1;
-                self.tasks.map.insert(h, (id, e));
-            }
+    /// `agent`'s name, as its tasks share it.
+    fn agent(&mut self, agent: &str) -> Arc<str> {
+        if let Some((name, _)) = self.seen.get_key_value(agent) {
+            return name.clone();
         }
+        let name: Arc<str> = agent.into();
+        self.seen.insert(name.clone(), IdMap::default());
+        name
+    }
+
+    /// The task `id`, to lock once the table's lock is released.
+    fn entry(&self, id: &str) -> Option<Shared> {
+        self.tasks.get(id).map(|s| s.entry.clone())
+    }
+
+    /// Puts a task in, numbered in creation order (a task already there is replaced and keeps
+    /// its place). Returns its key (see [`TaskMap`]).
+    fn insert(&mut self, id: String, entry: Shared) -> u64 {
+        if let Some(key) = self.tasks.key(&id) {
+            if let Some(old) = self.tasks.get_mut(key) {
+                old.entry = entry;
+            }
+            return key;
+        }
+        let created = self.created;
+        self.created += 1;
+        self.tasks.put(id, Slot { created, entry })
+    }
+
+    /// The task kept under `key` (see [`TaskMap`]).
+    fn task_at(&self, key: u64) -> Option<&Shared> {
+        self.tasks.at(key).map(|s| &s.entry)
     }
 
     /// The tasks' ids in creation order.
     fn ids_in_order(&self) -> Vec<String> {
-        let mut ids: Vec<(u64, &String)> =
-            self.tasks.iter().map(|(id, e)| (e.created, id)).collect();
+        let mut ids: Vec<(u64, String)> =
+            self.tasks.iter().map(|(id, s)| (s.created, id)).collect();
         ids.sort_unstable();
-        ids.into_iter().map(|(_, id)| id.clone()).collect()
+        ids.into_iter().map(|(_, id)| id).collect()
     }
 }
 
 #[derive(Clone)]
 enum Seen {
-    Task(String),
+    /// The task's key in the table (see [`TaskMap`]), not a copy of its id.
+    Task(u64),
     /// Boxed: one of these is kept per message, and most name a task.
     Message(Box<Message>),
 }
 
 struct Entry {
-    /// Its place in creation order (see [`Table::insert`]), for stable listing.
-    created: u64,
-    agent: String,
+    /// The agent's name, shared by its tasks (see [`Table::agent`]).
+    agent: Arc<str>,
     task: Task,
     revision: Option<Value>,
     revision_key: Arc<str>,
-    canary: String,
+    canary: Token,
     canary_issued: bool,
     /// When the current script run started, for `honor-before`.
     start: Duration,
@@ -283,7 +461,7 @@ pub(super) enum Sent {
         run: bool,
     },
     /// For [`Want::Answer`]: the script's due steps have run (the rest handed to a runner) in
-    /// the same hold of the table's lock that took the message, and the task was looked at
+    /// the same hold of the task's lock that took the message, and the task was looked at
     /// then: the answer if it had stopped (terminal or interrupted), else its id and a receiver
     /// for what comes next, so the stop cannot slip between the look and the subscription. A
     /// script that finishes at once is so answered without a channel or a runner ever being
@@ -435,11 +613,28 @@ fn find_pair(s: &str, c: u8) -> Option<usize> {
 
 /// A token unique to (world seed, task, revision): it lets a later check tell which task and
 /// revision produced a value that shows up somewhere else.
-fn canary(world: &World, task_id: &str, revision: Option<&Value>) -> String {
+fn canary(world: &World, task_id: &str, revision: Option<&Value>) -> Token {
     canary_token(world.seed, task_id, revision)
 }
 
-fn canary_token(seed: u64, task_id: &str, revision: Option<&Value>) -> String {
+/// A canary token, `cny-` and 16 hex digits, kept inline: every task keeps one for the world's
+/// life, and a string of its own was one more allocation per task.
+#[derive(Clone, Copy)]
+struct Token([u8; 20]);
+
+impl Token {
+    /// A token as the ledger gives it back (see `restore`): what [`canary_token`] makes.
+    fn parse(s: &str) -> Option<Token> {
+        <[u8; 20]>::try_from(s.as_bytes()).ok().map(Token)
+    }
+
+    fn as_str(&self) -> &str {
+        // Only made from ASCII digits or from a whole string (`parse`).
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+fn canary_token(seed: u64, task_id: &str, revision: Option<&Value>) -> Token {
     // `format!("canary/{task_id}/{rev}")` and `format!("cny-{h:016x}")`, written out: every
     // task gets one, and the formatting machinery cost more than the hash.
     // The stream's name goes into a buffer reused by the thread: only its hash is kept.
@@ -457,14 +652,11 @@ fn canary_token(seed: u64, task_id: &str, revision: Option<&Value>) -> String {
     }
     let h = crate::fate::stream_seed(seed, &stream, 0);
     STREAM.with(|s| s.set(stream));
-    let mut token = String::with_capacity(20);
-    token.push_str("cny-");
-    for shift in (0..16).rev() {
-        token.push(char::from(
-            b"0123456789abcdef"[((h >> (shift * 4)) & 0xf) as usize],
-        ));
+    let mut token = *b"cny-0000000000000000";
+    for (i, shift) in (0..16).rev().enumerate() {
+        token[4 + i] = b"0123456789abcdef"[((h >> (shift * 4)) & 0xf) as usize];
     }
-    token
+    Token(token)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -545,19 +737,19 @@ impl Render<'_> {
     }
 
     fn part(&self, p: &PartSpec) -> Part {
-        let mut part = match &p.content {
+        let part = match &p.content {
             PartContent::Text(t) => Part::text(self.text(t)),
             PartContent::Raw(t) => Part::raw(self.text(t).as_bytes()),
             PartContent::Url(u) => Part::url(self.text(u)),
             PartContent::Data(d) => Part::data(self.json(d)),
         };
-        part.filename = p.filename.clone();
-        part.media_type = p.media_type.clone();
-        part.metadata = p
-            .metadata
-            .as_ref()
-            .and_then(|m| self.json(m).as_object().cloned());
-        part
+        part.set_filename(p.filename.clone())
+            .set_media_type(p.media_type.clone())
+            .set_metadata(
+                p.metadata
+                    .as_ref()
+                    .and_then(|m| self.json(m).as_object().cloned()),
+            )
     }
 }
 
@@ -567,7 +759,7 @@ impl Entry {
             task_id: &self.task.id,
             context_id: &self.task.context_id,
             revision: self.revision.as_ref(),
-            canary: &self.canary,
+            canary: self.canary.as_str(),
             agent: &self.agent,
             text: &self.text,
             used_canary: std::cell::Cell::new(false),
@@ -578,12 +770,13 @@ impl Entry {
         revision_meta(&self.revision_key, self.revision.as_ref())
     }
 
-    fn agent_message(&self, id: String, text: String) -> Message {
+    /// A status message of this task (boxed, as a status keeps it).
+    fn agent_message(&self, id: String, text: String) -> Box<Message> {
         let mut m = Message::agent(id, vec![Part::text(text)]);
         m.task_id = Some(self.task.id.clone());
         m.context_id = Some(self.task.context_id.clone());
         m.metadata = self.meta();
-        m
+        Box::new(m)
     }
 
     /// Whether an event of this task reaches anyone: a push target or an open stream (or a
@@ -631,7 +824,7 @@ impl Entry {
     }
 
     /// The answer to a message that led to this task, with what the caller wants of it; for
-    /// [`Want::Answer`], also the runner's next deadline to hand over once the table's lock is
+    /// [`Want::Answer`], also the runner's next deadline to hand over once the task's lock is
     /// released (see [`send`]).
     fn sent(&mut self, world: &Arc<World>, want: Want<'_>, run: bool, next: &mut Next) -> Sent {
         match want {
@@ -690,11 +883,18 @@ impl Entry {
         )
     }
 
+    /// Drops what only a running script needs: tasks are kept for as long as the world, and a
+    /// resumed run gets a new timeline and the text of the message that resumes it.
+    fn run_over(&mut self) {
+        self.timeline = Vec::new();
+        self.text = String::new();
+    }
+
     fn note_canary(&mut self, world: &World, used: bool, now: Duration) {
         if used && !self.canary_issued {
             self.canary_issued = true;
             self.log_with(world, now, "canary", |d| {
-                d.str("canary", &self.canary)
+                d.str("canary", self.canary.as_str())
                     .opt_value("revision", self.revision.as_ref())
                     .str("task_id", &self.task.id);
             });
@@ -776,7 +976,7 @@ fn message_detail(
 ) {
     // `msg.parts != [Part::text(text)]`, without making the part.
     let one_plain_text = matches!(&msg.parts[..], [p] if p.as_text() == Some(text)
-        && p.metadata.is_none() && p.filename.is_none() && p.media_type.is_none());
+        && p.is_bare());
     if let Taken::New { behavior, .. } = taken {
         match behavior {
             Some(b) => d.ser("behavior", &b),
@@ -829,7 +1029,12 @@ fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: boo
     {
         Some(existing) if append => existing.parts.extend(artifact.parts),
         Some(existing) => *existing = artifact,
-        None => artifacts.push(artifact),
+        None => {
+            // One more slot, not the four a first push gives: a task keeps its artifacts for
+            // the world's life, and has one or two (~150 bytes each).
+            artifacts.reserve_exact(1);
+            artifacts.push(artifact)
+        }
     }
 }
 
@@ -846,7 +1051,7 @@ pub(super) fn send(
 ) -> Result<Sent, RpcError> {
     let mut next = None;
     let sent = send_locked(ctx, spec, method, req, want, &mut next)?;
-    // The table's lock is released: a runner for the rest of the script, if anything is left.
+    // The locks are released: a runner for the rest of the script, if anything is left.
     if let Some((id, generation, deadline)) = next {
         hand_over(&ctx.world, &id, (generation, Some(deadline)));
     }
@@ -856,8 +1061,43 @@ pub(super) fn send(
 /// The task, generation and deadline a runner is needed for, once the table's lock is released.
 type Next = Option<(String, u64, Duration)>;
 
-/// [`send`] under the table's lock (released when this returns); `next` is what a
-/// [`Want::Answer`] leaves for a runner.
+/// The table's lock for a message, taken once what its id first went to (if anything) has its
+/// `message` entry in the ledger. A new task's `message` entry is written under the task's own
+/// lock after the table's is released, and verification reads repeats in ledger order (REC-4:
+/// the first message with an id, then each `repeat_of` it), so a new message whose id was seen
+/// before waits for the first task's lock, holding neither lock; if the id was first seen while
+/// it waited (a race of two sends of one id), it waits again for that one. What an id first
+/// produced never changes but to a direct reply, whose entries are written under the table's
+/// lock. A follow-up waits for the first task itself (see [`send_locked`]); a duplicate, for the
+/// very task it answers with.
+fn new_message_turn<'a>(
+    all: &'a Tasks,
+    agent: &str,
+    msg: &Message,
+    follow_up: bool,
+    dedupe: bool,
+) -> (MutexGuard<'a, Table>, Option<Seen>, Option<u64>) {
+    let mut waited = None;
+    loop {
+        let table = all.lock();
+        let first = match table.look(agent, &msg.message_id) {
+            (Some(&Seen::Task(key)), _) if !follow_up && !dedupe && waited != Some(key) => key,
+            (seen, at) => {
+                let seen = seen.cloned();
+                return (table, seen, at);
+            }
+        };
+        let cell = table.task_at(first).cloned();
+        drop(table);
+        if let Some(cell) = cell {
+            drop(lock_entry(&cell));
+        }
+        waited = Some(first);
+    }
+}
+
+/// [`send`] under the table's lock and then the task's (see the module's header; both released
+/// when this returns); `next` is what a [`Want::Answer`] leaves for a runner.
 fn send_locked(
     ctx: &Ctx,
     spec: &A2aAgent,
@@ -887,11 +1127,17 @@ fn send_locked(
         .filter(|v| !v.is_null())
         .cloned();
     let text = msg.text();
-    let all = tasks(world);
-    let mut table = all.lock();
-    // One instant for the entries of this message.
+    // One instant for the entries of this message (a follow-up or a duplicate reads its own
+    // once it has its task's lock, which it may have had to wait for).
     let now = world.clock.now();
-    let seen = table.seen(&ctx.name, &msg.message_id).cloned();
+    let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
+    let follow_up = msg.task_id.as_deref().is_some_and(|t| !t.is_empty());
+    // What a new task needs that owes nothing to the table, made before its lock is taken.
+    let fresh = (!follow_up && script.reply == ReplyKind::Task)
+        .then(|| (timeline(script, now), stamp(world, now)));
+    let all = tasks(world);
+    let (mut table, seen, at) =
+        new_message_turn(&all, &ctx.name, msg, follow_up, spec.dedupe_message_id);
     let detail = |d: &mut Detail, task_id: Option<&str>, context_id: Option<&str>, taken| {
         message_detail(
             d,
@@ -908,11 +1154,18 @@ fn send_locked(
     // A repeated messageId, with de-duplication on: answer with what the first one produced.
     if let (true, Some(first)) = (spec.dedupe_message_id, &seen) {
         match first {
-            Seen::Task(id) => {
-                if let Some(e) = table.tasks.get_mut(id) {
+            &Seen::Task(key) => {
+                let found = table.task_at(key).cloned().zip(table.tasks.id_at(key));
+                if let Some((cell, id)) = found {
+                    // Nothing of the table changes: the task answers under its own lock alone,
+                    // once whoever has it is done (its `message` entry is then in the ledger,
+                    // before this one's).
+                    drop(table);
+                    let mut e = lock_entry(&cell);
+                    let now = world.clock.now();
                     e.log_with(world, now, "message", |d| {
-                        let taken = Taken::Duplicate { of: id };
-                        detail(d, Some(id), Some(&e.task.context_id), taken)
+                        let taken = Taken::Duplicate { of: &id };
+                        detail(d, Some(&id), Some(&e.task.context_id), taken)
                     });
                     return Ok(e.sent(world, want, false, next));
                 }
@@ -934,16 +1187,22 @@ fn send_locked(
             }
         }
     }
-    let repeat_of = seen.as_ref().map(|s| match s {
-        Seen::Task(id) => id.clone(),
-        Seen::Message(m) => m.message_id.clone(),
+    let repeat_of = seen.as_ref().and_then(|s| match s {
+        &Seen::Task(key) => table.tasks.id_at(key),
+        Seen::Message(m) => Some(m.message_id.clone()),
     });
 
     // A message naming a task: a follow-up. Terminal tasks never restart (REC-6).
     if let Some(task_id) = msg.task_id.as_deref().filter(|t| !t.is_empty()) {
-        let Some(e) = table.tasks.get_mut(task_id).filter(|e| e.agent == ctx.name) else {
+        // The task's lock is taken with the table's still held (the documented order), so the
+        // message is noted as seen in the same hold of the table that found it unseen.
+        let cell = table.entry(task_id);
+        let mut guard = cell.as_deref().map(lock_entry);
+        let Some(e) = guard.as_deref_mut().filter(|e| *e.agent == *ctx.name) else {
             return Err(RpcError::task_not_found(task_id));
         };
+        // The instant the task was taken (its lock may have been waited for).
+        let now = world.clock.now();
         if let Some(c) = msg.context_id.as_deref().filter(|c| !c.is_empty()) {
             if c != e.task.context_id {
                 return Err(RpcError::context_mismatch(c, &e.task.context_id, task_id));
@@ -952,6 +1211,16 @@ fn send_locked(
         let state = e.task.status.state;
         if state.is_terminal() {
             return Err(RpcError::task_in_terminal_state(task_id, state));
+        }
+        // A repeated message id: the task it first went to has its `message` entry in the
+        // ledger before this one's once its lock is free (see `new_message_turn`; waited for
+        // with the table held, which only a follow-up and ListTasks do while holding a task).
+        if let Some(&Seen::Task(first)) = seen.as_ref() {
+            if let Some(first) = table.task_at(first) {
+                if !cell.as_ref().is_some_and(|own| Arc::ptr_eq(own, first)) {
+                    drop(lock_entry(first));
+                }
+            }
         }
         let mut m = msg.clone();
         m.task_id = Some(e.task.id.clone());
@@ -979,7 +1248,6 @@ fn send_locked(
         }
         if resume {
             // The paused task carries on with the script this message selects.
-            let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
             e.timeline = timeline(script, now);
             e.script = Some(script.clone());
             e.cursor = 0;
@@ -1005,11 +1273,12 @@ fn send_locked(
                 }),
             );
         }
-        let sent = e.sent(world, want, resume, next);
-        table.note_seen(&ctx.name, &msg.message_id, false, || {
-            Seen::Task(task_id.to_string())
-        });
-        return Ok(sent);
+        if let Some(key) = table.tasks.key(task_id) {
+            table.note_seen(&ctx.name, &msg.message_id, at, false, || Seen::Task(key));
+        }
+        // The resumed run's due steps, if any, under the task's lock alone.
+        drop(table);
+        return Ok(e.sent(world, want, resume, next));
     }
 
     // A new task (or a direct reply), in the given context or a fresh one.
@@ -1020,7 +1289,6 @@ fn send_locked(
         .clone()
         .filter(|c| !c.is_empty())
         .unwrap_or_else(|| numbered("ctx-", n));
-    let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
 
     if script.reply == ReplyKind::Message {
         let reply_id = format!("msg-{n}");
@@ -1029,7 +1297,7 @@ fn send_locked(
             task_id: "",
             context_id: &context_id,
             revision: revision.as_ref(),
-            canary: &token,
+            canary: token.as_str(),
             agent: &ctx.name,
             text: &text,
             used_canary: std::cell::Cell::new(false),
@@ -1064,39 +1332,40 @@ fn send_locked(
         });
         if r.used_canary.get() {
             log_with(world, now, &ctx.name, "canary", None, rev, |d| {
-                d.str("canary", &token)
+                d.str("canary", token.as_str())
                     .str("message_id", &reply_id)
                     .opt_value("revision", rev)
                     .null("task_id");
             });
         }
-        table.note_seen(&ctx.name, &msg.message_id, true, || {
+        table.note_seen(&ctx.name, &msg.message_id, at, true, || {
             Seen::Message(Box::new(reply.clone()))
         });
         return Ok(Sent::Message(reply));
     }
 
     let task_id = numbered("task-", n);
+    let (timeline, stamped) = fresh.unwrap_or_else(|| (timeline(script, now), stamp(world, now)));
     // The history gets the message itself, once its entry is written (below).
     let task = Task {
         id: task_id.clone(),
         context_id: context_id.clone(),
-        status: TaskStatus::new(TaskState::Submitted, stamp(world, now)),
+        status: TaskStatus::new(TaskState::Submitted, stamped),
         artifacts: Vec::new(),
         history: Vec::with_capacity(1),
         metadata: revision_meta(&spec.revision_key, revision.as_ref()),
     };
-    let mut entry = Entry {
-        created: 0,
-        agent: ctx.name.clone(),
+    let cell = Arc::new(Mutex::new(Entry {
+        agent: table.agent(&ctx.name),
         task,
         revision: revision.clone(),
         revision_key: spec.revision_key.clone(),
-        canary: canary(world, &task_id, revision.as_ref()),
+        // Filled in once the table's lock is released (below).
+        canary: Token([0; 20]),
         canary_issued: false,
         start: now,
         script: Some(script.clone()),
-        timeline: timeline(script, now),
+        timeline,
         cursor: 0,
         generation: 0,
         cancel: script.cancel,
@@ -1104,7 +1373,15 @@ fn send_locked(
         events: None,
         capacity: stream_capacity(spec),
         push: Vec::new(),
-    };
+    }));
+    // Locked before it is put in (so this never waits): whoever finds the task from now on waits
+    // for this lock, and sees it only once its entries are written and its due steps have run.
+    let mut guard = lock_entry(&cell);
+    let entry = &mut *guard;
+    let key = table.insert(task_id.clone(), cell.clone());
+    table.note_seen(&ctx.name, &msg.message_id, at, false, || Seen::Task(key));
+    drop(table);
+    entry.canary = canary(world, &task_id, revision.as_ref());
     entry.log_with(world, now, "message", |d| {
         let taken = Taken::New {
             behavior,
@@ -1148,12 +1425,7 @@ fn send_locked(
             &StreamResponse::Task(entry.task.clone()),
         );
     }
-    let sent = entry.sent(world, want, true, next);
-    table.note_seen(&ctx.name, &entry.task.history[0].message_id, false, || {
-        Seen::Task(task_id.clone())
-    });
-    table.insert(task_id, Box::new(entry));
-    Ok(sent)
+    Ok(entry.sent(world, want, true, next))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1222,12 +1494,18 @@ fn run_due(
     task_id: &str,
     generation: Option<u64>,
 ) -> Option<(u64, Option<Duration>)> {
-    let all = tasks(world);
-    let mut table = all.lock();
-    run_due_in(world, table.tasks.get_mut(task_id)?, generation)
+    let cell = entry_of(world, task_id)?;
+    let mut e = lock_entry(&cell);
+    run_due_in(world, &mut e, generation)
 }
 
-/// [`run_due`] on the task's entry, the table's lock held.
+/// The task `task_id`, looked up under the table's lock, which is released before the caller
+/// takes the task's own.
+fn entry_of(world: &World, task_id: &str) -> Option<Shared> {
+    tasks(world).lock().entry(task_id)
+}
+
+/// [`run_due`] on the task's entry, its lock held.
 fn run_due_in(
     world: &Arc<World>,
     e: &mut Entry,
@@ -1240,15 +1518,13 @@ fn run_due_in(
     // The timeline indexes into this script (a task without one has an empty timeline).
     let script = e.script.clone();
     loop {
-        // A canceled task does nothing more; its remaining steps never run. A timeline that is
-        // over is dropped: tasks are kept for as long as the world, and a resumed run gets a new
-        // one.
+        // A canceled task does nothing more; its remaining steps never run.
         if e.task.status.state.is_terminal() {
-            e.timeline = Vec::new();
+            e.run_over();
             return Some((e.generation, None));
         }
         let (Some(&(at, ev)), Some(script)) = (e.timeline.get(e.cursor), script.as_deref()) else {
-            e.timeline = Vec::new();
+            e.run_over();
             return Some((e.generation, None));
         };
         if at > now {
@@ -1368,7 +1644,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
             }
             // The rendered parts (and name, description) rebuild the artifact after a restart.
             // Written before the artifact is merged (and its parts possibly appended to another's):
-            // nobody sees the task in between, the table's lock is held.
+            // nobody sees the task in between, its lock is held.
             e.log_with(world, now, "artifact", |d| {
                 d.bool("append", spec.append).str("artifact_id", &spec.id);
                 if let Some(desc) = &spec.description {
@@ -1422,9 +1698,9 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
 /// from any state change.
 pub(super) fn cancel(ctx: &Ctx, task_id: &str) -> Result<Task, RpcError> {
     let world = &ctx.world;
-    let all = tasks(world);
-    let mut table = all.lock();
-    let Some(e) = table.tasks.get_mut(task_id).filter(|e| e.agent == ctx.name) else {
+    let cell = entry_of(world, task_id);
+    let mut guard = cell.as_deref().map(lock_entry);
+    let Some(e) = guard.as_deref_mut().filter(|e| *e.agent == *ctx.name) else {
         log(
             world,
             &ctx.name,
@@ -1476,12 +1752,11 @@ pub(super) fn cancel(ctx: &Ctx, task_id: &str) -> Result<Task, RpcError> {
 }
 
 pub(super) fn get(ctx: &Ctx, task_id: &str, history_length: Option<i32>) -> Result<Task, RpcError> {
-    let all = tasks(&ctx.world);
-    let table = all.lock();
-    let e = table
-        .tasks
-        .get(task_id)
-        .filter(|e| e.agent == ctx.name)
+    let cell = entry_of(&ctx.world, task_id);
+    let guard = cell.as_deref().map(lock_entry);
+    let e = guard
+        .as_deref()
+        .filter(|e| *e.agent == *ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     Ok(e.task.clone().with_history_length(history_length))
 }
@@ -1505,12 +1780,14 @@ pub(super) fn list(ctx: &Ctx, req: &ListTasksRequest) -> Result<ListTasksRespons
         })?),
     };
     let all = tasks(&ctx.world);
+    // The table's lock is held throughout and every task looked at stays locked until the page
+    // is made, so the listing is one snapshot, as it was when one lock covered every task.
     let table = all.lock();
-    let mut found: Vec<(i64, u64, &Entry)> = table
+    let mut found: Vec<(i64, u64, MutexGuard<'_, Entry>)> = table
         .tasks
         .values()
-        .map(|e| (e.created, &**e))
-        .filter(|(_, e)| e.agent == ctx.name)
+        .map(|s| (s.created, lock_entry(&s.entry)))
+        .filter(|(_, e)| *e.agent == *ctx.name)
         .filter(|(_, e)| {
             req.context_id
                 .as_deref()
@@ -1568,12 +1845,11 @@ pub(super) fn subscribe(
     ctx: &Ctx,
     task_id: &str,
 ) -> Result<(Task, broadcast::Receiver<StreamResponse>), RpcError> {
-    let all = tasks(&ctx.world);
-    let mut table = all.lock();
-    let e = table
-        .tasks
-        .get_mut(task_id)
-        .filter(|e| e.agent == ctx.name)
+    let cell = entry_of(&ctx.world, task_id);
+    let mut guard = cell.as_deref().map(lock_entry);
+    let e = guard
+        .as_deref_mut()
+        .filter(|e| *e.agent == *ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     let state = e.task.status.state;
     if state.is_terminal() {
@@ -1585,11 +1861,9 @@ pub(super) fn subscribe(
 
 /// A fresh snapshot (after a blocking call saw its task stop).
 pub(super) fn snapshot(world: &World, task_id: &str) -> Option<Task> {
-    tasks(world)
-        .lock()
-        .tasks
-        .get(task_id)
-        .map(|e| e.task.clone())
+    let cell = entry_of(world, task_id)?;
+    let task = lock_entry(&cell).task.clone();
+    Some(task)
 }
 
 /// Record a read (GetTask, ListTasks): an interaction like any other.
@@ -1606,12 +1880,11 @@ pub(super) fn with_push<T>(
     task_id: &str,
     f: impl FnOnce(&mut Vec<PushTarget>, Option<&Value>) -> Result<T, RpcError>,
 ) -> Result<T, RpcError> {
-    let all = tasks(&ctx.world);
-    let mut table = all.lock();
-    let e = table
-        .tasks
-        .get_mut(task_id)
-        .filter(|e| e.agent == ctx.name)
+    let cell = entry_of(&ctx.world, task_id);
+    let mut guard = cell.as_deref().map(lock_entry);
+    let e = guard
+        .as_deref_mut()
+        .filter(|e| *e.agent == *ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     let rev = e.revision.clone();
     f(&mut e.push, rev.as_ref())
@@ -1706,6 +1979,78 @@ mod tests {
     }
 
     #[test]
+    fn the_task_map_keeps_handed_out_ids_by_number_and_any_other_by_hash() {
+        for (id, n) in [
+            ("task-0", Some(0)),
+            ("task-7", Some(7)),
+            ("task-123", Some(123)),
+        ] {
+            assert_eq!(task_number(id), n, "{id}");
+        }
+        for id in [
+            "task-",
+            "task-07",
+            "task--1",
+            "task-+1",
+            "task-1x",
+            "Task-1",
+            "msg-3",
+            "task-1234567890123456789",
+        ] {
+            assert_eq!(task_number(id), None, "{id}");
+        }
+        let mut table = Table::default();
+        let entry = |id: &str| {
+            Arc::new(Mutex::new(Entry {
+                agent: "a".into(),
+                task: Task {
+                    id: id.to_string(),
+                    context_id: String::new(),
+                    status: TaskStatus::new(TaskState::Submitted, ""),
+                    artifacts: Vec::new(),
+                    history: Vec::new(),
+                    metadata: None,
+                },
+                revision: None,
+                revision_key: "revision".into(),
+                canary: Token([b'x'; 20]),
+                canary_issued: false,
+                start: Duration::ZERO,
+                script: None,
+                timeline: Vec::new(),
+                cursor: 0,
+                generation: 0,
+                cancel: CancelPolicy::Honor,
+                text: String::new(),
+                events: None,
+                capacity: 32,
+                push: Vec::new(),
+            }))
+        };
+        let ids = ["task-2", "task-07", "task-99999", "other", "task-1"];
+        let keys: Vec<u64> = ids
+            .iter()
+            .map(|id| table.insert(id.to_string(), entry(id)))
+            .collect();
+        assert_eq!(keys[0], 2);
+        assert_eq!(keys[4], 1);
+        assert!(keys[1..4].iter().all(|k| k & OTHER != 0), "{keys:?}");
+        for (id, key) in ids.iter().zip(&keys) {
+            assert_eq!(table.tasks.key(id), Some(*key));
+            assert_eq!(table.tasks.id_at(*key).as_deref(), Some(*id));
+            let cell = table.entry(id).unwrap();
+            assert_eq!(lock_entry(&cell).task.id, *id);
+        }
+        assert_eq!(table.tasks.key("task-3"), None);
+        assert_eq!(table.tasks.len(), 5);
+        // Put in again: replaced in place, its key and place in creation order kept.
+        assert_eq!(table.insert("task-2".into(), entry("task-2")), 2);
+        assert_eq!(table.insert("other".into(), entry("other")), keys[3]);
+        assert_eq!(table.tasks.len(), 5);
+        assert_eq!(table.ids_in_order(), ids);
+    }
+
+    #[test]
     fn numbered_ids_are_the_prefix_and_the_number() {
         for n in [0, 1, 9, 10, 12345, u64::MAX] {
             assert_eq!(numbered("task-", n), format!("task-{n}"));
@@ -1722,7 +2067,7 @@ mod tests {
             let r = rev.as_ref().map(Value::to_string).unwrap_or_default();
             let h = crate::fate::stream_seed(seed, &format!("canary/{task}/{r}"), 0);
             assert_eq!(
-                canary_token(seed, task, rev.as_ref()),
+                canary_token(seed, task, rev.as_ref()).as_str(),
                 format!("cny-{h:016x}")
             );
         }

@@ -18,7 +18,7 @@
 //! tasks whose entries `--max-entries` evicted.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Map, Value};
 
@@ -27,7 +27,10 @@ use super::super::wire::{
     AuthenticationInfo, Message, Part, Role, Task, TaskPushNotificationConfig, TaskState,
     TaskStatus,
 };
-use super::{canary, merge_artifact, revision_meta, tasks, Entry, Seen, Table, STREAM_BUFFER};
+use super::{
+    canary, lock_entry, merge_artifact, revision_meta, tasks, Entry, Seen, Table, Token,
+    STREAM_BUFFER,
+};
 use crate::ledger::{Disposition, Record};
 use crate::scenario::a2a::{A2aAgent, CancelPolicy};
 use crate::scenario::AgentSpec;
@@ -77,12 +80,13 @@ pub(crate) fn restore(world: &Arc<World>) -> usize {
     let configs = std::mem::take(&mut rb.configs);
     let order = table.ids_in_order();
     for id in &order {
-        let Some(e) = table.tasks.get_mut(id) else {
+        let Some(cell) = table.entry(id) else {
             continue;
         };
+        let mut e = lock_entry(&cell);
         let state = e.task.status.state;
         let live = !state.is_terminal();
-        if let (Some(spec), Some(cfgs)) = (agents.get(e.agent.as_str()), configs.get(id)) {
+        if let (Some(spec), Some(cfgs)) = (agents.get(&*e.agent), configs.get(id)) {
             e.push = cfgs
                 .iter()
                 .map(|c| {
@@ -99,7 +103,7 @@ pub(crate) fn restore(world: &Arc<World>) -> usize {
                 .collect();
         }
         if live && !state.is_interrupted() {
-            interrupt(world, e);
+            interrupt(world, &mut e);
         }
     }
     let n = table.tasks.len();
@@ -192,13 +196,13 @@ impl Rebuild<'_> {
         }
     }
 
-    fn task(&mut self, r: &Record) -> Option<&mut Entry> {
+    fn task(&self, r: &Record) -> Option<MutexGuard<'_, Entry>> {
         let id = r.work_id.as_deref()?;
         self.table
             .tasks
-            .get_mut(id)
-            .map(|e| &mut **e)
-            .filter(|e| e.agent == r.service)
+            .get(id)
+            .map(|s| lock_entry(&s.entry))
+            .filter(|e| *e.agent == *r.service)
     }
 
     fn apply(&mut self, spec: &A2aAgent, event: &str, r: &Record) {
@@ -208,7 +212,7 @@ impl Rebuild<'_> {
             "message" => self.message(r, d),
             "task-created" => self.created(spec, r, d, ts),
             "task-resumed" => {
-                if let Some(e) = self.task(r) {
+                if let Some(mut e) = self.task(r) {
                     e.start = r.received_at;
                     if let Some(c) = parse::<CancelPolicy>(d.get("cancel")) {
                         e.cancel = c;
@@ -218,7 +222,7 @@ impl Rebuild<'_> {
                 }
             }
             "status" => {
-                if let Some(e) = self.task(r) {
+                if let Some(mut e) = self.task(r) {
                     let state = parse(d.get("state")).unwrap_or(TaskState::Unspecified);
                     let message = str_of(d, "message").map(|t| {
                         let id = str_of(d, "message_id").unwrap_or_default().to_string();
@@ -232,7 +236,7 @@ impl Rebuild<'_> {
                 }
             }
             "artifact" => {
-                if let Some(e) = self.task(r) {
+                if let Some(mut e) = self.task(r) {
                     let artifact = super::super::wire::Artifact {
                         artifact_id: str_of(d, "artifact_id").unwrap_or_default().to_string(),
                         name: str_of(d, "name").map(str::to_string),
@@ -252,7 +256,7 @@ impl Rebuild<'_> {
                 } else {
                     "interrupted"
                 };
-                if let Some(e) = self.task(r) {
+                if let Some(mut e) = self.task(r) {
                     let state = parse(d.get("state")).unwrap_or(TaskState::Unspecified);
                     let message = str_of(d, "message")
                         .map(|t| e.agent_message(format!("{}-{suffix}", e.task.id), t.to_string()));
@@ -264,8 +268,12 @@ impl Rebuild<'_> {
                 }
             }
             "canary" => {
-                if let (Some(e), Some(c)) = (self.task(r), str_of(d, "canary")) {
-                    e.canary = c.to_string();
+                if let (Some(mut e), Some(c)) = (self.task(r), str_of(d, "canary")) {
+                    // The token the task was given, as computed (a token of another shape,
+                    // which doubleagent never issues, leaves that one).
+                    if let Some(c) = Token::parse(c) {
+                        e.canary = c;
+                    }
                     e.canary_issued = true;
                 }
             }
@@ -310,15 +318,19 @@ impl Rebuild<'_> {
             return;
         }
         let message_id = m.message_id.clone();
-        let Some(e) = self.task(r) else { return };
-        m.task_id = Some(e.task.id.clone());
-        m.context_id = Some(e.task.context_id.clone());
-        e.task.history.push(m);
-        if d.get("resumes").and_then(Value::as_bool) == Some(true) {
-            e.text = text;
+        {
+            let Some(mut e) = self.task(r) else { return };
+            m.task_id = Some(e.task.id.clone());
+            m.context_id = Some(e.task.context_id.clone());
+            e.task.history.push(m);
+            if d.get("resumes").and_then(Value::as_bool) == Some(true) {
+                e.text = text;
+            }
         }
-        self.table
-            .note_seen(&r.service, &message_id, false, || Seen::Task(task_id));
+        if let Some(key) = self.table.tasks.key(&task_id) {
+            self.table
+                .note_seen(&r.service, &message_id, None, false, || Seen::Task(key));
+        }
     }
 
     fn created(&mut self, spec: &A2aAgent, r: &Record, d: &Value, ts: String) {
@@ -333,11 +345,10 @@ impl Rebuild<'_> {
             .filter(|v| !v.is_null())
             .or(r.revision.as_ref())
             .cloned();
+        let mut first_message = None;
         let (history, text) = match self.created_by.remove(&task_id) {
             Some((mut m, text)) => {
-                self.table.note_seen(&r.service, &m.message_id, false, || {
-                    Seen::Task(task_id.clone())
-                });
+                first_message = Some(m.message_id.clone());
                 m.task_id = Some(task_id.clone());
                 m.context_id = Some(context_id.clone());
                 (vec![m], text)
@@ -353,8 +364,7 @@ impl Rebuild<'_> {
             metadata: revision_meta(&spec.revision_key, revision.as_ref()),
         };
         let entry = Entry {
-            created: 0,
-            agent: r.service.clone(),
+            agent: self.table.agent(&r.service),
             task,
             canary: canary(self.world, &task_id, revision.as_ref()),
             revision,
@@ -371,7 +381,11 @@ impl Rebuild<'_> {
             capacity: STREAM_BUFFER,
             push: Vec::new(),
         };
-        self.table.insert(task_id, Box::new(entry));
+        let key = self.table.insert(task_id, Arc::new(Mutex::new(entry)));
+        if let Some(m) = first_message {
+            self.table
+                .note_seen(&r.service, &m, None, false, || Seen::Task(key));
+        }
     }
 
     /// A direct Message reply: what a repeated message id gets back.
@@ -386,9 +400,10 @@ impl Rebuild<'_> {
         let mut reply = Message::agent(reply_id, parse(d.get("parts")).unwrap_or_default());
         reply.context_id = str_of(d, "context_id").map(str::to_string);
         reply.metadata = revision_meta(&spec.revision_key, r.revision.as_ref());
-        self.table.note_seen(&r.service, in_reply_to, true, || {
-            Seen::Message(Box::new(reply))
-        });
+        self.table
+            .note_seen(&r.service, in_reply_to, None, true, || {
+                Seen::Message(Box::new(reply))
+            });
     }
 }
 

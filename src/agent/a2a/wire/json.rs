@@ -90,9 +90,9 @@ fn part(out: &mut Vec<u8>, p: &Part) {
     if let PartContent::Data(d) = &p.content {
         o.ser("data", d);
     }
-    o.opt_str("filename", p.filename.as_ref());
-    o.opt_str("mediaType", p.media_type.as_ref());
-    if let Some(md) = &p.metadata {
+    o.opt_str("filename", p.filename());
+    o.opt_str("mediaType", p.media_type());
+    if let Some(md) = p.metadata() {
         o.ser("metadata", md);
     }
     match &p.content {
