@@ -149,7 +149,7 @@ struct RequestLog {
 pub fn admit(world: &World, mut req: Request) -> Outcome {
     // When the request was received: read once, before anything else.
     let now = world.clock.now();
-    let scenario = world.scenario.clone();
+    let scenario: &crate::scenario::Scenario = &world.scenario;
     let service = scenario.service(&req.service);
     let whole = !req.too_large && !req.incomplete;
     // Where no route of the service matches on the body, the route is found without parsing it,
