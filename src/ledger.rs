@@ -803,6 +803,12 @@ pub struct Counts {
     /// Label-set hash → index in `sets`.
     map: crate::hash::FastMap<u64, usize>,
     sets: Vec<(CountKey, u64)>,
+    /// Every set's labels (service, route, fate) one after the other, and where each set's
+    /// start, in `sets`' order: what a count compares against. Kept together, away from the
+    /// allocator's small blocks (where the `CountKey`s' strings live), whose cache lines the
+    /// other worker keeps writing: a count read its labels from another core's cache.
+    labels: Vec<u8>,
+    spans: Vec<[u32; 4]>,
     /// The indexes of the label sets counted last, most recent first (`usize::MAX`: none yet):
     /// appends mostly repeat a few label sets (a service's route; an agent's events), and
     /// comparing labels costs less than hashing them.
@@ -816,15 +822,24 @@ impl Counts {
     }
 
     fn bump(&mut self, service: &str, route: &str, d: Disposition, fate: &str, by: u64) {
-        let same = |k: &CountKey| {
-            k.disposition == d && k.route == route && k.service == service && k.fate == fate
+        let (labels, spans) = (&self.labels, &self.spans);
+        let same = |at: usize, k: &CountKey| {
+            let Some(&[a, b, c, e]) = spans.get(at) else {
+                return false;
+            };
+            let text = |from: u32, to: u32| labels.get(from as usize..to as usize);
+            k.disposition == d
+                && text(b, c) == Some(route.as_bytes())
+                && text(a, b) == Some(service.as_bytes())
+                && text(c, e) == Some(fate.as_bytes())
         };
         if self.sets.is_empty() {
             self.recent = [usize::MAX; 4];
         }
         for i in 0..self.recent.len() {
-            if let Some((k, n)) = self.sets.get_mut(self.recent[i]) {
-                if same(k) {
+            let at = self.recent[i];
+            if let Some((k, n)) = self.sets.get_mut(at) {
+                if same(at, k) {
                     *n += by;
                     if i > 0 {
                         self.recent[..=i].rotate_right(1);
@@ -836,7 +851,7 @@ impl Counts {
         let mut h = Counts::hash(service, route, d, fate);
         let at = loop {
             match self.map.get(&h) {
-                Some(&at) if self.sets.get(at).is_some_and(|(k, _)| same(k)) => break at,
+                Some(&at) if self.sets.get(at).is_some_and(|(k, _)| same(at, k)) => break at,
                 // A 64-bit collision between label sets: probe the next number.
                 Some(_) => h = h.wrapping_add(1),
                 None => {
@@ -847,6 +862,13 @@ impl Counts {
                         fate: fate.into(),
                     };
                     self.sets.push((key, 0));
+                    let mut span = [0u32; 4];
+                    for (i, l) in [service, route, fate].into_iter().enumerate() {
+                        span[i] = self.labels.len() as u32;
+                        self.labels.extend_from_slice(l.as_bytes());
+                    }
+                    span[3] = self.labels.len() as u32;
+                    self.spans.push(span);
                     self.map.insert(h, self.sets.len() - 1);
                     break self.sets.len() - 1;
                 }
