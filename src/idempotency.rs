@@ -536,9 +536,15 @@ impl KeyStore {
             .back()
             .is_some_and(|c| c.capacity() - c.len() >= len);
         if !fits {
+            // A store that keeps few keys (a session of a test) stays small: chunks start at
+            // 4 KB and double up to their full size.
+            let next = self
+                .chunks
+                .back()
+                .map_or(4 << 10, |c| (2 * c.capacity()).min(TEXT_CHUNK));
             let chunk = match self.spare.take() {
                 Some(c) if len <= TEXT_CHUNK => c,
-                _ => Vec::with_capacity(TEXT_CHUNK.max(len)),
+                _ => Vec::with_capacity(next.max(len)),
             };
             self.chunks.push_back(chunk);
         }
@@ -872,6 +878,13 @@ mod tests {
         }
         // ~1000 records of ~100 bytes: the chunks before the oldest record's were let go.
         assert!(s.chunks.len() <= 2, "{} chunks", s.chunks.len());
+        assert!(s.chunks.iter().all(|c| c.capacity() == TEXT_CHUNK));
+        let small = {
+            let mut k = KeyStore::default();
+            k.remember("pay", "a", record(1, "f", 0, 0));
+            k.chunks.iter().map(|c| c.capacity()).sum::<usize>()
+        };
+        assert_eq!(small, 4 << 10, "a store of one key holds 4 KB of text");
         // A body larger than a chunk gets one of its own, and reads back whole.
         let big = vec![b'7'; TEXT_CHUNK + 10];
         let mut r = record(30_000, "f", 30_000, 30_000);
