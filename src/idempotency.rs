@@ -17,6 +17,7 @@ use std::time::Duration;
 use hyper::header::HeaderName;
 use serde_json::{json, Value};
 
+use crate::chunks::Chunks;
 use crate::hash::{FastMap, FastState};
 
 /// Whether keys de-duplicate at all.
@@ -238,6 +239,40 @@ pub struct Kept<'a> {
     pub raw: u64,
 }
 
+impl Kept<'_> {
+    /// The owned record of these parts (what a journal line keeps).
+    pub fn to_record(&self) -> KeyRecord {
+        KeyRecord {
+            fingerprint: self.fingerprint.map(str::to_string),
+            seq: self.seq,
+            created_at: self.created_at,
+            completes_at: self.completes_at,
+            response: StoredResponse {
+                status: self.status,
+                headers: self.headers.clone(),
+                body: self.body.to_vec(),
+            },
+            raw: self.raw,
+        }
+    }
+}
+
+impl KeyRecord {
+    /// Its parts, borrowed.
+    pub fn kept(&self) -> Kept<'_> {
+        Kept {
+            fingerprint: self.fingerprint.as_deref(),
+            seq: self.seq,
+            created_at: self.created_at,
+            completes_at: self.completes_at,
+            status: self.response.status,
+            headers: self.response.headers.clone(),
+            body: &self.response.body,
+            raw: self.raw,
+        }
+    }
+}
+
 /// A stored response as the store holds it, borrowed.
 #[derive(Clone, Copy, Debug)]
 pub struct Stored<'a> {
@@ -247,7 +282,7 @@ pub struct Stored<'a> {
 }
 
 impl Stored<'_> {
-    pub fn to_owned(self) -> StoredResponse {
+    pub fn to_response(self) -> StoredResponse {
         StoredResponse {
             status: self.status,
             headers: self.headers.clone(),
@@ -292,14 +327,11 @@ pub struct KeyStore {
     max: usize,
     state: FastState,
     /// The slots' texts, in the same order: a chunk goes once no slot points into it.
-    chunks: VecDeque<Vec<u8>>,
-    /// The number of `chunks[0]` (counted from the first chunk ever made).
-    first_chunk: u64,
-    /// The last chunk let go, for the next one.
-    spare: Option<Vec<u8>>,
+    chunks: Chunks,
 }
 
-/// Texts are kept in chunks of this size (one text larger than this gets a chunk of its own).
+/// Texts are kept in chunks of this size (one text larger than this gets a chunk of its own);
+/// a store that keeps few keys (a test's session) stays small: its chunks start at 4 KB.
 const TEXT_CHUNK: usize = 256 << 10;
 
 #[derive(Debug)]
@@ -354,9 +386,7 @@ impl KeyStore {
             live: 0,
             max: max.max(1),
             state: FastState::default(),
-            chunks: VecDeque::new(),
-            first_chunk: 0,
-            spare: None,
+            chunks: Chunks::new(TEXT_CHUNK, 4 << 10),
         }
     }
 
@@ -366,10 +396,10 @@ impl KeyStore {
 
     /// The texts of a slot: id, fingerprint, body.
     fn texts(&self, slot: &Slot) -> Option<(&[u8], Option<&str>, &[u8])> {
-        let chunk = usize::try_from((slot.at >> 32).checked_sub(self.first_chunk)?).ok()?;
-        let bytes = self.chunks.get(chunk)?;
-        let start = (slot.at & 0xffff_ffff) as usize;
-        let (id, rest) = bytes.get(start..)?.split_at_checked(slot.id_len as usize)?;
+        let (id, rest) = self
+            .chunks
+            .from(slot.at)?
+            .split_at_checked(slot.id_len as usize)?;
         let (fp, rest) = match slot.fp_len {
             u32::MAX => (None, rest),
             n => {
@@ -440,7 +470,7 @@ impl KeyStore {
         }
         Decision::Replay {
             of: slot.seq,
-            response: rec.stored().to_owned(),
+            response: rec.stored().to_response(),
         }
     }
 
@@ -466,17 +496,7 @@ impl KeyStore {
 
     /// Remember an execution's outcome under its key (replacing an expired record).
     pub fn remember(&mut self, service: &str, key: &str, record: KeyRecord) {
-        let kept = Kept {
-            fingerprint: record.fingerprint.as_deref(),
-            seq: record.seq,
-            created_at: record.created_at,
-            completes_at: record.completes_at,
-            status: record.response.status,
-            headers: record.response.headers.clone(),
-            body: &record.response.body,
-            raw: record.raw,
-        };
-        self.remember_parts(service, key, kept);
+        self.remember_parts(service, key, record.kept());
     }
 
     /// [`remember`](Self::remember) from borrowed parts.
@@ -495,7 +515,7 @@ impl KeyStore {
             }
         }
         let fp = kept.fingerprint.unwrap_or("");
-        let at = self.place(&[
+        let at = self.chunks.place(&[
             service.as_bytes(),
             b"\x1f",
             key.as_bytes(),
@@ -524,55 +544,7 @@ impl KeyStore {
         if self.slots.len() > 2 * self.live + 64 {
             self.compact();
         }
-        self.release_chunks();
-    }
-
-    /// Copy `parts` one after the other into the last chunk (a new one if they do not fit);
-    /// where they start.
-    fn place(&mut self, parts: &[&[u8]]) -> u64 {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        let fits = self
-            .chunks
-            .back()
-            .is_some_and(|c| c.capacity() - c.len() >= len);
-        if !fits {
-            // A store that keeps few keys (a session of a test) stays small: chunks start at
-            // 4 KB and double up to their full size.
-            let next = self
-                .chunks
-                .back()
-                .map_or(4 << 10, |c| (2 * c.capacity()).min(TEXT_CHUNK));
-            let chunk = match self.spare.take() {
-                Some(c) if len <= TEXT_CHUNK => c,
-                _ => Vec::with_capacity(next.max(len)),
-            };
-            self.chunks.push_back(chunk);
-        }
-        let number = self.first_chunk + self.chunks.len() as u64 - 1;
-        let Some(chunk) = self.chunks.back_mut() else {
-            return 0;
-        };
-        let offset = chunk.len() as u64;
-        for p in parts {
-            chunk.extend_from_slice(p);
-        }
-        (number << 32) | offset
-    }
-
-    /// Let go of the chunks before the oldest slot's (keeping the last one, to write on).
-    fn release_chunks(&mut self) {
-        let last = self.first_chunk + self.chunks.len().saturating_sub(1) as u64;
-        let keep_from = self.slots.front().map_or(last, |s| (s.at >> 32).min(last));
-        while self.first_chunk < keep_from {
-            let Some(mut chunk) = self.chunks.pop_front() else {
-                break;
-            };
-            self.first_chunk += 1;
-            if chunk.capacity() == TEXT_CHUNK {
-                chunk.clear();
-                self.spare = Some(chunk);
-            }
-        }
+        self.chunks.release_before(self.slots.front().map(|s| s.at));
     }
 
     /// Forget the oldest record (and the empty slots before it).
@@ -601,14 +573,18 @@ impl KeyStore {
     /// The record for a key, expired or not (lookups by key use it).
     pub fn get(&self, service: &str, key: &str) -> Option<KeyRecord> {
         let rec = self.find(service, key)?;
-        Some(KeyRecord {
-            fingerprint: rec.fingerprint.map(str::to_string),
-            seq: rec.slot.seq,
-            created_at: rec.slot.created_at,
-            completes_at: rec.slot.completes_at,
-            response: rec.stored().to_owned(),
-            raw: rec.slot.raw,
-        })
+        let slot = rec.slot;
+        let kept = Kept {
+            fingerprint: rec.fingerprint,
+            seq: slot.seq,
+            created_at: slot.created_at,
+            completes_at: slot.completes_at,
+            status: slot.status,
+            headers: slot.headers.clone(),
+            body: rec.body,
+            raw: slot.raw,
+        };
+        Some(kept.to_record())
     }
 
     pub fn len(&self) -> usize {

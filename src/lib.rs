@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod agent;
+pub mod chunks;
 pub mod cli;
 pub mod client;
 pub mod clock;

@@ -19,8 +19,8 @@ use serde_json::{json, Value};
 use crate::compact::Flat;
 use crate::fate::Fate;
 use crate::idempotency::{
-    fingerprint, fingerprint_bytes, raw_id, Cache, Decision, Fingerprint, Kept, KeyRecord, Mode,
-    Stored, StoredResponse, JSON_HEADERS,
+    fingerprint, fingerprint_bytes, raw_id, Cache, Decision, Fingerprint, Kept, Mode, Stored,
+    JSON_HEADERS,
 };
 use crate::journal::Line;
 use crate::ledger::{
@@ -1001,18 +1001,7 @@ fn decide_and_execute(
                         session,
                         service: svc.name.clone(),
                         key: k.clone(),
-                        record: Box::new(KeyRecord {
-                            fingerprint: kept.fingerprint.map(str::to_string),
-                            seq: kept.seq,
-                            created_at: kept.created_at,
-                            completes_at: kept.completes_at,
-                            response: StoredResponse {
-                                status: kept.status,
-                                headers: kept.headers.clone(),
-                                body: kept.body.to_vec(),
-                            },
-                            raw: kept.raw,
-                        }),
+                        record: Box::new(kept.to_record()),
                     });
                     st.keys.remember_parts(&svc.name, k, kept);
                 }

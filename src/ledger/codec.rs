@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{AgentEvent, Delivery, Disposition, Filter, Record, Replay, ResponsePlan};
+use crate::chunks::Chunks;
 use crate::fate::Fate;
 use crate::hash::FastMap;
 
@@ -101,12 +102,9 @@ impl Strings {
 }
 
 /// The encoded records of one ledger, oldest first.
-#[derive(Default)]
 pub(super) struct Store {
-    chunks: VecDeque<Vec<u8>>,
-    /// Number of `chunks[0]` since the store began.
-    first_chunk: u64,
-    /// Where each record starts: chunk number << 32 | offset.
+    chunks: Chunks,
+    /// Where each record starts (a place in `chunks`).
     index: VecDeque<u64>,
     strings: Strings,
     scratch: Vec<u8>,
@@ -114,10 +112,19 @@ pub(super) struct Store {
     fate: String,
     /// The fixed fields of the last agent's events, as encoded.
     agent: AgentFields,
-    /// The last chunk released by eviction, reused for the next one: a bounded ledger under
-    /// load turns chunks over without going back to the allocator (whose heap would otherwise
-    /// creep as 1 MiB blocks come and go).
-    spare: Option<Vec<u8>>,
+}
+
+impl Default for Store {
+    fn default() -> Store {
+        Store {
+            chunks: Chunks::new(CHUNK, CHUNK),
+            index: VecDeque::new(),
+            strings: Strings::default(),
+            scratch: Vec::new(),
+            fate: String::new(),
+            agent: AgentFields::default(),
+        }
+    }
 }
 
 impl Store {
@@ -156,26 +163,14 @@ impl Store {
     /// Forget the oldest record, and the chunks no remaining record starts in.
     pub(super) fn pop_front(&mut self) {
         self.index.pop_front();
-        let keep_from = match self.index.front() {
-            Some(at) => at >> 32,
-            None => self.first_chunk + self.chunks.len().saturating_sub(1) as u64,
-        };
-        while self.first_chunk < keep_from && self.chunks.len() > 1 {
-            if let Some(mut c) = self.chunks.pop_front() {
-                if c.capacity() == CHUNK {
-                    c.clear();
-                    self.spare = Some(c);
-                }
-            }
-            self.first_chunk += 1;
-        }
+        self.chunks.release_before(self.index.front().copied());
     }
 
     /// [`Store::push_like`] of `r.record()`, written from its parts (the same bytes).
     pub(super) fn push_replay(&mut self, r: &Replay<'_>, like: usize) {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        let parts = match record_bytes(&self.chunks, self.first_chunk, &self.index, like) {
+        let parts = match record_bytes(&self.chunks, &self.index, like) {
             Some(b) => {
                 let (a, c) = Reader::new(b, &self.strings).shared_parts();
                 Parts::Like(&b[a], &b[c])
@@ -243,25 +238,11 @@ impl Store {
         self.index.push_back(at);
     }
 
-    /// Copy an encoded record into the last chunk (a new one if it does not fit); where it is.
+    /// Copy an encoded record into the chunks; where it is.
     fn place(&mut self, buf: Vec<u8>) -> u64 {
-        let fits = self
-            .chunks
-            .back()
-            .is_some_and(|c| c.capacity() - c.len() >= buf.len());
-        if !fits {
-            let chunk = match self.spare.take() {
-                Some(c) if buf.len() <= CHUNK => c,
-                _ => Vec::with_capacity(CHUNK.max(buf.len())),
-            };
-            self.chunks.push_back(chunk);
-        }
-        let number = self.first_chunk + self.chunks.len() as u64 - 1;
-        let chunk = self.chunks.back_mut().expect("a chunk was just ensured");
-        let offset = chunk.len() as u64;
-        chunk.extend_from_slice(&buf);
+        let at = self.chunks.place(&[&buf]);
         self.scratch = buf;
-        (number << 32) | offset
+        at
     }
 
     /// Decode the record at position `i`, numbering it `seq`.
@@ -282,20 +263,19 @@ impl Store {
     }
 
     fn bytes(&self, i: usize) -> Option<&[u8]> {
-        record_bytes(&self.chunks, self.first_chunk, &self.index, i)
+        record_bytes(&self.chunks, &self.index, i)
     }
 
     fn write(&mut self, r: &Record, like: Option<usize>) -> u64 {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        let parts =
-            match like.and_then(|i| record_bytes(&self.chunks, self.first_chunk, &self.index, i)) {
-                Some(b) => {
-                    let (a, c) = Reader::new(b, &self.strings).shared_parts();
-                    Parts::Like(&b[a], &b[c])
-                }
-                None => Parts::Own,
-            };
+        let parts = match like.and_then(|i| record_bytes(&self.chunks, &self.index, i)) {
+            Some(b) => {
+                let (a, c) = Reader::new(b, &self.strings).shared_parts();
+                Parts::Like(&b[a], &b[c])
+            }
+            None => Parts::Own,
+        };
         encode(&mut buf, r, parts, &mut self.strings, &mut self.fate);
         self.place(buf)
     }
@@ -308,15 +288,8 @@ impl Store {
     }
 }
 
-fn record_bytes<'c>(
-    chunks: &'c VecDeque<Vec<u8>>,
-    first_chunk: u64,
-    index: &VecDeque<u64>,
-    i: usize,
-) -> Option<&'c [u8]> {
-    let at = *index.get(i)?;
-    let chunk = chunks.get(((at >> 32) - first_chunk) as usize)?;
-    chunk.get((at & 0xffff_ffff) as usize..)
+fn record_bytes<'c>(chunks: &'c Chunks, index: &VecDeque<u64>, i: usize) -> Option<&'c [u8]> {
+    chunks.from(*index.get(i)?)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,133 @@
+//! Bytes appended back to back in chunks that never move, forgotten from the front: the storage
+//! under the ledger (`ledger::codec`) and the idempotency key store. A place is `chunk number <<
+//! 32 | offset`, chunks numbered from the first one ever made, so a place stays valid while older
+//! chunks go. Nothing appended is ever copied again, and a store turning over reuses the last
+//! full-size chunk it let go instead of going back to the allocator (whose heap would otherwise
+//! creep as large blocks come and go).
+//!
+//! Imports nothing of the crate.
+
+use std::collections::VecDeque;
+
+#[derive(Debug, PartialEq)]
+pub struct Chunks {
+    chunks: VecDeque<Vec<u8>>,
+    /// The number of `chunks[0]`.
+    first: u64,
+    /// The last full-size chunk let go, for the next one.
+    spare: Option<Vec<u8>>,
+    /// A chunk's full size (one text larger than this gets a chunk of its own).
+    size: usize,
+    /// The first chunk's size; each next one is twice the last, up to `size`.
+    start: usize,
+}
+
+impl Chunks {
+    pub fn new(size: usize, start: usize) -> Chunks {
+        Chunks {
+            chunks: VecDeque::new(),
+            first: 0,
+            spare: None,
+            size,
+            start: start.min(size),
+        }
+    }
+
+    /// Copy `parts` one after the other into the last chunk (a new one if they do not fit);
+    /// where they start.
+    #[inline]
+    pub fn place(&mut self, parts: &[&[u8]]) -> u64 {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let fits = self
+            .chunks
+            .back()
+            .is_some_and(|c| c.capacity() - c.len() >= len);
+        if !fits {
+            let next = self
+                .chunks
+                .back()
+                .map_or(self.start, |c| (2 * c.capacity()).min(self.size));
+            let chunk = match self.spare.take() {
+                Some(c) if len <= self.size => c,
+                _ => Vec::with_capacity(next.max(len)),
+            };
+            self.chunks.push_back(chunk);
+        }
+        let number = self.first + self.chunks.len() as u64 - 1;
+        let Some(chunk) = self.chunks.back_mut() else {
+            return 0;
+        };
+        let offset = chunk.len() as u64;
+        for p in parts {
+            chunk.extend_from_slice(p);
+        }
+        (number << 32) | offset
+    }
+
+    /// The bytes from place `at` to the end of its chunk (`None` once its chunk is gone).
+    #[inline]
+    pub fn from(&self, at: u64) -> Option<&[u8]> {
+        let chunk = usize::try_from((at >> 32).checked_sub(self.first)?).ok()?;
+        self.chunks.get(chunk)?.get((at & 0xffff_ffff) as usize..)
+    }
+
+    /// Let go of the chunks before the one place `oldest` is in (`None`: nothing is kept, so all
+    /// but the last, which is written on next).
+    pub fn release_before(&mut self, oldest: Option<u64>) {
+        let last = self.first + self.chunks.len().saturating_sub(1) as u64;
+        let keep_from = oldest.map_or(last, |at| (at >> 32).min(last));
+        while self.first < keep_from {
+            let Some(mut chunk) = self.chunks.pop_front() else {
+                break;
+            };
+            self.first += 1;
+            if chunk.capacity() == self.size {
+                chunk.clear();
+                self.spare = Some(chunk);
+            }
+        }
+    }
+
+    /// How many chunks are held.
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Vec<u8>> {
+        self.chunks.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_stay_valid_while_older_chunks_go_and_a_full_chunk_is_reused() {
+        let mut c = Chunks::new(64, 16);
+        let a = c.place(&[b"0123456789", b"ab"]);
+        assert_eq!(c.from(a).map(|b| &b[..12]), Some(&b"0123456789ab"[..]));
+        // Doubling: 16, 32, 64, 64.
+        let places: Vec<u64> = (0..20).map(|i| c.place(&[&[i as u8; 10]])).collect();
+        let sizes: Vec<usize> = c.iter().map(Vec::capacity).collect();
+        assert_eq!(&sizes[..3], &[16, 32, 64]);
+        assert!(sizes[3..].iter().all(|&s| s == 64));
+        // A text larger than a chunk gets one of its own.
+        let big = c.place(&[&[7u8; 100]]);
+        assert_eq!(c.from(big).map(<[u8]>::len), Some(100));
+        let last = *places.last().unwrap();
+        c.release_before(Some(last));
+        assert_eq!(c.from(a), None, "its chunk is gone");
+        assert_eq!(c.from(last).map(|b| b[0]), Some(19));
+        c.release_before(None);
+        assert_eq!(c.len(), 1, "the last chunk stays, to write on");
+        // A full-size chunk let go is reused for the next one.
+        let reused = c.place(&[&[1u8; 60]]);
+        assert_eq!(c.iter().last().map(Vec::capacity), Some(64));
+        assert_eq!(c.from(reused).map(|b| b.len()), Some(60));
+    }
+}
