@@ -415,7 +415,7 @@ fn clock_scenario() -> Scenario {
     Scenario::from_toml(&toml, "bench/clock.toml").expect("valid bench scenario")
 }
 
-fn transfer(service: &str, i: u64) -> Request {
+fn transfer(service: &str, i: u64) -> Request<'_> {
     Request {
         service: service.into(),
         method: "POST".into(),
@@ -431,7 +431,7 @@ fn admit(opts: &Opts) {
     let toml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/bench.toml"))
         .expect("bench/bench.toml");
     let scenario = Arc::new(Scenario::from_toml(&toml, "bench/bench.toml").expect("valid"));
-    let requests = |service: &str, same: bool| -> Vec<Request> {
+    let requests = |service: &'static str, same: bool| -> Vec<Request<'static>> {
         (0..n)
             .map(|i| {
                 let mut headers = HeaderMap::new();
@@ -453,7 +453,7 @@ fn admit(opts: &Opts) {
             })
             .collect()
     };
-    let best = |service: &str, same: bool| {
+    let best = |service: &'static str, same: bool| {
         (0..opts.num("runs", 3))
             .map(|_| {
                 let world = World::new(scenario.clone(), None);
@@ -746,7 +746,7 @@ fn genledger(opts: &Opts) {
                 let look = Request {
                     service: "payments".into(),
                     method: "GET".into(),
-                    path: format!("/v1/transfers/{key}"),
+                    path: format!("/v1/transfers/{key}").into(),
                     ..Request::default()
                 };
                 service::admit(&world, look);

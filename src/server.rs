@@ -12,6 +12,8 @@
 //! resolves (the mini-redis shape). [`Server`] is the in-process handle for Rust tests: start on
 //! port 0, read URLs and the ledger, move the clock, stop on drop.
 
+mod drain;
+
 use std::borrow::Cow;
 use std::convert::Infallible;
 use std::future::Future;
@@ -117,6 +119,7 @@ impl Body for ReadyBody {
 use crate::admin::{self, AdminRequest};
 use crate::agent::{self, AgentRequest, Reply};
 use crate::hash::FastMap;
+
 use crate::ledger::{Entry, Filter};
 use crate::scenario::{Scenario, ScenarioError};
 use crate::service::{self, Plan, Request, Response};
@@ -243,7 +246,7 @@ fn session_of(headers: &hyper::HeaderMap) -> Option<&str> {
 /// Serve connections from `listener` until `shutdown` resolves, then stop accepting, release hung
 /// connections, let delayed responses finish for up to `app.drain`, and return.
 pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<Output = ()>) {
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let graceful = drain::Drain::new();
     tokio::pin!(shutdown);
     // Idle sessions are dropped on the wall clock: session lifetime is operations, not the
     // simulated world.
@@ -315,7 +318,7 @@ async fn handle(
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
     let query = parts.uri.query();
-    let method = parts.method.as_str().to_string();
+    let method = parts.method.as_str();
     if let Some(rest) = path.strip_prefix("/_admin") {
         if rest.is_empty() || rest.starts_with('/') {
             if !app.admin_allowed(rest, &parts.headers) {
@@ -336,7 +339,7 @@ async fn handle(
                 }
             };
             let areq = AdminRequest {
-                method: &method,
+                method,
                 path: rest,
                 query,
                 body: &body,
@@ -381,7 +384,7 @@ async fn handle(
             ));
         }
         let areq = AgentRequest {
-            method,
+            method: method.to_string(),
             path: sub.to_string(),
             query: query.map(str::to_string),
             headers: parts.headers,
@@ -411,9 +414,9 @@ async fn handle(
     let incomplete = read.is_err();
     let (body, too_large) = read.unwrap_or_default();
     let sreq = Request {
-        service: svc.to_string(),
-        method,
-        path: rest.to_string(),
+        service: svc.into(),
+        method: method.into(),
+        path: rest.into(),
         headers: parts.headers,
         body,
         too_large,
@@ -549,8 +552,9 @@ where
     for (k, v) in headers {
         let name = header_name(&k.into())?;
         let value = match v.into() {
-            // The usual one, checked at compile time.
+            // The usual ones, checked at compile time.
             Cow::Borrowed("application/json") => APPLICATION_JSON,
+            Cow::Borrowed("true") => TRUE,
             // Checked once, as hyper checks any value (a bad one is an error, not a panic).
             Cow::Borrowed(v) => {
                 hyper::header::HeaderValue::from_maybe_shared(Bytes::from_static(v.as_bytes()))?
@@ -564,12 +568,18 @@ where
 
 const APPLICATION_JSON: hyper::header::HeaderValue =
     hyper::header::HeaderValue::from_static("application/json");
+const TRUE: hyper::header::HeaderValue = hyper::header::HeaderValue::from_static("true");
+/// The replay header of the presets that have one (`idempotency::Policy`), on every replay.
+const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
 /// A response header's name. The few names a scenario's responses use are parsed once per
 /// worker thread and then cloned (parsing lowercases into a new buffer every time).
 fn header_name(k: &str) -> Result<HeaderName, hyper::header::InvalidHeaderName> {
     if k.eq_ignore_ascii_case("content-type") {
         return Ok(hyper::header::CONTENT_TYPE);
+    }
+    if k.eq_ignore_ascii_case("idempotent-replayed") {
+        return Ok(IDEMPOTENT_REPLAYED);
     }
     thread_local! {
         static NAMES: std::cell::RefCell<FastMap<Box<str>, HeaderName>> =

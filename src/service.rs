@@ -30,13 +30,15 @@ use crate::scenario::{did_you_mean, CancelPolicy, RespondBody, Route, RouteKind,
 use crate::template;
 use crate::world::{State, World};
 
-/// A request to a fake service, however it arrived.
+/// A request to a fake service, however it arrived. Its names are borrowed where the caller
+/// has them (the server from hyper's request, an agent from its script): a replay, which keeps
+/// none of them, copies none.
 #[derive(Clone, Debug, Default)]
-pub struct Request {
-    pub service: String,
-    pub method: String,
+pub struct Request<'a> {
+    pub service: Cow<'a, str>,
+    pub method: Cow<'a, str>,
     /// Path below the service's mount point, starting with '/'.
-    pub path: String,
+    pub path: Cow<'a, str>,
     pub headers: HeaderMap,
     /// As received (the server hands over the bytes hyper read, without a copy).
     pub body: Bytes,
@@ -121,7 +123,7 @@ pub struct Outcome {
 
 /// Run a request through the pipeline and carry out its delivery plan in process: `None` when
 /// the response never arrives (dropped, reset, hung, or the world closed while it was delayed).
-pub async fn call(world: &World, req: Request) -> (u64, Option<Response>) {
+pub async fn call(world: &World, req: Request<'_>) -> (u64, Option<Response>) {
     let out = admit(world, req);
     let resp = match out.plan {
         Plan::Now => Some(out.response),
@@ -146,7 +148,7 @@ struct RequestLog {
 ///
 /// What the record keeps of the request (service, method, path, key, fingerprint, intent, work
 /// id, revision) is moved into it, not copied, and read back from it from then on.
-pub fn admit(world: &World, mut req: Request) -> Outcome {
+pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
     // When the request was received: read once, before anything else.
     let now = world.clock.now();
     let scenario: &crate::scenario::Scenario = &world.scenario;
@@ -371,7 +373,7 @@ fn header_text(v: &hyper::header::HeaderValue) -> Cow<'_, str> {
 
 /// A request's record before admission decides anything: unmatched, answered now.
 fn new_record(
-    req: &mut Request,
+    req: &mut Request<'_>,
     now: Duration,
     idempotency_key: Option<String>,
     work_id: Option<String>,
@@ -379,10 +381,10 @@ fn new_record(
 ) -> Record {
     Record {
         seq: 0,
-        service: std::mem::take(&mut req.service),
+        service: std::mem::take(&mut req.service).into_owned(),
         route: None,
-        method: std::mem::take(&mut req.method),
-        path: std::mem::take(&mut req.path),
+        method: std::mem::take(&mut req.method).into_owned(),
+        path: std::mem::take(&mut req.path).into_owned(),
         received_at: now,
         idempotency_key,
         fingerprint: None,
@@ -418,7 +420,7 @@ fn replay_of_same(
     world: &World,
     svc: &Service,
     route: &Route,
-    req: &mut Request,
+    req: &mut Request<'_>,
     raw: u64,
     now: Duration,
 ) -> Option<Outcome> {
@@ -506,7 +508,7 @@ fn replay_of_same(
 fn finish(
     world: &World,
     mut st: std::sync::MutexGuard<'_, State>,
-    req: &Request,
+    req: &Request<'_>,
     mut record: Record,
     append: Append<'_>,
     response: Response,
@@ -601,13 +603,24 @@ fn forget_evicted(st: &mut State) {
 
 /// Whether a request may carry a canary where [`note_canaries`] looks (a quick test: `false`
 /// means none).
-fn may_carry_canary(req: &Request) -> bool {
-    canary_places(&req.path, req).any(|b| b.len() >= 20 && may_hold_canary(b))
+fn may_carry_canary(req: &Request<'_>) -> bool {
+    // The places of `canary_places`, looked at in plain loops (a chain of iterators costs more
+    // than the test itself on a request's few short values).
+    let may = |b: &[u8]| b.len() >= 20 && may_hold_canary(b);
+    if may(req.path.as_bytes()) || may(&req.body) {
+        return true;
+    }
+    for v in req.headers.values() {
+        if may(v.as_bytes()) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Where a request may carry a canary: its path (`path`: the request's, wherever it is kept by
 /// now), its headers' values, its body.
-fn canary_places<'a>(path: &'a str, req: &'a Request) -> impl Iterator<Item = &'a [u8]> {
+fn canary_places<'a>(path: &'a str, req: &'a Request<'_>) -> impl Iterator<Item = &'a [u8]> {
     std::iter::once(path.as_bytes())
         .chain(req.headers.values().map(|v| v.as_bytes()))
         .chain(std::iter::once(&req.body[..]))
@@ -617,7 +630,7 @@ fn canary_places<'a>(path: &'a str, req: &'a Request) -> impl Iterator<Item = &'
 /// request carries in its path, headers or body, noted in the record's `detail.canaries`: the
 /// verifier's evidence that a result was used (ACC-2). The ledger may keep only part of a
 /// body, so the scan reads the request itself.
-fn note_canaries(req: &Request, record: &mut Record) {
+fn note_canaries(req: &Request<'_>, record: &mut Record) {
     let mut found: Vec<String> = Vec::new();
     let mut scan = |bytes: &[u8]| {
         if bytes.len() < 20 || !may_hold_canary(bytes) {
@@ -695,7 +708,7 @@ fn ledger_body(raw: &[u8], json: Option<Value>, cap: usize, too_large: bool) -> 
 
 fn find_route<'s>(
     svc: &'s Service,
-    req: &Request,
+    req: &Request<'_>,
     json: Option<&Value>,
 ) -> Option<(&'s Route, Vec<(String, String)>)> {
     svc.routes.iter().find_map(|r| {
@@ -776,7 +789,7 @@ struct Prepared {
 impl Prepared {
     fn of(
         route: &Route,
-        req: &Request,
+        req: &Request<'_>,
         raw: &[u8],
         json: Option<&Value>,
         flat: Option<&Flat>,

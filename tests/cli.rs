@@ -64,6 +64,55 @@ fn sigterm_releases_hung_connections_instead_of_waiting_for_them() {
 }
 
 #[test]
+fn sigterm_closes_idle_keep_alive_connections_instead_of_waiting_out_the_drain_timeout() {
+    use std::io::{Read, Write};
+    let path = temp_file("s.toml", LOST_RESPONSE);
+    let mut da = Da::start_args(&[path.to_str().unwrap(), "--drain-timeout", "60s"]);
+    let hostport = da.url.trim_start_matches("http://").to_string();
+    // Two connections: one that has had its answer and waits for its next request, and one that
+    // has not been used at all.
+    let mut used = std::net::TcpStream::connect(&hostport).unwrap();
+    used.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        used,
+        "GET /_admin/health HTTP/1.1\r\nHost: {hostport}\r\n\r\n"
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("\"status\"") {
+        let n = used.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before answering");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let mut fresh = std::net::TcpStream::connect(&hostport).unwrap();
+    fresh
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    assert_eq!(da.get("/_admin/health").status, 200);
+    let pid = da.child.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    // Told to close, both connections end: the server does not wait for them.
+    for conn in [&mut used, &mut fresh] {
+        let mut rest = Vec::new();
+        conn.read_to_end(&mut rest)
+            .expect("closed by the server, not by the read timeout");
+        assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+    }
+    let status = da.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let mut err = String::new();
+    da.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!err.contains("drain timeout"), "{err}");
+}
+
+#[test]
 fn check_accepts_good_scenarios_with_exit_0() {
     let path = temp_file("good.toml", LOST_RESPONSE);
     let out = Command::new(bin())

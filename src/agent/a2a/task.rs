@@ -1603,9 +1603,9 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
             service::admit(
                 world,
                 service::Request {
-                    service: step.service.clone(),
-                    method: step.method.clone(),
-                    path: step.path.clone(),
+                    service: step.service.as_str().into(),
+                    method: step.method.as_str().into(),
+                    path: step.path.as_str().into(),
                     headers,
                     body: body.into(),
                     actor: Some(["agent:", &e.agent].concat()),

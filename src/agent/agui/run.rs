@@ -624,7 +624,7 @@ impl Run {
                 json!({"error": format!("no route \"{route}\" in service \"{service}\"")});
             return Ok((content.to_string(), json!({})));
         };
-        let method = r.method.clone();
+        let method = r.method.as_str();
         let path = render_path(&r.path.raw, &call.args);
         let mut body = (*call.args).clone();
         if let (Some(ptr), Some(p)) = (answer_at, &payload) {
@@ -632,7 +632,7 @@ impl Run {
         }
         let mut map = HeaderMap::new();
         let mut skipped = Vec::new();
-        let with_body = !matches!(method.as_str(), "GET" | "HEAD");
+        let with_body = !matches!(method, "GET" | "HEAD");
         if with_body {
             map.insert(
                 hyper::header::CONTENT_TYPE,
@@ -655,9 +655,9 @@ impl Run {
             }
         }
         let req = Request {
-            service: service.to_string(),
-            method: method.clone(),
-            path: path.clone(),
+            service: service.into(),
+            method: method.into(),
+            path: path.as_str().into(),
             headers: map,
             body: if with_body {
                 body.to_string().into()
