@@ -335,13 +335,26 @@ fn work_of(
     work_id: Option<String>,
     revision: Option<Value>,
 ) -> (Option<String>, Option<Value>) {
-    let header = |name: &hyper::header::HeaderName| {
-        header_value(headers, name).map(|v| header_text(v).into_owned())
+    let found = match service {
+        Some(s) if work_id.is_none() || revision.is_none() => {
+            header_values(headers, [&s.work_id_header, &s.revision_header])
+        }
+        _ => [None, None],
     };
-    let work_id = work_id.or_else(|| service.and_then(|s| header(&s.work_id_header)));
+    work_from(found, work_id, revision)
+}
+
+/// [`work_of`] from the work-id and revision headers' values, found already.
+fn work_from(
+    [work_header, revision_header]: [Option<&hyper::header::HeaderValue>; 2],
+    work_id: Option<String>,
+    revision: Option<Value>,
+) -> (Option<String>, Option<Value>) {
+    let text = |v: &hyper::header::HeaderValue| header_text(v).into_owned();
+    let work_id = work_id.or_else(|| work_header.map(text));
     let revision = revision.or_else(|| {
-        service
-            .and_then(|s| header(&s.revision_header))
+        revision_header
+            .map(text)
             .map(|r| match r.trim().parse::<i64>() {
                 Ok(n) => Value::from(n),
                 Err(_) => Value::String(r),
@@ -356,10 +369,27 @@ pub fn header_value<'h>(
     headers: &'h HeaderMap,
     name: &hyper::header::HeaderName,
 ) -> Option<&'h hyper::header::HeaderValue> {
+    let [v] = header_values(headers, [name]);
+    v
+}
+
+/// Several headers' (first) values, in one pass over a request's few headers.
+fn header_values<'h, const N: usize>(
+    headers: &'h HeaderMap,
+    names: [&hyper::header::HeaderName; N],
+) -> [Option<&'h hyper::header::HeaderValue>; N] {
     if headers.len() > 8 {
-        return headers.get(name);
+        return names.map(|n| headers.get(n));
     }
-    headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
+    let mut found = [None; N];
+    for (k, v) in headers {
+        for (name, slot) in names.iter().zip(found.iter_mut()) {
+            if slot.is_none() && k == *name {
+                *slot = Some(v);
+            }
+        }
+    }
+    found
 }
 
 /// A header's value as text: as it is when it is visible ASCII (as nearly every value is; the
@@ -431,18 +461,24 @@ fn replay_of_same(
     {
         return None;
     }
-    let key = header_value(&req.headers, &policy.header_name)?;
+    let [key, work_header, revision_header] = header_values(
+        &req.headers,
+        [
+            &policy.header_name,
+            &svc.work_id_header,
+            &svc.revision_header,
+        ],
+    );
     // Borrowed (valid UTF-8, as keys are): copied only once this is a replay.
-    let key = header_text(key);
+    let key = header_text(key?);
     let mut st = world.lock();
     let (of, stored) = st.keys.replay_of_same(policy, &svc.name, &key, raw, now)?;
     if !st.ledger.holds(of) {
         return None;
     }
     let mut response = Response::from_stored(stored);
-    let (work_id, revision) = work_of(
-        Some(svc),
-        &req.headers,
+    let (work_id, revision) = work_from(
+        [work_header, revision_header],
         req.work_id.take(),
         req.revision.take(),
     );

@@ -112,7 +112,13 @@ pub(super) struct Store {
     fate: String,
     /// The fixed fields of the last agent's events, as encoded.
     agent: AgentFields,
+    /// Where the last replayed record (by its place) keeps the parts its replays copy: a key
+    /// is mostly retried more than once.
+    shared: Option<(u64, SharedParts)>,
 }
+
+/// Where the fingerprint and intent (together) and the body are in a record's bytes.
+type SharedParts = (std::ops::Range<usize>, std::ops::Range<usize>);
 
 impl Default for Store {
     fn default() -> Store {
@@ -123,6 +129,7 @@ impl Default for Store {
             scratch: Vec::new(),
             fate: String::new(),
             agent: AgentFields::default(),
+            shared: None,
         }
     }
 }
@@ -170,9 +177,18 @@ impl Store {
     pub(super) fn push_replay(&mut self, r: &Replay<'_>, like: usize) {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        let parts = match record_bytes(&self.chunks, &self.index, like) {
-            Some(b) => {
-                let (a, c) = Reader::new(b, &self.strings).shared_parts();
+        let place = self.index.get(like).copied();
+        let parts = match place.and_then(|at| Some((at, self.chunks.from(at)?))) {
+            Some((at, b)) => {
+                // Places are never reused (chunks are numbered from the first ever made).
+                let (a, c) = match &self.shared {
+                    Some((p, parts)) if *p == at => parts.clone(),
+                    _ => {
+                        let parts = Reader::new(b, &self.strings).shared_parts();
+                        self.shared = Some((at, parts.clone()));
+                        parts
+                    }
+                };
                 Parts::Like(&b[a], &b[c])
             }
             None => Parts::Own,
@@ -814,7 +830,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Where the fingerprint and intent (together) and the body are in a record's bytes.
-    fn shared_parts(mut self) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+    fn shared_parts(mut self) -> SharedParts {
         // service, route, disposition, key, work id, actor, event, method, path, received at
         self.str_ref();
         self.str_ref();
@@ -1102,6 +1118,32 @@ mod tests {
             a.push_like(&r.record(), 99);
             b.push_replay(&r, 99);
             assert_eq!(a.chunks, b.chunks);
+        }
+        // Replays of two originals in turn: each copies its own original's parts.
+        let mut other = record(2);
+        other.body = json!({"to": "acct-2", "amount": 5});
+        other.intent = Some(json!({"amount": 5}));
+        a.push(&other);
+        b.push(&other);
+        let second = a.index.len() - 1;
+        for (i, like) in [second, 0, second, second, 0].into_iter().enumerate() {
+            let r = Replay {
+                service: "pay",
+                route: "create",
+                method: "POST",
+                path: "/v1/transfers",
+                received_at: Duration::new(10, i as u32),
+                key: "k-2",
+                work_id: None,
+                revision: None,
+                body_truncated: false,
+                replay_of: like as u64 + 1,
+                status: 201,
+                actor: None,
+            };
+            a.push_like(&r.record(), like);
+            b.push_replay(&r, like);
+            assert_eq!(a.chunks, b.chunks, "replay {i} of record {like}");
         }
     }
 
