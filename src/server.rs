@@ -329,7 +329,7 @@ async fn handle(
                 r.headers.push(("www-authenticate".into(), "Bearer".into()));
                 return to_hyper(r);
             }
-            let body = match read_incoming(&parts.headers, body, 16 << 20).await {
+            let body = match read_incoming(body, 16 << 20).await {
                 Ok((b, false)) => b,
                 _ => {
                     return to_hyper(Response::json(
@@ -374,7 +374,7 @@ async fn handle(
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, ""),
         };
-        let (body, too_large) = read_incoming(&parts.headers, body, world.scenario.max_body_bytes)
+        let (body, too_large) = read_incoming(body, world.scenario.max_body_bytes)
             .await
             .unwrap_or_default();
         if too_large {
@@ -410,7 +410,7 @@ async fn handle(
         None => (trimmed, "/"),
     };
     // A client that went away mid-body still gets its request recorded (but not executed).
-    let read = read_incoming(&parts.headers, body, world.scenario.max_body_bytes).await;
+    let read = read_incoming(body, world.scenario.max_body_bytes).await;
     let incomplete = read.is_err();
     let (body, too_large) = read.unwrap_or_default();
     let sreq = Request {
@@ -463,15 +463,9 @@ async fn deliver(
 
 /// Read a body, keeping at most `cap` bytes; the flag says it was longer. A body that arrives
 /// in one piece (nearly every one) is kept as hyper read it, without a copy.
-async fn read_incoming(
-    headers: &hyper::HeaderMap,
-    mut body: Incoming,
-    cap: usize,
-) -> Result<(Bytes, bool), hyper::Error> {
-    let declared = headers
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+async fn read_incoming(mut body: Incoming, cap: usize) -> Result<(Bytes, bool), hyper::Error> {
+    // The length hyper read from Content-Length (none for a chunked body).
+    let declared = body.size_hint().exact();
     if declared.is_some_and(|n| n > cap as u64) {
         // Keep a prefix for the ledger without reading an unbounded body.
         let mut out = Vec::with_capacity(cap.min(4096));
@@ -487,7 +481,11 @@ async fn read_incoming(
     }
     let mut first = Bytes::new();
     let mut more: Vec<u8> = Vec::new();
-    while let Some(frame) = body.frame().await {
+    // A body of known length ends with its last byte: not polled again only to hear so.
+    while !body.is_end_stream() {
+        let Some(frame) = body.frame().await else {
+            break;
+        };
         let Ok(data) = frame?.into_data() else {
             continue;
         };

@@ -171,6 +171,73 @@ fn a_chunked_body_over_max_body_bytes_gets_413_too() {
     healthy(&da);
 }
 
+/// One response from a kept-alive connection: its status and body (by its Content-Length).
+fn read_one(s: &mut std::net::TcpStream) -> (u16, Vec<u8>) {
+    use std::io::Read;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed mid-response");
+        got.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&got[..head_end]).to_ascii_lowercase();
+    let status = head[9..12].parse().unwrap();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap();
+    while got.len() < head_end + len {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed mid-body");
+        got.extend_from_slice(&buf[..n]);
+    }
+    (status, got[head_end..head_end + len].to_vec())
+}
+
+#[test]
+fn bodies_of_known_length_and_chunked_bodies_are_read_whole_on_one_kept_alive_connection() {
+    let da = Da::start(&payments("", ""));
+    let host = da.url.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let first = br#"{"to":"acct-1","amount":1}"#;
+    write!(
+        s,
+        "POST {CREATE} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        first.len()
+    )
+    .unwrap();
+    s.write_all(first).unwrap();
+    assert_eq!(read_one(&mut s).0, 201);
+    // The second arrives in three chunks, each written on its own.
+    write!(
+        s,
+        "POST {CREATE} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    .unwrap();
+    for piece in [r#"{"to":"#, r#""acct-2","#, r#""amount":2}"#] {
+        write!(s, "{:x}\r\n{piece}\r\n", piece.len()).unwrap();
+        s.flush().unwrap();
+    }
+    s.write_all(b"0\r\n\r\n").unwrap();
+    assert_eq!(read_one(&mut s).0, 201);
+    // And the connection still serves a third.
+    write!(s, "GET /_admin/health HTTP/1.1\r\nHost: {host}\r\n\r\n").unwrap();
+    assert_eq!(read_one(&mut s).0, 200);
+    let l = da.ledger();
+    assert_eq!(l.len(), 2);
+    assert_eq!(l[0]["body"], json!({"to": "acct-1", "amount": 1}));
+    assert_eq!(l[1]["body"], json!({"to": "acct-2", "amount": 2}));
+    assert!(l.iter().all(|e| e["disposition"] == "executed"), "{l:?}");
+    healthy(&da);
+}
+
 #[test]
 fn a_body_over_the_ledger_cap_is_kept_as_a_prefix_but_fingerprinted_whole() {
     let da = Da::start(&format!(
