@@ -378,11 +378,22 @@ fn header_values<'h, const N: usize>(
     headers: &'h HeaderMap,
     names: [&hyper::header::HeaderName; N],
 ) -> [Option<&'h hyper::header::HeaderValue>; N] {
+    header_values_seeing(headers, names, |_| {})
+}
+
+/// [`header_values`], showing every value to `each` in the same pass.
+fn header_values_seeing<'h, const N: usize>(
+    headers: &'h HeaderMap,
+    names: [&hyper::header::HeaderName; N],
+    mut each: impl FnMut(&hyper::header::HeaderValue),
+) -> [Option<&'h hyper::header::HeaderValue>; N] {
     if headers.len() > 8 {
+        headers.values().for_each(each);
         return names.map(|n| headers.get(n));
     }
     let mut found = [None; N];
     for (k, v) in headers {
+        each(v);
         for (name, slot) in names.iter().zip(found.iter_mut()) {
             if slot.is_none() && k == *name {
                 *slot = Some(v);
@@ -461,13 +472,16 @@ fn replay_of_same(
     {
         return None;
     }
-    let [key, work_header, revision_header] = header_values(
+    // The headers' values are tested for canaries in the same pass (see `plain` below).
+    let mut canary_in_headers = false;
+    let [key, work_header, revision_header] = header_values_seeing(
         &req.headers,
         [
             &policy.header_name,
             &svc.work_id_header,
             &svc.revision_header,
         ],
+        |v| canary_in_headers = canary_in_headers || may_be_canary(v.as_bytes()),
     );
     // Borrowed (valid UTF-8, as keys are): copied only once this is a replay.
     let key = header_text(key?);
@@ -495,7 +509,7 @@ fn replay_of_same(
     // Encoded straight from the request's parts, unless the record is needed: for the log
     // line, or to note the canaries an outside request may carry (`finish`).
     let plain = !tracing::enabled!(target: "doubleagent::request", tracing::Level::INFO)
-        && (req.actor.is_some() || !may_carry_canary(req));
+        && (req.actor.is_some() || !(canary_in_headers || may_carry_canary_besides_headers(req)));
     if plain {
         let replay = Replay {
             service: &req.service,
@@ -637,21 +651,16 @@ fn forget_evicted(st: &mut State) {
     st.by_key.forget_before(first, held);
 }
 
-/// Whether a request may carry a canary where [`note_canaries`] looks (a quick test: `false`
-/// means none).
-fn may_carry_canary(req: &Request<'_>) -> bool {
-    // The places of `canary_places`, looked at in plain loops (a chain of iterators costs more
-    // than the test itself on a request's few short values).
-    let may = |b: &[u8]| b.len() >= 20 && may_hold_canary(b);
-    if may(req.path.as_bytes()) || may(&req.body) {
-        return true;
-    }
-    for v in req.headers.values() {
-        if may(v.as_bytes()) {
-            return true;
-        }
-    }
-    false
+/// Whether a request may carry a canary in its path or body, two of the places
+/// [`note_canaries`] looks (a quick test: `false` means none); its headers' values are tested
+/// with [`may_be_canary`] by the caller's own pass over them.
+fn may_carry_canary_besides_headers(req: &Request<'_>) -> bool {
+    may_be_canary(req.path.as_bytes()) || may_be_canary(&req.body)
+}
+
+/// Whether `bytes` may hold a canary: long enough, and "cny-" in it.
+fn may_be_canary(bytes: &[u8]) -> bool {
+    bytes.len() >= 20 && may_hold_canary(bytes)
 }
 
 /// Where a request may carry a canary: its path (`path`: the request's, wherever it is kept by
@@ -669,7 +678,7 @@ fn canary_places<'a>(path: &'a str, req: &'a Request<'_>) -> impl Iterator<Item 
 fn note_canaries(req: &Request<'_>, record: &mut Record) {
     let mut found: Vec<String> = Vec::new();
     let mut scan = |bytes: &[u8]| {
-        if bytes.len() < 20 || !may_hold_canary(bytes) {
+        if !may_be_canary(bytes) {
             return;
         }
         let mut i = 0;
@@ -696,20 +705,25 @@ fn note_canaries(req: &Request<'_>, record: &mut Record) {
 }
 
 /// Whether `bytes` contains "cny-" at all (the common answer is no). Eight bytes at a time are
-/// tested for a '-' (no '-', no canary); from the first word that has one, every position is.
+/// tested for '-'; only where one is are the three bytes before it compared with "cny" (a body
+/// with dashes in its values is not then compared at every position).
 fn may_hold_canary(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
+    let after_cny = |at: usize| at >= 3 && bytes[at] == b'-' && &bytes[at - 3..at] == b"cny";
     let mut i = 0;
     while let Some(word) = bytes.get(i..i + 8) {
         let x = u64::from_le_bytes(word.try_into().unwrap_or_default()) ^ (ONES * b'-' as u64);
-        if x.wrapping_sub(ONES) & !x & (ONES << 7) != 0 {
-            break;
+        // A high bit for each byte that was '-' (and, rarely, a byte above one: checked anyway).
+        let mut dashes = x.wrapping_sub(ONES) & !x & (ONES << 7);
+        while dashes != 0 {
+            if after_cny(i + (dashes.trailing_zeros() / 8) as usize) {
+                return true;
+            }
+            dashes &= dashes - 1;
         }
         i += 8;
     }
-    bytes[i.saturating_sub(3)..]
-        .windows(4)
-        .any(|w| w == b"cny-")
+    (i..bytes.len()).any(after_cny)
 }
 
 #[cfg(test)]
@@ -726,6 +740,29 @@ fn canaries_are_found_wherever_they_sit_in_a_word() {
     }
     assert!(!may_hold_canary(b""));
     assert!(may_hold_canary(b"cny-"));
+    // Against the plain search, on pseudo-random strings up to 39 bytes long of the letters
+    // that matter and one that does not.
+    let letters = b"cny-x";
+    let mut seed = 1u64;
+    for len in 0..40 {
+        for _ in 0..400 {
+            let text: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    letters[(seed >> 33) as usize % letters.len()]
+                })
+                .collect();
+            let plain = text.windows(4).any(|w| w == b"cny-");
+            assert_eq!(
+                may_hold_canary(&text),
+                plain,
+                "{:?}",
+                String::from_utf8_lossy(&text)
+            );
+        }
+    }
 }
 
 /// What the ledger keeps of a body: the JSON itself when it parses and fits, else (a prefix of)
