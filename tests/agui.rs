@@ -505,13 +505,7 @@ iterations = [{ text = "Thinking it over.", delay = "5s", tool_calls = [{ tool =
         ],
         body.as_bytes(),
     );
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&seen).contains("RUN_STARTED") {
-        let n = s.read(&mut buf).unwrap();
-        assert!(n > 0, "stream closed early");
-        seen.extend_from_slice(&buf[..n]);
-    }
+    read_until(&mut s, "RUN_STARTED");
     // The user presses stop: the application aborts the request.
     s.shutdown(std::net::Shutdown::Both).unwrap();
     drop(s);

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -438,13 +437,7 @@ fn acc1_a_continuation_streaming_at_the_crash_ends_with_the_restart_and_its_retr
         ],
         body.to_string().as_bytes(),
     );
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&seen).contains("TOOL_CALL_RESULT") {
-        let n = s.read(&mut buf).unwrap();
-        assert!(n > 0, "stream closed early");
-        seen.extend_from_slice(&buf[..n]);
-    }
+    read_until(&mut s, "TOOL_CALL_RESULT");
     assert_eq!(transfers(&da).len(), 1, "the transfer ran before the crash");
     kill9(da);
     drop(s);

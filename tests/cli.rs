@@ -79,13 +79,7 @@ fn sigterm_closes_idle_keep_alive_connections_instead_of_waiting_out_the_drain_t
         "GET /_admin/health HTTP/1.1\r\nHost: {hostport}\r\n\r\n"
     )
     .unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&got).contains("\"status\"") {
-        let n = used.read(&mut buf).unwrap();
-        assert!(n > 0, "closed before answering");
-        got.extend_from_slice(&buf[..n]);
-    }
+    read_until(&mut used, "\"status\"");
     let mut fresh = std::net::TcpStream::connect(&hostport).unwrap();
     fresh
         .set_read_timeout(Some(std::time::Duration::from_secs(30)))

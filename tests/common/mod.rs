@@ -357,6 +357,19 @@ pub fn send_raw(base: &str, bytes: &[u8]) -> TcpStream {
 }
 
 /// Send a hand-made request and read the whole response.
+/// Read from an open connection until what has arrived contains `marker`; what arrived. Panics
+/// if the connection closes first.
+pub fn read_until(s: &mut TcpStream, marker: &str) -> Vec<u8> {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains(marker) {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before {marker:?} arrived");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    seen
+}
+
 pub fn raw_request(base: &str, bytes: &[u8]) -> Result<Resp, std::io::Error> {
     read_response(send_raw(base, bytes))
 }
