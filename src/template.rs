@@ -175,24 +175,28 @@ fn find2(s: &str, pat: &[u8; 2]) -> Option<usize> {
     s.as_bytes().windows(2).position(|w| w == pat)
 }
 
+/// The bytes of a word (eight bytes, little-endian) that JSON escapes (`"`, `\\`, a control
+/// character), each flagged by its high bit. A byte of `v - n * ONES` borrows (its high bit set
+/// where `v`'s was not) if some byte of `v` is below `n`; a borrow can only flag a byte above a
+/// true one, so the lowest flag is exact (and the mask is exact as an "any" test).
+pub(crate) fn json_escapes(v: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |v: u64, n: u64| v.wrapping_sub(n * ONES) & !v;
+    let quote = v ^ (b'"' as u64 * ONES);
+    let backslash = v ^ (b'\\' as u64 * ONES);
+    (below(v, 0x20) | below(quote, 1) | below(backslash, 1)) & HIGH
+}
+
 /// Whether `s` holds a byte JSON escapes (`"`, `\\`, a control character), eight at a time:
 /// strings written on every request (response templates, agents' events and ledger details)
 /// mostly need nothing.
 fn needs_escape(s: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // A byte of `v - n * ONES` borrows (its high bit set where `v`'s was not) iff some byte of
-    // `v` is below `n`: exact as an "any" test, which is all this asks.
-    let below = |v: u64, n: u64| v.wrapping_sub(n * ONES) & !v & HIGH != 0;
     let mut chunks = s.chunks_exact(8);
     for c in &mut chunks {
         let mut b = [0u8; 8];
         b.copy_from_slice(c);
-        let v = u64::from_le_bytes(b);
-        if below(v, 0x20)
-            || below(v ^ (b'"' as u64 * ONES), 1)
-            || below(v ^ (b'\\' as u64 * ONES), 1)
-        {
+        if json_escapes(u64::from_le_bytes(b)) != 0 {
             return true;
         }
     }
@@ -205,10 +209,7 @@ fn needs_escape(s: &[u8]) -> bool {
     if let Some(last) = s.len().checked_sub(8).and_then(|at| s.get(at..)) {
         let mut b = [0u8; 8];
         b.copy_from_slice(last);
-        let v = u64::from_le_bytes(b);
-        return below(v, 0x20)
-            || below(v ^ (b'"' as u64 * ONES), 1)
-            || below(v ^ (b'\\' as u64 * ONES), 1);
+        return json_escapes(u64::from_le_bytes(b)) != 0;
     }
     rest.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\')
 }

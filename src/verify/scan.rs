@@ -15,24 +15,16 @@ use serde_json::Value;
 
 use super::jsonl::{Canonical, Revision, Skipped, Str, Valid, Wire, WireResponse};
 use crate::ledger::{Delivery, Disposition};
+use crate::template::json_escapes;
 
 /// Where a string's text stops: the first '"', '\\' or control character in `b` (the bytes after
 /// an opening quote). Strings are most of a ledger line, so they are searched eight bytes at a
-/// time, each test a "has a zero byte" trick; the lowest flagged byte of each is exact (a false
-/// flag only ever sits above a true one), so the lowest of the three is the first stop.
+/// time ([`json_escapes`]: its lowest flag is the first stop).
 fn string_stop(b: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut words = b.chunks_exact(8);
     let mut at = 0;
     for w in words.by_ref() {
-        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
-        let quote = w ^ (ONES * b'"' as u64);
-        let backslash = w ^ (ONES * b'\\' as u64);
-        let stops = (quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash)
-            | (w.wrapping_sub(ONES * 0x20) & !w);
-        let stops = stops & HIGH;
+        let stops = json_escapes(u64::from_le_bytes(w.try_into().unwrap_or_default()));
         if stops != 0 {
             return Some(at + (stops.trailing_zeros() / 8) as usize);
         }
