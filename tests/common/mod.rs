@@ -356,7 +356,6 @@ pub fn send_raw(base: &str, bytes: &[u8]) -> TcpStream {
     s
 }
 
-/// Send a hand-made request and read the whole response.
 /// Read from an open connection until what has arrived contains `marker`; what arrived. Panics
 /// if the connection closes first.
 pub fn read_until(s: &mut TcpStream, marker: &str) -> Vec<u8> {
@@ -370,6 +369,7 @@ pub fn read_until(s: &mut TcpStream, marker: &str) -> Vec<u8> {
     seen
 }
 
+/// Send a hand-made request and read the whole response.
 pub fn raw_request(base: &str, bytes: &[u8]) -> Result<Resp, std::io::Error> {
     read_response(send_raw(base, bytes))
 }
