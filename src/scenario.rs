@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::de::{self, Deserializer};
@@ -286,7 +287,8 @@ pub struct Scenario {
 /// A fake subagent, served at `/agents/NAME`.
 #[derive(Clone, Debug)]
 pub struct Agent {
-    pub name: String,
+    /// Shared: every request to the agent, and every task it keeps, names it.
+    pub name: Arc<str>,
     pub spec: AgentSpec,
 }
 
@@ -513,7 +515,7 @@ impl Scenario {
     }
 
     pub fn agent(&self, name: &str) -> Option<&Agent> {
-        self.agents.iter().find(|a| a.name == name)
+        self.agents.iter().find(|a| *a.name == *name)
     }
 }
 
@@ -694,7 +696,7 @@ fn compile(
         };
         if let Some(spec) = spec {
             agents.push(Agent {
-                name: aname.clone(),
+                name: aname.as_str().into(),
                 spec,
             });
         }

@@ -192,7 +192,8 @@ impl AsyncWrite for Conn {
 /// What a running server shares with its connections.
 pub struct App {
     pub host: Host,
-    pub base_url: String,
+    /// Shared with every agent request's context.
+    pub base_url: Arc<str>,
     /// How long pending (delayed) responses may still be sent after shutdown begins.
     pub drain: Duration,
     /// Bearer token required on `/_admin/*` (health excepted), if set.
@@ -203,7 +204,7 @@ impl App {
     pub fn new(host: Host, base_url: String) -> App {
         App {
             host,
-            base_url,
+            base_url: base_url.into(),
             drain: Duration::from_secs(5),
             admin_token: None,
         }
@@ -384,7 +385,7 @@ async fn handle(
             ));
         }
         let areq = AgentRequest {
-            method: method.to_string(),
+            method: parts.method.clone(),
             path: sub.to_string(),
             query: query.map(str::to_string),
             headers: parts.headers,

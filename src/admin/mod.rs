@@ -284,7 +284,7 @@ impl Ready {
             .iter()
             .map(|a| {
                 (
-                    a.name.clone(),
+                    a.name.to_string(),
                     Value::from(format!("{base_url}/agents/{}", a.name)),
                 )
             })

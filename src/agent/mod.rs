@@ -25,7 +25,7 @@ pub mod agui;
 /// An HTTP request to an agent, already read off the wire.
 #[derive(Clone, Debug, Default)]
 pub struct AgentRequest {
-    pub method: String,
+    pub method: hyper::Method,
     /// Path below `/agents/NAME` (`""` or starting with '/').
     pub path: String,
     pub query: Option<String>,
@@ -56,8 +56,9 @@ pub enum Reply {
 pub struct Ctx {
     pub world: Arc<World>,
     /// The server's base URL (`http://127.0.0.1:PORT`), for agent cards.
-    pub base_url: String,
-    pub name: String,
+    pub base_url: Arc<str>,
+    /// The scenario's own name for the agent, shared (a request's context copies no text).
+    pub name: Arc<str>,
 }
 
 impl Ctx {
@@ -76,16 +77,16 @@ pub fn restore(world: &Arc<World>) {
 }
 
 /// Serve one request to agent `name`.
-pub async fn handle(world: Arc<World>, base_url: &str, name: &str, req: AgentRequest) -> Reply {
+pub async fn handle(
+    world: Arc<World>,
+    base_url: &Arc<str>,
+    name: &str,
+    req: AgentRequest,
+) -> Reply {
     // Borrowed from the world's scenario, not copied: an agent's spec holds all its scripts.
     let scenario = world.scenario.clone();
     let Some(agent) = scenario.agent(name) else {
-        let names: Vec<&str> = world
-            .scenario
-            .agents
-            .iter()
-            .map(|a| a.name.as_str())
-            .collect();
+        let names: Vec<&str> = world.scenario.agents.iter().map(|a| &*a.name).collect();
         return Reply::Full(Response::json(
             404,
             &json!({
@@ -97,7 +98,7 @@ pub async fn handle(world: Arc<World>, base_url: &str, name: &str, req: AgentReq
     };
     let ctx = Ctx {
         world,
-        base_url: base_url.to_string(),
+        base_url: base_url.clone(),
         name: agent.name.clone(),
     };
     match &agent.spec {

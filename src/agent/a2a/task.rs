@@ -229,8 +229,8 @@ impl TaskMap {
     }
 
     /// Puts in a task that is not there yet; returns its key.
-    fn put(&mut self, id: String, slot: Slot) -> u64 {
-        if let Some(n) = task_number(&id).filter(|&n| (n as usize) < self.dense.len() + DENSE_SLACK)
+    fn put(&mut self, id: &str, slot: Slot) -> u64 {
+        if let Some(n) = task_number(id).filter(|&n| (n as usize) < self.dense.len() + DENSE_SLACK)
         {
             let i = n as usize;
             if i >= self.dense.len() {
@@ -242,8 +242,8 @@ impl TaskMap {
                 return n;
             }
         }
-        let (h, _) = self.other.slot(&id);
-        self.other.map.insert(h, (id, slot));
+        let (h, _) = self.other.slot(id);
+        self.other.map.insert(h, (id.to_string(), slot));
         h
     }
 
@@ -316,24 +316,26 @@ impl Table {
     }
 
     /// Notes what the message `message_id` to `agent` produced, unless one with that id came
-    /// before (or always, with `replace`).
+    /// before (or always, with `replace`). The id is copied only if it is new (an owned one,
+    /// made before the table's lock was taken, is moved in).
     /// `at` is what [`Table::look`] gave, if anything.
     fn note_seen(
         &mut self,
         agent: &str,
-        message_id: &str,
+        message_id: impl AsRef<str> + Into<String>,
         at: Option<u64>,
         replace: bool,
         seen: impl FnOnce() -> Seen,
     ) {
+        let id = message_id.as_ref();
         let of_agent = match self.seen.get_mut(agent) {
             Some(m) => m,
             None => self.seen.entry(agent.into()).or_default(),
         };
         let slot = match at.map(|h| (h, of_agent.map.get(&h))) {
-            Some((h, Some((k, _)))) if k == message_id => (h, true),
+            Some((h, Some((k, _)))) if k == id => (h, true),
             Some((h, None)) => (h, false),
-            _ => of_agent.slot(message_id),
+            _ => of_agent.slot(id),
         };
         match slot {
             (h, true) if replace => {
@@ -343,7 +345,7 @@ impl Table {
             }
             (_, true) => {}
             (h, false) => {
-                of_agent.map.insert(h, (message_id.to_string(), seen()));
+                of_agent.map.insert(h, (message_id.into(), seen()));
             }
         }
     }
@@ -365,8 +367,8 @@ impl Table {
 
     /// Puts a task in, numbered in creation order (a task already there is replaced and keeps
     /// its place). Returns its key (see [`TaskMap`]).
-    fn insert(&mut self, id: String, entry: Shared) -> u64 {
-        if let Some(key) = self.tasks.key(&id) {
+    fn insert(&mut self, id: &str, entry: Shared) -> u64 {
+        if let Some(key) = self.tasks.key(id) {
             if let Some(old) = self.tasks.get_mut(key) {
                 old.entry = entry;
             }
@@ -400,7 +402,8 @@ enum Seen {
 }
 
 struct Entry {
-    /// The agent's name, shared by its tasks (see [`Table::agent`]).
+    /// The agent's name, shared with the scenario (a restored task's, with the table: see
+    /// [`Table::agent`]).
     agent: Arc<str>,
     task: Task,
     revision: Option<Value>,
@@ -571,6 +574,16 @@ fn revision_meta(key: &str, revision: Option<&Value>) -> Option<Map<String, Valu
 
 /// `prefix` and `n` (`task-12`): ids are made for every task, and `format!` costs more.
 fn numbered(prefix: &str, n: u64) -> String {
+    let mut out = String::new();
+    numbered_into(&mut out, prefix, n);
+    out
+}
+
+/// Room for any `task-N`: a new task's id is written into it under the table's lock.
+const TASK_ID_ROOM: usize = "task-".len() + 20;
+
+/// [`numbered`], written over `out` (which allocates nothing if it has the room).
+fn numbered_into(out: &mut String, prefix: &str, n: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     let mut n = n;
@@ -582,11 +595,51 @@ fn numbered(prefix: &str, n: u64) -> String {
             break;
         }
     }
-    let mut out = String::with_capacity(prefix.len() + digits.len() - i);
+    out.clear();
+    out.reserve(prefix.len() + digits.len() - i);
     out.push_str(prefix);
     // Only ASCII digits were written.
     out.extend(digits[i..].iter().map(|&d| char::from(d)));
-    out
+}
+
+/// A new task's entry, in the state the `message` that starts it finds it: submitted, its script
+/// ahead of it. Its id and context id are left for the caller to write once the task has its
+/// number; its canary, once it has its id.
+fn new_entry(
+    ctx: &Ctx,
+    spec: &A2aAgent,
+    script: &Arc<Script>,
+    revision: Option<Value>,
+    now: Duration,
+) -> Shared {
+    let world = &ctx.world;
+    // The history gets the message itself, once its entry is written (see `send_locked`).
+    let task = Task {
+        id: String::with_capacity(TASK_ID_ROOM),
+        context_id: String::new(),
+        status: TaskStatus::new(TaskState::Submitted, stamp(world, now)),
+        artifacts: Vec::new(),
+        history: Vec::with_capacity(1),
+        metadata: revision_meta(&spec.revision_key, revision.as_ref()),
+    };
+    Arc::new(Mutex::new(Entry {
+        agent: ctx.name.clone(),
+        task,
+        revision,
+        revision_key: spec.revision_key.clone(),
+        canary: Token([0; 20]),
+        canary_issued: false,
+        start: now,
+        script: Some(script.clone()),
+        timeline: timeline(script, now),
+        cursor: 0,
+        generation: 0,
+        cancel: script.cancel,
+        text: String::new(),
+        events: None,
+        capacity: stream_capacity(spec),
+        push: Vec::new(),
+    }))
 }
 
 /// `world.clock.rfc3339(at)`, formatted once per millisecond per thread: a round trip stamps
@@ -1132,9 +1185,13 @@ fn send_locked(
     let now = world.clock.now();
     let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());
     let follow_up = msg.task_id.as_deref().is_some_and(|t| !t.is_empty());
-    // What a new task needs that owes nothing to the table, made before its lock is taken.
-    let fresh = (!follow_up && script.reply == ReplyKind::Task)
-        .then(|| (timeline(script, now), stamp(world, now)));
+    // A new task's entry, and the copy of the message id the table keeps, made before the
+    // table's lock is taken: their allocations (and the page faults fresh memory may take) then
+    // hold up no other send. The entry's ids are written once the task has its number.
+    let fresh = (!follow_up && script.reply == ReplyKind::Task).then(|| {
+        let entry = new_entry(ctx, spec, script, revision.clone(), now);
+        (entry, msg.message_id.clone())
+    });
     let all = tasks(world);
     let (mut table, seen, at) =
         new_message_turn(&all, &ctx.name, msg, follow_up, spec.dedupe_message_id);
@@ -1284,13 +1341,15 @@ fn send_locked(
     // A new task (or a direct reply), in the given context or a fresh one.
     table.next_id += 1;
     let n = table.next_id;
-    let context_id = msg
-        .context_id
-        .clone()
-        .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| numbered("ctx-", n));
+    let context_id = || {
+        msg.context_id
+            .clone()
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| numbered("ctx-", n))
+    };
 
     if script.reply == ReplyKind::Message {
+        let context_id = context_id();
         let reply_id = format!("msg-{n}");
         let token = canary(world, &reply_id, revision.as_ref());
         let r = Render {
@@ -1344,55 +1403,33 @@ fn send_locked(
         return Ok(Sent::Message(reply));
     }
 
-    let task_id = numbered("task-", n);
-    let (timeline, stamped) = fresh.unwrap_or_else(|| (timeline(script, now), stamp(world, now)));
-    // The history gets the message itself, once its entry is written (below).
-    let task = Task {
-        id: task_id.clone(),
-        context_id: context_id.clone(),
-        status: TaskStatus::new(TaskState::Submitted, stamped),
-        artifacts: Vec::new(),
-        history: Vec::with_capacity(1),
-        metadata: revision_meta(&spec.revision_key, revision.as_ref()),
-    };
-    let cell = Arc::new(Mutex::new(Entry {
-        agent: table.agent(&ctx.name),
-        task,
-        revision: revision.clone(),
-        revision_key: spec.revision_key.clone(),
-        // Filled in once the table's lock is released (below).
-        canary: Token([0; 20]),
-        canary_issued: false,
-        start: now,
-        script: Some(script.clone()),
-        timeline,
-        cursor: 0,
-        generation: 0,
-        cancel: script.cancel,
-        text: String::new(),
-        events: None,
-        capacity: stream_capacity(spec),
-        push: Vec::new(),
-    }));
+    let (cell, seen_id) = fresh.unwrap_or_else(|| {
+        let entry = new_entry(ctx, spec, script, revision.clone(), now);
+        (entry, msg.message_id.clone())
+    });
     // Locked before it is put in (so this never waits): whoever finds the task from now on waits
-    // for this lock, and sees it only once its entries are written and its due steps have run.
+    // for this lock, and sees it only once its ids and entries are written and its due steps
+    // have run.
     let mut guard = lock_entry(&cell);
     let entry = &mut *guard;
-    let key = table.insert(task_id.clone(), cell.clone());
-    table.note_seen(&ctx.name, &msg.message_id, at, false, || Seen::Task(key));
+    numbered_into(&mut entry.task.id, "task-", n);
+    let key = table.insert(&entry.task.id, cell.clone());
+    table.note_seen(&ctx.name, seen_id, at, false, || Seen::Task(key));
     drop(table);
-    entry.canary = canary(world, &task_id, revision.as_ref());
+    let context_id = context_id();
+    entry.task.context_id.clone_from(&context_id);
+    entry.canary = canary(world, &entry.task.id, revision.as_ref());
     entry.log_with(world, now, "message", |d| {
         let taken = Taken::New {
             behavior,
             repeat_of: repeat_of.as_deref(),
         };
-        detail(d, Some(&task_id), Some(&context_id), taken)
+        detail(d, Some(&entry.task.id), Some(&context_id), taken)
     });
     // Nobody has seen the entry yet: the message and its text move into it now.
     entry.text = text;
     let mut user = req.message;
-    user.task_id = Some(task_id.clone());
+    user.task_id = Some(entry.task.id.clone());
     user.context_id = Some(context_id);
     entry.task.history.push(user);
     entry.log_with(world, now, "task-created", |d| {
@@ -1403,7 +1440,7 @@ fn send_locked(
         d.str("cancel", &script.cancel.name())
             .str("context_id", &entry.task.context_id)
             .opt_value("revision", revision.as_ref())
-            .str("task_id", &task_id)
+            .str("task_id", &entry.task.id)
             .str("work", &crate::clock::format_duration(script.work));
     });
     if let Some(cfg) = push_config {
@@ -1413,7 +1450,7 @@ fn send_locked(
             &ctx.name,
             &mut entry.push,
             cfg,
-            &task_id,
+            &entry.task.id,
             revision.as_ref(),
         );
     }
@@ -2028,10 +2065,7 @@ mod tests {
             }))
         };
         let ids = ["task-2", "task-07", "task-99999", "other", "task-1"];
-        let keys: Vec<u64> = ids
-            .iter()
-            .map(|id| table.insert(id.to_string(), entry(id)))
-            .collect();
+        let keys: Vec<u64> = ids.iter().map(|id| table.insert(id, entry(id))).collect();
         assert_eq!(keys[0], 2);
         assert_eq!(keys[4], 1);
         assert!(keys[1..4].iter().all(|k| k & OTHER != 0), "{keys:?}");
@@ -2044,8 +2078,8 @@ mod tests {
         assert_eq!(table.tasks.key("task-3"), None);
         assert_eq!(table.tasks.len(), 5);
         // Put in again: replaced in place, its key and place in creation order kept.
-        assert_eq!(table.insert("task-2".into(), entry("task-2")), 2);
-        assert_eq!(table.insert("other".into(), entry("other")), keys[3]);
+        assert_eq!(table.insert("task-2", entry("task-2")), 2);
+        assert_eq!(table.insert("other", entry("other")), keys[3]);
         assert_eq!(table.tasks.len(), 5);
         assert_eq!(table.ids_in_order(), ids);
     }

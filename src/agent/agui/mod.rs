@@ -209,7 +209,7 @@ impl From<Uncovered> for UncoveredPolicy {
 /// Serve one request to an AG-UI agent.
 pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     let world = ctx.world.clone();
-    let name = ctx.name.clone();
+    let name = ctx.name.to_string();
     // The common input is read straight from the bytes (`scan`), which also writes the text
     // the ledger keeps; anything else is parsed into a tree first, as the ledger keeps it.
     let scanned = (req.body.len() <= world.scenario.ledger_body_bytes)

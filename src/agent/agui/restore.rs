@@ -174,7 +174,7 @@ pub(super) fn restore(world: &Arc<World>) -> usize {
         .agents
         .iter()
         .filter_map(|a| match &a.spec {
-            AgentSpec::AgUi(spec) => Some((a.name.as_str(), spec)),
+            AgentSpec::AgUi(spec) => Some((&*a.name, spec)),
             _ => None,
         })
         .collect();

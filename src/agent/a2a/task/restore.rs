@@ -45,7 +45,7 @@ pub(crate) fn restore(world: &Arc<World>) -> usize {
         .agents
         .iter()
         .filter_map(|a| match &a.spec {
-            AgentSpec::A2a(spec) => Some((a.name.as_str(), spec)),
+            AgentSpec::A2a(spec) => Some((&*a.name, spec)),
             _ => None,
         })
         .collect();
@@ -381,7 +381,7 @@ impl Rebuild<'_> {
             capacity: STREAM_BUFFER,
             push: Vec::new(),
         };
-        let key = self.table.insert(task_id, Arc::new(Mutex::new(entry)));
+        let key = self.table.insert(&task_id, Arc::new(Mutex::new(entry)));
         if let Some(m) = first_message {
             self.table
                 .note_seen(&r.service, &m, None, false, || Seen::Task(key));
