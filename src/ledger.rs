@@ -584,23 +584,26 @@ impl Ledger {
     /// [`append`](Self::append) a record whose intent and/or body are given as their compact
     /// JSON text (as `serde_json` writes the `Value`), already written for other uses: encoded as
     /// they are instead of being built as trees only to be serialised and dropped. `record`'s own
-    /// intent and body are ignored where a text is given.
-    pub fn append_texts(&mut self, mut record: Record, texts: &Texts<'_>) -> u64 {
+    /// intent and body are ignored where a text is given. The record is borrowed (its `seq` is
+    /// set): the caller drops it, and its strings, once it has released the world's lock.
+    pub fn append_texts(&mut self, record: &mut Record, texts: &Texts<'_>) -> u64 {
         if self.sink.is_some() {
             // The journal keeps whole records.
             let parse = |t: &[u8]| serde_json::from_slice(t).unwrap_or(Value::Null);
+            let mut whole = record.clone();
             if let Some(t) = texts.intent {
-                record.intent = Some(parse(t));
+                whole.intent = Some(parse(t));
             }
             if let Some(t) = texts.body {
-                record.body = parse(t);
+                whole.body = parse(t);
             }
-            return self.append(record);
+            record.seq = self.append(whole);
+            return record.seq;
         }
         let seq = self.next_seq();
         record.seq = seq;
-        self.counts.add(&record);
-        self.records.push_texts(&record, texts);
+        self.counts.add(record);
+        self.records.push_texts(record, texts);
         self.pushed(seq);
         seq
     }

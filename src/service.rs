@@ -614,7 +614,8 @@ fn finish(
         Append::Record => st.ledger.append(record),
         // Held: the caller checked under this same lock.
         Append::Like(of) => st.ledger.append_like(record, of).unwrap_or_default(),
-        Append::Texts(texts) => st.ledger.append_texts(record, &texts),
+        // Borrowed: the record (and its strings) is dropped after the lock is released.
+        Append::Texts(texts) => st.ledger.append_texts(&mut record, &texts),
     };
     forget_evicted(&mut st);
     drop(st);
