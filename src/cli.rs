@@ -441,7 +441,7 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
     let world = app.host.world();
     let mut cmd = tokio::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
-        .env("DOUBLEAGENT_URL", &*app.base_url);
+        .env("DOUBLEAGENT_URL", &app.base_url);
     for s in &world.scenario.services {
         cmd.env(env_name(&s.name), format!("{}/{}", app.base_url, s.name));
     }

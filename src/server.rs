@@ -192,8 +192,7 @@ impl AsyncWrite for Conn {
 /// What a running server shares with its connections.
 pub struct App {
     pub host: Host,
-    /// Shared with every agent request's context.
-    pub base_url: Arc<str>,
+    pub base_url: String,
     /// How long pending (delayed) responses may still be sent after shutdown begins.
     pub drain: Duration,
     /// Bearer token required on `/_admin/*` (health excepted), if set.
@@ -204,7 +203,7 @@ impl App {
     pub fn new(host: Host, base_url: String) -> App {
         App {
             host,
-            base_url: base_url.into(),
+            base_url,
             drain: Duration::from_secs(5),
             admin_token: None,
         }

@@ -52,16 +52,18 @@ pub enum Reply {
     },
 }
 
-/// Everything an agent needs to answer one request.
-pub struct Ctx {
+/// Everything an agent needs to answer one request. The server's URL and the agent's name are
+/// borrowed for the request: copying them cost two allocations a call, and sharing them by
+/// reference count would have had both workers write the counts' cache lines on every call.
+pub struct Ctx<'a> {
     pub world: Arc<World>,
     /// The server's base URL (`http://127.0.0.1:PORT`), for agent cards.
-    pub base_url: Arc<str>,
-    /// The scenario's own name for the agent, shared (a request's context copies no text).
-    pub name: Arc<str>,
+    pub base_url: &'a str,
+    /// The scenario's name for the agent (what a task that outlives the call clones).
+    pub name: &'a Arc<str>,
 }
 
-impl Ctx {
+impl Ctx<'_> {
     /// This agent's own URL (`http://127.0.0.1:PORT/agents/NAME`).
     pub fn url(&self) -> String {
         format!("{}/agents/{}", self.base_url, self.name)
@@ -77,12 +79,7 @@ pub fn restore(world: &Arc<World>) {
 }
 
 /// Serve one request to agent `name`.
-pub async fn handle(
-    world: Arc<World>,
-    base_url: &Arc<str>,
-    name: &str,
-    req: AgentRequest,
-) -> Reply {
+pub async fn handle(world: Arc<World>, base_url: &str, name: &str, req: AgentRequest) -> Reply {
     // Borrowed from the world's scenario, not copied: an agent's spec holds all its scripts.
     let scenario = world.scenario.clone();
     let Some(agent) = scenario.agent(name) else {
@@ -98,8 +95,8 @@ pub async fn handle(
     };
     let ctx = Ctx {
         world,
-        base_url: base_url.clone(),
-        name: agent.name.clone(),
+        base_url,
+        name: &agent.name,
     };
     match &agent.spec {
         AgentSpec::A2a(spec) => a2a::handle(ctx, spec, req).await,

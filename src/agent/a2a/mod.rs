@@ -40,12 +40,12 @@ pub fn restore(world: &Arc<World>) -> usize {
 }
 
 /// Serve one HTTP request to an A2A agent.
-pub async fn handle(ctx: Ctx, spec: &A2aAgent, req: AgentRequest) -> Reply {
+pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
     let path = req.path.trim_end_matches('/');
     match (req.method.as_str(), path) {
         ("GET", wire::AGENT_CARD_PATH) => Reply::Full(Response::json_of(
             200,
-            &wire::agent_card(&ctx.name, &spec.description, &ctx.url()),
+            &wire::agent_card(ctx.name, &spec.description, &ctx.url()),
         )),
         ("POST", "") => rpc(&ctx, spec, &req).await,
         (m, "") | (m, wire::AGENT_CARD_PATH) => Reply::Full(Response::json(
@@ -110,7 +110,7 @@ enum Step {
     Wait(RpcRequest, Wait),
 }
 
-async fn rpc(ctx: &Ctx, spec: &A2aAgent, req: &AgentRequest) -> Reply {
+async fn rpc(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Reply {
     // Everything up to a blocking call's wait is synchronous: this future holds no more than
     // what the wait needs (itself boxed: it is rare), so that it stays small for hyper to move.
     match rpc_now(ctx, spec, req) {
@@ -123,12 +123,12 @@ async fn rpc(ctx: &Ctx, spec: &A2aAgent, req: &AgentRequest) -> Reply {
 }
 
 /// A failed call's answer, recorded.
-fn error_reply(ctx: &Ctx, call: &RpcRequest, e: RpcError) -> Reply {
-    task::log_error(&ctx.world, &ctx.name, &call.method, &e);
+fn error_reply(ctx: &Ctx<'_>, call: &RpcRequest, e: RpcError) -> Reply {
+    task::log_error(&ctx.world, ctx.name, &call.method, &e);
     json_reply(&RpcResponse::error(call.id.clone(), e))
 }
 
-fn rpc_now(ctx: &Ctx, spec: &A2aAgent, req: &AgentRequest) -> Step {
+fn rpc_now(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Step {
     // The common call (SendMessage) is decoded in one pass; everything else, and anything odd
     // about it, takes the general route, which also words the errors.
     let (call, sent) = match wire::parse_send(&req.body) {
@@ -137,7 +137,7 @@ fn rpc_now(ctx: &Ctx, spec: &A2aAgent, req: &AgentRequest) -> Step {
             Ok(call) => (call, None),
             Err(resp) => {
                 if let wire::RpcOutcome::Error(e) = &resp.outcome {
-                    task::log_error(&ctx.world, &ctx.name, "", e);
+                    task::log_error(&ctx.world, ctx.name, "", e);
                 }
                 return Step::Done(json_reply(&resp));
             }
@@ -176,7 +176,7 @@ fn method(spec: &A2aAgent, req: &AgentRequest, call: &RpcRequest) -> Result<Meth
 
 /// Every method but the two sends ([`send`]).
 fn dispatch(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     spec: &A2aAgent,
     call: &RpcRequest,
     method: Method,
@@ -286,7 +286,7 @@ struct Wait {
 }
 
 /// A blocking call's answer once its task stops (terminal or interrupted).
-async fn answer_when_stopped(ctx: &Ctx, call: &RpcRequest, w: Wait) -> Result<Reply, RpcError> {
+async fn answer_when_stopped(ctx: &Ctx<'_>, call: &RpcRequest, w: Wait) -> Result<Reply, RpcError> {
     wait_until_stopped(&ctx.world, &w.task_id, w.events).await?;
     let task = task::snapshot(&ctx.world, &w.task_id)
         .ok_or_else(|| RpcError::internal("the task disappeared"))?;
@@ -300,7 +300,7 @@ async fn answer_when_stopped(ctx: &Ctx, call: &RpcRequest, w: Wait) -> Result<Re
 }
 
 fn send(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     spec: &A2aAgent,
     call: &RpcRequest,
     sent: Option<SendMessageRequest>,
@@ -407,7 +407,7 @@ async fn wait_until_stopped(
 mod tests {
     use super::*;
 
-    fn future_size<'a, Fut>(_: fn(Ctx, &'a A2aAgent, AgentRequest) -> Fut) -> usize {
+    fn future_size<'a, Fut>(_: fn(Ctx<'a>, &'a A2aAgent, AgentRequest) -> Fut) -> usize {
         std::mem::size_of::<Fut>()
     }
 

@@ -606,7 +606,7 @@ fn numbered_into(out: &mut String, prefix: &str, n: u64) {
 /// ahead of it. Its id and context id are left for the caller to write once the task has its
 /// number; its canary, once it has its id.
 fn new_entry(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     spec: &A2aAgent,
     script: &Arc<Script>,
     revision: Option<Value>,
@@ -1096,7 +1096,7 @@ fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: boo
 
 /// Take in a message: a follow-up to a task, a duplicate, a new task, or a direct reply.
 pub(super) fn send(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     spec: &A2aAgent,
     method: &str,
     req: SendMessageRequest,
@@ -1152,7 +1152,7 @@ fn new_message_turn<'a>(
 /// [`send`] under the table's lock and then the task's (see the module's header; both released
 /// when this returns); `next` is what a [`Want::Answer`] leaves for a runner.
 fn send_locked(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     spec: &A2aAgent,
     method: &str,
     req: SendMessageRequest,
@@ -1194,7 +1194,7 @@ fn send_locked(
     });
     let all = tasks(world);
     let (mut table, seen, at) =
-        new_message_turn(&all, &ctx.name, msg, follow_up, spec.dedupe_message_id);
+        new_message_turn(&all, ctx.name, msg, follow_up, spec.dedupe_message_id);
     let detail = |d: &mut Detail, task_id: Option<&str>, context_id: Option<&str>, taken| {
         message_detail(
             d,
@@ -1231,7 +1231,7 @@ fn send_locked(
                 log_with(
                     world,
                     now,
-                    &ctx.name,
+                    ctx.name,
                     "message",
                     None,
                     revision.as_ref(),
@@ -1255,7 +1255,7 @@ fn send_locked(
         // message is noted as seen in the same hold of the table that found it unseen.
         let cell = table.entry(task_id);
         let mut guard = cell.as_deref().map(lock_entry);
-        let Some(e) = guard.as_deref_mut().filter(|e| *e.agent == *ctx.name) else {
+        let Some(e) = guard.as_deref_mut().filter(|e| *e.agent == **ctx.name) else {
             return Err(RpcError::task_not_found(task_id));
         };
         // The instant the task was taken (its lock may have been waited for).
@@ -1296,7 +1296,7 @@ fn send_locked(
             push::add(
                 world,
                 spec.push,
-                &ctx.name,
+                ctx.name,
                 &mut e.push,
                 cfg,
                 task_id,
@@ -1331,7 +1331,7 @@ fn send_locked(
             );
         }
         if let Some(key) = table.tasks.key(task_id) {
-            table.note_seen(&ctx.name, &msg.message_id, at, false, || Seen::Task(key));
+            table.note_seen(ctx.name, &msg.message_id, at, false, || Seen::Task(key));
         }
         // The resumed run's due steps, if any, under the task's lock alone.
         drop(table);
@@ -1357,7 +1357,7 @@ fn send_locked(
             context_id: &context_id,
             revision: revision.as_ref(),
             canary: token.as_str(),
-            agent: &ctx.name,
+            agent: ctx.name,
             text: &text,
             used_canary: std::cell::Cell::new(false),
         };
@@ -1377,12 +1377,12 @@ fn send_locked(
             repeat_of: repeat_of.as_deref(),
         };
         let rev = revision.as_ref();
-        log_with(world, now, &ctx.name, "message", None, rev, |d| {
+        log_with(world, now, ctx.name, "message", None, rev, |d| {
             detail(d, None, Some(&context_id), taken)
         });
         // The reply's parts and the message it answers: what de-duplication replays, also
         // after a restart.
-        log_with(world, now, &ctx.name, "result", None, rev, |d| {
+        log_with(world, now, ctx.name, "result", None, rev, |d| {
             d.str("context_id", &context_id)
                 .str("in_reply_to", &msg.message_id)
                 .str("message_id", &reply_id)
@@ -1390,14 +1390,14 @@ fn send_locked(
                 .str("reply", "message");
         });
         if r.used_canary.get() {
-            log_with(world, now, &ctx.name, "canary", None, rev, |d| {
+            log_with(world, now, ctx.name, "canary", None, rev, |d| {
                 d.str("canary", token.as_str())
                     .str("message_id", &reply_id)
                     .opt_value("revision", rev)
                     .null("task_id");
             });
         }
-        table.note_seen(&ctx.name, &msg.message_id, at, true, || {
+        table.note_seen(ctx.name, &msg.message_id, at, true, || {
             Seen::Message(Box::new(reply.clone()))
         });
         return Ok(Sent::Message(reply));
@@ -1414,7 +1414,7 @@ fn send_locked(
     let entry = &mut *guard;
     numbered_into(&mut entry.task.id, "task-", n);
     let key = table.insert(&entry.task.id, cell.clone());
-    table.note_seen(&ctx.name, seen_id, at, false, || Seen::Task(key));
+    table.note_seen(ctx.name, seen_id, at, false, || Seen::Task(key));
     drop(table);
     let context_id = context_id();
     entry.task.context_id.clone_from(&context_id);
@@ -1447,7 +1447,7 @@ fn send_locked(
         push::add(
             world,
             spec.push,
-            &ctx.name,
+            ctx.name,
             &mut entry.push,
             cfg,
             &entry.task.id,
@@ -1733,14 +1733,14 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
 
 /// Cancellation is an attempt (REC-3): the policy decides, and the outcome is recorded apart
 /// from any state change.
-pub(super) fn cancel(ctx: &Ctx, task_id: &str) -> Result<Task, RpcError> {
+pub(super) fn cancel(ctx: &Ctx<'_>, task_id: &str) -> Result<Task, RpcError> {
     let world = &ctx.world;
     let cell = entry_of(world, task_id);
     let mut guard = cell.as_deref().map(lock_entry);
-    let Some(e) = guard.as_deref_mut().filter(|e| *e.agent == *ctx.name) else {
+    let Some(e) = guard.as_deref_mut().filter(|e| *e.agent == **ctx.name) else {
         log(
             world,
-            &ctx.name,
+            ctx.name,
             "cancel",
             Some(task_id),
             None,
@@ -1788,17 +1788,21 @@ pub(super) fn cancel(ctx: &Ctx, task_id: &str) -> Result<Task, RpcError> {
     }
 }
 
-pub(super) fn get(ctx: &Ctx, task_id: &str, history_length: Option<i32>) -> Result<Task, RpcError> {
+pub(super) fn get(
+    ctx: &Ctx<'_>,
+    task_id: &str,
+    history_length: Option<i32>,
+) -> Result<Task, RpcError> {
     let cell = entry_of(&ctx.world, task_id);
     let guard = cell.as_deref().map(lock_entry);
     let e = guard
         .as_deref()
-        .filter(|e| *e.agent == *ctx.name)
+        .filter(|e| *e.agent == **ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     Ok(e.task.clone().with_history_length(history_length))
 }
 
-pub(super) fn list(ctx: &Ctx, req: &ListTasksRequest) -> Result<ListTasksResponse, RpcError> {
+pub(super) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksResponse, RpcError> {
     let page_size = match req.page_size {
         None | Some(0) => wire::LIST_TASKS_DEFAULT_PAGE_SIZE,
         Some(n) if n < 0 => return Err(RpcError::invalid_params("pageSize must be positive")),
@@ -1824,7 +1828,7 @@ pub(super) fn list(ctx: &Ctx, req: &ListTasksRequest) -> Result<ListTasksRespons
         .tasks
         .values()
         .map(|s| (s.created, lock_entry(&s.entry)))
-        .filter(|(_, e)| *e.agent == *ctx.name)
+        .filter(|(_, e)| *e.agent == **ctx.name)
         .filter(|(_, e)| {
             req.context_id
                 .as_deref()
@@ -1879,14 +1883,14 @@ pub(super) fn list(ctx: &Ctx, req: &ListTasksRequest) -> Result<ListTasksRespons
 /// The task's current snapshot and a receiver for what comes next, taken together under the
 /// lock so no event is missed or seen twice.
 pub(super) fn subscribe(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     task_id: &str,
 ) -> Result<(Task, broadcast::Receiver<StreamResponse>), RpcError> {
     let cell = entry_of(&ctx.world, task_id);
     let mut guard = cell.as_deref().map(lock_entry);
     let e = guard
         .as_deref_mut()
-        .filter(|e| *e.agent == *ctx.name)
+        .filter(|e| *e.agent == **ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     let state = e.task.status.state;
     if state.is_terminal() {
@@ -1904,8 +1908,8 @@ pub(super) fn snapshot(world: &World, task_id: &str) -> Option<Task> {
 }
 
 /// Record a read (GetTask, ListTasks): an interaction like any other.
-pub(super) fn log_read(ctx: &Ctx, event: &str, task_id: Option<&str>, detail: Value) {
-    log(&ctx.world, &ctx.name, event, task_id, None, detail);
+pub(super) fn log_read(ctx: &Ctx<'_>, event: &str, task_id: Option<&str>, detail: Value) {
+    log(&ctx.world, ctx.name, event, task_id, None, detail);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1913,7 +1917,7 @@ pub(super) fn log_read(ctx: &Ctx, event: &str, task_id: Option<&str>, detail: Va
 
 /// Runs `f` on the push targets of the agent's task `task_id`.
 pub(super) fn with_push<T>(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     task_id: &str,
     f: impl FnOnce(&mut Vec<PushTarget>, Option<&Value>) -> Result<T, RpcError>,
 ) -> Result<T, RpcError> {
@@ -1921,7 +1925,7 @@ pub(super) fn with_push<T>(
     let mut guard = cell.as_deref().map(lock_entry);
     let e = guard
         .as_deref_mut()
-        .filter(|e| *e.agent == *ctx.name)
+        .filter(|e| *e.agent == **ctx.name)
         .ok_or_else(|| RpcError::task_not_found(task_id))?;
     let rev = e.revision.clone();
     f(&mut e.push, rev.as_ref())
@@ -1929,14 +1933,14 @@ pub(super) fn with_push<T>(
 
 /// Adds a checked config to a task (CreateTaskPushNotificationConfig).
 pub(super) fn add_push(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     spec: &A2aAgent,
     task_id: &str,
     cfg: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig, RpcError> {
     with_push(ctx, task_id, |targets, rev| {
         Ok(push::add(
-            &ctx.world, spec.push, &ctx.name, targets, cfg, task_id, rev,
+            &ctx.world, spec.push, ctx.name, targets, cfg, task_id, rev,
         ))
     })
 }

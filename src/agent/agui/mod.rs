@@ -207,9 +207,11 @@ impl From<Uncovered> for UncoveredPolicy {
 }
 
 /// Serve one request to an AG-UI agent.
-pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
+pub async fn handle(ctx: Ctx<'_>, spec: &AgUiAgent, req: AgentRequest) -> Reply {
     let world = ctx.world.clone();
-    let name = ctx.name.clone();
+    // A copy: the run may outlive the call (and a shared count would be written by both
+    // workers on every run).
+    let name = ctx.name.to_string();
     // The common input is read straight from the bytes (`scan`), which also writes the text
     // the ledger keeps; anything else is parsed into a tree first, as the ledger keeps it.
     let scanned = (req.body.len() <= world.scenario.ledger_body_bytes)
@@ -329,7 +331,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         resume::known_open_from_messages(&input.messages, |c| gated_interrupt(spec, c));
     // Only a stateful agent keeps checkpoints: a stateless one neither reads nor takes one.
     let stateful = spec.resume == ResumeMode::Stateful;
-    let key = stateful.then(|| (name.to_string(), input.thread_id.clone()));
+    let key = stateful.then(|| (name.clone(), input.thread_id.clone()));
     let (judgement, checkpoint) = {
         let mut open = key.as_ref().map(|_| threads.lock());
         let checkpoint = match (&open, &key) {
@@ -485,7 +487,7 @@ pub async fn handle(ctx: Ctx, spec: &AgUiAgent, req: AgentRequest) -> Reply {
         (Some(text), _) => text,
         (None, json) => serde_json::to_vec(&json.unwrap_or(Value::Null)).unwrap_or_default(),
     };
-    let path = ["/agents/", &name].concat();
+    let path = ["/agents/", name.as_str()].concat();
     started.finish(|detail| {
         let ev = AgentEvent {
             agent: &name,

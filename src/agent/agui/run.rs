@@ -60,7 +60,7 @@ enum End {
 
 pub(super) struct Run {
     world: Arc<World>,
-    agent: Arc<str>,
+    agent: String,
     spec: AgUiAgent,
     input: RunAgentInput,
     judgement: Judgement,
@@ -115,7 +115,7 @@ pub(super) struct Admitted {
 impl Run {
     pub(super) fn new(
         world: Arc<World>,
-        agent: Arc<str>,
+        agent: String,
         spec: AgUiAgent,
         admitted: Admitted,
         outlet: Outlet,
