@@ -139,6 +139,39 @@ pub struct Record {
     pub detail: Option<Value>,
 }
 
+impl Record {
+    /// The record, moved out; what is left owns nothing (no strings, no trees) but keeps its
+    /// numbers.
+    fn take(&mut self) -> Record {
+        let rest = Record {
+            seq: self.seq,
+            service: String::new(),
+            route: None,
+            method: String::new(),
+            path: String::new(),
+            received_at: self.received_at,
+            idempotency_key: None,
+            fingerprint: None,
+            intent: None,
+            work_id: None,
+            revision: None,
+            body: Value::Null,
+            body_truncated: self.body_truncated,
+            disposition: self.disposition,
+            replay_of: self.replay_of,
+            executed_after_expiry: self.executed_after_expiry,
+            fate: self.fate,
+            applies_at: self.applies_at,
+            cancelled_at: self.cancelled_at,
+            response: self.response.clone(),
+            actor: None,
+            event: None,
+            detail: None,
+        };
+        std::mem::replace(self, rest)
+    }
+}
+
 /// State of an action at some instant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -585,12 +618,13 @@ impl Ledger {
     /// JSON text (as `serde_json` writes the `Value`), already written for other uses: encoded as
     /// they are instead of being built as trees only to be serialised and dropped. `record`'s own
     /// intent and body are ignored where a text is given. The record is borrowed (its `seq` is
-    /// set): the caller drops it, and its strings, once it has released the world's lock.
+    /// set): the caller drops it, and its strings, once it has released the world's lock. With
+    /// a journal its parts are moved into the whole record the journal gets (and kept there).
     pub fn append_texts(&mut self, record: &mut Record, texts: &Texts<'_>) -> u64 {
         if self.sink.is_some() {
             // The journal keeps whole records.
             let parse = |t: &[u8]| serde_json::from_slice(t).unwrap_or(Value::Null);
-            let mut whole = record.clone();
+            let mut whole = record.take();
             if let Some(t) = texts.intent {
                 whole.intent = Some(parse(t));
             }

@@ -11,7 +11,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use crate::clock::Clock;
@@ -45,8 +45,23 @@ pub struct World {
     state: Mutex<State>,
     /// State owned by modules above the world (an agent protocol's tasks or runs), one value per
     /// type, created on first use. It lives and dies with the world, so reset covers it.
-    extensions: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    extensions: Extensions,
     journal: Option<Arc<Journal>>,
+}
+
+/// How many kinds of extension a world looks up without a lock (doubleagent has two).
+const EXTENSION_SLOTS: usize = 8;
+
+/// A world's extensions. Every agent call looks its protocol's up, from both workers: a lookup
+/// takes no lock and writes nothing (a mutex and a reference count were two cache lines both
+/// workers wrote on every call).
+#[derive(Default)]
+struct Extensions {
+    /// Filled in order, under `making`, and never emptied: a lookup reads them as they are.
+    slots: [OnceLock<Box<dyn Any + Send + Sync>>; EXTENSION_SLOTS],
+    making: Mutex<()>,
+    /// Kinds beyond the slots, made once and kept for the process's life.
+    more: Mutex<HashMap<TypeId, &'static (dyn Any + Send + Sync)>>,
 }
 
 impl World {
@@ -100,7 +115,7 @@ impl World {
                 keys: KeyStore::bounded(limits.max_keys),
                 ..State::default()
             }),
-            extensions: Mutex::new(HashMap::new()),
+            extensions: Extensions::default(),
             journal: journal.cloned(),
         }
     }
@@ -114,16 +129,46 @@ impl World {
 
     /// This world's instance of `T`, created with `T::default()` on first use. Lock order: an
     /// extension's own lock may be taken before [`World::lock`], never the other way round.
-    pub fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        let mut map = self.extensions.lock().unwrap_or_else(|e| e.into_inner());
-        let any = map
+    pub fn extension<T: Default + Send + Sync + 'static>(&self) -> &T {
+        for slot in &self.extensions.slots {
+            match slot.get().map(|v| v.downcast_ref::<T>()) {
+                Some(Some(t)) => return t,
+                Some(None) => continue,
+                // Slots fill in order: none after this one is filled either.
+                None => break,
+            }
+        }
+        self.make_extension()
+    }
+
+    /// [`World::extension`] the first time: made under the lock, in the first free slot (or
+    /// found there, made by a caller that got the lock first).
+    #[cold]
+    fn make_extension<T: Default + Send + Sync + 'static>(&self) -> &T {
+        let _making = self
+            .extensions
+            .making
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for slot in &self.extensions.slots {
+            if let Some(t) = slot
+                .get_or_init(|| Box::new(T::default()))
+                .downcast_ref::<T>()
+            {
+                return t;
+            }
+        }
+        let mut more = self
+            .extensions
+            .more
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let any: &'static (dyn Any + Send + Sync) = *more
             .entry(TypeId::of::<T>())
-            .or_insert_with(|| Arc::new(T::default()))
-            .clone();
-        drop(map);
-        // The map is keyed by the type's own id, so the downcast cannot fail.
-        any.downcast::<T>()
-            .unwrap_or_else(|_| Arc::new(T::default()))
+            .or_insert_with(|| Box::leak(Box::new(T::default())));
+        // Kept under its own type's id.
+        any.downcast_ref::<T>()
+            .unwrap_or_else(|| Box::leak(Box::new(T::default())))
     }
 
     /// Lock the state. Keep the guard out of any `.await`.

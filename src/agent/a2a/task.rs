@@ -296,7 +296,7 @@ struct Table {
     created: u64,
     /// What each agent's messages (by messageId) first produced, for de-duplication and for
     /// the ledger. By agent first, so that a message is looked up without copying its id; the
-    /// agent's name here is the one its tasks share.
+    /// agent's name here is the one tasks restored from the ledger share.
     seen: FastMap<Arc<str>, IdMap<Seen>>,
     next_id: u64,
 }
@@ -350,7 +350,8 @@ impl Table {
         }
     }
 
-    /// `agent`'s name, as its tasks share it.
+    /// `agent`'s name, as the tasks restored from the ledger share it (a task made by a call
+    /// shares the scenario's).
     fn agent(&mut self, agent: &str) -> Arc<str> {
         if let Some((name, _)) = self.seen.get_key_value(agent) {
             return name.clone();
@@ -481,7 +482,7 @@ impl Tasks {
     }
 }
 
-fn tasks(world: &World) -> Arc<Tasks> {
+fn tasks(world: &World) -> &Tasks {
     world.extension::<Tasks>()
 }
 
@@ -1187,14 +1188,16 @@ fn send_locked(
     let follow_up = msg.task_id.as_deref().is_some_and(|t| !t.is_empty());
     // A new task's entry, and the copy of the message id the table keeps, made before the
     // table's lock is taken: their allocations (and the page faults fresh memory may take) then
-    // hold up no other send. The entry's ids are written once the task has its number.
-    let fresh = (!follow_up && script.reply == ReplyKind::Task).then(|| {
-        let entry = new_entry(ctx, spec, script, revision.clone(), now);
-        (entry, msg.message_id.clone())
-    });
+    // hold up no other send. The entry's ids are written once the task has its number. (With
+    // de-duplication on, a repeated message makes no task: the entry is made under the lock.)
+    let fresh =
+        (!follow_up && !spec.dedupe_message_id && script.reply == ReplyKind::Task).then(|| {
+            let entry = new_entry(ctx, spec, script, revision.clone(), now);
+            (entry, msg.message_id.clone())
+        });
     let all = tasks(world);
     let (mut table, seen, at) =
-        new_message_turn(&all, ctx.name, msg, follow_up, spec.dedupe_message_id);
+        new_message_turn(all, ctx.name, msg, follow_up, spec.dedupe_message_id);
     let detail = |d: &mut Detail, task_id: Option<&str>, context_id: Option<&str>, taken| {
         message_detail(
             d,
