@@ -140,35 +140,26 @@ pub struct Record {
 }
 
 impl Record {
-    /// The record, moved out; what is left owns nothing (no strings, no trees) but keeps its
+    /// The record, moved out: what is left owns nothing (no strings, no trees) but keeps its
     /// numbers.
     fn take(&mut self) -> Record {
-        let rest = Record {
-            seq: self.seq,
-            service: String::new(),
-            route: None,
-            method: String::new(),
-            path: String::new(),
-            received_at: self.received_at,
-            idempotency_key: None,
-            fingerprint: None,
-            intent: None,
-            work_id: None,
-            revision: None,
-            body: Value::Null,
-            body_truncated: self.body_truncated,
-            disposition: self.disposition,
-            replay_of: self.replay_of,
-            executed_after_expiry: self.executed_after_expiry,
-            fate: self.fate,
-            applies_at: self.applies_at,
-            cancelled_at: self.cancelled_at,
+        Record {
+            service: std::mem::take(&mut self.service),
+            route: self.route.take(),
+            method: std::mem::take(&mut self.method),
+            path: std::mem::take(&mut self.path),
+            idempotency_key: self.idempotency_key.take(),
+            fingerprint: self.fingerprint.take(),
+            intent: self.intent.take(),
+            work_id: self.work_id.take(),
+            revision: self.revision.take(),
+            body: self.body.take(),
             response: self.response.clone(),
-            actor: None,
-            event: None,
-            detail: None,
-        };
-        std::mem::replace(self, rest)
+            actor: self.actor.take(),
+            event: self.event.take(),
+            detail: self.detail.take(),
+            ..*self
+        }
     }
 }
 

@@ -206,3 +206,50 @@ fn a_reset_and_a_replaced_scenario_are_journaled_too() {
     );
     assert_eq!(ledger[0]["fate"], "respond");
 }
+
+#[test]
+fn a_journaled_action_keeps_its_request_parts_across_a_restart() {
+    // The ledger hands the journal a whole record: its intent and body, which the ledger itself
+    // keeps as text, are parsed for it; nothing of the request may go missing on the way.
+    let scenario = temp_file("s.toml", LOST_RESPONSE);
+    let journal = scenario.with_file_name("journal.jsonl");
+    let da = serve_with_journal(&scenario, &journal, "always");
+    da.post_json(
+        "/payments/v1/transfers",
+        &[("Idempotency-Key", "k-parts")],
+        &transfer(),
+    )
+    .err();
+    let before = da.ledger();
+    assert_eq!(before.len(), 1);
+    let e = &before[0];
+    assert_eq!(e["service"], "payments", "{e}");
+    assert_eq!(e["method"], "POST", "{e}");
+    assert_eq!(e["path"], "/v1/transfers", "{e}");
+    assert_eq!(e["idempotency_key"], "k-parts", "{e}");
+    assert!(e["route"].is_string(), "{e}");
+    assert!(e["fingerprint"].is_string(), "{e}");
+    assert_eq!(e["body"], transfer(), "{e}");
+    assert!(e["intent"].is_object(), "{e}");
+    kill9(da);
+
+    let da = serve_with_journal(&scenario, &journal, "always");
+    let after = da.ledger();
+    assert_eq!(after.len(), 1);
+    for field in [
+        "seq",
+        "service",
+        "route",
+        "method",
+        "path",
+        "idempotency_key",
+        "fingerprint",
+        "intent",
+        "body",
+        "disposition",
+        "applied",
+        "fate",
+    ] {
+        assert_eq!(after[0][field], before[0][field], "{field}");
+    }
+}
