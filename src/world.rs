@@ -655,3 +655,60 @@ fn replay(
     }
     worlds
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct First(std::sync::atomic::AtomicU64);
+
+    #[derive(Default)]
+    struct Second(u8);
+
+    #[test]
+    fn an_extension_is_made_once_and_then_found_in_its_slot() {
+        let world = World::new(Arc::new(Scenario::quickstart()), None);
+        let a = world.extension::<First>();
+        a.0.store(7, std::sync::atomic::Ordering::Relaxed);
+        let b = world.extension::<Second>();
+        assert_eq!(b.0, 0);
+        // The same instance every time, from the slots (not the overflow kept past them).
+        assert!(std::ptr::eq(a, world.extension::<First>()));
+        assert_eq!(
+            world
+                .extension::<First>()
+                .0
+                .load(std::sync::atomic::Ordering::Relaxed),
+            7
+        );
+        assert!(std::ptr::eq(b, world.extension::<Second>()));
+        assert!(world.extensions.slots[0].get().is_some());
+        assert!(world.extensions.slots[1].get().is_some());
+        assert!(world.extensions.slots[2].get().is_none());
+        assert!(world.extensions.more.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn kinds_beyond_the_slots_are_still_one_instance_each() {
+        macro_rules! kinds {
+            ($($k:ident),*) => { $( #[derive(Default)] struct $k(u8); )* };
+        }
+        kinds!(K0, K1, K2, K3, K4, K5, K6, K7, K8);
+        let world = World::new(Arc::new(Scenario::quickstart()), None);
+        let firsts: Vec<*const u8> = vec![
+            &world.extension::<K0>().0,
+            &world.extension::<K1>().0,
+            &world.extension::<K2>().0,
+            &world.extension::<K3>().0,
+            &world.extension::<K4>().0,
+            &world.extension::<K5>().0,
+            &world.extension::<K6>().0,
+            &world.extension::<K7>().0,
+            &world.extension::<K8>().0,
+        ];
+        assert_eq!(world.extensions.more.lock().unwrap().len(), 1);
+        assert_eq!(firsts[8], &world.extension::<K8>().0 as *const u8);
+        assert_eq!(firsts[0], &world.extension::<K0>().0 as *const u8);
+    }
+}
