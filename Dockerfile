@@ -5,6 +5,10 @@
 
 # --- build: a release binary from the locked dependency set ---------------------------------------
 FROM rust:1-slim-bookworm AS build
+# jemalloc (the binary's allocator) is built from source by its crate, with `make`.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends make \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src

@@ -1,5 +1,5 @@
-//! The benchmark's yardstick: a minimal hyper server with doubleagent's runtime and connection
-//! setup and the same response bodies, that records nothing. `bench/run.sh` measures it and
+//! The benchmark's yardstick: a minimal hyper server with doubleagent's runtime, allocator and
+//! connection setup and the same response bodies, that records nothing. `bench/run.sh` measures it and
 //! doubleagent alternately and reports doubleagent/baseline ratios (see BENCHMARKS.md).
 //!
 //! ```text
@@ -33,6 +33,12 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
+
+// doubleagent's allocator too (see `src/main.rs`): the yardstick differs from it only in what it
+// does per request.
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 struct Canned {
     content_type: String,
