@@ -1,6 +1,6 @@
 //! The benchmark's yardstick: a minimal hyper server with doubleagent's runtime, allocator and
-//! connection setup and the same response bodies, that records nothing. `bench/run.sh` measures it and
-//! doubleagent alternately and reports doubleagent/baseline ratios (see BENCHMARKS.md).
+//! connection setup and the same response bodies, that records nothing. `bench/run.sh` measures
+//! it and doubleagent alternately and reports doubleagent/baseline ratios (see BENCHMARKS.md).
 //!
 //! ```text
 //! cargo run --release --example baseline -- --listen 127.0.0.1:0 [--canned /agents/a2a=FILE[:TYPE]]...
