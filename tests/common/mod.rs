@@ -22,6 +22,8 @@ pub fn bin() -> &'static str {
 /// Write `contents` to a fresh temporary file and return its path.
 pub fn temp_file(name: &str, contents: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(sweep_earlier_runs);
     let dir = std::env::temp_dir().join(format!(
         "doubleagent-test-{}-{}",
         std::process::id(),
@@ -34,6 +36,35 @@ pub fn temp_file(name: &str, contents: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, contents).unwrap();
     path
+}
+
+/// Remove the directories [`temp_file`] made in earlier test processes that have ended: a test
+/// process cannot clean up after itself when it exits (a test's files are in use until then),
+/// so each one clears what its finished predecessors left, instead of leaving a directory per
+/// test run behind for good. Only where a process's liveness can be read (`/proc`).
+fn sweep_earlier_runs() {
+    let proc = std::path::Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("doubleagent-test-"))
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().filter(|p| p.parse::<u32>().is_ok()) else {
+            continue;
+        };
+        if !proc.join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The ready line of a `doubleagent serve` the test spawned itself (with its own env or
