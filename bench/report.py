@@ -1,4 +1,5 @@
-"""Summarise bench/run.sh's raw results: medians, doubleagent/baseline ratios, budget verdicts.
+"""Summarise bench/run.sh's raw results: medians, doubleagent/baseline ratios (the median of each
+round's ratio), budget verdicts.
 
 usage: report.py RESULTS.tsv MODE ROUNDS MACHINE AGENTS [OUT.md]
 
@@ -71,8 +72,17 @@ def ratio_row(fig, label, metric, budget_text, test, unit=""):
         problems.append(f"{fig}: did not run")
         rows.append((label, fmt(b, unit), fmt(d, unit), "—", budget_text, "did not run"))
         return
-    r = d / b if b else float("inf")
-    rows.append((label, fmt(b, unit), fmt(d, unit), f"{r:.3f}", budget_text, verdict(test(r))))
+    # The ratio is the median of each round's own ratio: a round measures both servers within a
+    # minute of each other, so what the machine was doing then (a virtual machine's speed moves
+    # by a quarter between rounds) cancels out; a ratio of the two medians would pair one
+    # round's baseline with another round's doubleagent.
+    bs, ds = values[(fig, "base", metric)], values[(fig, "da", metric)]
+    per_round = [dv / bv if bv else float("inf") for bv, dv in zip(bs, ds)]
+    r = statistics.median(per_round)
+    v = verdict(test(r))
+    if len(per_round) > 1:
+        v += " (rounds: " + ", ".join(f"{x:.2f}" for x in per_round) + ")"
+    rows.append((label, fmt(b, unit), fmt(d, unit), f"{r:.3f}", budget_text, v))
 
 
 def abs_row(fig, label, metric, budget_text, test, unit="", base_metric=None, extra=None):
@@ -149,7 +159,7 @@ errors = [(f, med(f, k, "errors")) for (f, k, m) in values if m == "errors"]
 errors = sorted({(f, e) for f, e in errors if e})
 
 lines = [
-    f"mode: {mode}, {rounds} round(s), medians; machine: {machine}",
+    f"mode: {mode}, {rounds} round(s), medians (ratios: the median of the rounds' own); machine: {machine}",
     "",
     "| figure | baseline | doubleagent | ratio | budget | verdict |",
     "|---|---|---|---|---|---|",
