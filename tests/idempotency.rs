@@ -659,6 +659,59 @@ fn acc1_a_replay_of_the_same_bytes_is_answered_and_recorded_as_any_other_replay(
     }
 }
 
+/// After a run of fresh keys a worker stops looking for a replay before reading the body (that
+/// look-up would find nothing) and looks again now and then: however a replay is taken, it is
+/// answered and recorded alike.
+#[test]
+fn acc1_replays_among_many_fresh_keys_are_answered_and_recorded_alike() {
+    let da = with(r#"idempotency = { preset = "stripe" }"#, "");
+    let post = |key: &str| post_key(&da, "Idempotency-Key", key, &transfer()).unwrap();
+    let first = post("k-0");
+    assert_eq!(first.status, 201);
+    for i in 1..=40 {
+        assert_eq!(post(&format!("k-{i}")).status, 201);
+    }
+    for i in 0..40 {
+        let again = post("k-0");
+        assert_eq!(
+            (again.status, again.json()),
+            (201, first.json()),
+            "replay {i}"
+        );
+        assert_eq!(
+            again.header("idempotent-replayed"),
+            Some("true"),
+            "replay {i}"
+        );
+        assert_eq!(post(&format!("k-fresh-{i}")).status, 201);
+    }
+    let l = da.ledger();
+    assert_eq!(l.len(), 1 + 40 + 80);
+    assert_eq!(applied(&l), 1 + 40 + 40);
+    let strip = |e: &Value| {
+        let mut e = e.clone();
+        for k in ["seq", "received_at", "response"] {
+            e.as_object_mut().unwrap().remove(k);
+        }
+        e
+    };
+    let replays: Vec<&Value> = l
+        .iter()
+        .filter(|e| e["idempotency_key"] == "k-0")
+        .skip(1)
+        .collect();
+    assert_eq!(replays.len(), 40);
+    for r in &replays {
+        assert_eq!(r["disposition"], "replayed");
+        assert_eq!(r["replay_of"], 1);
+        assert_eq!(r["response"]["status"], 201);
+        assert_eq!(strip(r), strip(replays[0]));
+    }
+    assert_eq!(replays[0]["fingerprint"], l[0]["fingerprint"]);
+    assert_eq!(replays[0]["intent"], l[0]["intent"]);
+    assert_eq!(replays[0]["body"], l[0]["body"]);
+}
+
 /// The fast lane is for the same bytes only: a key reused for another payload is still refused.
 #[test]
 fn rec4_a_reused_key_with_bytes_that_differ_in_one_place_is_still_a_mismatch() {
