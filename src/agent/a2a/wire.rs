@@ -56,6 +56,10 @@ pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
 /// means 0.3 (SPEC §3.6), so it is *not* supported; whether to refuse it (-32009) or be lenient is
 /// the caller's policy, since hand-written curl calls rarely send the header.
 pub fn version_supported(value: Option<&str>) -> bool {
+    // What nearly every call sends, without the parse.
+    if value == Some("1.0") {
+        return true;
+    }
     let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
         return false;
     };
