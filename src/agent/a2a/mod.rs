@@ -91,9 +91,7 @@ fn json_body(body: Vec<u8>) -> Reply {
 /// The `A2A-Version` of a call: the header, else the query parameter the spec also allows
 /// (borrowed: checked on every call, copied by none).
 fn version(req: &AgentRequest) -> Option<Cow<'_, str>> {
-    // Looked up by a name parsed once: a `&str` name (mixed case) is parsed again on every get.
-    static NAME: hyper::header::HeaderName = hyper::header::HeaderName::from_static("a2a-version");
-    if let Some(v) = req.headers.get(&NAME) {
+    if let Some(v) = req.headers.get(&wire::VERSION_HEADER_NAME) {
         return Some(String::from_utf8_lossy(v.as_bytes()));
     }
     req.query.as_deref().and_then(|q| {

@@ -37,6 +37,10 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 /// Header every 1.0 client sends on each call (and on the card GET). The spec reads a missing
 /// header as 0.3; the reference server then answers -32009.
 pub const VERSION_HEADER: &str = "A2A-Version";
+/// [`VERSION_HEADER`] as a parsed name, for look-ups: a `&str` name (mixed case) is parsed again
+/// on every `HeaderMap::get`.
+pub static VERSION_HEADER_NAME: hyper::header::HeaderName =
+    hyper::header::HeaderName::from_static("a2a-version");
 /// Relative to the agent's base URL (`/agents/NAME` in doubleagent).
 pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
 /// The only binding doubleagent serves; the client matches it literally.
@@ -57,7 +61,7 @@ pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
 /// the caller's policy, since hand-written curl calls rarely send the header.
 pub fn version_supported(value: Option<&str>) -> bool {
     // What nearly every call sends, without the parse.
-    if value == Some("1.0") {
+    if value == Some(PROTOCOL_VERSION) {
         return true;
     }
     let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
@@ -2651,6 +2655,7 @@ mod tests {
 
     #[test]
     fn version_header_values() {
+        assert!(VERSION_HEADER.eq_ignore_ascii_case(VERSION_HEADER_NAME.as_str()));
         for ok in ["1.0", "1.1", "1", "1.0.0", " 1.0 "] {
             assert!(version_supported(Some(ok)), "{ok}");
         }
