@@ -51,6 +51,10 @@ pub struct Request<'a> {
     /// Set by in-process callers (an agent's task id and revision) instead of headers.
     pub work_id: Option<String>,
     pub revision: Option<Value>,
+    /// The caller never reads the response's headers or body (an A2A agent's side-effect step):
+    /// an executed action's response is then rendered only when a key store keeps it. Its status
+    /// is decided, and recorded, all the same.
+    pub unread: bool,
 }
 
 /// A response to deliver.
@@ -273,6 +277,7 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
                                 None => Tree::Parsed(json.as_ref()),
                             },
                             intent: intent_text,
+                            unread: req.unread,
                         },
                         &mut record,
                     ),
@@ -949,6 +954,8 @@ struct ActionBody<'a> {
     tree: &'a Tree<'a>,
     /// The action's intent as JSON text.
     intent: Option<&'a [u8]>,
+    /// Nobody reads the response ([`Request::unread`]).
+    unread: bool,
 }
 
 fn action(
@@ -983,6 +990,7 @@ fn decide_and_execute(
         raw,
         tree,
         intent,
+        unread,
     } = body;
     let now = record.received_at;
     let policy = &route.idempotency;
@@ -1075,7 +1083,17 @@ fn decide_and_execute(
                 f if f.applies() => Some(now),
                 _ => None,
             };
-            let ok = render_respond(world, route, tree, record);
+            // Rendering is most of what answering costs; an answer nobody reads and no key store
+            // keeps needs only its status.
+            let ok = if unread && record.idempotency_key.is_none() {
+                Response {
+                    status: route.respond.status,
+                    headers: Vec::new(),
+                    body: Vec::new(),
+                }
+            } else {
+                render_respond(world, route, tree, record)
+            };
             let (response, plan, completes_at) = match fate {
                 Fate::Respond => (ok, Plan::Now, now),
                 Fate::Delay(d) => (ok, Plan::At(now + d), now + d),

@@ -1177,3 +1177,63 @@ fn acct_a_bad_agent_script_is_rejected_with_located_errors() {
         "{err}"
     );
 }
+
+/// An agent's step whose key a provider keeps, and one without a key (to another service).
+fn keyed_step() -> String {
+    payments(
+        r#"idempotency = { preset = "stripe", retention = "24h" }"#,
+        "",
+    ) + r#"
+[services.notes]
+[[services.notes.routes]]
+name = "note"
+method = "POST"
+path = "/v1/notes"
+kind = "action"
+respond = { status = 202, json = { id = "{{action.id}}" } }
+
+[agents.payer]
+protocol = "a2a"
+work = "0ms"
+
+[[agents.payer.steps]]
+at = "0ms"
+call = { service = "payments", route = "create-transfer", json = { to = "acct-9", amount = 100 }, headers = { "Idempotency-Key" = "k-agent" } }
+
+[[agents.payer.steps]]
+at = "0ms"
+call = { service = "notes", route = "note", json = { text = "paid" } }
+"#
+}
+
+#[test]
+fn rec4_acc1_an_agents_keyed_side_effect_is_replayed_to_a_client_with_its_rendered_response() {
+    let da = Da::start(&keyed_step());
+    start_task(&da, "payer", msg("pay", "pay", Value::Null));
+    let pay = &da.wait_for("service=payments", 1)[0];
+    assert_eq!(pay["disposition"], "executed");
+    assert_eq!(pay["response"]["status"], 201);
+    // The agent never reads its answer, but the key store keeps it: a client retrying with the
+    // same key and body gets the very response the agent's execution produced.
+    let r = da
+        .post_json(
+            "/payments/v1/transfers",
+            &[("idempotency-key", "k-agent")],
+            &transfer(),
+        )
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        r.json(),
+        json!({"id": format!("act_{}", pay["seq"]), "status": "succeeded"})
+    );
+    assert_eq!(
+        da.wait_for("service=payments", 2)[1]["disposition"],
+        "replayed"
+    );
+    // An unkeyed step's answer is not rendered for nobody, but its status is recorded.
+    let note = &da.wait_for("service=notes", 1)[0];
+    assert_eq!(note["disposition"], "executed");
+    assert_eq!(note["response"]["status"], 202);
+    assert_eq!(note["response"]["delivery"], "sent");
+}

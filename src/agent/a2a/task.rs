@@ -1651,6 +1651,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
                     actor: Some(["agent:", &e.agent].concat()),
                     work_id: Some(e.task.id.clone()),
                     revision: e.revision.clone(),
+                    unread: true,
                     ..service::Request::default()
                 },
             );
