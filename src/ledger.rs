@@ -843,6 +843,31 @@ pub struct Counts {
     recent: [usize; 4],
 }
 
+/// Whether two labels are the same bytes. Labels are short (a service's, a route's, a fate's
+/// name; often empty), and this runs for every entry appended, several times: a slice's `==`
+/// calls `memcmp` even for a few bytes (or none), these compare up to 16 bytes in two words.
+#[inline]
+fn same_label(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    // Two overlapping words cover every byte of `s` when `w <= n <= 2 * w`.
+    #[inline(always)]
+    fn ends<const W: usize>(s: &[u8]) -> Option<([u8; W], [u8; W])> {
+        let head = s.first_chunk::<W>()?;
+        let tail = s.last_chunk::<W>()?;
+        Some((*head, *tail))
+    }
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => ends::<4>(a) == ends::<4>(b),
+        8..=16 => ends::<8>(a) == ends::<8>(b),
+        _ => a == b,
+    }
+}
+
 impl Counts {
     fn hash(service: &str, route: &str, d: Disposition, fate: &str) -> u64 {
         use std::hash::BuildHasher;
@@ -855,11 +880,12 @@ impl Counts {
             let Some(&[a, b, c, e]) = spans.get(at) else {
                 return false;
             };
-            let text = |from: u32, to: u32| labels.get(from as usize..to as usize);
-            k.disposition == d
-                && text(b, c) == Some(route.as_bytes())
-                && text(a, b) == Some(service.as_bytes())
-                && text(c, e) == Some(fate.as_bytes())
+            let is = |from: u32, to: u32, l: &str| {
+                labels
+                    .get(from as usize..to as usize)
+                    .is_some_and(|t| same_label(t, l.as_bytes()))
+            };
+            k.disposition == d && is(b, c, route) && is(a, b, service) && is(c, e, fate)
         };
         if self.sets.is_empty() {
             self.recent = [usize::MAX; 4];
@@ -957,6 +983,24 @@ impl Counts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_compare_as_their_bytes_at_every_length() {
+        let base: Vec<u8> = (0..40u8).map(|i| b'a' + i % 26).collect();
+        let copy = base.clone();
+        for n in 0..base.len() {
+            let a = &base[..n];
+            assert!(same_label(a, &copy[..n]), "{n}");
+            for at in 0..n {
+                let mut b = a.to_vec();
+                b[at] ^= 1;
+                assert!(!same_label(a, &b), "{n} differing at {at}");
+            }
+            if n > 0 {
+                assert!(!same_label(a, &base[..n - 1]), "{n} against {}", n - 1);
+            }
+        }
+    }
 
     #[test]
     fn counts_add_up_whatever_the_order_of_label_sets() {
