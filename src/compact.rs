@@ -87,24 +87,32 @@ impl<'a> Flat<'a> {
     /// The JSON text of the value at an RFC 6901 pointer, `None` where there is none (as
     /// `Value::pointer` finds). The whole object (`""`) is not asked for here.
     pub fn at(&self, pointer: &str) -> Option<&'a [u8]> {
-        let token = pointer.strip_prefix('/')?;
-        if token.contains('/') {
-            // Below a member: every member is a scalar, which has nothing below it.
-            return None;
-        }
-        // A few members: a scan is cheaper than a search.
-        let find = |t: &[u8]| {
-            self.members[..self.len]
-                .iter()
-                .find(|(k, _)| *k == t)
-                .map(|(_, v)| *v)
-        };
-        if token.contains('~') {
-            find(token.replace("~1", "/").replace("~0", "~").as_bytes())
-        } else {
-            find(token.as_bytes())
-        }
+        self.member(pointer_member(pointer)?.as_bytes())
     }
+
+    /// The JSON text of the member named `key` (unescaped, without quotes).
+    pub fn member(&self, key: &[u8]) -> Option<&'a [u8]> {
+        // A few members: a scan is cheaper than a search.
+        self.members[..self.len]
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// The top-level member an RFC 6901 pointer names (its one token, unescaped), if it names one:
+/// a flat object has nothing deeper, and nothing at `""` but itself.
+pub fn pointer_member(pointer: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let token = pointer.strip_prefix('/')?;
+    if token.contains('/') {
+        // Below a member: every member is a scalar, which has nothing below it.
+        return None;
+    }
+    Some(if token.contains('~') {
+        token.replace("~1", "/").replace("~0", "~").into()
+    } else {
+        token.into()
+    })
 }
 
 /// Past JSON whitespace.

@@ -1170,15 +1170,19 @@ fn error_text(status: u16) -> &'static str {
 fn write_intent(out: &mut Vec<u8>, route: &Route, json: Option<&Value>, flat: Option<&Flat>) {
     out.push(b'{');
     // In byte order and each once since the scenario was loaded.
-    for (i, p) in route.intent.iter().enumerate() {
+    for (i, (p, key)) in route.intent.iter().zip(&route.intent_keys).enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        template::write_json_str(out, p);
-        out.push(b':');
+        out.extend_from_slice(&key.json);
         match flat {
             Some(f) if p.is_empty() => f.write(out),
-            Some(f) => out.extend_from_slice(f.at(p).unwrap_or(b"null")),
+            Some(f) => out.extend_from_slice(
+                key.member
+                    .as_deref()
+                    .and_then(|m| f.member(m.as_bytes()))
+                    .unwrap_or(b"null"),
+            ),
             None => {
                 let _ = serde_json::to_writer(
                     &mut *out,
@@ -1202,11 +1206,12 @@ fn an_intent_written_as_text_is_the_map_of_its_pointers_as_json() {
         r#"{"to":"acct-\"9\"","amount":100,"meta":{"a/b":[1,{"c~d":2.5}]},"z":null}"#,
     )
     .unwrap();
-    let pointer_sets: [&[&str]; 4] = [
+    let pointer_sets: [&[&str]; 5] = [
         &["/to", "/amount"],
         &["/z", "/amount", "/to", "/amount", "/missing"],
         &["/meta/a~1b/1/c~0d", "/meta/a~1b/0", ""],
         &["/\u{e9}", "/to"],
+        &["/a~1b", "/c~0d", "/~1", "/\"q", "/to/x"],
     ];
     for pointers in pointer_sets {
         let scenario = crate::scenario::Scenario::from_toml(
