@@ -390,19 +390,39 @@ fn put_fingerprint(out: &mut Vec<u8>, f: Option<&str>) {
     }
 }
 
-/// The number written as exactly 16 lowercase hex digits (as `hash::hex16` writes it).
+/// The number written as exactly 16 lowercase hex digits (as `hash::hex16` writes it). Every
+/// action's fingerprint goes through here: eight digits at a time, checked and converted in
+/// one word, instead of a test and a shift per digit.
 fn hex16_value(h: &str) -> Option<u64> {
-    if h.len() != 16 {
+    let b = h.as_bytes().first_chunk::<16>().filter(|_| h.len() == 16)?;
+    let (hi, lo) = b.split_at(8);
+    Some(u64::from(hex8_value(hi)?) << 32 | u64::from(hex8_value(lo)?))
+}
+
+/// Eight lowercase hex digits as a number (the first the most significant), or `None`.
+fn hex8_value(digits: &[u8]) -> Option<u32> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let w = u64::from_be_bytes(digits.try_into().ok()?);
+    // Bytes of 0x80 and over first: then adding below 0x80 to a byte carries into none other.
+    if w & HIGH != 0 {
         return None;
     }
-    h.bytes().try_fold(0u64, |v, c| {
-        let d = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            _ => return None,
-        };
-        Some(v << 4 | d as u64)
-    })
+    // Per byte, the high bit set when the byte is at least `lo` / more than `hi`.
+    let at_least = |lo: u8| w + ONES * u64::from(0x80 - lo);
+    let above = |hi: u8| w + ONES * u64::from(0x7f - hi);
+    let digit = at_least(b'0') & !above(b'9');
+    let letter = at_least(b'a') & !above(b'f');
+    if (digit | letter) & HIGH != HIGH {
+        return None;
+    }
+    // '0'-'9' are 0x30-0x39 and 'a'-'f' 0x61-0x66: the low four bits, plus 9 for a letter.
+    let mut n = (w & (ONES * 0x0f)) + 9 * ((w >> 6) & ONES);
+    // Pack the eight nibbles (one per byte, the first in the top byte) into 32 bits.
+    n = (n | n >> 4) & 0x00ff_00ff_00ff_00ff;
+    n = (n | n >> 8) & 0x0000_ffff_0000_ffff;
+    n = (n | n >> 16) & 0xffff_ffff;
+    Some(n as u32)
 }
 
 fn disposition_code(d: Disposition) -> u8 {
@@ -939,6 +959,66 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `hex16_value` must answer, a digit at a time.
+    fn hex16_slowly(h: &[u8]) -> Option<u64> {
+        (h.len() == 16).then_some(())?;
+        h.iter().try_fold(0u64, |v, &c| {
+            let d = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                _ => return None,
+            };
+            Some(v << 4 | d as u64)
+        })
+    }
+
+    #[test]
+    fn hex_fingerprints_read_as_a_digit_at_a_time_would_with_any_byte_anywhere() {
+        let valid = [
+            "0123456789abcdef",
+            "fedcba9876543210",
+            "0000000000000000",
+            "ffffffffffffffff",
+            "07a2bf1f41436c9a",
+        ];
+        for v in valid {
+            assert_eq!(hex16_value(v), hex16_slowly(v.as_bytes()), "{v}");
+            assert!(hex16_value(v).is_some());
+            for at in 0..16 {
+                for c in 0..=255u8 {
+                    let mut b = v.as_bytes().to_vec();
+                    b[at] = c;
+                    let want = hex16_slowly(&b);
+                    assert_eq!(
+                        b.first_chunk::<16>().and_then(|d| {
+                            let (hi, lo) = d.split_at(8);
+                            Some(u64::from(hex8_value(hi)?) << 32 | u64::from(hex8_value(lo)?))
+                        }),
+                        want,
+                        "{v} with {c:#x} at {at}"
+                    );
+                    if let Ok(s) = std::str::from_utf8(&b) {
+                        assert_eq!(hex16_value(s), want, "{s:?}");
+                    }
+                }
+            }
+        }
+        for bad in [
+            "",
+            "0123456789abcde",
+            "0123456789abcdef0",
+            "0123456789ABCDEF",
+        ] {
+            assert_eq!(hex16_value(bad), None, "{bad}");
+        }
+        assert_eq!(hex16_value("00000000000000ff"), Some(255));
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..10_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            assert_eq!(hex16_value(&crate::hash::hex16(x)), Some(x));
+        }
+    }
     use serde_json::json;
 
     fn record(seq: u64) -> Record {
