@@ -844,8 +844,9 @@ pub struct Counts {
 }
 
 /// Whether two labels are the same bytes. Labels are short (a service's, a route's, a fate's
-/// name; often empty), and this runs for every entry appended, several times: a slice's `==`
-/// calls `memcmp` even for a few bytes (or none), these compare up to 16 bytes in two words.
+/// name, an agent event's; often empty), and this runs for every entry appended, several times
+/// (here and in the encoding's interned strings): a slice's `==` calls `memcmp` even for a few
+/// bytes (or none), these compare up to 16 bytes in two words.
 #[inline]
 fn same_label(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();

@@ -73,7 +73,11 @@ impl Strings {
         let recent = &mut self.recent[field as usize];
         for i in 0..RECENT {
             let id = recent[i];
-            if self.table.get(id as usize).is_some_and(|t| **t == *s) {
+            if self
+                .table
+                .get(id as usize)
+                .is_some_and(|t| super::same_label(t.as_bytes(), s.as_bytes()))
+            {
                 if i > 0 {
                     to_front(recent, i);
                 }
