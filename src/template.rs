@@ -216,15 +216,25 @@ fn needs_escape(s: &[u8]) -> bool {
 
 /// A JSON string as serde_json writes it: copied as is when no byte needs escaping (no `"`,
 /// `\\` or control character; serde_json escapes nothing else), else by serde_json.
+#[inline]
 pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
     if needs_escape(s.as_bytes()) {
-        let _ = serde_json::to_writer(&mut *out, s);
+        write_escaped(out, s);
     } else {
         out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
         out.push(b'"');
     }
+}
+
+/// The rare string with something to escape, kept out of [`write_json_str`]'s way: its
+/// callers (some thirty per A2A round trip) then inline a short copy instead of calling a
+/// function that saves and restores registers for serde_json's sake.
+#[cold]
+#[inline(never)]
+fn write_escaped(out: &mut Vec<u8>, s: &str) {
+    let _ = serde_json::to_writer(&mut *out, s);
 }
 
 /// Serialising strings and JSON values into a byte buffer cannot fail (no I/O, no non-string
