@@ -410,7 +410,11 @@ fn put_fingerprint(out: &mut Vec<u8>, f: Option<&str>) {
 /// action's fingerprint goes through here: eight digits at a time, checked and converted in
 /// one word, instead of a test and a shift per digit.
 fn hex16_value(h: &str) -> Option<u64> {
-    let b = h.as_bytes().first_chunk::<16>().filter(|_| h.len() == 16)?;
+    hex16_bytes(h.as_bytes())
+}
+
+fn hex16_bytes(h: &[u8]) -> Option<u64> {
+    let b = h.first_chunk::<16>().filter(|_| h.len() == 16)?;
     let (hi, lo) = b.split_at(8);
     Some(u64::from(hex8_value(hi)?) << 32 | u64::from(hex8_value(lo)?))
 }
@@ -1006,14 +1010,7 @@ mod tests {
                     let mut b = v.as_bytes().to_vec();
                     b[at] = c;
                     let want = hex16_slowly(&b);
-                    assert_eq!(
-                        b.first_chunk::<16>().and_then(|d| {
-                            let (hi, lo) = d.split_at(8);
-                            Some(u64::from(hex8_value(hi)?) << 32 | u64::from(hex8_value(lo)?))
-                        }),
-                        want,
-                        "{v} with {c:#x} at {at}"
-                    );
+                    assert_eq!(hex16_bytes(&b), want, "{v} with {c:#x} at {at}");
                     if let Ok(s) = std::str::from_utf8(&b) {
                         assert_eq!(hex16_value(s), want, "{s:?}");
                     }
