@@ -837,7 +837,8 @@ pub struct Counts {
     /// other worker keeps writing: a count read its labels from another core's cache.
     labels: Vec<u8>,
     spans: Vec<[u32; 4]>,
-    /// The indexes of the label sets counted last, most recent first (`usize::MAX`: none yet):
+    /// The indexes of the label sets counted last, most recent first (each checked against the
+    /// labels, so a stale or unused slot is only a miss):
     /// appends mostly repeat a few label sets (a service's route; an agent's events), and
     /// comparing labels costs less than hashing them.
     recent: [usize; 4],
@@ -875,38 +876,44 @@ impl Counts {
         crate::hash::FastState::default().hash_one((service, route, d, fate))
     }
 
-    fn bump(&mut self, service: &str, route: &str, d: Disposition, fate: &str, by: u64) {
-        let (labels, spans) = (&self.labels, &self.spans);
-        let same = |at: usize, k: &CountKey| {
-            let Some(&[a, b, c, e]) = spans.get(at) else {
-                return false;
-            };
-            let is = |from: u32, to: u32, l: &str| {
-                labels
-                    .get(from as usize..to as usize)
-                    .is_some_and(|t| same_label(t, l.as_bytes()))
-            };
-            k.disposition == d && is(b, c, route) && is(a, b, service) && is(c, e, fate)
+    /// Whether the label set at `at` is this one (false for an index past the end).
+    #[inline(always)]
+    fn is_set(&self, at: usize, service: &str, route: &str, d: Disposition, fate: &str) -> bool {
+        let (Some(&[a, b, c, e]), Some((k, _))) = (self.spans.get(at), self.sets.get(at)) else {
+            return false;
         };
-        if self.sets.is_empty() {
-            self.recent = [usize::MAX; 4];
-        }
+        let is = |from: u32, to: u32, l: &str| {
+            self.labels
+                .get(from as usize..to as usize)
+                .is_some_and(|t| same_label(t, l.as_bytes()))
+        };
+        k.disposition == d && is(b, c, route) && is(a, b, service) && is(c, e, fate)
+    }
+
+    /// Counts `by` more of a label set: inlined, as most counts repeat one of the last few
+    /// label sets; the rest (a hash and a map) out of line, so that this path stays small.
+    #[inline]
+    fn bump(&mut self, service: &str, route: &str, d: Disposition, fate: &str, by: u64) {
         for i in 0..self.recent.len() {
             let at = self.recent[i];
-            if let Some((k, n)) = self.sets.get_mut(at) {
-                if same(at, k) {
+            if self.is_set(at, service, route, d, fate) {
+                if let Some((_, n)) = self.sets.get_mut(at) {
                     *n += by;
-                    if i > 0 {
-                        self.recent[..=i].rotate_right(1);
-                    }
-                    return;
                 }
+                codec::to_front(&mut self.recent, i);
+                return;
             }
         }
+        self.bump_found(service, route, d, fate, by);
+    }
+
+    /// [`bump`](Self::bump) of a label set not counted lately: found by its hash, or added.
+    #[inline(never)]
+    fn bump_found(&mut self, service: &str, route: &str, d: Disposition, fate: &str, by: u64) {
         let mut h = Counts::hash(service, route, d, fate);
         let at = loop {
             match self.map.get(&h) {
-                Some(&at) if self.sets.get(at).is_some_and(|(k, _)| same(at, k)) => break at,
+                Some(&at) if self.is_set(at, service, route, d, fate) => break at,
                 // A 64-bit collision between label sets: probe the next number.
                 Some(_) => h = h.wrapping_add(1),
                 None => {
@@ -934,7 +941,7 @@ impl Counts {
         }
         let last = self.recent.len() - 1;
         self.recent[last] = at;
-        self.recent.rotate_right(1);
+        codec::to_front(&mut self.recent, last);
     }
 
     fn add(&mut self, r: &Record) {

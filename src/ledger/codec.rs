@@ -58,12 +58,11 @@ const RECENT: usize = 8;
 
 /// `s[..=i].rotate_right(1)` for the few elements of a recent list: the slice's rotate calls
 /// `memmove`, which cost more than the rest of a look-up, several times per append.
-pub(super) fn to_front<T: Copy>(s: &mut [T], i: usize) {
+pub(super) fn to_front<T: Copy, const N: usize>(s: &mut [T; N], i: usize) {
+    let i = i.min(N - 1);
     let v = s[i];
-    let mut j = i;
-    while j > 0 {
+    for j in (1..=i).rev() {
         s[j] = s[j - 1];
-        j -= 1;
     }
     s[0] = v;
 }
