@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::wire::json::write_str as escape;
+use super::wire::Part;
 
 /// A JSON object being written.
 pub(super) struct Detail {
@@ -120,6 +121,14 @@ impl Detail {
         self
     }
 
+    /// A list of parts, the bytes their `Serialize` gives, written by hand
+    /// ([`wire::json`](super::wire::json)).
+    pub(super) fn parts(&mut self, key: &'static str, parts: &[Part]) -> &mut Self {
+        self.key(key);
+        super::wire::json::parts(&mut self.buf, parts);
+        self
+    }
+
     /// The object's text.
     pub(super) fn finish(&mut self) -> &[u8] {
         self.buf.push(b'}');
@@ -170,6 +179,32 @@ mod tests {
         assert_eq!(d.finish(), serde_json::to_vec(&want).unwrap());
         let mut empty = Detail::new(d.into_buf());
         assert_eq!(empty.finish(), b"{}");
+    }
+
+    #[test]
+    fn parts_are_written_as_serde_json_writes_them() {
+        let mut md = serde_json::Map::new();
+        md.insert("z".into(), json!(1));
+        md.insert("a".into(), json!("\u{1}"));
+        let every = [
+            Part::text("hi \"there\"\n\u{7f}\u{e9}"),
+            Part::data(json!({"b": 1, "a": {"d": 2, "c": 3}}))
+                .with_filename("f.json")
+                .with_media_type("application/json")
+                .with_metadata(md),
+            Part::raw(b"bytes").with_media_type("application/octet-stream"),
+            Part::url("http://x/y").with_filename("y\\z"),
+        ];
+        for parts in [&every[..], &every[..1], &[]] {
+            let mut by_hand = Detail::new(Vec::new());
+            by_hand.parts("parts", parts);
+            let mut by_serde = Detail::new(Vec::new());
+            by_serde.ser("parts", parts);
+            assert_eq!(
+                String::from_utf8_lossy(by_hand.finish()),
+                String::from_utf8_lossy(by_serde.finish())
+            );
+        }
     }
 
     #[test]

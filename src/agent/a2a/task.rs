@@ -1059,7 +1059,7 @@ fn message_detail(
     }
     d.str("method", method);
     if !one_plain_text {
-        d.ser("parts", &msg.parts);
+        d.parts("parts", &msg.parts);
     }
     if !msg.reference_task_ids.is_empty() {
         d.ser("reference_task_ids", &msg.reference_task_ids);
@@ -1395,7 +1395,7 @@ fn send_locked(
             d.str("context_id", &context_id)
                 .str("in_reply_to", &msg.message_id)
                 .str("message_id", &reply_id)
-                .ser("parts", &reply.parts)
+                .parts("parts", &reply.parts)
                 .str("reply", "message");
         });
         if r.used_canary.get() {
@@ -1701,7 +1701,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
                 if let Some(n) = &spec.name {
                     d.str("name", n);
                 }
-                d.ser("parts", &artifact.parts);
+                d.parts("parts", &artifact.parts);
             });
             merge_artifact(&mut e.task.artifacts, artifact, spec.append);
             e.note_canary(world, used, now);

@@ -104,6 +104,18 @@ fn part(out: &mut Vec<u8>, p: &Part) {
     o.end();
 }
 
+/// What serde_json writes for a list of parts (an artifact's, in its ledger entry).
+pub(in crate::agent::a2a) fn parts(out: &mut Vec<u8>, parts: &[Part]) {
+    out.push(b'[');
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        part(out, p);
+    }
+    out.push(b']');
+}
+
 fn message(out: &mut Vec<u8>, m: &Message) {
     let mut o = Obj::new(out);
     o.opt_str("contextId", m.context_id.as_ref());
