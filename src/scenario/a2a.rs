@@ -272,8 +272,9 @@ pub struct CallStep {
     /// JSON body; strings may hold placeholders (`{{task.id}}`, `{{canary}}`, ...).
     pub json: Option<Value>,
     /// `json` as sent, when none of its strings holds a placeholder: rendering would give it
-    /// back unchanged, so it is serialised once here instead of at every call.
-    pub fixed_json: Option<String>,
+    /// back unchanged, so it is serialised once here instead of at every call (and shared by
+    /// every call's request, not copied).
+    pub fixed_json: Option<hyper::body::Bytes>,
     pub body: Option<String>,
 }
 
@@ -848,7 +849,7 @@ fn compile_step(
             .json
             .as_ref()
             .filter(|j| !has_placeholder(j))
-            .map(Value::to_string),
+            .map(|j| j.to_string().into()),
         body: call.body.clone(),
     })
 }

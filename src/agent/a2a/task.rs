@@ -34,6 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use hyper::body::Bytes;
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
 
@@ -1636,12 +1637,12 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
                         hyper::header::HeaderValue::from_static("application/json"),
                     );
                     match &step.fixed_json {
-                        Some(fixed) => fixed.clone().into_bytes(),
-                        None => r.json(j).to_string().into_bytes(),
+                        Some(fixed) => fixed.clone(),
+                        None => r.json(j).to_string().into(),
                     }
                 }
-                (None, Some(b)) => r.text(b).into_bytes(),
-                (None, None) => Vec::new(),
+                (None, Some(b)) => r.text(b).into(),
+                (None, None) => Bytes::new(),
             };
             let used = r.used_canary.get();
             // Synchronous admission while the runner holds the clock's tick: the effect is in
@@ -1653,7 +1654,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
                     method: step.method.as_str().into(),
                     path: step.path.as_str().into(),
                     headers,
-                    body: body.into(),
+                    body,
                     actor: Some(["agent:", &e.agent].concat()),
                     work_id: Some(e.task.id.clone()),
                     revision: e.revision.clone(),
