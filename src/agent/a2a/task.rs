@@ -647,6 +647,12 @@ fn new_entry(
 /// `world.clock.rfc3339(at)`, formatted once per millisecond per thread: a round trip stamps
 /// its task's status two or three times within the same millisecond.
 fn stamp(world: &World, at: Duration) -> String {
+    restamp(world, at, None)
+}
+
+/// [`stamp`] written into the buffer of the timestamp it replaces, if any: a status change
+/// then allocates nothing for its timestamp.
+fn restamp(world: &World, at: Duration, old: Option<String>) -> String {
     thread_local! {
         static LAST: std::cell::RefCell<(u64, String)> =
             const { std::cell::RefCell::new((u64::MAX, String::new())) };
@@ -657,7 +663,14 @@ fn stamp(world: &World, at: Duration) -> String {
         if last.0 != ms {
             *last = (ms, crate::clock::format_rfc3339_ms(ms));
         }
-        last.1.clone()
+        match old {
+            Some(mut s) => {
+                s.clear();
+                s.push_str(&last.1);
+                s
+            }
+            None => last.1.clone(),
+        }
     })
 }
 
@@ -1586,7 +1599,8 @@ fn run_due_in(
 /// status timestamps and their ledger entries (see `log_at`), read once for every event due.
 fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Duration) {
     // The timestamp is formatted only by the events that show one.
-    let ts = || stamp(world, now);
+    // The new status's timestamp in the old one's buffer (the old status is replaced).
+    let ts = |e: &mut Entry| restamp(world, now, e.task.status.timestamp.take());
     match ev {
         Event::Status(i) => {
             let step = &script.updates[i];
@@ -1607,7 +1621,7 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
             let status = TaskStatus {
                 state,
                 message,
-                timestamp: Some(ts()),
+                timestamp: Some(ts(e)),
             };
             e.set_status(world, status);
             e.log_with(world, now, "status", |d| {
@@ -1713,15 +1727,16 @@ fn apply(world: &Arc<World>, e: &mut Entry, script: &Script, ev: Event, now: Dur
             let text = script.message.as_ref().map(|t| r.text(t));
             let used = r.used_canary.get();
             let state = outcome_state(outcome);
-            // The message's text for the entry, when there is one (a copy: rare).
-            let logged = text.clone();
             let status = TaskStatus {
                 state,
                 message: text.map(|t| e.agent_message(format!("{}-final", e.task.id), t)),
-                timestamp: Some(ts()),
+                timestamp: Some(ts(e)),
             };
             e.note_canary(world, used, now);
             e.set_status(world, status);
+            // The message's text for the entry: the one text part of the status's message.
+            let status_message = e.task.status.message.as_ref();
+            let logged = status_message.and_then(|m| m.parts.first()?.as_text());
             e.log_with(world, now, "result", |d| {
                 d.str_seq(
                     "artifacts",
