@@ -188,6 +188,39 @@ pub(crate) fn json_escapes(v: u64) -> u64 {
     (below(v, 0x20) | below(quote, 1) | below(backslash, 1)) & HIGH
 }
 
+/// Where the first byte JSON escapes (`"`, `\\`, a control character) is in `b`, if anywhere:
+/// where a string's text stops for the readers of JSON text that take plain strings as they are
+/// (request bodies in `compact`, A2A and AG-UI requests, ledger lines in `verify`). Eight bytes at
+/// a time ([`json_escapes`]: its lowest flag is the first); a tail of fewer than eight by looking
+/// at the last eight again, which holds no stop before the tail.
+#[inline]
+pub(crate) fn escape_at(b: &[u8]) -> Option<usize> {
+    let word = |w: &[u8]| {
+        let mut v = [0u8; 8];
+        v.copy_from_slice(w);
+        json_escapes(u64::from_le_bytes(v))
+    };
+    let mut words = b.chunks_exact(8);
+    let mut at = 0;
+    for w in words.by_ref() {
+        let stops = word(w);
+        if stops != 0 {
+            return Some(at + (stops.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    if words.remainder().is_empty() {
+        return None;
+    }
+    match b.len().checked_sub(8) {
+        Some(last) => {
+            let stops = word(&b[last..]);
+            (stops != 0).then(|| last + (stops.trailing_zeros() / 8) as usize)
+        }
+        None => b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20),
+    }
+}
+
 /// Whether `s` holds a byte JSON escapes (`"`, `\\`, a control character), eight at a time:
 /// strings written on every request (response templates, agents' events and ledger details)
 /// mostly need nothing.
@@ -286,6 +319,32 @@ mod tests {
             let mut out = Vec::new();
             Compiled::of(&t).write(&V, &mut out);
             assert_eq!(String::from_utf8(out).unwrap(), json(&t, &V).to_string());
+        }
+    }
+
+    #[test]
+    fn a_strings_stop_is_found_a_word_at_a_time_where_a_byte_at_a_time_search_finds_it() {
+        let naive = |b: &[u8]| b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20);
+        // Every byte value (stops, their neighbours, UTF-8 bytes with the high bit set) at every
+        // place in and around two words, over fills that are not stops.
+        for len in 0..20 {
+            assert_eq!(escape_at(&vec![b'x'; len]), None);
+            for at in 0..len {
+                for stop in 0..=0xffu8 {
+                    for &fill in &[b'x', 0xe2, 0x7f, 0x20] {
+                        let mut b = vec![fill; len];
+                        b[at] = stop;
+                        assert_eq!(escape_at(&b), naive(&b), "{b:?}");
+                        // A second candidate later on must not be taken for the first.
+                        for later in [at + 1, at + 3] {
+                            if later < len {
+                                b[later] = b'"';
+                                assert_eq!(escape_at(&b), naive(&b), "{b:?}");
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -15,26 +15,7 @@ use serde_json::Value;
 
 use super::jsonl::{Canonical, Revision, Skipped, Str, Valid, Wire, WireResponse};
 use crate::ledger::{Delivery, Disposition};
-use crate::template::json_escapes;
-
-/// Where a string's text stops: the first '"', '\\' or control character in `b` (the bytes after
-/// an opening quote). Strings are most of a ledger line, so they are searched eight bytes at a
-/// time ([`json_escapes`]: its lowest flag is the first stop).
-fn string_stop(b: &[u8]) -> Option<usize> {
-    let mut words = b.chunks_exact(8);
-    let mut at = 0;
-    for w in words.by_ref() {
-        let stops = json_escapes(u64::from_le_bytes(w.try_into().unwrap_or_default()));
-        if stops != 0 {
-            return Some(at + (stops.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    let rest = words.remainder();
-    rest.iter()
-        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-        .map(|p| at + p)
-}
+use crate::template::escape_at as string_stop;
 
 /// `Entry`'s fields, in the order it serializes them.
 const FIELDS: [&str; 25] = [
@@ -522,33 +503,6 @@ fn canonical(b: &[u8]) -> bool {
 mod tests {
     use super::*;
     use crate::ledger::Entry;
-
-    #[test]
-    fn a_strings_stop_is_found_a_word_at_a_time_where_a_byte_at_a_time_search_finds_it() {
-        let naive = |b: &[u8]| b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20);
-        // Stops and their neighbours (0x1f/0x20, bytes either side of '"' and '\\', UTF-8
-        // bytes with the high bit set), at every place in and around a word.
-        let bytes = [
-            b'a', b'"', b'\\', 0x00, 0x1f, 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xa2, 0xdc,
-            0xff,
-        ];
-        for len in 0..20 {
-            for at in 0..len {
-                for &stop in &bytes {
-                    for &fill in &[b'x', 0xe2, 0x7f, 0x20] {
-                        let mut b = vec![fill; len];
-                        b[at] = stop;
-                        assert_eq!(string_stop(&b), naive(&b), "{b:?}");
-                        // A second candidate later on must not be taken for the first.
-                        if at + 1 < len {
-                            b[at + 1] = b'"';
-                            assert_eq!(string_stop(&b), naive(&b), "{b:?}");
-                        }
-                    }
-                }
-            }
-        }
-    }
 
     /// Everything of a [`Wire`] that rows are made of.
     fn kept(w: &Wire) -> String {

@@ -351,6 +351,7 @@ pub(super) mod json;
 mod plain {
     use super::SendMessageRequest;
     use super::{Message, Method, Part, Role, RpcId, RpcRequest, SendMessageConfiguration};
+    use crate::template::escape_at;
 
     struct Scan<'a> {
         /// The body, checked to be UTF-8 once: strings are slices of it (between quotes, which
@@ -377,7 +378,7 @@ mod plain {
         fn str(&mut self) -> Option<&'a str> {
             self.eat(b'"')?;
             let start = self.i;
-            let end = start + stop(&self.b[start..])?;
+            let end = start + escape_at(&self.b[start..])?;
             if self.b[end] != b'"' {
                 return None;
             }
@@ -529,31 +530,6 @@ mod plain {
                 metadata: None,
             })
         }
-    }
-
-    /// Where the first quote, backslash or control character of `b` is, eight bytes at a time.
-    pub(super) fn stop(b: &[u8]) -> Option<usize> {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
-        // A high bit in the lanes of `v` that are zero (exactly, for the first such lane).
-        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-        let mut i = 0;
-        while let Some(chunk) = b.get(i..i + 8) {
-            let v = u64::from_le_bytes(chunk.try_into().ok()?);
-            let hit = zero(v ^ (ONES * u64::from(b'"')))
-                | zero(v ^ (ONES * u64::from(b'\\')))
-                // Lanes below 0x20 (ASCII; a byte >= 0x80 never sets it falsely here since
-                // `!v` clears its high bit).
-                | (v.wrapping_sub(ONES * 0x20) & !v & HIGH);
-            if hit != 0 {
-                return Some(i + (hit.trailing_zeros() / 8) as usize);
-            }
-            i += 8;
-        }
-        b[i..]
-            .iter()
-            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-            .map(|p| i + p)
     }
 
     pub(super) fn parse_send(body: &[u8]) -> Option<(RpcRequest, SendMessageRequest)> {
@@ -2784,30 +2760,6 @@ mod tests {
         assert!(plain::parse_send(b"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\"}").is_none());
     }
 
-    #[test]
-    fn the_scanner_stops_at_the_first_quote_backslash_or_control_character() {
-        let naive = |b: &[u8]| b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20);
-        let fill = "a\u{e9}\u{2713}\u{7f}~ ".as_bytes();
-        for len in 0..40 {
-            let base: Vec<u8> = fill.iter().cycle().take(len).copied().collect();
-            assert_eq!(plain::stop(&base), naive(&base));
-            for at in 0..len {
-                for stop in [b'"', b'\\', 0, 0x1f, b'\n'] {
-                    let mut b = base.clone();
-                    b[at] = stop;
-                    assert_eq!(plain::stop(&b), Some(at), "{b:?}");
-                    // A second one later changes nothing.
-                    if at + 3 < len {
-                        b[at + 3] = b'"';
-                        assert_eq!(plain::stop(&b), Some(at));
-                    }
-                }
-            }
-        }
-    }
-
-    /// Direct serialisation writes the same text as going through a `Value` tree (whose
-    /// objects are sorted maps): every field set, and none of the optional ones.
     #[test]
     fn direct_serialisation_matches_the_tree_route() {
         fn same<T: Serialize>(v: &T) {
