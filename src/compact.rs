@@ -13,18 +13,29 @@
 /// The most members a body read here may have (they are kept on the stack).
 pub const MAX_MEMBERS: usize = 16;
 
+/// The longest body read here: its members are kept as 16-bit offsets into it (a larger one is
+/// declined, and parsed).
+pub const MAX_BYTES: usize = u16::MAX as usize;
+
 /// A flat JSON object, its members sorted by key: each key without its quotes, each value as
 /// its JSON text (strings with their quotes).
 pub struct Flat<'a> {
-    members: [(&'a [u8], &'a [u8]); MAX_MEMBERS],
+    body: &'a [u8],
+    /// Each member as offsets into `body`: its key's start and end, its value's start and end.
+    /// Small, so that making, moving and returning a `Flat` costs little.
+    members: [[u16; 4]; MAX_MEMBERS],
     len: usize,
 }
 
 impl<'a> Flat<'a> {
     /// The members of `body` if it is a flat object this module reads exactly like serde_json.
     pub fn read(body: &'a [u8]) -> Option<Flat<'a>> {
+        if body.len() > MAX_BYTES {
+            return None;
+        }
         let mut flat = Flat {
-            members: [(&[], &[]); MAX_MEMBERS],
+            body,
+            members: [[0; 4]; MAX_MEMBERS],
             len: 0,
         };
         let mut i = ws(body, 0);
@@ -36,14 +47,15 @@ impl<'a> Flat<'a> {
             return (ws(body, i + 1) == body.len()).then_some(flat);
         }
         loop {
-            let (key, end) = string(body, i)?;
-            i = ws(body, end);
+            let (key_at, key_end) = string(body, i)?;
+            i = ws(body, key_end);
             if body.get(i) != Some(&b':') {
                 return None;
             }
             i = ws(body, i + 1);
-            let (value, end) = scalar(body, i)?;
-            flat.insert(&key[1..key.len() - 1], value)?;
+            let (value_at, end) = scalar(body, i)?;
+            // Offsets below `MAX_BYTES`: they fit.
+            flat.insert([key_at + 1, key_end - 1, value_at, end].map(|o| o as u16))?;
             i = ws(body, end);
             match body.get(i) {
                 Some(b',') => i = ws(body, i + 1),
@@ -53,18 +65,40 @@ impl<'a> Flat<'a> {
         }
     }
 
-    /// Keeps the members in key order as they come; `None` for a repeated key (serde_json keeps
-    /// the last one: rare enough to leave to it) or one member too many.
-    fn insert(&mut self, key: &'a [u8], value: &'a [u8]) -> Option<()> {
+    fn key(&self, m: [u16; 4]) -> &'a [u8] {
+        self.body
+            .get(m[0] as usize..m[1] as usize)
+            .unwrap_or_default()
+    }
+
+    fn value(&self, m: [u16; 4]) -> &'a [u8] {
+        self.body
+            .get(m[2] as usize..m[3] as usize)
+            .unwrap_or_default()
+    }
+
+    /// Keeps the members in key order as they come (an insertion: bodies have a few members);
+    /// `None` for a repeated key (serde_json keeps the last one: rare enough to leave to it) or
+    /// one member too many.
+    fn insert(&mut self, m: [u16; 4]) -> Option<()> {
         if self.len == MAX_MEMBERS {
             return None;
         }
-        let at = match self.members[..self.len].binary_search_by(|(k, _)| (*k).cmp(key)) {
-            Ok(_) => return None,
-            Err(at) => at,
-        };
-        self.members.copy_within(at..self.len, at + 1);
-        self.members[at] = (key, value);
+        let key = self.key(m);
+        let mut at = self.len;
+        while at > 0 {
+            let before = self.members[at - 1];
+            match self.key(before).cmp(key) {
+                std::cmp::Ordering::Greater => {
+                    self.members[at] = before;
+                    at -= 1;
+                }
+                // The whole object is declined: what was moved no longer matters.
+                std::cmp::Ordering::Equal => return None,
+                std::cmp::Ordering::Less => break,
+            }
+        }
+        self.members[at] = m;
         self.len += 1;
         Some(())
     }
@@ -72,14 +106,14 @@ impl<'a> Flat<'a> {
     /// The object as serde_json writes it compactly.
     pub fn write(&self, out: &mut Vec<u8>) {
         out.push(b'{');
-        for (n, (k, v)) in self.members[..self.len].iter().enumerate() {
+        for (n, &m) in self.members[..self.len].iter().enumerate() {
             if n > 0 {
                 out.push(b',');
             }
             out.push(b'"');
-            out.extend_from_slice(k);
+            out.extend_from_slice(self.key(m));
             out.extend_from_slice(b"\":");
-            out.extend_from_slice(v);
+            out.extend_from_slice(self.value(m));
         }
         out.push(b'}');
     }
@@ -95,8 +129,8 @@ impl<'a> Flat<'a> {
         // A few members: a scan is cheaper than a search.
         self.members[..self.len]
             .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, v)| *v)
+            .find(|&&m| self.key(m) == key)
+            .map(|&m| self.value(m))
     }
 }
 
@@ -123,14 +157,16 @@ fn ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// A string without escapes at `i` (with its quotes) and where it ends. Only escapes and
+/// A string without escapes at `i` (the range of its text with its quotes). Only escapes and
 /// control characters are declined: serde_json writes every other character as it read it, and
 /// the text is checked to be UTF-8 (as serde_json requires) only where it is not ASCII.
-fn string(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
+fn string(b: &[u8], i: usize) -> Option<(usize, usize)> {
     if b.get(i) != Some(&b'"') {
         return None;
     }
-    // Plain ASCII up to the closing quote in one pass; anything else is looked at again.
+    // Plain ASCII up to the closing quote in one pass, a byte at a time (keys and values are
+    // short: a word-at-a-time search, `template::escape_at`, costs more here); anything else
+    // is looked at again.
     let len = b[i + 1..]
         .iter()
         .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))?;
@@ -139,21 +175,17 @@ fn string(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
         if b[end] < 0x80 {
             return None;
         }
-        end = i
-            + 1
-            + b[i + 1..]
-                .iter()
-                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        end = i + 1 + crate::template::escape_at(&b[i + 1..])?;
         if b[end] != b'"' || std::str::from_utf8(&b[i + 1..end]).is_err() {
             return None;
         }
     }
-    Some((&b[i..=end], end + 1))
+    Some((i, end + 1))
 }
 
 /// A string, an integer of at most 18 digits (no `-0`: serde_json writes it as `0`), `true`,
-/// `false` or `null` at `i`, and where it ends.
-fn scalar(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
+/// `false` or `null` at `i`: the range of its text.
+fn scalar(b: &[u8], i: usize) -> Option<(usize, usize)> {
     match *b.get(i)? {
         b'"' => string(b, i),
         b't' | b'f' | b'n' => {
@@ -164,7 +196,7 @@ fn scalar(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
             };
             let end = i + word.len();
             (b.get(i..end) == Some(word) && !b.get(end).is_some_and(u8::is_ascii_alphanumeric))
-                .then(|| (&b[i..end], end))
+                .then_some((i, end))
         }
         b'-' | b'0'..=b'9' => {
             let digits_at = i + usize::from(b[i] == b'-');
@@ -176,7 +208,7 @@ fn scalar(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
             let ok = (1..=18).contains(&digits)
                 && (b[digits_at] != b'0' || (digits == 1 && digits_at == i))
                 && !matches!(b.get(end), Some(b'.' | b'e' | b'E'));
-            ok.then(|| (&b[i..end], end))
+            ok.then_some((i, end))
         }
         _ => None,
     }
@@ -269,6 +301,21 @@ mod tests {
         }
         // Not UTF-8: serde_json refuses it, and so does this.
         assert!(Flat::read(b"{\"a\":\"\xff\"}").is_none());
+    }
+
+    #[test]
+    fn bodies_up_to_the_offsets_bound_are_read_and_longer_ones_declined() {
+        let body = |len: usize| {
+            let pad = len - r#"{"b":1,"a":""}"#.len();
+            format!(r#"{{"b":1,"a":"{}"}}"#, "x".repeat(pad))
+        };
+        let longest = body(MAX_BYTES);
+        assert_eq!(longest.len(), MAX_BYTES);
+        assert_eq!(
+            ours(&longest, &["/a", "/b"]),
+            serde(&longest, &["/a", "/b"])
+        );
+        assert!(ours(&body(MAX_BYTES + 1), &[]).is_none());
     }
 
     #[test]
