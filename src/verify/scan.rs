@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::jsonl::{Canonical, Revision, Skipped, Str, Valid, Wire, WireResponse};
 use crate::ledger::{Delivery, Disposition};
-use crate::template::escape_at as string_stop;
+use crate::template::escape_at;
 
 /// `Entry`'s fields, in the order it serializes them.
 const FIELDS: [&str; 25] = [
@@ -99,7 +99,7 @@ impl<'a> Scan<'a> {
     fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.i;
-        let end = start + string_stop(&self.b[start..])?;
+        let end = start + escape_at(&self.b[start..])?;
         if self.b[end] != b'"' {
             return None;
         }
@@ -461,7 +461,7 @@ fn canonical(b: &[u8]) -> bool {
             }
             b'"' => {
                 // The scan let no escape through: the first stop is the closing quote.
-                let len = string_stop(&b[i + 1..]).unwrap_or(0);
+                let len = escape_at(&b[i + 1..]).unwrap_or(0);
                 let s = &b[i + 1..i + 1 + len];
                 i += len + 2;
                 if b.get(i) == Some(&b':') {
