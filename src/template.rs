@@ -261,6 +261,23 @@ pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
     }
 }
 
+/// `[a,b,...]`, each item written by `write` (shared by the agents' hand-written JSON).
+#[inline]
+pub fn write_json_array<T>(
+    out: &mut Vec<u8>,
+    items: impl IntoIterator<Item = T>,
+    mut write: impl FnMut(&mut Vec<u8>, T),
+) {
+    out.push(b'[');
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write(out, item);
+    }
+    out.push(b']');
+}
+
 /// The rare string with something to escape, kept out of [`write_json_str`]'s way: its
 /// callers (some thirty per A2A round trip) then inline a short copy instead of calling a
 /// function that saves and restores registers for serde_json's sake.

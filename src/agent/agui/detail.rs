@@ -203,14 +203,7 @@ pub(crate) fn digits(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
 
 /// `["a","b",...]`.
 pub(crate) fn write_strs<'s>(out: &mut Vec<u8>, items: impl IntoIterator<Item = &'s str>) {
-    out.push(b'[');
-    for (k, s) in items.into_iter().enumerate() {
-        if k > 0 {
-            out.push(b',');
-        }
-        write_json_str(out, s);
-    }
-    out.push(b']');
+    crate::template::write_json_array(out, items, write_json_str);
 }
 
 #[cfg(test)]

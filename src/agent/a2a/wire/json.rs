@@ -51,15 +51,7 @@ impl<'a> Obj<'a> {
 
     fn strs(&mut self, key: &str, v: &[String]) {
         if !v.is_empty() {
-            let out = self.key(key);
-            out.push(b'[');
-            for (i, s) in v.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, s);
-            }
-            out.push(b']');
+            array(self.key(key), v, |out, s| write_str(out, s));
         }
     }
 
@@ -69,15 +61,7 @@ impl<'a> Obj<'a> {
     }
 
     fn list<T>(&mut self, key: &str, items: &[T], write: impl Fn(&mut Vec<u8>, &T)) {
-        let out = self.key(key);
-        out.push(b'[');
-        for (i, item) in items.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            write(out, item);
-        }
-        out.push(b']');
+        array(self.key(key), items, write);
     }
 
     fn end(self) {
@@ -106,14 +90,11 @@ fn part(out: &mut Vec<u8>, p: &Part) {
 
 /// What serde_json writes for a list of parts (an artifact's, in its ledger entry).
 pub(in crate::agent::a2a) fn parts(out: &mut Vec<u8>, parts: &[Part]) {
-    out.push(b'[');
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        part(out, p);
-    }
-    out.push(b']');
+    array(out, parts, part);
+}
+
+fn array<T>(out: &mut Vec<u8>, items: &[T], write: impl Fn(&mut Vec<u8>, &T)) {
+    crate::template::write_json_array(out, items, write);
 }
 
 fn message(out: &mut Vec<u8>, m: &Message) {
