@@ -85,6 +85,23 @@ def ratio_row(fig, label, metric, budget_text, test, unit=""):
     rows.append((label, fmt(b, unit), fmt(d, unit), f"{r:.3f}", budget_text, v))
 
 
+def noise_row():
+    """The second baseline against the first: no budget, the run's own noise floor."""
+    label = "noise floor: a second baseline against the first (replays load): rps"
+    a, b = med("noise", "base", "rps"), med("noise", "base2", "rps")
+    if "noise" in failed or a is None or b is None:
+        problems.append("noise: did not run")
+        rows.append((label, fmt(a), fmt(b), "—", "≈ 1 (no budget)", "did not run"))
+        return
+    per_round = [bv / av if av else float("inf")
+                 for av, bv in zip(values[("noise", "base", "rps")], values[("noise", "base2", "rps")])]
+    r = statistics.median(per_round)
+    v = "(smoke)" if smoke else f"spread ±{max(abs(x - 1) for x in per_round) * 100:.0f} %"
+    if len(per_round) > 1:
+        v += " (rounds: " + ", ".join(f"{x:.2f}" for x in per_round) + ")"
+    rows.append((label, fmt(a), fmt(b), f"{r:.3f}", "≈ 1 (no budget)", v))
+
+
 def abs_row(fig, label, metric, budget_text, test, unit="", base_metric=None, extra=None):
     d = med(fig, "da", metric)
     b = med(fig, "base", base_metric or metric) if base_metric != "" else None
@@ -114,6 +131,8 @@ if present("delayed"):
     ratio_row("delayed", "delayed responses: p99", "p99_ms", "≤ 1.1×", lambda r: r <= 1.1, " ms")
 if present("replays"):
     ratio_row("replays", "replays (same key, 64 conns): rps", "rps", "≥ 0.9×", lambda r: r >= 0.9)
+if present("noise"):
+    noise_row()
 if present("startup"):
     abs_row("startup", "start-up: process start → ready line", "ms", "≤ 10 ms median", lambda d: d <= 10, " ms")
 if present("memory"):

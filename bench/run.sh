@@ -2,7 +2,7 @@
 # The benchmark suite (issue 6; see BENCHMARKS.md): doubleagent against a bare hyper server
 # (examples/baseline.rs), measured alternately in one run, several rounds, medians and ratios.
 #
-#   bench/run.sh                 full run (release build; ~6 minutes on 2 cores)
+#   bench/run.sh                 full run (release build; ~15 minutes on 2 cores)
 #   bench/run.sh --smoke         every figure end to end in a few seconds, no timing verdicts (CI)
 #   bench/run.sh --rounds 3 --secs 5 --only throughput,replays
 #
@@ -131,8 +131,8 @@ stop_server() {
   SERVER_PID=""
 }
 
-# serve KIND SCENARIO [ARGS...]: KIND is da (ARGS: more serve options) or base (ARGS: canned
-# answers, PATH=FILE:TYPE).
+# serve KIND SCENARIO [ARGS...]: KIND is da (ARGS: more serve options) or base or base2, a
+# second baseline for the noise figure (ARGS: canned answers, PATH=FILE:TYPE).
 serve() {
   local kind="$1" scenario="$2"; shift 2
   if [ "$kind" = da ]; then
@@ -241,6 +241,15 @@ for round in $(seq 1 "$ROUNDS"); do
   for kind in $ORDER; do
     if want replays; then
       load_figure replays "$kind" bench/bench.toml /rep/v1/transfers 64 same "$TRANSFER" ""
+    fi
+  done
+  # The method's own noise: the replays load on a second baseline against the first, both
+  # started afresh as every server here is. Two identical servers read 1.00 but for the
+  # machine; how far their rounds stray says how far any ratio above may stray for no reason.
+  if [ $((round % 2)) = 1 ]; then NOISE_ORDER="base base2"; else NOISE_ORDER="base2 base"; fi
+  for kind in $NOISE_ORDER; do
+    if want noise; then
+      load_figure noise "$kind" bench/bench.toml /rep/v1/transfers 64 same "$TRANSFER" ""
     fi
   done
   for kind in $ORDER; do
