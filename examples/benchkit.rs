@@ -23,6 +23,11 @@
 //!     the action pipeline alone, in process on one thread: N unique-key transfers, then N
 //!     replays of one key (bench/bench.toml): nanoseconds and allocations per `service::admit`
 //!     (best of 3)
+//! benchkit admit-shared --n N --work W --runs R [--only same]
+//!                                                            ADMITSHARED {"shared_ns":..,"apart_ns":..}
+//!     the same on two threads, each with W steps of work of its own between admissions, on one
+//!     world they share and on a world each: CPU time per admission, and the difference, what
+//!     sharing the world costs (its lock and the cache lines of its state)
 //!
 //! benchkit probe URL [--method M] [--body B] [--headers 'A: b|C: d'] [--out FILE]
 //!                                                            PROBE {"status":..,"content_type":..,"bytes":..}
@@ -45,23 +50,41 @@ use hyper::HeaderMap;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader as TokioBufReader};
 use tokio::net::TcpStream;
 
-/// Counts allocations, so `benchkit admit` can say how many a request costs (one relaxed
-/// increment per allocation: nothing the other subcommands would notice).
+/// Counts allocations, so `benchkit admit` can say how many a request costs (one increment per
+/// allocation, on the allocating thread's own counter: threads that allocate at once share no
+/// counter, which `admit-shared` relies on). Allocates with the binary's allocator.
 struct Counting;
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+#[cfg(not(feature = "jemalloc"))]
+use std::alloc::System as Inner;
+#[cfg(feature = "jemalloc")]
+use tikv_jemallocator::Jemalloc as Inner;
+
+thread_local! {
+    static ALLOCATIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Allocations made so far on this thread.
+fn allocations() -> u64 {
+    ALLOCATIONS.with(|a| a.get())
+}
+
+fn count_allocation() {
+    // `try_with`: a thread being torn down may still free and allocate.
+    let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
+}
 
 unsafe impl std::alloc::GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { std::alloc::System.alloc(layout) }
+        count_allocation();
+        unsafe { Inner.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        unsafe { std::alloc::System.dealloc(ptr, layout) }
+        unsafe { Inner.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { std::alloc::System.realloc(ptr, layout, size) }
+        count_allocation();
+        unsafe { Inner.realloc(ptr, layout, size) }
     }
 }
 
@@ -83,6 +106,7 @@ fn main() {
         "probe" => runtime().block_on(probe(&opts)),
         "verify-parts" => verify_parts(&opts),
         "admit" => admit(&opts),
+        "admit-shared" => admit_shared(&opts),
         _ => usage(),
     }
 }
@@ -425,47 +449,56 @@ fn transfer(service: &str, i: u64) -> Request<'_> {
     }
 }
 
+/// The benchmark scenario, as the server loads it.
+fn bench_scenario() -> Arc<Scenario> {
+    let toml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/bench.toml"))
+        .expect("bench/bench.toml");
+    Arc::new(Scenario::from_toml(&toml, "bench/bench.toml").expect("valid"))
+}
+
+/// N transfers to `service` as the HTTP side hands them to `admit`: each with a key of its own
+/// (`k-TAG-i`), or all with the same one.
+fn transfers(service: &'static str, same: bool, n: u64, tag: usize) -> Vec<Request<'static>> {
+    (0..n)
+        .map(|i| {
+            let mut headers = HeaderMap::new();
+            let key = if same {
+                "same-key".to_string()
+            } else {
+                format!("k-{tag}-{i}")
+            };
+            headers.insert("idempotency-key", key.parse().expect("header"));
+            headers.insert("content-type", "application/json".parse().expect("header"));
+            Request {
+                service: service.into(),
+                method: "POST".into(),
+                path: "/v1/transfers".into(),
+                headers,
+                body: hyper::body::Bytes::from_static(b"{\"to\":\"acct-9\",\"amount\":100}"),
+                ..Request::default()
+            }
+        })
+        .collect()
+}
+
 /// The cost of `service::admit` alone: what recording costs a request, without HTTP.
 fn admit(opts: &Opts) {
     let n = opts.num("n", 200_000);
-    let toml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/bench.toml"))
-        .expect("bench/bench.toml");
-    let scenario = Arc::new(Scenario::from_toml(&toml, "bench/bench.toml").expect("valid"));
-    let requests = |service: &'static str, same: bool| -> Vec<Request<'static>> {
-        (0..n)
-            .map(|i| {
-                let mut headers = HeaderMap::new();
-                let key = if same {
-                    "same-key".to_string()
-                } else {
-                    format!("k-{i}")
-                };
-                headers.insert("idempotency-key", key.parse().expect("header"));
-                headers.insert("content-type", "application/json".parse().expect("header"));
-                Request {
-                    service: service.into(),
-                    method: "POST".into(),
-                    path: "/v1/transfers".into(),
-                    headers,
-                    body: hyper::body::Bytes::from_static(b"{\"to\":\"acct-9\",\"amount\":100}"),
-                    ..Request::default()
-                }
-            })
-            .collect()
-    };
+    let scenario = bench_scenario();
+    let requests = |service: &'static str, same: bool| transfers(service, same, n, 0);
     let best = |service: &'static str, same: bool| {
         (0..opts.num("runs", 3))
             .map(|_| {
                 let world = World::new(scenario.clone(), None);
                 let reqs = requests(service, same);
-                let a0 = ALLOCATIONS.load(Ordering::Relaxed);
+                let a0 = allocations();
                 let t0 = Instant::now();
                 for r in reqs {
                     // The outcome is dropped inside the loop, as the server drops its response.
                     std::hint::black_box(service::admit(&world, r));
                 }
                 let ns = t0.elapsed().as_nanos() as f64 / n as f64;
-                let allocs = (ALLOCATIONS.load(Ordering::Relaxed) - a0) as f64 / n as f64;
+                let allocs = (allocations() - a0) as f64 / n as f64;
                 (ns, allocs)
             })
             .fold((f64::INFINITY, 0.0), |a, b| if b.0 < a.0 { b } else { a })
@@ -487,6 +520,83 @@ fn admit(opts: &Opts) {
         "ADMIT {{\"n\":{n},\"unique_ns\":{:.0},\"unique_allocs\":{:.1},\"same_ns\":{:.0},\"same_allocs\":{:.1}}}",
         unique.0, unique.1, same.0, same.1
     );
+}
+
+/// What sharing one world costs the two threads of a 2-core server. Two threads each admit N
+/// transfers, with `--work` steps of arithmetic of their own before each (standing in for the
+/// HTTP work a server's worker does between admissions: 20 000 steps are ~5 µs here), once on
+/// a world they share and once on a world each, alternately, `--runs` times. Each thread's CPU
+/// time per admission (its work included) is read from Linux's schedstat; the difference
+/// between the two medians is what the shared world costs: its lock, and the cache lines of
+/// its state that move between the cores.
+fn admit_shared(opts: &Opts) {
+    let n = opts.num("n", 100_000);
+    let work = opts.num("work", 20_000);
+    let runs = opts.num("runs", 5).max(1);
+    let same = opts.get("only") == Some("same");
+    let service = if same { "rep" } else { "pay" };
+    let scenario = bench_scenario();
+    let rt = runtime();
+    let (mut shared, mut apart) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        for together in [true, false] {
+            let one = Arc::new(World::new(scenario.clone(), None));
+            let barrier = Arc::new(std::sync::Barrier::new(2));
+            let threads: Vec<_> = (0..2)
+                .map(|tag| {
+                    let world = if together {
+                        one.clone()
+                    } else {
+                        Arc::new(World::new(scenario.clone(), None))
+                    };
+                    let requests = transfers(service, same, n, tag);
+                    let (barrier, handle) = (barrier.clone(), rt.handle().clone());
+                    std::thread::spawn(move || {
+                        let _rt = handle.enter();
+                        barrier.wait();
+                        let t0 = thread_cpu_ns();
+                        let mut acc = 0u64;
+                        for r in requests {
+                            for j in 0..work {
+                                acc = acc.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(j);
+                            }
+                            std::hint::black_box(acc);
+                            std::hint::black_box(service::admit(&world, r));
+                        }
+                        thread_cpu_ns().saturating_sub(t0) as f64 / n as f64
+                    })
+                })
+                .collect();
+            let per = threads
+                .into_iter()
+                .map(|t| t.join().expect("admitting thread"))
+                .sum::<f64>()
+                / 2.0;
+            if together {
+                shared.push(per);
+            } else {
+                apart.push(per);
+            }
+        }
+    }
+    let (s, a) = (median(&mut shared), median(&mut apart));
+    println!(
+        "ADMITSHARED {{\"n\":{n},\"work\":{work},\"runs\":{runs},\"shared_ns\":{s:.0},\"apart_ns\":{a:.0},\"penalty_ns\":{:.0}}}",
+        s - a
+    );
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// CPU time this thread has run, in nanoseconds (Linux's schedstat; 0 where there is none).
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// N delayed responses pending in process, one advance, all delivered.
