@@ -524,7 +524,7 @@ fn admit(opts: &Opts) {
 
 /// What sharing one world costs the two threads of a 2-core server. Two threads each admit N
 /// transfers, with `--work` steps of arithmetic of their own before each (standing in for the
-/// HTTP work a server's worker does between admissions: 20 000 steps are ~5 µs here), once on
+/// HTTP work a server's worker does between admissions: 20 000 steps are ~4 µs here), once on
 /// a world they share and once on a world each, alternately, `--runs` times. Each thread's CPU
 /// time per admission (its work included) is read from Linux's schedstat; the difference
 /// between the two medians is what the shared world costs: its lock, and the cache lines of
