@@ -527,8 +527,8 @@ fn admit(opts: &Opts) {
 /// HTTP work a server's worker does between admissions: 20 000 steps are ~4 µs here), once on
 /// a world they share and once on a world each, alternately, `--runs` times. Each thread's CPU
 /// time per admission (its work included) is read from Linux's schedstat; the difference
-/// between the two medians is what the shared world costs: its lock, and the cache lines of
-/// its state that move between the cores.
+/// between the two halves of a run (the median over the runs) is what the shared world costs:
+/// its lock, and the cache lines of its state that move between the cores.
 fn admit_shared(opts: &Opts) {
     let n = opts.num("n", 100_000);
     let work = opts.num("work", 20_000);
@@ -540,15 +540,13 @@ fn admit_shared(opts: &Opts) {
     let (mut shared, mut apart) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         for together in [true, false] {
-            let one = Arc::new(World::new(scenario.clone(), None));
+            let one = together.then(|| Arc::new(World::new(scenario.clone(), None)));
             let barrier = Arc::new(std::sync::Barrier::new(2));
             let threads: Vec<_> = (0..2)
                 .map(|tag| {
-                    let world = if together {
-                        one.clone()
-                    } else {
-                        Arc::new(World::new(scenario.clone(), None))
-                    };
+                    let world = one
+                        .clone()
+                        .unwrap_or_else(|| Arc::new(World::new(scenario.clone(), None)));
                     let requests = transfers(service, same, n, tag);
                     let (barrier, handle) = (barrier.clone(), rt.handle().clone());
                     std::thread::spawn(move || {
