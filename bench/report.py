@@ -66,8 +66,10 @@ def verdict(ok):
     return "pass" if ok else "FAIL"
 
 
-def ratio_row(fig, label, metric, budget_text, test, unit=""):
-    b, d = med(fig, "base", metric), med(fig, "da", metric)
+def ratio_row(fig, label, metric, budget_text, test, unit="", against="da"):
+    """`against`/baseline per round. `test` judges the ratio against a budget; with `test=None`
+    (the noise floor: a second baseline, no budget) the row says how far its rounds strayed."""
+    b, d = med(fig, "base", metric), med(fig, against, metric)
     if fig in failed or b is None or d is None:
         problems.append(f"{fig}: did not run")
         rows.append((label, fmt(b, unit), fmt(d, unit), "—", budget_text, "did not run"))
@@ -76,30 +78,16 @@ def ratio_row(fig, label, metric, budget_text, test, unit=""):
     # minute of each other, so what the machine was doing then (a virtual machine's speed moves
     # by a quarter between rounds) cancels out; a ratio of the two medians would pair one
     # round's baseline with another round's doubleagent.
-    bs, ds = values[(fig, "base", metric)], values[(fig, "da", metric)]
+    bs, ds = values[(fig, "base", metric)], values[(fig, against, metric)]
     per_round = [dv / bv if bv else float("inf") for bv, dv in zip(bs, ds)]
     r = statistics.median(per_round)
-    v = verdict(test(r))
+    if test is not None:
+        v = verdict(test(r))
+    else:
+        v = "(smoke)" if smoke else f"spread ±{max(abs(x - 1) for x in per_round) * 100:.0f} %"
     if len(per_round) > 1:
         v += " (rounds: " + ", ".join(f"{x:.2f}" for x in per_round) + ")"
     rows.append((label, fmt(b, unit), fmt(d, unit), f"{r:.3f}", budget_text, v))
-
-
-def noise_row():
-    """The second baseline against the first: no budget, the run's own noise floor."""
-    label = "noise floor: a second baseline against the first (replays load): rps"
-    a, b = med("noise", "base", "rps"), med("noise", "base2", "rps")
-    if "noise" in failed or a is None or b is None:
-        problems.append("noise: did not run")
-        rows.append((label, fmt(a), fmt(b), "—", "≈ 1 (no budget)", "did not run"))
-        return
-    per_round = [bv / av if av else float("inf")
-                 for av, bv in zip(values[("noise", "base", "rps")], values[("noise", "base2", "rps")])]
-    r = statistics.median(per_round)
-    v = "(smoke)" if smoke else f"spread ±{max(abs(x - 1) for x in per_round) * 100:.0f} %"
-    if len(per_round) > 1:
-        v += " (rounds: " + ", ".join(f"{x:.2f}" for x in per_round) + ")"
-    rows.append((label, fmt(a), fmt(b), f"{r:.3f}", "≈ 1 (no budget)", v))
 
 
 def abs_row(fig, label, metric, budget_text, test, unit="", base_metric=None, extra=None):
@@ -132,7 +120,8 @@ if present("delayed"):
 if present("replays"):
     ratio_row("replays", "replays (same key, 64 conns): rps", "rps", "≥ 0.9×", lambda r: r >= 0.9)
 if present("noise"):
-    noise_row()
+    ratio_row("noise", "noise floor: a second baseline against the first (replays load): rps", "rps",
+              "≈ 1 (no budget)", None, against="base2")
 if present("startup"):
     abs_row("startup", "start-up: process start → ready line", "ms", "≤ 10 ms median", lambda d: d <= 10, " ms")
 if present("memory"):

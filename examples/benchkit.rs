@@ -530,7 +530,7 @@ fn admit(opts: &Opts) {
 /// between the two halves of a run (the median over the runs) is what the shared world costs:
 /// its lock, and the cache lines of its state that move between the cores.
 fn admit_shared(opts: &Opts) {
-    let n = opts.num("n", 100_000);
+    let n = opts.num("n", 100_000).max(1);
     let work = opts.num("work", 20_000);
     let runs = opts.num("runs", 5).max(1);
     let same = opts.get("only") == Some("same");
