@@ -347,11 +347,28 @@ struct Slot {
     /// False once the key was remembered again (or forgotten early, see [`KeyStore`]).
     live: bool,
     seq: u64,
-    created_at: Duration,
-    completes_at: Duration,
+    /// Scenario times in nanoseconds ([`Slot::time`]): 16 bytes a key less than `Duration`s.
+    created_at: u64,
+    completes_at: u64,
     status: u16,
     headers: Cow<'static, [Header]>,
     raw: u64,
+}
+
+impl Slot {
+    /// A scenario time as a slot keeps it; past u64 nanoseconds (584 years) it stays there, which
+    /// reads as "never" to every comparison a slot's times take part in.
+    fn time(t: Duration) -> u64 {
+        u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn created_at(&self) -> Duration {
+        Duration::from_nanos(self.created_at)
+    }
+
+    fn completes_at(&self) -> Duration {
+        Duration::from_nanos(self.completes_at)
+    }
 }
 
 /// A slot with its texts, as a lookup sees it.
@@ -459,10 +476,10 @@ impl KeyStore {
             };
         };
         let slot = rec.slot;
-        if now >= slot.created_at + policy.retention {
+        if now >= slot.created_at() + policy.retention {
             return Decision::Execute { after_expiry: true };
         }
-        if now < slot.completes_at {
+        if now < slot.completes_at() {
             return Decision::Conflict { of: slot.seq };
         }
         if policy.fingerprint != Fingerprint::None && rec.fingerprint != fingerprint {
@@ -490,7 +507,7 @@ impl KeyStore {
         }
         let rec = self.find(service, key)?;
         let slot = rec.slot;
-        let fresh = now < slot.created_at + policy.retention && now >= slot.completes_at;
+        let fresh = now < slot.created_at() + policy.retention && now >= slot.completes_at();
         (fresh && slot.raw == raw).then(|| (slot.seq, rec.stored()))
     }
 
@@ -530,8 +547,8 @@ impl KeyStore {
             body_len: kept.body.len() as u32,
             live: true,
             seq: kept.seq,
-            created_at: kept.created_at,
-            completes_at: kept.completes_at,
+            created_at: Slot::time(kept.created_at),
+            completes_at: Slot::time(kept.completes_at),
             status: kept.status,
             headers: kept.headers,
             raw: kept.raw,
@@ -577,8 +594,8 @@ impl KeyStore {
         let kept = Kept {
             fingerprint: rec.fingerprint,
             seq: slot.seq,
-            created_at: slot.created_at,
-            completes_at: slot.completes_at,
+            created_at: slot.created_at(),
+            completes_at: slot.completes_at(),
             status: slot.status,
             headers: slot.headers.clone(),
             body: rec.body,
@@ -705,6 +722,23 @@ pub fn fingerprint(how: &Fingerprint, raw: &[u8], json: Option<&Value>) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_key_costs_at_most_88_bytes_besides_its_texts() {
+        // What a key store holds per key grows a load test's memory with every request.
+        assert!(
+            std::mem::size_of::<Slot>() <= 88,
+            "{}",
+            std::mem::size_of::<Slot>()
+        );
+    }
+
+    #[test]
+    fn a_slot_keeps_times_to_the_nanosecond_and_a_time_past_its_range_as_never() {
+        let t = Duration::new(86_400, 123_456_789);
+        assert_eq!(Duration::from_nanos(Slot::time(t)), t);
+        assert_eq!(Slot::time(Duration::MAX), u64::MAX);
+    }
 
     fn record(seq: u64, fp: &str, created: u64, completes: u64) -> KeyRecord {
         KeyRecord {
