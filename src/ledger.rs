@@ -517,6 +517,29 @@ pub trait Sink: Send + Sync {
 pub struct Texts<'a> {
     pub intent: Option<&'a [u8]>,
     pub body: Option<&'a [u8]>,
+    /// Its service, route, method and path, borrowed, where the record's own are left empty.
+    pub names: Option<Names<'a>>,
+}
+
+/// A record's service, route, method and path, borrowed from the request and the scenario. An
+/// action's record is appended with them instead of its own strings, which are then never
+/// allocated: four strings made, copied and freed per request only to be encoded.
+#[derive(Clone, Copy, Debug)]
+pub struct Names<'a> {
+    pub service: &'a str,
+    pub route: Option<&'a str>,
+    pub method: &'a str,
+    pub path: &'a str,
+}
+
+impl Names<'_> {
+    /// The record with these as its own strings.
+    pub fn fill(&self, r: &mut Record) {
+        r.service = self.service.to_string();
+        r.route = self.route.map(str::to_string);
+        r.method = self.method.to_string();
+        r.path = self.path.to_string();
+    }
 }
 
 pub struct Ledger {
@@ -615,6 +638,9 @@ impl Ledger {
         if self.sink.is_some() {
             // The journal keeps whole records.
             let parse = |t: &[u8]| serde_json::from_slice(t).unwrap_or(Value::Null);
+            if let Some(names) = &texts.names {
+                names.fill(record);
+            }
             let mut whole = record.take();
             if let Some(t) = texts.intent {
                 whole.intent = Some(parse(t));
@@ -627,7 +653,10 @@ impl Ledger {
         }
         let seq = self.next_seq();
         record.seq = seq;
-        self.counts.add(record);
+        match &texts.names {
+            Some(n) => self.counts.add_as(record, n.service, n.route),
+            None => self.counts.add(record),
+        }
         self.records.push_texts(record, texts);
         self.pushed(seq);
         seq
@@ -945,18 +974,17 @@ impl Counts {
     }
 
     fn add(&mut self, r: &Record) {
+        self.add_as(r, &r.service, r.route.as_deref());
+    }
+
+    /// [`add`](Self::add) of `r` under this service and route (its own may be left empty).
+    fn add_as(&mut self, r: &Record, service: &str, route: Option<&str>) {
         // The fate's name is written into a reused buffer: counting allocates nothing.
         thread_local! {
             static FATE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
         }
         let count = |fate: &str, counts: &mut Counts| {
-            counts.bump(
-                &r.service,
-                r.route.as_deref().unwrap_or(""),
-                r.disposition,
-                fate,
-                1,
-            )
+            counts.bump(service, route.unwrap_or(""), r.disposition, fate, 1)
         };
         match r.fate.map(|f| (f, f.plain_name())) {
             None => count("", self),

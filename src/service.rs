@@ -24,7 +24,7 @@ use crate::idempotency::{
 };
 use crate::journal::Line;
 use crate::ledger::{
-    parse_action_id, ActionState, Delivery, Disposition, Record, Replay, ResponsePlan, Texts,
+    parse_action_id, ActionState, Delivery, Disposition, Names, Record, Replay, ResponsePlan, Texts,
 };
 use crate::scenario::{did_you_mean, CancelPolicy, RespondBody, Route, RouteKind, Service};
 use crate::template;
@@ -234,7 +234,31 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
     };
     // What the ledger keeps of a body is the parsed JSON when it fits, else text (`ledger_body`).
     let body_text = body_text.filter(|_| body.len() <= scenario.ledger_body_bytes);
-    let mut record = new_record(&mut req, now, idempotency_key, work_id, revision);
+    // An action's record leaves its service, route, method and path to these (see `Names`);
+    // any other request's record owns them.
+    let named = texts.is_some();
+    let lent: [Cow<'_, str>; 3] = match named {
+        true => [
+            std::mem::take(&mut req.service),
+            std::mem::take(&mut req.method),
+            std::mem::take(&mut req.path),
+        ],
+        false => Default::default(),
+    };
+    let names = named.then(|| Names {
+        service: &lent[0],
+        route: found.as_ref().map(|(_, r, _)| *r).map(|r| r.name.as_str()),
+        method: &lent[1],
+        path: &lent[2],
+    });
+    let mut record = new_record(
+        take_names(&mut req),
+        req.actor.take(),
+        now,
+        idempotency_key,
+        work_id,
+        revision,
+    );
     record.fingerprint = fingerprint;
     let mut st = world.lock();
     record.seq = st.ledger.next_seq();
@@ -262,7 +286,9 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         match found {
             None => (unmatched(&scenario.services, service, &record), Plan::Now),
             Some((svc, route, params)) => {
-                record.route = Some(route.name.clone());
+                if names.is_none() {
+                    record.route = Some(route.name.clone());
+                }
                 match route.kind {
                     RouteKind::Action => action(
                         world,
@@ -278,6 +304,7 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
                             },
                             intent: intent_text,
                             unread: req.unread,
+                            names,
                         },
                         &mut record,
                     ),
@@ -307,6 +334,7 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
             Append::Texts(Texts {
                 intent: intent_text,
                 body: kept,
+                names,
             })
         }
         (None, _) => {
@@ -422,9 +450,19 @@ fn header_text(v: &hyper::header::HeaderValue) -> Cow<'_, str> {
     }
 }
 
+/// The request's service, method and path, for its record to own (empty where lent already).
+fn take_names(req: &mut Request<'_>) -> [String; 3] {
+    [
+        std::mem::take(&mut req.service).into_owned(),
+        std::mem::take(&mut req.method).into_owned(),
+        std::mem::take(&mut req.path).into_owned(),
+    ]
+}
+
 /// A request's record before admission decides anything: unmatched, answered now.
 fn new_record(
-    req: &mut Request<'_>,
+    [service, method, path]: [String; 3],
+    actor: Option<String>,
     now: Duration,
     idempotency_key: Option<String>,
     work_id: Option<String>,
@@ -432,10 +470,10 @@ fn new_record(
 ) -> Record {
     Record {
         seq: 0,
-        service: std::mem::take(&mut req.service).into_owned(),
+        service,
         route: None,
-        method: std::mem::take(&mut req.method).into_owned(),
-        path: std::mem::take(&mut req.path).into_owned(),
+        method,
+        path,
         received_at: now,
         idempotency_key,
         fingerprint: None,
@@ -456,7 +494,7 @@ fn new_record(
             status: None,
             at: Some(now),
         },
-        actor: req.actor.take(),
+        actor,
         event: None,
         detail: None,
     }
@@ -574,7 +612,8 @@ fn replay_of_same(
         });
     }
     let key = key.into_owned();
-    let mut record = new_record(req, now, Some(key), work_id, revision);
+    let names = take_names(req);
+    let mut record = new_record(names, req.actor.take(), now, Some(key), work_id, revision);
     record.seq = st.ledger.next_seq();
     record.route = Some(route.name.clone());
     record.disposition = Disposition::Replayed;
@@ -631,19 +670,30 @@ fn finish(
             at: None,
         },
     };
+    // Where the record does not hold its own service, route, method and path.
+    let names = match &append {
+        Append::Texts(t) => t.names,
+        _ => None,
+    };
     if record.actor.is_none() {
-        note_canaries(req, &mut record);
+        note_canaries(req, names.map(|n| n.path), &mut record);
     }
     // One log event per request (target `doubleagent::request`; the binary shows it by default
     // with --log-format json: one object per request), carrying its seq. Its fields are copied
     // under the lock and the event is written after it is released, so that formatting and
     // writing a log line never holds up other requests.
     let log = tracing::enabled!(target: "doubleagent::request", tracing::Level::INFO).then(|| {
+        let n = names.unwrap_or(Names {
+            service: &record.service,
+            route: record.route.as_deref(),
+            method: &record.method,
+            path: &record.path,
+        });
         RequestLog {
-            service: record.service.clone(),
-            route: record.route.clone(),
-            method: record.method.clone(),
-            path: record.path.clone(),
+            service: n.service.to_string(),
+            route: n.route.map(str::to_string),
+            method: n.method.to_string(),
+            path: n.path.to_string(),
             disposition: record.disposition,
             fate: record.fate,
             applied: record.applies_at.is_some(),
@@ -715,7 +765,7 @@ fn canary_places<'a>(path: &'a str, req: &'a Request<'_>) -> impl Iterator<Item 
 /// request carries in its path, headers or body, noted in the record's `detail.canaries`: the
 /// verifier's evidence that a result was used (ACC-2). The ledger may keep only part of a
 /// body, so the scan reads the request itself.
-fn note_canaries(req: &Request<'_>, record: &mut Record) {
+fn note_canaries(req: &Request<'_>, path: Option<&str>, record: &mut Record) {
     let mut found: Vec<String> = Vec::new();
     let mut scan = |bytes: &[u8]| {
         if !may_be_canary(bytes) {
@@ -734,7 +784,7 @@ fn note_canaries(req: &Request<'_>, record: &mut Record) {
             i = start + 4;
         }
     };
-    canary_places(&record.path, req).for_each(&mut scan);
+    canary_places(path.unwrap_or(&record.path), req).for_each(&mut scan);
     if found.is_empty() {
         return;
     }
@@ -956,6 +1006,8 @@ struct ActionBody<'a> {
     intent: Option<&'a [u8]>,
     /// Nobody reads the response ([`Request::unread`]).
     unread: bool,
+    /// What the record names, where it does not hold them itself.
+    names: Option<Names<'a>>,
 }
 
 fn action(
@@ -991,6 +1043,7 @@ fn decide_and_execute(
         tree,
         intent,
         unread,
+        names,
     } = body;
     let now = record.received_at;
     let policy = &route.idempotency;
@@ -1092,7 +1145,7 @@ fn decide_and_execute(
                     body: Vec::new(),
                 }
             } else {
-                render_respond(world, route, tree, record)
+                render_respond(world, route, tree, record, names)
             };
             let (response, plan, completes_at) = match fate {
                 Fate::Respond => (ok, Plan::Now, now),
@@ -1300,11 +1353,23 @@ impl Tree<'_> {
     }
 }
 
-fn render_respond(world: &World, route: &Route, tree: &Tree<'_>, record: &Record) -> Response {
+fn render_respond(
+    world: &World,
+    route: &Route,
+    tree: &Tree<'_>,
+    record: &Record,
+    names: Option<Names<'_>>,
+) -> Response {
     let ctx = Ctx {
         world,
         tree,
         record,
+        names: names.unwrap_or(Names {
+            service: &record.service,
+            route: record.route.as_deref(),
+            method: &record.method,
+            path: &record.path,
+        }),
     };
     let mut headers: Vec<(Cow<'static, str>, Cow<'static, str>)> = route
         .respond
@@ -1352,6 +1417,8 @@ struct Ctx<'a> {
     world: &'a World,
     tree: &'a Tree<'a>,
     record: &'a Record,
+    /// The record's service, route, method and path, wherever they are kept.
+    names: Names<'a>,
 }
 
 impl template::Vars for Ctx<'_> {
@@ -1373,8 +1440,8 @@ impl template::Vars for Ctx<'_> {
             "work_id" => Value::from(self.record.work_id.clone()?),
             "revision" => self.record.revision.clone()?,
             "now" => Value::from(self.world.clock.rfc3339(self.record.received_at)),
-            "request.method" => Value::from(self.record.method.clone()),
-            "request.path" => Value::from(self.record.path.clone()),
+            "request.method" => Value::from(self.names.method),
+            "request.path" => Value::from(self.names.path),
             _ => {
                 if let Some(p) = name.strip_prefix("body.") {
                     at(self.tree.get()?, p)?.clone()
@@ -1382,11 +1449,11 @@ impl template::Vars for Ctx<'_> {
                     let route = self
                         .world
                         .scenario
-                        .service(&self.record.service)?
-                        .route(self.record.route.as_deref()?)?;
+                        .service(self.names.service)?
+                        .route(self.names.route?)?;
                     let (_, v) = route
                         .path
-                        .matches(&self.record.path)?
+                        .matches(self.names.path)?
                         .into_iter()
                         .find(|(k, _)| k == seg)?;
                     Value::from(v)

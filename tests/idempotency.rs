@@ -805,6 +805,57 @@ respond = { status = 201, json = { id = "{{action.id}}", to = "{{body./to}}", am
     assert_eq!(l[4]["intent"], json!({"/amount": 100.5, "/to": "acct-9"}));
 }
 
+/// An executed action's response and ledger entry name the request it answers: its method,
+/// path and path parameters in the response's placeholders, its service, route, method and path
+/// in the entry, and a canary its path carries noted as evidence of use (ACC-2).
+#[test]
+fn acc2_an_executed_action_names_its_request_in_its_response_and_entry() {
+    let da = Da::start(
+        r#"
+name = "t"
+[services.payments]
+idempotency = { preset = "stripe" }
+[[services.payments.routes]]
+name = "pay-into"
+method = "POST"
+path = "/v1/accounts/{acct}/transfers"
+kind = "action"
+intent = ["/to", "/amount"]
+respond = { status = 201, json = { id = "{{action.id}}", method = "{{request.method}}", path = "{{request.path}}", acct = "{{path.acct}}" } }
+"#,
+    );
+    let canary = "cny-0123456789abcdef";
+    let path = format!("/payments/v1/accounts/{canary}/transfers");
+    let r = da.call(
+        "POST",
+        &path,
+        &[
+            ("content-type", "application/json"),
+            ("Idempotency-Key", "k-1"),
+        ],
+        r#"{"to":"acct-9","amount":100}"#,
+    );
+    assert_eq!(r.status, 201);
+    assert_eq!(
+        r.json(),
+        json!({
+            "id": "act_1",
+            "method": "POST",
+            "path": format!("/v1/accounts/{canary}/transfers"),
+            "acct": canary,
+        })
+    );
+    let l = da.ledger();
+    assert_eq!(l.len(), 1);
+    let e = &l[0];
+    assert_eq!(e["disposition"], "executed", "{e}");
+    assert_eq!(e["service"], "payments", "{e}");
+    assert_eq!(e["route"], "pay-into", "{e}");
+    assert_eq!(e["method"], "POST", "{e}");
+    assert_eq!(e["path"], format!("/v1/accounts/{canary}/transfers"), "{e}");
+    assert_eq!(e["detail"]["canaries"], json!([canary]), "{e}");
+}
+
 /// A replay of the very same bytes that carries a canary (ACC-2's evidence that a result was
 /// used) has it noted like any other request, wherever it sits.
 #[test]

@@ -79,4 +79,10 @@ fn the_json_log_has_one_object_per_request_by_default() {
         .unwrap_or_else(|| panic!("no request object: {logs}"));
     assert_eq!(req["fields"]["seq"], 1);
     assert_eq!(req["level"], "INFO");
+    let f = &req["fields"];
+    assert_eq!(f["service"], "payments", "{req}");
+    assert_eq!(f["route"], "create-transfer", "{req}");
+    assert_eq!(f["method"], "POST", "{req}");
+    assert_eq!(f["path"], "/v1/transfers", "{req}");
+    assert_eq!(f["disposition"], "executed", "{req}");
 }

@@ -538,9 +538,13 @@ fn encode(
         detail,
     } = r;
     let received = *received_at;
+    let (service, route, method, path) = match &parts {
+        Parts::Texts(super::Texts { names: Some(n), .. }) => (n.service, n.route, n.method, n.path),
+        _ => (&service[..], route.as_deref(), &method[..], &path[..]),
+    };
     // The fields filters look at come first.
     put_str(out, Some(service), Some((strings, Field::Service)));
-    put_str(out, route.as_deref(), Some((strings, Field::Route)));
+    put_str(out, route, Some((strings, Field::Route)));
     out.push(disposition_code(*disposition));
     put_str(out, idempotency_key.as_deref(), None);
     put_str(out, work_id.as_deref(), None);
