@@ -532,7 +532,17 @@ pub struct Names<'a> {
     pub path: &'a str,
 }
 
-impl Names<'_> {
+impl<'a> Names<'a> {
+    /// A record's own.
+    pub fn of(r: &'a Record) -> Names<'a> {
+        Names {
+            service: &r.service,
+            route: r.route.as_deref(),
+            method: &r.method,
+            path: &r.path,
+        }
+    }
+
     /// The record with these as its own strings.
     pub fn fill(&self, r: &mut Record) {
         r.service = self.service.to_string();

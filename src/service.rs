@@ -683,12 +683,7 @@ fn finish(
     // under the lock and the event is written after it is released, so that formatting and
     // writing a log line never holds up other requests.
     let log = tracing::enabled!(target: "doubleagent::request", tracing::Level::INFO).then(|| {
-        let n = names.unwrap_or(Names {
-            service: &record.service,
-            route: record.route.as_deref(),
-            method: &record.method,
-            path: &record.path,
-        });
+        let n = names.unwrap_or(Names::of(&record));
         RequestLog {
             service: n.service.to_string(),
             route: n.route.map(str::to_string),
@@ -1364,12 +1359,7 @@ fn render_respond(
         world,
         tree,
         record,
-        names: names.unwrap_or(Names {
-            service: &record.service,
-            route: record.route.as_deref(),
-            method: &record.method,
-            path: &record.path,
-        }),
+        names: names.unwrap_or(Names::of(record)),
     };
     let mut headers: Vec<(Cow<'static, str>, Cow<'static, str>)> = route
         .respond
