@@ -357,3 +357,52 @@ fn the_webhook_of_a_task_in_flight_at_sigkill_is_told_that_it_failed() {
     }
     assert_eq!(failed, 2);
 }
+
+#[test]
+fn list_tasks_after_a_restart_orders_tasks_as_their_ids_were_handed_out_not_as_journaled() {
+    // Two tasks created at once take their numbers in one order and may write their
+    // `task-created` entries in the other. Here the clock stands still, so every status time
+    // ties and ListTasks falls back on creation order (newest first).
+    let scenario = late_result();
+    let journal = fresh_journal();
+    let da = serve(&scenario, &journal);
+    let first = start_task(&da, msg("o-1", "research the vendor", Value::Null));
+    let second = start_task(&da, msg("o-2", "research again", Value::Null));
+    assert_eq!([first.as_str(), second.as_str()], ["task-1", "task-2"]);
+    let ids = |listed: &Value| -> Vec<String> {
+        listed["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&list_tasks(&da)), [second.clone(), first.clone()]);
+    kill9(da);
+
+    // As if task-2's entry had gone into the ledger first: the two `task-created` lines trade
+    // the tasks they name.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let swapped: Vec<String> = text
+        .lines()
+        .map(|l| match l.contains("\"task-created\"") {
+            true => l
+                .replace("task-1", "task-#")
+                .replace("task-2", "task-1")
+                .replace("task-#", "task-2"),
+            false => l.to_string(),
+        })
+        .collect();
+    assert_ne!(swapped.join("\n"), text.trim_end(), "no task-created lines");
+    std::fs::write(&journal, swapped.join("\n") + "\n").unwrap();
+
+    let da = serve(&scenario, &journal);
+    let created: Vec<String> = agent_entries(&da, "task-created")
+        .iter()
+        .map(|e| e["work_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(created, [second.clone(), first.clone()]);
+    let listed = list_tasks(&da);
+    assert_eq!(listed["totalSize"], 2, "{listed}");
+    assert_eq!(ids(&listed), [second, first]);
+}

@@ -78,6 +78,7 @@ pub(crate) fn restore(world: &Arc<World>) -> usize {
         }
     }
     let configs = std::mem::take(&mut rb.configs);
+    order_as_handed_out(&mut table);
     let order = table.ids_in_order();
     for id in &order {
         let Some(cell) = table.entry(id) else {
@@ -168,6 +169,25 @@ fn parse<T: serde::de::DeserializeOwned>(v: Option<&Value>) -> Option<T> {
 }
 
 /// The number in an id the table handed out (`task-7`, `msg-7`).
+/// Numbers the restored tasks in the order their ids were handed out: `task-N` by N, then any
+/// other id in the order it came back. The ledger's order is not that one: two tasks created at
+/// once take their numbers under the table's lock, but the later one's `task-created` entry may
+/// go into the ledger first. ListTasks breaks ties between equal status times by this order, so
+/// that it lists the same tasks in the same order after a restart as before.
+fn order_as_handed_out(table: &mut Table) {
+    let mut ids: Vec<(Option<u64>, u64, String)> = table
+        .tasks
+        .iter()
+        .map(|(id, s)| (number(&id), s.created, id))
+        .collect();
+    ids.sort_unstable_by_key(|&(n, created, _)| (n.is_none(), n, created));
+    for (i, (_, _, id)) in ids.into_iter().enumerate() {
+        if let Some(slot) = table.tasks.key(&id).and_then(|k| table.tasks.get_mut(k)) {
+            slot.created = i as u64;
+        }
+    }
+}
+
 fn number(id: &str) -> Option<u64> {
     id.strip_prefix("task-")
         .or_else(|| id.strip_prefix("msg-"))
