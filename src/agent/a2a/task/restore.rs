@@ -168,7 +168,6 @@ fn parse<T: serde::de::DeserializeOwned>(v: Option<&Value>) -> Option<T> {
     v.and_then(|v| serde_json::from_value(v.clone()).ok())
 }
 
-/// The number in an id the table handed out (`task-7`, `msg-7`).
 /// Numbers the restored tasks in the order their ids were handed out: `task-N` by N, then any
 /// other id in the order it came back. The ledger's order is not that one: two tasks created at
 /// once take their numbers under the table's lock, but the later one's `task-created` entry may
@@ -188,6 +187,7 @@ fn order_as_handed_out(table: &mut Table) {
     }
 }
 
+/// The number in an id the table handed out (`task-7`, `msg-7`).
 fn number(id: &str) -> Option<u64> {
     id.strip_prefix("task-")
         .or_else(|| id.strip_prefix("msg-"))
