@@ -260,6 +260,15 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         revision,
     );
     record.fingerprint = fingerprint;
+    // Before the lock: the scan reads the whole body, which may be large.
+    let canaries = match record.actor {
+        None => canaries_in(
+            names.map_or(record.path.as_str(), |n| n.path),
+            &req.headers,
+            &body,
+        ),
+        Some(_) => Vec::new(),
+    };
     let mut st = world.lock();
     record.seq = st.ledger.next_seq();
 
@@ -348,7 +357,7 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         }
     };
     req.body = body;
-    finish(world, st, &req, record, append, response, plan)
+    finish(world, st, record, append, response, plan, canaries)
 }
 
 /// How [`finish`] appends the record.
@@ -562,6 +571,17 @@ fn replay_of_same(
     );
     // Borrowed (valid UTF-8, as keys are): copied only once this is a replay.
     let key = header_text(key?);
+    // An outside request's canaries are found before the lock (the scan reads the whole body);
+    // without any, and without a log line to write, the replay is encoded straight from the
+    // request's parts (`plain`, below).
+    let may_carry =
+        req.actor.is_none() && (canary_in_headers || may_carry_canary_besides_headers(req));
+    let canaries = match may_carry {
+        true => canaries_in(&req.path, &req.headers, &req.body),
+        false => Vec::new(),
+    };
+    let plain =
+        !tracing::enabled!(target: "doubleagent::request", tracing::Level::INFO) && !may_carry;
     let mut st = world.lock();
     let (of, stored) = st.keys.replay_of_same(policy, &svc.name, &key, raw, now)?;
     if !st.ledger.holds(of) {
@@ -583,10 +603,6 @@ fn replay_of_same(
     }
     // As `ledger_body` decides for these bytes (the original's body is the same).
     let body_truncated = req.body.len() > world.scenario.ledger_body_bytes;
-    // Encoded straight from the request's parts, unless the record is needed: for the log
-    // line, or to note the canaries an outside request may carry (`finish`).
-    let plain = !tracing::enabled!(target: "doubleagent::request", tracing::Level::INFO)
-        && (req.actor.is_some() || !(canary_in_headers || may_carry_canary_besides_headers(req)));
     if plain {
         let replay = Replay {
             service: &req.service,
@@ -622,25 +638,25 @@ fn replay_of_same(
     Some(finish(
         world,
         st,
-        req,
         record,
         Append::Like(of),
         response,
         Plan::Now,
+        canaries,
     ))
 }
 
 /// The end of every admission: the record learns how its response goes out and which canaries
-/// the request carried, goes into the ledger, and the request's log event is written once the
-/// lock is released.
+/// the request carried (found by the caller before it took the lock, see [`canaries_in`]), goes
+/// into the ledger, and the request's log event is written once the lock is released.
 fn finish(
     world: &World,
     mut st: std::sync::MutexGuard<'_, State>,
-    req: &Request<'_>,
     mut record: Record,
     append: Append<'_>,
     response: Response,
     plan: Plan,
+    canaries: Vec<String>,
 ) -> Outcome {
     let now = record.received_at;
     record.response = match plan {
@@ -675,9 +691,7 @@ fn finish(
         Append::Texts(t) => t.names,
         _ => None,
     };
-    if record.actor.is_none() {
-        note_canaries(req, names.map(|n| n.path), &mut record);
-    }
+    note_canaries(canaries, &mut record);
     // One log event per request (target `doubleagent::request`; the binary shows it by default
     // with --log-format json: one object per request), carrying its seq. Its fields are copied
     // under the lock and the event is written after it is released, so that formatting and
@@ -737,7 +751,7 @@ fn forget_evicted(st: &mut State) {
 }
 
 /// Whether a request may carry a canary in its path or body, two of the places
-/// [`note_canaries`] looks (a quick test: `false` means none); its headers' values are tested
+/// [`canaries_in`] looks (a quick test: `false` means none); its headers' values are tested
 /// with [`may_be_canary`] by the caller's own pass over them.
 fn may_carry_canary_besides_headers(req: &Request<'_>) -> bool {
     may_be_canary(req.path.as_bytes()) || may_be_canary(&req.body)
@@ -748,19 +762,12 @@ fn may_be_canary(bytes: &[u8]) -> bool {
     bytes.len() >= 20 && may_hold_canary(bytes)
 }
 
-/// Where a request may carry a canary: its path (`path`: the request's, wherever it is kept by
-/// now), its headers' values, its body.
-fn canary_places<'a>(path: &'a str, req: &'a Request<'_>) -> impl Iterator<Item = &'a [u8]> {
-    std::iter::once(path.as_bytes())
-        .chain(req.headers.values().map(|v| v.as_bytes()))
-        .chain(std::iter::once(&req.body[..]))
-}
-
 /// Canaries (`cny-` + 16 hex digits, issued by agents in their results) that an outside
-/// request carries in its path, headers or body, noted in the record's `detail.canaries`: the
-/// verifier's evidence that a result was used (ACC-2). The ledger may keep only part of a
-/// body, so the scan reads the request itself.
-fn note_canaries(req: &Request<'_>, path: Option<&str>, record: &mut Record) {
+/// request carries in its path (the request's, wherever it is kept by now), its headers' values
+/// or its body: the verifier's evidence that a result was used (ACC-2). The ledger may keep
+/// only part of a body, so the scan reads the request itself; it reads all of it, so callers
+/// run it before they lock the world.
+fn canaries_in(path: &str, headers: &HeaderMap, body: &[u8]) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     let mut scan = |bytes: &[u8]| {
         if !may_be_canary(bytes) {
@@ -779,7 +786,16 @@ fn note_canaries(req: &Request<'_>, path: Option<&str>, record: &mut Record) {
             i = start + 4;
         }
     };
-    canary_places(path.unwrap_or(&record.path), req).for_each(&mut scan);
+    std::iter::once(path.as_bytes())
+        .chain(headers.values().map(|v| v.as_bytes()))
+        .chain(std::iter::once(body))
+        .for_each(&mut scan);
+    found
+}
+
+/// Notes the canaries [`canaries_in`] found in the record's `detail.canaries`, beside whatever
+/// else the admission put in its detail.
+fn note_canaries(found: Vec<String>, record: &mut Record) {
     if found.is_empty() {
         return;
     }

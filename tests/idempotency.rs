@@ -884,3 +884,35 @@ fn acc2_a_replay_of_the_same_bytes_notes_the_canaries_it_carries() {
     assert_eq!(l[2]["disposition"], "replayed");
     assert_eq!(l[2]["detail"]["canaries"], json!([canary]));
 }
+
+/// Canaries an executed action carries in its headers and anywhere in its body (here at the
+/// end of a large one) are noted beside the rest of its entry's detail (ACC-2).
+#[test]
+fn acc2_an_action_notes_canaries_in_its_headers_and_body_beside_its_other_detail() {
+    let da = with(
+        r#"idempotency = { preset = "stripe" }"#,
+        "repeatable = true",
+    );
+    let in_header = "cny-0123456789abcdef";
+    let in_body = "cny-fedcba9876543210";
+    let body = json!({
+        "to": "acct-9",
+        "amount": 100,
+        "memo": format!("{}{in_body}", "x".repeat(200_000)),
+    });
+    let r = da
+        .post_json(
+            CREATE,
+            &[("Idempotency-Key", "k-1"), ("X-Note", in_header)],
+            &body,
+        )
+        .unwrap();
+    assert_eq!(r.status, 201);
+    let l = da.ledger();
+    assert_eq!(l.len(), 1);
+    assert_eq!(l[0]["disposition"], "executed", "{}", l[0]["detail"]);
+    assert_eq!(
+        l[0]["detail"],
+        json!({"repeatable": true, "canaries": [in_header, in_body]})
+    );
+}
