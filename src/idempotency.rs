@@ -371,6 +371,9 @@ impl Slot {
     }
 }
 
+/// A slot's texts as stored: id (`service\u{1f}key`), fingerprint, response body.
+type SlotTexts<'s> = (&'s [u8], Option<&'s [u8]>, &'s [u8]);
+
 /// A slot with its texts, as a lookup sees it.
 struct Found<'s> {
     slot: &'s Slot,
@@ -414,7 +417,7 @@ impl KeyStore {
     }
 
     /// The texts of a slot: id, fingerprint, body.
-    fn texts(&self, slot: &Slot) -> Option<(&[u8], Option<&[u8]>, &[u8])> {
+    fn texts(&self, slot: &Slot) -> Option<SlotTexts<'_>> {
         let (id, rest) = self
             .chunks
             .from(slot.at)?
