@@ -19,12 +19,13 @@ MODE=full
 ROUNDS=5
 SECS=8
 ONLY=""
+value() { [ $# -ge 2 ] || { echo "bench/run.sh: $1 wants a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) MODE=smoke ;;
-    --rounds) ROUNDS="$2"; shift ;;
-    --secs) SECS="$2"; shift ;;
-    --only) ONLY="$2"; shift ;;
+    --rounds) value "$@"; ROUNDS="$2"; shift ;;
+    --secs) value "$@"; SECS="$2"; shift ;;
+    --only) value "$@"; ONLY="$2"; shift ;;
     -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -43,6 +44,16 @@ else
   PROFILE=release
 fi
 
+# A typo in --only would otherwise build everything and then measure nothing.
+FIGURES="throughput replays noise delayed agents startup memory soak clock verify"
+for f in ${ONLY//,/ }; do
+  [[ " $FIGURES " == *" $f "* ]] || {
+    echo "bench/run.sh: unknown figure '$f' in --only (figures: ${FIGURES// /, })" >&2; exit 2; }
+done
+for n in "ROUNDS=$ROUNDS" "SECS=$SECS"; do
+  [[ "${n#*=}" =~ ^[1-9][0-9]*$ ]] || {
+    echo "bench/run.sh: --$(echo "${n%%=*}" | tr A-Z a-z) wants a whole number of at least 1, not '${n#*=}'" >&2; exit 2; }
+done
 want() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 log() { echo "[bench] $*" >&2; }
 
