@@ -3,6 +3,9 @@ round's ratio), budget verdicts.
 
 usage: report.py RESULTS.tsv MODE ROUNDS MACHINE AGENTS [OUT.md]
 
+AGENTS is "a2a=X,agui=Y", each X/Y "1" (measured), "0" (unavailable: a "skipped" row) or "off"
+(left out by --only: no row).
+
 RESULTS.tsv has one measurement a line: figure, kind (da|base), metric, value. Exits 1 when a
 figure failed to run at all (so the CI smoke catches a broken figure); budget misses are reported,
 not fatal.
@@ -154,13 +157,14 @@ if present("verify"):
     n = med("verify", "da", "entries")
     abs_row("verify", f"verify --ledger, {fmt(n)} entries (JSONL)", "seconds", "≤ 2 s", lambda d: d <= 2.0,
             " s", base_metric="")
+# Each agent is "1" (measured), "0" (asked for, but its probe failed) or "off" (left out by --only).
 if agents.get("a2a") == "1":
     ratio_row("a2a", "agents: A2A SendMessage round trips: rps", "rps", "≥ 0.5×", lambda r: r >= 0.5)
-else:
+elif agents.get("a2a") != "off":
     skipped("agents: A2A SendMessage round trips: rps", "≥ 0.5×")
 if agents.get("agui") == "1":
     ratio_row("agui", "agents: AG-UI run with one interrupt: rps", "rps", "≥ 0.5×", lambda r: r >= 0.5)
-else:
+elif agents.get("agui") != "off":
     skipped("agents: AG-UI run with one interrupt: rps", "≥ 0.5×")
 
 errors = [(f, med(f, k, "errors")) for (f, k, m) in values if m == "errors"]

@@ -374,4 +374,6 @@ fi
 # Report
 
 MACHINE="$(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(rustc --version), load average $(cut -d' ' -f1-3 /proc/loadavg), loadgen $LOADGEN"
-python3 bench/report.py "$RESULTS" "$MODE" "$ROUNDS" "$MACHINE" "a2a=${A2A_OK:-0},agui=${AGUI_OK:-0}" "${BENCH_OUT:-}"
+# Agents left out by --only get no row, as any other figure; asked for and unavailable, a "skipped" row.
+if want agents; then AGENTS="a2a=${A2A_OK:-0},agui=${AGUI_OK:-0}"; else AGENTS="a2a=off,agui=off"; fi
+python3 bench/report.py "$RESULTS" "$MODE" "$ROUNDS" "$MACHINE" "$AGENTS" "${BENCH_OUT:-}"
