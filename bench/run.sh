@@ -95,9 +95,11 @@ RESULTS="$TMP/results.tsv"
 : > "$RESULTS"
 SERVER_PID=""
 SERVER_URL=""
+PAIR_PIDS=""
 
 cleanup() {
   stop_server
+  [ -z "$PAIR_PIDS" ] || stop_pair
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -188,22 +190,55 @@ json_field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" <<< "$2" | tr -d '"'; }
 
 TRANSFER='{"to":"acct-9","amount":100}'
 
-# load_figure FIGURE KIND SCENARIO PATH CONNS MODE BODY HEADERS [CANNED...]
-load_figure() {
-  local fig="$1" kind="$2" scenario="$3" path="$4" conns="$5" mode="$6" body="$7" headers="$8"
+# Each server's SECS seconds of load a round come in slices of SLICE seconds (2, or 1 when SECS is
+# odd), the two servers' slices in the order A B B A A B B A ...: a virtual machine's speed drifts
+# by a tenth or more within a minute, and one long step per server put the whole drift between
+# the two steps into the round's ratio. Slices in this order cancel a steady drift and average
+# the rest (see BENCHMARKS.md, "The baseline").
+if [ $((SECS % 2)) = 0 ]; then SLICE=2; else SLICE=1; fi
+
+# pair_figure FIGURE "KIND KIND" SCENARIO PATH CONNS MODE BODY HEADERS [CANNED...]: both servers
+# of a round, fresh processes, up together; each warmed, then loaded in alternating slices.
+# Records per server: rps (all its slices' requests over all their seconds), p99_ms (the mean of
+# its slices' p99s), errors (their sum).
+pair_figure() {
+  local fig="$1" kinds="$2" scenario="$3" path="$4" conns="$5" mode="$6" body="$7" headers="$8"
   shift 8
   # The rest: answers captured from doubleagent for the baseline to serve (agents).
-  if [ "$kind" = da ]; then set --; fi
-  serve "$kind" "$scenario" "$@" || { record "$fig" "$kind" failed 1; return 0; }
-  if [ "$WARM" = 1 ]; then load "$SERVER_URL$path" "$conns" 1 "$mode" "$body" "$headers" > /dev/null; fi
-  local out
-  out="$(load "$SERVER_URL$path" "$conns" "$SECS" "$mode" "$body" "$headers")"
-  stop_server
-  log "$fig $kind: $out"
-  if [ -z "$out" ]; then record "$fig" "$kind" failed 1; return 0; fi
-  record "$fig" "$kind" rps "$(json_field rps "$out")"
-  record "$fig" "$kind" p99_ms "$(awk -v u="$(json_field p99_us "$out")" 'BEGIN {printf "%.3f", u / 1000}')"
-  record "$fig" "$kind" errors "$(( $(json_field errors "$out") + $(json_field non2xx "$out") ))"
+  local -a kind=($kinds) url=() requests=(0 0) seconds=(0 0) p99s=("" "") errors=(0 0)
+  local i j s out
+  for i in 0 1; do
+    if [ "${kind[$i]}" = da ]; then serve da "$scenario"; else serve "${kind[$i]}" "$scenario" "$@"; fi \
+      || { record "$fig" "${kind[$i]}" failed 1; stop_pair; return 0; }
+    url[$i]="$SERVER_URL"
+    PAIR_PIDS="$PAIR_PIDS $SERVER_PID"
+    SERVER_PID=""
+  done
+  if [ "$WARM" = 1 ]; then
+    for i in 0 1; do load "${url[$i]}$path" "$conns" 1 "$mode" "$body" "$headers" > /dev/null; done
+  fi
+  for s in $(seq 0 $((SECS / SLICE - 1))); do
+    for j in $((s % 2)) $((1 - s % 2)); do
+      out="$(load "${url[$j]}$path" "$conns" "$SLICE" "$mode" "$body" "$headers")"
+      log "$fig ${kind[$j]} (slice $((s + 1))): $out"
+      if [ -z "$out" ]; then record "$fig" "${kind[$j]}" failed 1; stop_pair; return 0; fi
+      requests[$j]=$(( ${requests[$j]} + $(json_field requests "$out") ))
+      seconds[$j]="$(awk -v a="${seconds[$j]}" -v b="$(json_field seconds "$out")" 'BEGIN {print a + b}')"
+      p99s[$j]="${p99s[$j]} $(json_field p99_us "$out")"
+      errors[$j]=$(( ${errors[$j]} + $(json_field errors "$out") + $(json_field non2xx "$out") ))
+    done
+  done
+  stop_pair
+  for i in 0 1; do
+    record "$fig" "${kind[$i]}" rps "$(awk -v r="${requests[$i]}" -v t="${seconds[$i]}" 'BEGIN {printf "%.1f", r / t}')"
+    record "$fig" "${kind[$i]}" p99_ms "$(awk -v l="${p99s[$i]}" 'BEGIN {n = split(l, v, " "); for (k = 1; k <= n; k++) t += v[k]; printf "%.3f", t / n / 1000}')"
+    record "$fig" "${kind[$i]}" errors "${errors[$i]}"
+  done
+}
+stop_pair() {
+  local p
+  for p in $PAIR_PIDS; do SERVER_PID="$p"; stop_server; done
+  PAIR_PIDS=""
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -244,38 +279,28 @@ fi
 for round in $(seq 1 "$ROUNDS"); do
   if [ $((round % 2)) = 1 ]; then ORDER="base da"; else ORDER="da base"; fi
   log "round $round/$ROUNDS ($ORDER)"
-  for kind in $ORDER; do
-    if want throughput; then
-      load_figure throughput "$kind" bench/bench.toml /pay/v1/transfers 64 unique "$TRANSFER" ""
-    fi
-  done
-  for kind in $ORDER; do
-    if want replays; then
-      load_figure replays "$kind" bench/bench.toml /rep/v1/transfers 64 same "$TRANSFER" ""
-    fi
-  done
+  if want throughput; then
+    pair_figure throughput "$ORDER" bench/bench.toml /pay/v1/transfers 64 unique "$TRANSFER" ""
+  fi
+  if want replays; then
+    pair_figure replays "$ORDER" bench/bench.toml /rep/v1/transfers 64 same "$TRANSFER" ""
+  fi
   # The method's own noise: the replays load on a second baseline against the first, both
-  # started afresh as every server here is. Two identical servers read 1.00 but for the
-  # machine; how far their rounds stray says how far any ratio above may stray for no reason.
-  if [ $((round % 2)) = 1 ]; then NOISE_ORDER="base base2"; else NOISE_ORDER="base2 base"; fi
-  for kind in $NOISE_ORDER; do
-    if want noise; then
-      load_figure noise "$kind" bench/bench.toml /rep/v1/transfers 64 same "$TRANSFER" ""
-    fi
-  done
-  for kind in $ORDER; do
-    if want delayed; then
-      load_figure delayed "$kind" bench/bench.toml /slow/v1/transfers "$DELAY_CONNS" none "$TRANSFER" ""
-    fi
-  done
-  for kind in $ORDER; do
-    if [ -n "$A2A_OK" ]; then
-      load_figure a2a "$kind" bench/agents-a2a.toml /agents/worker 64 none "$A2A_BODY" "$A2A_HEADERS" "$(cat "$TMP/a2a.spec")"
-    fi
-    if [ -n "$AGUI_OK" ]; then
-      load_figure agui "$kind" bench/agents-agui.toml /agents/approver 64 none "$AGUI_BODY" "$AGUI_HEADERS" "$(cat "$TMP/agui.spec")"
-    fi
-  done
+  # started afresh and interleaved as every pair here is. Two identical servers read 1.00 but
+  # for the machine; how far their rounds stray says how far any ratio above may stray for no
+  # reason.
+  if want noise; then
+    pair_figure noise "${ORDER/da/base2}" bench/bench.toml /rep/v1/transfers 64 same "$TRANSFER" ""
+  fi
+  if want delayed; then
+    pair_figure delayed "$ORDER" bench/bench.toml /slow/v1/transfers "$DELAY_CONNS" none "$TRANSFER" ""
+  fi
+  if [ -n "$A2A_OK" ]; then
+    pair_figure a2a "$ORDER" bench/agents-a2a.toml /agents/worker 64 none "$A2A_BODY" "$A2A_HEADERS" "$(cat "$TMP/a2a.spec")"
+  fi
+  if [ -n "$AGUI_OK" ]; then
+    pair_figure agui "$ORDER" bench/agents-agui.toml /agents/approver 64 none "$AGUI_BODY" "$AGUI_HEADERS" "$(cat "$TMP/agui.spec")"
+  fi
 
   if want startup; then
     out="$(timeout 120 "$KIT" startup --runs "$STARTUP_RUNS" \
