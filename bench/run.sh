@@ -197,13 +197,15 @@ TRANSFER='{"to":"acct-9","amount":100}'
 # the rest (see BENCHMARKS.md, "The baseline").
 if [ $((SECS % 2)) = 0 ]; then SLICE=2; else SLICE=1; fi
 
-# pair_figure FIGURE "KIND KIND" SCENARIO PATH CONNS MODE BODY HEADERS [CANNED...]: both servers
-# of a round, fresh processes, up together; each warmed, then loaded in alternating slices.
+# pair_figure FIGURE "KIND KIND" SLICE SCENARIO PATH CONNS MODE BODY HEADERS [CANNED...]: both
+# servers of a round, fresh processes, up together; each warmed, then loaded in alternating slices
+# of SLICE seconds (SECS: one step each).
 # Records per server: rps (all its slices' requests over all their seconds), p99_ms (the mean of
 # its slices' p99s), errors (their sum).
 pair_figure() {
-  local fig="$1" kinds="$2" scenario="$3" path="$4" conns="$5" mode="$6" body="$7" headers="$8"
-  shift 8
+  local fig="$1" kinds="$2" slice="$3" scenario="$4" path="$5" conns="$6" mode="$7" body="$8"
+  local headers="$9"
+  shift 9
   # The rest: answers captured from doubleagent for the baseline to serve (agents).
   local -a kind=($kinds) url=() requests=(0 0) seconds=(0 0) p99s=("" "") errors=(0 0)
   local i j s out
@@ -217,9 +219,9 @@ pair_figure() {
   if [ "$WARM" = 1 ]; then
     for i in 0 1; do load "${url[$i]}$path" "$conns" 1 "$mode" "$body" "$headers" > /dev/null; done
   fi
-  for s in $(seq 0 $((SECS / SLICE - 1))); do
+  for s in $(seq 0 $((SECS / slice - 1))); do
     for j in $((s % 2)) $((1 - s % 2)); do
-      out="$(load "${url[$j]}$path" "$conns" "$SLICE" "$mode" "$body" "$headers")"
+      out="$(load "${url[$j]}$path" "$conns" "$slice" "$mode" "$body" "$headers")"
       log "$fig ${kind[$j]} (slice $((s + 1))): $out"
       if [ -z "$out" ]; then record "$fig" "${kind[$j]}" failed 1; stop_pair; return 0; fi
       requests[$j]=$(( ${requests[$j]} + $(json_field requests "$out") ))
@@ -280,26 +282,28 @@ for round in $(seq 1 "$ROUNDS"); do
   if [ $((round % 2)) = 1 ]; then ORDER="base da"; else ORDER="da base"; fi
   log "round $round/$ROUNDS ($ORDER)"
   if want throughput; then
-    pair_figure throughput "$ORDER" bench/bench.toml /pay/v1/transfers 64 unique "$TRANSFER" ""
+    pair_figure throughput "$ORDER" "$SLICE" bench/bench.toml /pay/v1/transfers 64 unique "$TRANSFER" ""
   fi
   if want replays; then
-    pair_figure replays "$ORDER" bench/bench.toml /rep/v1/transfers 64 same "$TRANSFER" ""
+    pair_figure replays "$ORDER" "$SLICE" bench/bench.toml /rep/v1/transfers 64 same "$TRANSFER" ""
   fi
   # The method's own noise: the replays load on a second baseline against the first, both
   # started afresh and interleaved as every pair here is. Two identical servers read 1.00 but
   # for the machine; how far their rounds stray says how far any ratio above may stray for no
   # reason.
   if want noise; then
-    pair_figure noise "${ORDER/da/base2}" bench/bench.toml /rep/v1/transfers 64 same "$TRANSFER" ""
+    pair_figure noise "${ORDER/da/base2}" "$SLICE" bench/bench.toml /rep/v1/transfers 64 same "$TRANSFER" ""
   fi
+  # Delayed responses: one step each. Each load step opens its 1 000 connections afresh, and in
+  # 2 s slices that ramp, which the baseline takes worse, outweighed the steady state measured.
   if want delayed; then
-    pair_figure delayed "$ORDER" bench/bench.toml /slow/v1/transfers "$DELAY_CONNS" none "$TRANSFER" ""
+    pair_figure delayed "$ORDER" "$SECS" bench/bench.toml /slow/v1/transfers "$DELAY_CONNS" none "$TRANSFER" ""
   fi
   if [ -n "$A2A_OK" ]; then
-    pair_figure a2a "$ORDER" bench/agents-a2a.toml /agents/worker 64 none "$A2A_BODY" "$A2A_HEADERS" "$(cat "$TMP/a2a.spec")"
+    pair_figure a2a "$ORDER" "$SLICE" bench/agents-a2a.toml /agents/worker 64 none "$A2A_BODY" "$A2A_HEADERS" "$(cat "$TMP/a2a.spec")"
   fi
   if [ -n "$AGUI_OK" ]; then
-    pair_figure agui "$ORDER" bench/agents-agui.toml /agents/approver 64 none "$AGUI_BODY" "$AGUI_HEADERS" "$(cat "$TMP/agui.spec")"
+    pair_figure agui "$ORDER" "$SLICE" bench/agents-agui.toml /agents/approver 64 none "$AGUI_BODY" "$AGUI_HEADERS" "$(cat "$TMP/agui.spec")"
   fi
 
   if want startup; then
