@@ -66,6 +66,7 @@ fn report(agents: &str) -> String {
         .output()
         .expect("python3 runs");
     let _ = std::fs::remove_file(&tsv);
+    let _ = std::fs::remove_dir(&dir);
     assert_eq!(
         out.status.code(),
         Some(0),
