@@ -1,9 +1,7 @@
 //! The `doubleagent` binary: parse the command line, set up logging on stderr, run.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::mpsc;
-use std::time::Duration;
 
 use clap::Parser;
 use doubleagent::cli::{self, Cli, LogFormat};
@@ -37,12 +35,18 @@ fn main() -> ExitCode {
         LogFormat::Pretty => "info,doubleagent::request=warn",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let stderr = LogWriter::start();
+    // Lines go to stderr from a thread of their own (a request that logs only queues its line);
+    // not lossy: if stderr is not read, loggers wait rather than lines being dropped. The guard
+    // writes out what is queued when it goes, at the end of `main`.
+    let (stderr, _written) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("log-writer")
+        .finish(std::io::stderr());
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         // Colours only for a person at a terminal, not in a log file or a pipe.
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(stderr.clone());
+        .with_writer(stderr);
     match cli.log_format() {
         LogFormat::Json => logs.json().init(),
         LogFormat::Pretty => logs.init(),
@@ -54,81 +58,5 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let code = runtime.block_on(cli::run(cli));
-    stderr.flush();
-    code
-}
-
-enum Line {
-    Text(Vec<u8>),
-    /// Answer once everything sent before has been written.
-    Flush(mpsc::Sender<()>),
-}
-
-/// Log lines go to stderr from a thread of their own: a request that logs only queues its line
-/// (each event arrives as one `write`), and the thread writes whatever has queued up in one
-/// go. Under load that is one system call for many lines instead of one per request, made by no
-/// thread that serves requests. Bounded: if stderr is not read, loggers wait rather than the
-/// queue growing without end.
-#[derive(Clone)]
-struct LogWriter {
-    tx: mpsc::SyncSender<Line>,
-}
-
-impl LogWriter {
-    fn start() -> LogWriter {
-        let (tx, rx) = mpsc::sync_channel::<Line>(65_536);
-        // Should the thread not start, the receiver is dropped with it and every write goes
-        // straight to stderr instead.
-        let _ = std::thread::Builder::new()
-            .name("log-writer".into())
-            .spawn(move || {
-                let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stderr());
-                while let Ok(first) = rx.recv() {
-                    let mut next = Some(first);
-                    while let Some(line) = next {
-                        match line {
-                            Line::Text(t) => {
-                                let _ = out.write_all(&t);
-                            }
-                            Line::Flush(done) => {
-                                let _ = out.flush();
-                                let _ = done.send(());
-                            }
-                        }
-                        next = rx.try_recv().ok();
-                    }
-                    let _ = out.flush();
-                }
-            });
-        LogWriter { tx }
-    }
-
-    /// Wait (briefly) until every line logged so far is written.
-    fn flush(&self) {
-        let (done, wait) = mpsc::channel();
-        if self.tx.send(Line::Flush(done)).is_ok() {
-            let _ = wait.recv_timeout(Duration::from_secs(2));
-        }
-    }
-}
-
-impl Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.tx.send(Line::Text(buf.to_vec())).is_err() {
-            // The writer thread is gone: write directly.
-            return std::io::stderr().write(buf);
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
-    type Writer = LogWriter;
-    fn make_writer(&'a self) -> LogWriter {
-        self.clone()
-    }
+    runtime.block_on(cli::run(cli))
 }
