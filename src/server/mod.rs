@@ -12,182 +12,34 @@
 //! resolves (the mini-redis shape). [`Server`] is the in-process handle for Rust tests: start on
 //! port 0, read URLs and the ledger, move the clock, stop on drop.
 
-mod drain;
+mod body;
+mod conn;
+mod handle;
 
-use std::borrow::Cow;
+pub use handle::{Server, StartError};
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
-use hyper::header::HeaderName;
+use http_body_util::BodyExt;
+use hyper::body::{Body, Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use serde_json::{json, Value};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+use serde_json::json;
+use tokio::net::TcpListener;
 
-/// A response body: whole (most responses: sent with its length), or streamed (an agent's
-/// events). An enum rather than a boxed body: a box is an allocation on every response.
-enum HttpBody {
-    Full(Full<Bytes>),
-    Channel(ChannelBody),
-    Ready(ReadyBody),
-}
-
-impl HttpBody {
-    fn full(bytes: impl Into<Bytes>) -> HttpBody {
-        HttpBody::Full(Full::new(bytes.into()))
-    }
-}
-
-impl Body for HttpBody {
-    type Data = Bytes;
-    type Error = Infallible;
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.get_mut() {
-            HttpBody::Full(b) => Pin::new(b).poll_frame(cx),
-            HttpBody::Channel(b) => Pin::new(b).poll_frame(cx),
-            HttpBody::Ready(b) => Pin::new(b).poll_frame(cx),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            HttpBody::Full(b) => b.is_end_stream(),
-            HttpBody::Channel(b) => b.is_end_stream(),
-            HttpBody::Ready(b) => b.is_end_stream(),
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            HttpBody::Full(b) => b.size_hint(),
-            HttpBody::Channel(b) => b.size_hint(),
-            HttpBody::Ready(b) => b.size_hint(),
-        }
-    }
-}
-
-/// A response body fed by a channel: each message is one frame, sent as soon as it arrives.
-struct ChannelBody(mpsc::Receiver<Bytes>);
-
-impl Body for ChannelBody {
-    type Data = Bytes;
-    type Error = Infallible;
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.0.poll_recv(cx).map(|m| m.map(|b| Ok(Frame::data(b))))
-    }
-}
-
-/// A stream body that was whole before the response started (an agent's
-/// [`Reply::Ready`]): one frame, then the end. No size hint, so it goes out chunked like a
-/// [`ChannelBody`].
-struct ReadyBody(Option<Bytes>);
-
-impl Body for ReadyBody {
-    type Data = Bytes;
-    type Error = Infallible;
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        // No empty data frame (hyper writes none): an empty body is just the end.
-        Poll::Ready(
-            self.0
-                .take()
-                .filter(|b| !b.is_empty())
-                .map(|b| Ok(Frame::data(b))),
-        )
-    }
-}
+use body::{streamed, to_hyper, ChannelBody, HttpBody, ReadyBody};
+use conn::{Conn, DROP, NORMAL, RESET};
 
 use crate::admin::{self, AdminRequest};
 use crate::agent::{self, AgentRequest, Reply};
-use crate::hash::FastMap;
-
-use crate::ledger::{Entry, Filter};
-use crate::scenario::{Scenario, ScenarioError};
 use crate::service::{self, Plan, Request, Response};
 use crate::world::{Host, World};
-
-const NORMAL: u8 = 0;
-const DROP: u8 = 1;
-const RESET: u8 = 2;
-
-/// A TCP stream whose next write can be made to fail (drop) or to reset the connection.
-struct Conn {
-    stream: TcpStream,
-    ctl: Arc<AtomicU8>,
-}
-
-impl Conn {
-    fn sabotage(&self) -> Option<io::Error> {
-        match self.ctl.load(Ordering::Acquire) {
-            NORMAL => None,
-            RESET => {
-                let _ = self.stream.set_zero_linger();
-                Some(io::Error::new(
-                    io::ErrorKind::ConnectionReset,
-                    "fate: reset-after-apply",
-                ))
-            }
-            _ => Some(io::Error::new(
-                io::ErrorKind::ConnectionAborted,
-                "fate: response dropped",
-            )),
-        }
-    }
-}
-
-impl AsyncRead for Conn {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Conn {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        if let Some(e) = self.sabotage() {
-            return Poll::Ready(Err(e));
-        }
-        Pin::new(&mut self.stream).poll_write(cx, buf)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if let Some(e) = self.sabotage() {
-            return Poll::Ready(Err(e));
-        }
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if let Some(e) = self.sabotage() {
-            return Poll::Ready(Err(e));
-        }
-        Pin::new(&mut self.stream).poll_shutdown(cx)
-    }
-}
 
 /// What a running server shares with its connections.
 pub struct App {
@@ -246,7 +98,7 @@ fn session_of(headers: &hyper::HeaderMap) -> Option<&str> {
 /// Serve connections from `listener` until `shutdown` resolves, then stop accepting, release hung
 /// connections, let delayed responses finish for up to `app.drain`, and return.
 pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<Output = ()>) {
-    let graceful = drain::Drain::new();
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
     // Idle sessions are dropped on the wall clock: session lifetime is operations, not the
     // simulated world.
@@ -511,102 +363,6 @@ async fn read_incoming(mut body: Incoming, cap: usize) -> Result<(Bytes, bool), 
     Ok((if more.is_empty() { first } else { more.into() }, false))
 }
 
-fn to_hyper(r: Response) -> hyper::Response<HttpBody> {
-    match build(r.status, r.headers, HttpBody::full(r.body)) {
-        Ok(resp) => resp,
-        Err(e) => {
-            let r = build_error(e);
-            let mut resp = hyper::Response::new(HttpBody::full(r.body));
-            *resp.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
-            resp
-        }
-    }
-}
-
-/// An agent's streamed reply as a hyper response (a 500 if a header cannot be sent).
-fn streamed(
-    status: u16,
-    headers: Vec<crate::idempotency::Header>,
-    body: HttpBody,
-) -> hyper::Response<HttpBody> {
-    build(status, headers, body).unwrap_or_else(|e| to_hyper(build_error(e)))
-}
-
-/// A hyper response from its parts. Header values take over their strings' buffers (no copy);
-/// static names and values are used as they are.
-fn build<K, V>(
-    status: u16,
-    headers: Vec<(K, V)>,
-    body: HttpBody,
-) -> Result<hyper::Response<HttpBody>, hyper::http::Error>
-where
-    K: Into<Cow<'static, str>>,
-    V: Into<Cow<'static, str>>,
-{
-    let mut resp = hyper::Response::new(body);
-    *resp.status_mut() = hyper::StatusCode::from_u16(status)?;
-    let map = resp.headers_mut();
-    map.reserve(headers.len());
-    for (k, v) in headers {
-        let name = header_name(&k.into())?;
-        let value = match v.into() {
-            // The usual ones, checked at compile time.
-            Cow::Borrowed("application/json") => APPLICATION_JSON,
-            Cow::Borrowed("true") => TRUE,
-            // Checked once, as hyper checks any value (a bad one is an error, not a panic).
-            Cow::Borrowed(v) => {
-                hyper::header::HeaderValue::from_maybe_shared(Bytes::from_static(v.as_bytes()))?
-            }
-            Cow::Owned(v) => hyper::header::HeaderValue::from_maybe_shared(Bytes::from(v))?,
-        };
-        map.append(name, value);
-    }
-    Ok(resp)
-}
-
-const APPLICATION_JSON: hyper::header::HeaderValue =
-    hyper::header::HeaderValue::from_static("application/json");
-const TRUE: hyper::header::HeaderValue = hyper::header::HeaderValue::from_static("true");
-/// The replay header of the presets that have one (`idempotency::Policy`), on every replay.
-const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
-
-/// A response header's name. The few names a scenario's responses use are parsed once per
-/// worker thread and then cloned (parsing lowercases into a new buffer every time).
-fn header_name(k: &str) -> Result<HeaderName, hyper::header::InvalidHeaderName> {
-    if k.eq_ignore_ascii_case("content-type") {
-        return Ok(hyper::header::CONTENT_TYPE);
-    }
-    if k.eq_ignore_ascii_case("idempotent-replayed") {
-        return Ok(IDEMPOTENT_REPLAYED);
-    }
-    thread_local! {
-        static NAMES: std::cell::RefCell<FastMap<Box<str>, HeaderName>> =
-            std::cell::RefCell::new(FastMap::default());
-    }
-    NAMES.with(|names| {
-        let Ok(mut names) = names.try_borrow_mut() else {
-            return HeaderName::from_bytes(k.as_bytes());
-        };
-        if let Some(n) = names.get(k) {
-            return Ok(n.clone());
-        }
-        let n = HeaderName::from_bytes(k.as_bytes())?;
-        // Bounded: templated or per-request names would only fill it.
-        if names.len() < 64 {
-            names.insert(k.into(), n.clone());
-        }
-        Ok(n)
-    })
-}
-
-/// Only a scenario header value hyper refuses can fail a response build; say so, don't panic.
-fn build_error(e: hyper::http::Error) -> Response {
-    Response::json(
-        500,
-        &json!({"error": format!("doubleagent could not build the response: {e}"), "status": 500}),
-    )
-}
-
 /// Bind a listener with a deep accept queue. A burst of concurrent retries is exactly what a
 /// test double for idempotency receives; the OS default backlog (128) overflows under it and
 /// the kernel then resets some of those connections.
@@ -631,126 +387,6 @@ pub async fn bind(addr: &str) -> io::Result<TcpListener> {
             "could not resolve to any address",
         )
     }))
-}
-
-/// Errors from starting a server in process.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error(transparent)]
-    Scenario(#[from] ScenarioError),
-    #[error("cannot listen: {0}")]
-    Io(#[from] io::Error),
-}
-
-/// A doubleagent server running inside the current tokio runtime, for Rust tests.
-///
-/// ```no_run
-/// # async fn demo() -> Result<(), doubleagent::server::StartError> {
-/// let server = doubleagent::Server::start_toml(doubleagent::scenario::QUICKSTART).await?;
-/// let payments = server.service_url("payments").unwrap();
-/// // ... point the code under test at `payments`, then:
-/// let applied = server.ledger().iter().filter(|e| e.applied).count();
-/// # let _ = (payments, applied); Ok(()) }
-/// ```
-pub struct Server {
-    app: Arc<App>,
-    stop: Option<oneshot::Sender<()>>,
-}
-
-impl Server {
-    /// Serve a validated scenario on `127.0.0.1:0`.
-    pub async fn start(scenario: Scenario) -> Result<Server, StartError> {
-        Server::start_on("127.0.0.1:0", scenario, None).await
-    }
-
-    /// Validate and serve a scenario given as TOML text.
-    pub async fn start_toml(toml: &str) -> Result<Server, StartError> {
-        Server::start(Scenario::from_toml(toml, "<inline scenario>")?).await
-    }
-
-    /// Serve on a given address with an optional seed override.
-    pub async fn start_on(
-        addr: &str,
-        scenario: Scenario,
-        seed: Option<u64>,
-    ) -> Result<Server, StartError> {
-        let listener = bind(addr).await?;
-        let (app, stop) = Server::run(listener, scenario, seed, Duration::from_secs(5))?;
-        Ok(Server {
-            app,
-            stop: Some(stop),
-        })
-    }
-
-    /// Spawn `serve` on an already-bound listener; the sender stops it.
-    pub fn run(
-        listener: TcpListener,
-        scenario: Scenario,
-        seed: Option<u64>,
-        drain: Duration,
-    ) -> io::Result<(Arc<App>, oneshot::Sender<()>)> {
-        let addr = listener.local_addr()?;
-        let app = Arc::new(App {
-            drain,
-            ..App::new(Host::new(scenario, seed), format!("http://{addr}"))
-        });
-        let (tx, rx) = oneshot::channel::<()>();
-        tokio::spawn(serve(listener, app.clone(), async {
-            let _ = rx.await;
-        }));
-        Ok((app, tx))
-    }
-
-    pub fn url(&self) -> &str {
-        &self.app.base_url
-    }
-
-    /// The base URL of a fake service (`http://127.0.0.1:PORT/payments`).
-    pub fn service_url(&self, name: &str) -> Option<String> {
-        self.world()
-            .scenario
-            .service(name)
-            .map(|s| format!("{}/{}", self.app.base_url, s.name))
-    }
-
-    /// The ready line's JSON object.
-    pub fn ready(&self) -> Value {
-        admin::ready_json(&self.world(), &self.app.base_url)
-    }
-
-    /// Every ledger entry so far.
-    pub fn ledger(&self) -> Vec<Entry> {
-        self.world().entries(&Filter::default())
-    }
-
-    /// Ledger entries matching a filter.
-    pub fn entries(&self, filter: &Filter) -> Vec<Entry> {
-        self.world().entries(filter)
-    }
-
-    /// Move a manual clock forward.
-    pub async fn advance(&self, by: Duration) -> Result<Duration, crate::clock::ClockError> {
-        self.world().clock.advance(by).await
-    }
-
-    /// Back to the start (same as `POST /_admin/reset`).
-    pub fn reset(&self) {
-        let _ = self.app.host.reset(None);
-    }
-
-    pub fn world(&self) -> Arc<World> {
-        self.app.host.world()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        self.app.host.stop();
-        self.app.host.close_all();
-    }
 }
 
 #[cfg(test)]
