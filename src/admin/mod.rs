@@ -118,20 +118,7 @@ async fn route(
     }
     let world = host.world_for(session)?;
     match (req.method, req.path) {
-        ("GET", "/health") => Ok(Response::json(
-            200,
-            &json!({
-                "status": "ok",
-                "scenario": world.scenario.name,
-                "clock": world.clock.kind(),
-                "now": world.clock.rfc3339(world.clock.now()),
-                "entries": world.lock().ledger.len(),
-                "evicted": world.lock().ledger.evicted(),
-                "seed": world.seed,
-                "session": world.session.as_deref().unwrap_or("default"),
-                "sessions": host.session_names().len(),
-            }),
-        )),
+        ("GET", "/health") => Ok(health(host, &world)),
         ("GET", "/ledger") => {
             let filter = filter_from(&params, &[])?;
             Ok(Response::json_of(
@@ -141,101 +128,24 @@ async fn route(
                 },
             ))
         }
-        ("GET", "/ledger.jsonl") => {
-            let filter = filter_from(&params, &[])?;
-            let mut body = Vec::new();
-            for e in world.entries(&filter) {
-                serde_json::to_writer(&mut body, &e)
-                    .map_err(|e| AdminError::BadRequest(e.to_string()))?;
-                body.push(b'\n');
-            }
-            Ok(Response {
-                status: 200,
-                headers: vec![("content-type".into(), "application/x-ndjson".into())],
-                body,
-            })
-        }
+        ("GET", "/ledger.jsonl") => ledger_jsonl(&world, &filter_from(&params, &[])?),
         ("GET", "/ledger/wait") => wait(&world, &params).await,
         ("POST", "/reset") => {
             let drop = params.iter().any(|(k, v)| k == "drop" && v == "true");
-            if let (true, Some(name)) = (drop, session) {
-                let existed = host.drop_session(name);
-                return Ok(Response::json(
-                    200,
-                    &json!({"status": "dropped", "session": name, "existed": existed}),
-                ));
-            }
-            let w = host.reset(session)?;
-            Ok(Response::json(
-                200,
-                &json!({"status": "reset", "scenario": w.scenario.name}),
-            ))
+            reset(host, session, drop)
         }
         ("GET", "/clock") => Ok(Response::json(200, &clock_view(&world))),
-        ("POST", "/clock/advance") => {
-            let body: Value = parse_json_body(req.body)?;
-            let by = body.get("by").and_then(Value::as_str).ok_or_else(|| {
-                AdminError::BadRequest("expected a JSON body like {\"by\": \"25h\"}".into())
-            })?;
-            let by = parse_duration(by).map_err(|e| AdminError::BadRequest(format!("by: {e}")))?;
-            let now = world.clock.advance(by).await?;
-            world.note(|session| crate::journal::Line::Clock { session, now });
-            Ok(Response::json(200, &clock_view(&world)))
-        }
-        ("POST", "/scenario") => {
-            let text = std::str::from_utf8(req.body).map_err(|_| {
-                AdminError::BadRequest("the scenario must be UTF-8 TOML text".into())
-            })?;
-            if text.trim().is_empty() {
-                // Valid TOML, but almost certainly a mistake: it would leave a world with nothing in it.
-                return Err(AdminError::BadRequest(
-                    "the request body is empty: send the scenario's TOML text; nothing changed"
-                        .into(),
-                ));
-            }
-            let scenario = Scenario::from_toml(text, "<request body>")
-                .map_err(|e| AdminError::BadRequest(e.to_string()))?;
-            let w = host.replace(session, scenario.into())?;
-            Ok(Response::json_of(200, &Ready::of(&w, base_url)))
-        }
+        ("POST", "/clock/advance") => advance(&world, req.body).await,
+        ("POST", "/scenario") => replace_scenario(host, session, base_url, req.body),
         ("POST", "/revision") => declare_revision(&world, req.body),
-        ("POST", "/claims") => {
-            let claims =
-                Claims::parse(req.body).map_err(|e| AdminError::BadRequest(e.to_string()))?;
-            let detail =
-                serde_json::to_value(&claims).map_err(|e| AdminError::BadRequest(e.to_string()))?;
-            let rec = Record::declaration("claims", world.clock.now(), detail);
-            let seq = world.lock().ledger.append(rec);
-            Ok(Response::json(
-                200,
-                &json!({
-                    "seq": seq,
-                    "actions": claims.actions.len(),
-                    "tasks": claims.tasks.len(),
-                    "adopted": claims.adopted.len(),
-                }),
-            ))
-        }
+        ("POST", "/claims") => declare_claims(&world, req.body),
         ("GET", "/verify") => {
             let entries = world.entries(&Filter::default());
             let report = verify::verify(&entries, None);
             host.record_findings(report.findings.iter().map(|f| f.rule.as_str()));
             Ok(Response::json_of(200, &report))
         }
-        ("GET", "/report") => {
-            let entries = world.entries(&Filter::default());
-            let report = verify::verify(&entries, None);
-            let title = format!(
-                "{} ({})",
-                world.scenario.name,
-                world.session.as_deref().unwrap_or("default session")
-            );
-            Ok(Response {
-                status: 200,
-                headers: vec![("content-type".into(), "text/html; charset=utf-8".into())],
-                body: crate::report::render(&title, &entries, &report).into_bytes(),
-            })
-        }
+        ("GET", "/report") => Ok(report(&world)),
         ("GET", "/openapi.json") => Ok(Response {
             status: 200,
             headers: vec![("content-type".into(), "application/json".into())],
@@ -249,6 +159,121 @@ async fn route(
 }
 
 /// `{"entries": [...]}` with each entry's fields in their documented order.
+fn health(host: &Host, world: &World) -> Response {
+    let (entries, evicted) = {
+        let state = world.lock();
+        (state.ledger.len(), state.ledger.evicted())
+    };
+    Response::json(
+        200,
+        &json!({
+            "status": "ok",
+            "scenario": world.scenario.name,
+            "clock": world.clock.kind(),
+            "now": world.clock.rfc3339(world.clock.now()),
+            "entries": entries,
+            "evicted": evicted,
+            "seed": world.seed,
+            "session": world.session.as_deref().unwrap_or("default"),
+            "sessions": host.session_names().len(),
+        }),
+    )
+}
+
+/// The ledger as JSON lines, one entry a line (the verifier's file format).
+fn ledger_jsonl(world: &World, filter: &Filter) -> Result<Response, AdminError> {
+    let mut body = Vec::new();
+    for e in world.entries(filter) {
+        serde_json::to_writer(&mut body, &e).map_err(|e| AdminError::BadRequest(e.to_string()))?;
+        body.push(b'\n');
+    }
+    Ok(Response {
+        status: 200,
+        headers: vec![("content-type".into(), "application/x-ndjson".into())],
+        body,
+    })
+}
+
+/// A fresh world for the session (or, with `drop=true`, the named session gone).
+fn reset(host: &Host, session: Option<&str>, drop: bool) -> Result<Response, AdminError> {
+    if let (true, Some(name)) = (drop, session) {
+        let existed = host.drop_session(name);
+        return Ok(Response::json(
+            200,
+            &json!({"status": "dropped", "session": name, "existed": existed}),
+        ));
+    }
+    let w = host.reset(session)?;
+    Ok(Response::json(
+        200,
+        &json!({"status": "reset", "scenario": w.scenario.name}),
+    ))
+}
+
+async fn advance(world: &World, body: &[u8]) -> Result<Response, AdminError> {
+    let body: Value = parse_json_body(body)?;
+    let by = body.get("by").and_then(Value::as_str).ok_or_else(|| {
+        AdminError::BadRequest("expected a JSON body like {\"by\": \"25h\"}".into())
+    })?;
+    let by = parse_duration(by).map_err(|e| AdminError::BadRequest(format!("by: {e}")))?;
+    let now = world.clock.advance(by).await?;
+    world.note(|session| crate::journal::Line::Clock { session, now });
+    Ok(Response::json(200, &clock_view(world)))
+}
+
+fn replace_scenario(
+    host: &Host,
+    session: Option<&str>,
+    base_url: &str,
+    body: &[u8],
+) -> Result<Response, AdminError> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| AdminError::BadRequest("the scenario must be UTF-8 TOML text".into()))?;
+    if text.trim().is_empty() {
+        // Valid TOML, but almost certainly a mistake: it would leave a world with nothing in it.
+        return Err(AdminError::BadRequest(
+            "the request body is empty: send the scenario's TOML text; nothing changed".into(),
+        ));
+    }
+    let scenario = Scenario::from_toml(text, "<request body>")
+        .map_err(|e| AdminError::BadRequest(e.to_string()))?;
+    let w = host.replace(session, scenario.into())?;
+    Ok(Response::json_of(200, &Ready::of(&w, base_url)))
+}
+
+/// The orchestrator's own account, kept as a ledger entry for the verifier.
+fn declare_claims(world: &World, body: &[u8]) -> Result<Response, AdminError> {
+    let claims = Claims::parse(body).map_err(|e| AdminError::BadRequest(e.to_string()))?;
+    let detail =
+        serde_json::to_value(&claims).map_err(|e| AdminError::BadRequest(e.to_string()))?;
+    let rec = Record::declaration("claims", world.clock.now(), detail);
+    let seq = world.lock().ledger.append(rec);
+    Ok(Response::json(
+        200,
+        &json!({
+            "seq": seq,
+            "actions": claims.actions.len(),
+            "tasks": claims.tasks.len(),
+            "adopted": claims.adopted.len(),
+        }),
+    ))
+}
+
+fn report(world: &World) -> Response {
+    let entries = world.entries(&Filter::default());
+    let report = verify::verify(&entries, None);
+    let title = format!(
+        "{} ({})",
+        world.scenario.name,
+        world.session.as_deref().unwrap_or("default session")
+    );
+    Response {
+        status: 200,
+        headers: vec![("content-type".into(), "text/html; charset=utf-8".into())],
+        body: crate::report::render(&title, &entries, &report).into_bytes(),
+    }
+}
+
 #[derive(serde::Serialize)]
 struct Entries {
     entries: Vec<crate::ledger::Entry>,
