@@ -599,6 +599,8 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         }
     }
     {
+        // Whoever started the server may not read its stdout (the ready line is also in the
+        // log): serving goes on either way.
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{ready}");
         let _ = out.flush();

@@ -117,6 +117,7 @@ impl Server {
 
     /// Back to the start (same as `POST /_admin/reset`).
     pub fn reset(&self) {
+        // The default session always exists: resetting it cannot fail.
         let _ = self.app.host.reset(None);
     }
 

@@ -226,6 +226,8 @@ async fn handle(
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, ""),
         };
+        // A client that went away mid-body cannot read an answer: the agent sees an empty body
+        // (and answers it as a bad request, which nobody reads).
         let (body, too_large) = read_incoming(body, world.scenario.max_body_bytes)
             .await
             .unwrap_or_default();
