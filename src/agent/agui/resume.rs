@@ -23,7 +23,7 @@
 //!
 //!
 //! Used by the AG-UI engine ([`super`]) once per request, before the stream opens; imports only
-//! [`super::wire`] and the clock's timestamp parser.
+//! [`super::interrupt`], [`super::message`] and the clock's timestamp parser.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -31,7 +31,8 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
-use super::wire::{Interrupt, Message, ResumeEntry, ResumeStatus, ToolCall};
+use super::interrupt::{Interrupt, ResumeEntry, ResumeStatus};
+use super::message::{Message, ToolCall};
 use crate::clock::parse_rfc3339_ms;
 
 // ---------------------------------------------------------------------------------------

@@ -25,15 +25,17 @@ use hyper::HeaderMap;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc::{self, error::TrySendError};
 
-use super::detail::{write_u64, Detail};
+use super::admit::Admitted;
+use super::event::{self, Event, RunFinished, TokenUsage};
+use super::input::RunAgentInput;
+use super::interrupt::Interrupt;
 use super::resume::{gate_for, Answer, Decision, Gate, Judgement, SkipReason};
-use super::wire::write_json_str;
-use super::wire::{
-    self, tanstack, Event, Frame, Interrupt, RunAgentInput, RunFinished, TokenUsage,
-};
-use super::{answered_calls, call_id, Boundary, Call, Checkpoint, Notice, Start, Threads};
+use super::sse;
+use super::start::{answered_calls, call_id, plain_interrupt};
+use super::tanstack;
+use super::{Boundary, Call, Checkpoint, Notice, Start, Threads};
 use crate::clock::format_rfc3339_ms;
-use crate::ledger::{AgentEvent, Record};
+use crate::ledger::Record;
 use crate::scenario::agui::{
     AgUiAgent, ClientKind, InterruptSpec, OnContinuation, Phase, ResumeMode, ToolKind, Violation,
 };
@@ -98,19 +100,13 @@ pub(super) struct Run {
     /// Where the run's own timeline stands (its arrival, moved on by each wait): delays count
     /// from here.
     cursor: Duration,
+    /// Where the run enters the script and the warnings it opens with, until [`Self::go`].
+    start: Option<Start>,
+    notices: Vec<Notice>,
 }
 
 /// Where a run puts its stream's receiver once it opens the channel (see [`Run::sender`]).
 pub(super) type Outlet = Arc<std::sync::Mutex<Option<mpsc::Receiver<Bytes>>>>;
-
-/// What admission hands a run: the stripped input, its judgement, the checkpoint it consumed
-/// (stateful agents) and the scenario time of its `run-started` entry.
-pub(super) struct Admitted {
-    pub input: RunAgentInput,
-    pub judgement: Judgement,
-    pub consumed: Option<Checkpoint>,
-    pub started_at: Duration,
-}
 
 impl Run {
     pub(super) fn new(
@@ -124,6 +120,8 @@ impl Run {
             input,
             judgement,
             consumed,
+            start,
+            notices,
             started_at,
         } = admitted;
         let carried = consumed
@@ -162,17 +160,17 @@ impl Run {
             executed: BTreeMap::new(),
             carried,
             cursor: started_at,
+            start: Some(start),
+            notices,
         }
     }
 
     /// Play the run and close the stream.
     /// Returns the whole response body if the run never had to hand frames over before it
     /// ended (see [`Self::flush`]); `None` if they went through the stream's channel.
-    pub(super) async fn go(
-        mut self: Box<Self>,
-        start: Start,
-        notices: Vec<Notice>,
-    ) -> Option<Bytes> {
+    pub(super) async fn go(mut self: Box<Self>) -> Option<Bytes> {
+        let start = self.start.take().unwrap_or(Start::Top);
+        let notices = std::mem::take(&mut self.notices);
         if let Decision::RunError { code, message } = self.judgement.decision.clone() {
             // PROD-3: refused before the run starts; RUN_ERROR is the stream's first event.
             self.emit(Event::run_error(message.clone(), Some(code)));
@@ -191,15 +189,7 @@ impl Run {
             self.record("run-finished", detail);
             return self.rest().await;
         }
-        // The frame borrows the input, which `emit_frame` (taking the whole run) cannot: lend
-        // it out for the call (an empty input allocates nothing).
-        let input = std::mem::replace(&mut self.input, RunAgentInput::new("", ""));
-        self.emit_frame(Frame::RunStarted {
-            thread_id: &input.thread_id,
-            run_id: &input.run_id,
-            parent_run_id: input.parent_run_id.as_deref(),
-        });
-        self.input = input;
+        self.emit(Event::run_started(&self.input));
         for n in notices {
             self.warn(n);
         }
@@ -376,7 +366,7 @@ impl Run {
     }
 
     fn raise(&self, d: &InterruptSpec, calls: Option<&[Call]>) -> Interrupt {
-        let mut it = super::plain_interrupt(d);
+        let mut it = plain_interrupt(d);
         if let Some(tool) = d.tool {
             it.tool_call_id = calls
                 .into_iter()
@@ -386,7 +376,7 @@ impl Run {
         }
         if let Some(ttl) = d.expires_in {
             let now = self.world.clock.now();
-            it.expires_at = Some(rfc3339_ms(self.world.clock.wall_ms(now + ttl)));
+            it.expires_at = Some(format_rfc3339_ms(self.world.clock.wall_ms(now + ttl)));
         }
         it
     }
@@ -416,12 +406,9 @@ impl Run {
         self.output_tokens += out;
         if let Some(text) = &it.text {
             let mid = self.message_id(i);
-            self.emit_frame(Frame::TextStart { message_id: &mid });
-            self.emit_frame(Frame::TextContent {
-                message_id: &mid,
-                delta: text,
-            });
-            self.emit_frame(Frame::TextEnd { message_id: &mid });
+            self.emit(Event::text_start(&mid));
+            self.emit(Event::text_content(&mid, text.as_str()));
+            self.emit(Event::text_end(&mid));
         }
         if let Some(patch) = &it.state {
             merge_patch(&mut self.state, patch);
@@ -431,14 +418,7 @@ impl Run {
     }
 
     fn message_id(&self, i: usize) -> String {
-        // Piece by piece, as `call_id`.
-        let run_id = &self.input.run_id;
-        let mut id = String::with_capacity(run_id.len() + 8);
-        id.push_str("msg-");
-        super::push_usize(&mut id, i);
-        id.push('-');
-        id.push_str(run_id);
-        id
+        format!("msg-{i}-{}", self.input.run_id)
     }
 
     /// The iteration's tool calls join the messages (between `afterModel` and `beforeTools`).
@@ -453,16 +433,13 @@ impl Run {
         let mut out = Vec::with_capacity(scripted.len());
         for (k, c) in scripted.iter().enumerate() {
             let id = call_id(i, k, &self.input.run_id);
-            self.emit_frame(Frame::ToolCallStart {
-                tool_call_id: &id,
-                name: &spec.tools[c.tool].name,
-                parent_message_id: Some(&parent),
-            });
-            self.emit_frame(Frame::ToolCallArgs {
-                tool_call_id: &id,
-                delta: &c.args_json,
-            });
-            self.emit_frame(Frame::ToolCallEnd { tool_call_id: &id });
+            self.emit(Event::tool_call_start(
+                &id,
+                &spec.tools[c.tool].name,
+                Some(&parent),
+            ));
+            self.emit(Event::tool_call_args(&id, c.args_json.as_str()));
+            self.emit(Event::tool_call_end(&id));
             out.push(Call {
                 id,
                 tool: c.tool,
@@ -756,17 +733,18 @@ impl Run {
 
     async fn finish(&mut self, end: End) {
         let mut usage = self.usage();
-        let mut detail = Detail::new();
-        detail.str("thread_id", &self.input.thread_id);
-        detail.str("run_id", &self.input.run_id);
+        let mut detail = json!({
+            "thread_id": self.input.thread_id,
+            "run_id": self.input.run_id,
+        });
         if let Some(u) = &usage {
-            detail.raw("usage", |out| write_usage(out, u));
+            detail["usage"] = json!(u);
         }
         let mut finished = false;
         match end {
             End::Success { pending } => {
-                detail.str("outcome", "success");
-                detail.strs("pending_tool_call_ids", pending.iter().map(String::as_str));
+                detail["outcome"] = json!("success");
+                detail["pending_tool_call_ids"] = json!(pending);
                 let mut e = Event::run_success(&self.input.thread_id, &self.input.run_id, pending);
                 set_usage(&mut e, usage.take());
                 finished = self.run_finished(e);
@@ -780,9 +758,9 @@ impl Run {
                 } else {
                     batch
                 };
-                detail.str("outcome", "interrupt");
-                detail.strs("interrupts", batch.iter().map(|i| i.id.as_str()));
-                at.write(&mut detail, "paused_at");
+                detail["outcome"] = json!("interrupt");
+                detail["interrupts"] = batch.iter().map(|i| i.id.as_str()).collect();
+                detail["paused_at"] = at.json();
                 // Only a stateful agent keeps the batch (its checkpoint).
                 let mut wire_batch = if self.spec.resume == ResumeMode::Stateful {
                     batch.clone()
@@ -814,15 +792,13 @@ impl Run {
                     set_usage(&mut e, usage.take());
                     finished = self.run_finished(e);
                 } else {
-                    // Written from borrowed parts (see `emit_frame`), lending the input out.
-                    let input = std::mem::replace(&mut self.input, RunAgentInput::new("", ""));
-                    finished = self.run_finished_frame(Frame::RunInterrupted {
-                        thread_id: &input.thread_id,
-                        run_id: &input.run_id,
-                        interrupts: &wire_batch,
-                        usage: usage.as_deref(),
-                    });
-                    self.input = input;
+                    let mut e = Event::run_interrupted(
+                        &self.input.thread_id,
+                        &self.input.run_id,
+                        wire_batch,
+                    );
+                    set_usage(&mut e, usage.take());
+                    finished = self.run_finished(e);
                 }
                 if self.spec.resume == ResumeMode::Stateful {
                     // Paused again where it resumed: the answers given so far still hold.
@@ -846,22 +822,22 @@ impl Run {
                         answers,
                     };
                     // What a restart rebuilds the thread from (`restore`).
-                    detail.value("checkpoint", &cp.ledger_json());
+                    detail["checkpoint"] = cp.ledger_json();
                     self.world
                         .extension::<Threads>()
                         .store(&self.agent, &self.input.thread_id, cp);
                 }
             }
             End::Cancelled => {
-                detail.str("outcome", "cancelled");
-                detail.str("cause", "scripted");
+                detail["outcome"] = json!("cancelled");
+                detail["cause"] = json!("scripted");
                 let mut e = Event::run_cancelled(&self.input.thread_id, &self.input.run_id);
                 set_usage(&mut e, usage.take());
                 finished = self.run_finished(e);
             }
             End::Gone => {
-                detail.str("outcome", "cancelled");
-                detail.str("cause", "client-disconnected");
+                detail["outcome"] = json!("cancelled");
+                detail["cause"] = json!("client-disconnected");
                 // The client never heard how this continuation ended and still holds its open
                 // interrupts: keep them open, minus what already ran, for its retry.
                 if let Some(mut cp) = self.consumed.take() {
@@ -871,16 +847,16 @@ impl Run {
                             c.result = result.clone();
                         }
                     }
-                    detail.str("restored_checkpoint", &cp.run_id);
-                    detail.value("checkpoint", &cp.ledger_json());
+                    detail["restored_checkpoint"] = json!(cp.run_id);
+                    detail["checkpoint"] = cp.ledger_json();
                     self.world
                         .extension::<Threads>()
                         .store(&self.agent, &self.input.thread_id, cp);
                 }
             }
             End::WorldClosed => {
-                detail.str("outcome", "error");
-                detail.str("cause", "world-reset");
+                detail["outcome"] = json!("error");
+                detail["cause"] = json!("world-reset");
                 self.emit(Event::run_error(
                     "the scenario was reset while the run was in progress",
                     Some("world_reset"),
@@ -890,12 +866,12 @@ impl Run {
         // What the client got is known once it is handed over.
         self.flush(false).await;
         let finished = finished && !self.gone;
-        detail.u64("model_calls", self.model_calls);
-        detail.names("events", &self.types);
+        detail["model_calls"] = json!(self.model_calls);
+        detail["events"] = json!(self.types);
         if self.gone {
-            detail.bool("client_disconnected", true);
+            detail["client_disconnected"] = json!(true);
         }
-        detail.finish(|detail| self.record_text("run-finished", detail));
+        self.record("run-finished", detail);
 
         // INT-6: a failure that surfaces after the run closed.
         if let (true, Some(late)) = (finished, self.spec.late_error.clone()) {
@@ -925,16 +901,6 @@ impl Run {
             return false;
         }
         self.emit(e);
-        !self.gone
-    }
-
-    /// [`Self::run_finished`] for an event written from borrowed parts.
-    fn run_finished_frame(&mut self, frame: Frame<'_>) -> bool {
-        if self.spec.violates(Violation::MissingRunFinished) {
-            self.violation(Violation::MissingRunFinished);
-            return false;
-        }
-        self.emit_frame(frame);
         !self.gone
     }
 
@@ -971,21 +937,6 @@ impl Run {
         self.tx.as_ref().is_some_and(mpsc::Sender::is_closed)
     }
 
-    /// Queue one of the common events from borrowed parts (see [`Frame`]); as [`Self::emit`]
-    /// otherwise.
-    fn emit_frame(&mut self, frame: Frame<'_>) {
-        if self.gone {
-            return;
-        }
-        if self.spec.violates(Violation::UnknownFields) {
-            // The unknown member goes into the owned event's base.
-            return self.emit(frame.to_event());
-        }
-        let now = self.world.clock.now();
-        wire::write_frame(&mut self.out, &frame, self.world.clock.wall_ms(now) as i64);
-        self.types.push(frame.type_name());
-    }
-
     /// Queue one event (sent at the next [`Self::flush`]).
     fn emit(&mut self, event: Event) {
         if self.gone {
@@ -999,7 +950,7 @@ impl Run {
                 .insert("doubleagentUnknownField".into(), json!(true));
             self.violation(Violation::UnknownFields);
         }
-        wire::write_sse_frame(&mut self.out, &e);
+        sse::write_sse_frame(&mut self.out, &e);
         self.types.push(e.type_name());
     }
 
@@ -1039,7 +990,7 @@ impl Run {
 
     fn warn(&mut self, n: Notice) {
         self.record("warning", notice_json(&n));
-        self.emit(wire::warning_event(&n.rule, &n.message, n.details));
+        self.emit(event::warning_event(&n.rule, &n.message, n.details));
     }
 
     // --- ledger ----------------------------------------------------------------------------
@@ -1048,20 +999,6 @@ impl Run {
         let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), detail);
         rec.work_id = Some(self.input.run_id.clone());
         self.world.lock().ledger.append(rec)
-    }
-
-    /// [`Self::record`] with the detail written straight (see [`Detail`]).
-    fn record_text(&self, event: &str, detail: &[u8]) -> u64 {
-        // Encoded from borrowed parts: no `Record` (and its owned strings) made to be dropped.
-        let ev = AgentEvent {
-            agent: &self.agent,
-            event,
-            at: self.world.clock.now(),
-            work_id: Some(&self.input.run_id),
-            revision: None,
-            detail,
-        };
-        self.world.lock().ledger.append_agent_event(&ev)
     }
 
     fn record_call(&self, call_id: &str, detail: Value) {
@@ -1086,81 +1023,8 @@ impl Run {
     }
 }
 
-/// [`format_rfc3339_ms`], remembering the last answer per thread: runs arriving within the
-/// same millisecond (most of them, under load) ask for the same `expiresAt`.
-fn rfc3339_ms(ms: u64) -> String {
-    thread_local! {
-        static LAST: std::cell::RefCell<(u64, String)> =
-            const { std::cell::RefCell::new((u64::MAX, String::new())) };
-    }
-    LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        if last.0 != ms {
-            *last = (ms, format_rfc3339_ms(ms));
-        }
-        last.1.clone()
-    })
-}
-
 fn notice_json(n: &Notice) -> Value {
     json!({"rule": n.rule, "message": n.message, "details": n.details})
-}
-
-/// Usage reports as a ledger detail writes them: each one's members in name order, as
-/// [`TokenUsage::to_json`] would have them serialized.
-fn write_usage(out: &mut Vec<u8>, usage: &[TokenUsage]) {
-    out.push(b'[');
-    for (k, u) in usage.iter().enumerate() {
-        if k > 0 {
-            out.push(b',');
-        }
-        out.push(b'{');
-        let mut first = true;
-        let mut name = |out: &mut Vec<u8>, name: &str| {
-            if !std::mem::take(&mut first) {
-                out.push(b',');
-            }
-            // The member names below: plain ASCII literals.
-            out.push(b'"');
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b"\":");
-        };
-        // In byte order of the names.
-        let numbers = [
-            ("cacheWriteInputTokens", u.cache_write_input_tokens),
-            ("cachedInputTokens", u.cached_input_tokens),
-            ("inputTokens", u.input_tokens),
-        ];
-        for (n, v) in numbers {
-            if let Some(v) = v {
-                name(out, n);
-                write_u64(out, v);
-            }
-        }
-        if let Some(m) = &u.model {
-            name(out, "model");
-            write_json_str(out, m);
-        }
-        if let Some(v) = u.output_tokens {
-            name(out, "outputTokens");
-            write_u64(out, v);
-        }
-        if let Some(p) = &u.provider {
-            name(out, "provider");
-            write_json_str(out, p);
-        }
-        for (n, v) in [
-            ("reasoningTokens", u.reasoning_tokens),
-            ("totalTokens", u.total_tokens),
-        ] {
-            if let Some(v) = v {
-                name(out, n);
-                write_u64(out, v);
-            }
-        }
-        out.push(b'}');
-    }
-    out.push(b']');
 }
 
 fn set_usage(e: &mut Event, usage: Option<Vec<TokenUsage>>) {
@@ -1247,30 +1111,6 @@ fn merge_patch(target: &mut Value, patch: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn usage_is_written_as_its_json_would_be() {
-        let full = TokenUsage {
-            provider: Some("p\"".into()),
-            model: Some("m".into()),
-            input_tokens: Some(1),
-            output_tokens: Some(2),
-            total_tokens: Some(3),
-            reasoning_tokens: Some(4),
-            cached_input_tokens: Some(5),
-            cache_write_input_tokens: Some(6),
-        };
-        for usage in [
-            vec![],
-            vec![full.clone()],
-            vec![TokenUsage::default(), full],
-        ] {
-            let mut out = Vec::new();
-            write_usage(&mut out, &usage);
-            let want = Value::Array(usage.iter().map(TokenUsage::to_json).collect());
-            assert_eq!(String::from_utf8(out).unwrap(), want.to_string());
-        }
-    }
 
     #[test]
     fn paths_are_filled_from_arguments() {

@@ -1,0 +1,81 @@
+//! The SSE binding of AG-UI: one `data:` frame per event, the keep-alive comment, which
+//! `Accept` headers admit the stream, and (for tests) reading frames back as the client does.
+
+use super::event::Event;
+
+/// The media type of the SSE binding.
+pub const EVENT_STREAM_CONTENT_TYPE: &str = "text/event-stream";
+
+/// One SSE frame: `data: <json>\n\n`, LF only. The JSON has no raw newline (serde_json
+/// escapes them), so a frame is exactly one `data:` line.
+pub fn sse_frame(event: &Event) -> String {
+    let mut out = Vec::new();
+    write_sse_frame(&mut out, event);
+    // serde_json writes UTF-8, the framing is ASCII.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`sse_frame`] appended to `out`.
+pub fn write_sse_frame(out: &mut Vec<u8>, event: &Event) {
+    out.extend_from_slice(b"data: ");
+    // Events hold only strings, integers and JSON values, and serde_json's maps have string
+    // keys: serializing them into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, event);
+    out.extend_from_slice(b"\n\n");
+}
+
+/// A keep-alive comment frame, which consumers ignore.
+pub const SSE_KEEP_ALIVE: &str = ": keep-alive\n\n";
+
+/// Splits an SSE body into the JSON payloads of its `data:` lines, the way
+/// `@ag-ui/client`'s `parseSSEStream` does (frames split on `\n\n`, multi-line data joined
+/// with `\n`, one optional space after the colon, other fields ignored). For tests.
+pub fn sse_payloads(body: &str) -> Vec<String> {
+    body.split("\n\n")
+        .filter_map(|frame| {
+            let lines: Vec<&str> = frame
+                .split('\n')
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|l| l.strip_prefix(' ').unwrap_or(l))
+                .collect();
+            (!lines.is_empty()).then(|| lines.join("\n"))
+        })
+        .collect()
+}
+
+/// Whether an `Accept` header lets the producer answer `text/event-stream`. `HttpAgent`
+/// sends `text/event-stream`; TanStack's `fetchServerSentEvents` sends `*/*`; a missing
+/// header accepts anything.
+pub fn accepts_event_stream(accept: Option<&str>) -> bool {
+    let Some(accept) = accept else { return true };
+    // What clients send, settled without splitting.
+    if accept == EVENT_STREAM_CONTENT_TYPE {
+        return true;
+    }
+    if accept.trim().is_empty() {
+        return true;
+    }
+    accept.split(',').any(|range| {
+        let media = range.split(';').next().unwrap_or("").trim();
+        media == "*/*"
+            || media.eq_ignore_ascii_case("text/*")
+            || media.eq_ignore_ascii_case(EVENT_STREAM_CONTENT_TYPE)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_payloads_parse_like_the_client() {
+        let body = format!(
+            "{}{}: keep-alive\n\nevent: x\ndata: {{\"a\":\ndata: 1}}\n\n",
+            sse_frame(&Event::step_started("a")),
+            sse_frame(&Event::step_finished("a"))
+        );
+        let p = sse_payloads(&body);
+        assert_eq!(p.len(), 3);
+        assert_eq!(p[2], "{\"a\":\n1}");
+    }
+}
