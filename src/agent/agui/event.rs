@@ -535,12 +535,6 @@ macro_rules! events {
                 }
             }
 
-            /// The common fields (timestamp, rawEvent, metadata, unknown members).
-            pub fn base(&self) -> &EventBase {
-                match self {
-                    $(Event::$variant(e) => &e.base,)*
-                }
-            }
 
             /// The common fields, to change.
             pub fn base_mut(&mut self) -> &mut EventBase {
@@ -591,11 +585,6 @@ impl Event {
     pub fn at(mut self, timestamp_ms: i64) -> Self {
         self.base_mut().timestamp = Some(timestamp_ms);
         self
-    }
-
-    /// Whether this event ends a run (`RUN_FINISHED` or `RUN_ERROR`).
-    pub fn is_terminal(&self) -> bool {
-        matches!(self, Event::RunFinished(_) | Event::RunError(_))
     }
 
     // --- constructors for the events doubleagent emits ---------------------------------
@@ -744,6 +733,7 @@ impl Event {
         })
     }
 
+    #[cfg(test)]
     pub fn messages_snapshot(messages: Vec<Message>) -> Self {
         Event::MessagesSnapshot(MessagesSnapshot {
             messages,
@@ -751,6 +741,7 @@ impl Event {
         })
     }
 
+    #[cfg(test)]
     pub fn step_started(step_name: &str) -> Self {
         Event::StepStarted(StepStarted {
             step_name: step_name.to_string(),
@@ -758,6 +749,7 @@ impl Event {
         })
     }
 
+    #[cfg(test)]
     pub fn step_finished(step_name: &str) -> Self {
         Event::StepFinished(StepFinished {
             step_name: step_name.to_string(),

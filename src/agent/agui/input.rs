@@ -173,6 +173,7 @@ pub enum VersionVerdict {
 }
 
 impl RunAgentInput {
+    #[cfg(test)]
     /// A minimal input (what `HttpAgent` sends on a first run, minus its defaults).
     pub fn new(thread_id: impl Into<String>, run_id: impl Into<String>) -> Self {
         RunAgentInput {

@@ -114,6 +114,7 @@ pub struct ResumeEntry {
 }
 
 impl ResumeEntry {
+    #[cfg(test)]
     pub fn resolved(interrupt_id: impl Into<String>, payload: Option<Value>) -> Self {
         ResumeEntry {
             interrupt_id: interrupt_id.into(),
@@ -124,6 +125,7 @@ impl ResumeEntry {
         }
     }
 
+    #[cfg(test)]
     pub fn cancelled(interrupt_id: impl Into<String>) -> Self {
         ResumeEntry {
             interrupt_id: interrupt_id.into(),

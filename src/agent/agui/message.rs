@@ -24,6 +24,7 @@ pub enum Message {
 }
 
 impl Message {
+    #[cfg(test)]
     pub fn id(&self) -> &str {
         match self {
             Message::Developer(m) | Message::System(m) => &m.id,
@@ -57,6 +58,7 @@ impl Message {
         }
     }
 
+    #[cfg(test)]
     pub fn user(id: impl Into<String>, content: impl Into<String>) -> Self {
         Message::User(UserMessage {
             id: id.into(),
@@ -279,22 +281,6 @@ pub enum Content {
     Parts(Vec<ContentPart>),
 }
 
-impl Content {
-    /// The text of the body (parts' texts concatenated).
-    pub fn text(&self) -> String {
-        match self {
-            Content::Text(s) => s.clone(),
-            Content::Parts(parts) => parts
-                .iter()
-                .filter_map(|p| match p {
-                    ContentPart::Text { text, .. } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect(),
-        }
-    }
-}
-
 /// One part of a message body, discriminated by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
@@ -398,23 +384,6 @@ pub struct ToolCall {
     pub metadata: Option<Metadata>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
-}
-
-impl ToolCall {
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: &Value) -> Self {
-        ToolCall {
-            id: id.into(),
-            kind: FunctionKind::Function,
-            function: FunctionCall {
-                name: name.into(),
-                arguments: arguments.to_string(),
-                extra: Map::new(),
-            },
-            encrypted_value: None,
-            metadata: None,
-            extra: Map::new(),
-        }
-    }
 }
 
 /// The literal `"function"`.

@@ -2,22 +2,28 @@
 //! `text/event-stream` of one scripted run.
 //!
 //! A request goes through three stages:
-//! 1. **Admission** ([`admit`]): method, `Accept`, the body parsed as a `RunAgentInput`
-//!    ([`input`]), its `protocolVersion`; anything wrong is an HTTP 4xx with a JSON body and no
-//!    stream, recorded in the ledger (`event: "run-rejected"`). Unknown members are stripped with
-//!    a warning (TanStack's known habits silently, for `client = "tanstack"`).
-//! 2. **Judging** the resume list ([`resume::judge`]) against what the agent knows: with
-//!    `resume = "stateful"` the thread's [`Checkpoint`] (its latest interrupted run, kept as a
-//!    world extension so `/_admin/reset` forgets it), with `"stateless"` only the script and the
-//!    messages (PROD-1). The decision picks the HTTP 409 (`uncovered = "reject"`), a stream opening
-//!    with `RUN_ERROR` (`"run-error"`), or a run, and [`start::start_point`] says where in the script the
-//!    run resumes: the boundary it paused at, after an answered frontend-tool pause, or the top.
-//! 3. **The run** ([`run`]): the scripted agent loop with its interrupt batches, tool calls
-//!    through [`crate::service`]'s action pipeline, and one ledger entry per fact (run start
-//!    with its input, warnings, tool calls, violations, the outcome with every emitted event
-//!    type). It is played in the request handler up to its first wait: a run that never waits
-//!    answers its whole event stream at once ([`Reply::Ready`]); one that waits streams through
-//!    a channel from its own task from then on ([`Reply::Stream`]).
+//! 1. **Admission** (`admit.rs`): method, `Accept`, the body parsed as a `RunAgentInput`
+//!    (`input.rs`), its `protocolVersion`; anything wrong is an HTTP 4xx with a JSON body and
+//!    no stream, recorded in the ledger (`event: "run-rejected"`). Unknown members are stripped
+//!    with a warning (TanStack's known habits silently, for `client = "tanstack"`).
+//! 2. **Judging** the resume list (`resume.rs`) against what the agent knows: with
+//!    `resume = "stateful"` the thread's checkpoint (its latest interrupted run, kept in the
+//!    `Threads` world extension so `/_admin/reset` forgets it), with `"stateless"` only the
+//!    script and the messages (PROD-1). The decision picks the HTTP 409
+//!    (`uncovered = "reject"`), a stream opening with `RUN_ERROR` (`"run-error"`), or a run, and
+//!    `start.rs` says where in the script the run resumes: the boundary it paused at, after an
+//!    answered frontend-tool pause, or the top.
+//! 3. **The run** (`run.rs`, `run/tools.rs`, `run/finish.rs`): the scripted agent loop with its
+//!    interrupt batches, tool calls through [`crate::service`]'s action pipeline, and one ledger
+//!    entry per fact (run start with its input, warnings, tool calls, violations, the outcome
+//!    with every emitted event type). It is played in the request handler up to its first
+//!    wait: a run that never waits answers its whole event stream at once ([`Reply::Ready`]);
+//!    one that waits streams through a channel from its own task from then on
+//!    ([`Reply::Stream`]).
+//!
+//! The protocol's types: `input.rs` (the request body), `message.rs`, `interrupt.rs`
+//! (interrupts and resume entries), `event.rs` (the 31 events), `sse.rs` (framing) and
+//! `tanstack.rs` (TanStack AI's interrupt binding).
 //!
 //! How a run is cancelled (INT-2): either scripted (`cancel_at = "<phase>"` on an iteration:
 //! the run ends `RUN_FINISHED{outcome: cancelled}` at that boundary), or by the client going
@@ -29,16 +35,16 @@
 //! with `cause: "restart"`.
 
 mod admit;
-pub mod event;
-pub mod input;
-pub mod interrupt;
-pub mod message;
+mod event;
+mod input;
+mod interrupt;
+mod message;
 mod restore;
-pub mod resume;
+mod resume;
 mod run;
-pub mod sse;
+mod sse;
 mod start;
-pub mod tanstack;
+mod tanstack;
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;

@@ -5,7 +5,7 @@
 //! and at every boundary the interrupts declared there that fire form one batch that ends the run
 //! with one `RUN_FINISHED{outcome: interrupt}` (PH-5). A run that resumes enters the script at
 //! the boundary it paused at, so every hook from there on runs again (PH-6). Backend tool calls
-//! go through [`service::admit`] like any client's request (actor `agent:NAME`, work id = the
+//! go through [`crate::service::admit`] like any client's request (actor `agent:NAME`, work id = the
 //! tool call id), gated by the judged answers; every backend call gets a `TOOL_CALL_RESULT`,
 //! even when it did not run, so a consumer never mistakes it for a pending frontend call.
 //!

@@ -1,13 +1,13 @@
-//! The SSE binding of AG-UI: one `data:` frame per event, the keep-alive comment, which
-//! `Accept` headers admit the stream, and (for tests) reading frames back as the client does.
+//! The SSE binding of AG-UI: one `data:` frame per event, which `Accept` headers admit the
+//! stream, and (for tests) reading frames back as the client does.
 
 use super::event::Event;
 
 /// The media type of the SSE binding.
 pub const EVENT_STREAM_CONTENT_TYPE: &str = "text/event-stream";
 
-/// One SSE frame: `data: <json>\n\n`, LF only. The JSON has no raw newline (serde_json
-/// escapes them), so a frame is exactly one `data:` line.
+#[cfg(test)]
+/// [`write_sse_frame`] as a string.
 pub fn sse_frame(event: &Event) -> String {
     let mut out = Vec::new();
     write_sse_frame(&mut out, event);
@@ -15,7 +15,8 @@ pub fn sse_frame(event: &Event) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// [`sse_frame`] appended to `out`.
+/// One SSE frame appended to `out`: `data: <json>\n\n`, LF only. The JSON has no raw newline
+/// (serde_json escapes them), so a frame is exactly one `data:` line.
 pub fn write_sse_frame(out: &mut Vec<u8>, event: &Event) {
     out.extend_from_slice(b"data: ");
     // Events hold only strings, integers and JSON values, and serde_json's maps have string
@@ -24,9 +25,7 @@ pub fn write_sse_frame(out: &mut Vec<u8>, event: &Event) {
     out.extend_from_slice(b"\n\n");
 }
 
-/// A keep-alive comment frame, which consumers ignore.
-pub const SSE_KEEP_ALIVE: &str = ": keep-alive\n\n";
-
+#[cfg(test)]
 /// Splits an SSE body into the JSON payloads of its `data:` lines, the way
 /// `@ag-ui/client`'s `parseSSEStream` does (frames split on `\n\n`, multi-line data joined
 /// with `\n`, one optional space after the colon, other fields ignored). For tests.

@@ -23,9 +23,6 @@ use sha2::{Digest, Sha256};
 use super::interrupt::Interrupt;
 
 pub const INTERRUPT_BINDING_KEY: &str = "tanstack:interruptBinding";
-pub const INTERRUPT_PAYLOAD_KEY: &str = "tanstack:interruptPayload";
-/// Where TanStack puts the original first-party request on `ResumeEntry.metadata`.
-pub const INTERRUPT_CONTINUATION_KEY: &str = "tanstack:interruptContinuation";
 pub const BINDING_VERSION: u64 = 1;
 
 /// The raw generic binding for `interrupt` raised by the run `interrupted_run_id`.
@@ -62,6 +59,7 @@ pub fn bind_generic(
     interrupt
 }
 
+#[cfg(test)]
 /// The binding object on an interrupt, if any.
 pub fn binding(interrupt: &Interrupt) -> Option<&Map<String, Value>> {
     interrupt
