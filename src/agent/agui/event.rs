@@ -786,69 +786,9 @@ mod tests {
     use super::*;
     use crate::agent::agui::sse::sse_frame;
     use serde_json::json;
-    use std::sync::Arc;
 
     fn to_json(e: &Event) -> String {
         serde_json::to_string(e).unwrap()
-    }
-
-    fn interrupt_example() -> Interrupt {
-        let mut i = Interrupt::new("int-1", "tool_approval");
-        i.message = Some("Approve?".into());
-        i.tool_call_id = Some("tc-1".into());
-        i.response_schema = Some(Arc::new(
-            json!({"type": "object"}).as_object().unwrap().clone(),
-        ));
-        i.expires_at = Some("2026-12-01T00:00:00Z".into());
-        i
-    }
-
-    #[test]
-    fn int1_reference_interrupt_frame_is_byte_exact() {
-        let e = Event::run_finished(
-            "t1",
-            "r1",
-            Some(RunOutcome::Interrupt {
-                interrupts: vec![interrupt_example()],
-            }),
-            Some(vec![TokenUsage {
-                provider: Some("fake".into()),
-                model: Some("fake-1".into()),
-                input_tokens: Some(3),
-                output_tokens: Some(2),
-                total_tokens: Some(5),
-                ..Default::default()
-            }]),
-        );
-        assert_eq!(
-            sse_frame(&e),
-            "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t1\",\"runId\":\"r1\",\"outcome\":{\"type\":\"interrupt\",\"interrupts\":[{\"id\":\"int-1\",\"reason\":\"tool_approval\",\"message\":\"Approve?\",\"toolCallId\":\"tc-1\",\"responseSchema\":{\"type\":\"object\"},\"expiresAt\":\"2026-12-01T00:00:00Z\"}]},\"usage\":[{\"provider\":\"fake\",\"model\":\"fake-1\",\"inputTokens\":3,\"outputTokens\":2,\"totalTokens\":5}]}\n\n"
-        );
-    }
-
-    #[test]
-    fn int2_reference_cancelled_and_pending_tool_frames_are_byte_exact() {
-        assert_eq!(
-            sse_frame(&Event::run_cancelled("t", "r")),
-            "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\",\"outcome\":{\"type\":\"cancelled\"}}\n\n"
-        );
-        assert_eq!(
-            sse_frame(&Event::run_success("t", "r", vec!["tc-9".into()])),
-            "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\",\"outcome\":{\"type\":\"success\",\"pendingToolCallIds\":[\"tc-9\"]}}\n\n"
-        );
-        // No pending calls: the member is left out, not [] and not null.
-        assert_eq!(
-            to_json(&Event::run_success("t", "r", vec![])),
-            "{\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\",\"outcome\":{\"type\":\"success\"}}"
-        );
-    }
-
-    #[test]
-    fn err1_reference_run_error_frame_is_byte_exact() {
-        assert_eq!(
-            sse_frame(&Event::run_error("boom", Some("resume_incomplete"))),
-            "data: {\"type\":\"RUN_ERROR\",\"message\":\"boom\",\"code\":\"resume_incomplete\"}\n\n"
-        );
     }
 
     #[test]
@@ -1014,22 +954,6 @@ mod tests {
             to_json(&Event::run_interrupted("t", "r", vec![])),
             r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[]}}"#
         );
-    }
-
-    #[test]
-    fn int4_response_schema_must_be_an_object() {
-        assert!(serde_json::from_str::<Interrupt>(
-            r#"{"id":"a","reason":"x","responseSchema":[1]}"#
-        )
-        .is_err());
-        assert!(serde_json::from_str::<Interrupt>(
-            r#"{"id":"a","reason":"x","responseSchema":null}"#
-        )
-        .is_err());
-        assert!(serde_json::from_str::<Interrupt>(
-            r#"{"id":"a","reason":"x","responseSchema":{}}"#
-        )
-        .is_ok());
     }
 
     #[test]
