@@ -117,13 +117,14 @@ impl LedgerBody {
     }
 }
 
-/// Every step of admission, in order; the first refusal ends it.
+/// Every step of admission, in order; the first refusal ends it (and leaves `body` to record
+/// it with).
 pub(super) fn admit(
     world: &World,
     name: &str,
     spec: &AgUiAgent,
     req: &AgentRequest,
-    body: &LedgerBody,
+    body: &mut LedgerBody,
 ) -> Result<Admitted, Refusal> {
     check_request(name, req)?;
     let mut input = read_input(req, body)?;
@@ -148,7 +149,8 @@ pub(super) fn admit(
     rec.work_id = Some(input.run_id.clone());
     rec.method = "POST".into();
     rec.path = format!("/agents/{name}");
-    rec.body = body.json.clone();
+    // Admitted: the tree is the ledger's now (a refusal would have needed it).
+    rec.body = std::mem::take(&mut body.json);
     world.lock().ledger.append(rec);
     // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.
     let consumed = checkpoint.filter(|_| spec.resume == ResumeMode::Stateful);

@@ -192,8 +192,8 @@ pub async fn handle(ctx: Ctx<'_>, spec: &AgUiAgent, req: AgentRequest) -> Reply 
     let world = ctx.world.clone();
     // A copy: the run may outlive the call.
     let name = ctx.name.to_string();
-    let body = admit::LedgerBody::read(&world, &req.body);
-    match admit::admit(&world, &name, spec, &req, &body) {
+    let mut body = admit::LedgerBody::read(&world, &req.body);
+    match admit::admit(&world, &name, spec, &req, &mut body) {
         Ok(admitted) => play(world, name, spec, admitted),
         Err(refusal) => refusal.reply(&world, &name, body.json),
     }
