@@ -371,27 +371,7 @@ pub(crate) fn compile(
     let raw: RawAgent = sub_table(table, path, issues)?;
     let start = issues.len();
 
-    let mut tools: Vec<Tool> = Vec::new();
-    // Tools reported as broken: calls naming them are not reported again.
-    let mut broken: Vec<String> = Vec::new();
-    for (n, t) in raw.tools.into_iter().enumerate() {
-        let tpath = format!("{path}.tools[{n}]");
-        let name = t.name.clone();
-        let Some(tool) = compile_tool(t, &tpath, services, issues) else {
-            broken.push(name);
-            continue;
-        };
-        {
-            if tools.iter().any(|o| o.name == tool.name) {
-                issues.push((
-                    format!("{tpath}.name"),
-                    format!("duplicate tool name \"{}\"", tool.name),
-                ));
-            }
-            tools.push(tool);
-        }
-    }
-
+    let (tools, broken) = compile_tools(raw.tools, path, services, issues);
     if raw.iterations.is_empty() {
         issues.push((
             path.to_string(),
@@ -400,72 +380,15 @@ pub(crate) fn compile(
             ),
         ));
     }
-    let mut iterations = Vec::new();
-    for (n, it) in raw.iterations.into_iter().enumerate() {
-        let ipath = format!("{path}.iterations[{n}]");
-        let mut calls = Vec::new();
-        for (k, c) in it.tool_calls.into_iter().enumerate() {
-            let cpath = format!("{ipath}.tool_calls[{k}]");
-            let Some(tool) = tools.iter().position(|t| t.name == c.tool) else {
-                if broken.contains(&c.tool) {
-                    continue;
-                }
-                issues.push((
-                    format!("{cpath}.tool"),
-                    format!(
-                        "no tool named \"{}\" in [[{path}.tools]]{}",
-                        c.tool,
-                        did_you_mean(&c.tool, tools.iter().map(|t| t.name.as_str()))
-                    ),
-                ));
-                continue;
-            };
-            let args = c.args.unwrap_or_else(|| Value::Object(Map::new()));
-            if !args.is_object() {
-                issues.push((
-                    format!("{cpath}.args"),
-                    "tool call args must be a table, e.g. { to = \"acct-9\", amount = 100 }".into(),
-                ));
-                continue;
-            }
-            if let ToolKind::Backend { service, route, .. } = &tools[tool].kind {
-                for param in route_params(services, service, route) {
-                    if args
-                        .get(&param)
-                        .is_none_or(|v| !(v.is_string() || v.is_number()))
-                    {
-                        issues.push((
-                            format!("{cpath}.args"),
-                            format!("route \"{route}\" of service \"{service}\" has a {{{param}}} path segment: give `{param}` (a string or number) in args"),
-                        ));
-                    }
-                }
-            }
-            let args_json = args.to_string();
-            calls.push(ScriptedCall {
-                tool,
-                args: Arc::new(args),
-                args_json,
-            });
-        }
-        if let Some(state) = &it.state {
-            if !state.is_object() {
-                issues.push((
-                    format!("{ipath}.state"),
-                    "state must be a table; it is merged into the agent state (JSON merge patch)"
-                        .into(),
-                ));
-            }
-        }
-        iterations.push(Iteration {
-            text: it.text,
-            tool_calls: calls,
-            state: it.state,
-            usage: it.usage,
-            delay: it.delay.map(|d| d.0),
-            cancel_at: it.cancel_at,
-        });
-    }
+    let iterations: Vec<Iteration> = raw
+        .iterations
+        .into_iter()
+        .enumerate()
+        .map(|(n, it)| {
+            let ipath = format!("{path}.iterations[{n}]");
+            compile_iteration(it, &ipath, path, &tools, &broken, services, issues)
+        })
+        .collect();
 
     let mut interrupts: Vec<InterruptSpec> = Vec::new();
     for (n, ri) in raw.interrupts.into_iter().enumerate() {
@@ -502,6 +425,123 @@ pub(crate) fn compile(
         iterations,
         interrupts,
     })))
+}
+
+/// The script's tools, and the names of those reported as broken (calls naming them are not
+/// reported again).
+fn compile_tools(
+    raw: Vec<RawTool>,
+    path: &str,
+    services: &[Service],
+    issues: &mut Issues,
+) -> (Vec<Tool>, Vec<String>) {
+    let mut tools: Vec<Tool> = Vec::new();
+    let mut broken: Vec<String> = Vec::new();
+    for (n, t) in raw.into_iter().enumerate() {
+        let tpath = format!("{path}.tools[{n}]");
+        let name = t.name.clone();
+        let Some(tool) = compile_tool(t, &tpath, services, issues) else {
+            broken.push(name);
+            continue;
+        };
+        if tools.iter().any(|o| o.name == tool.name) {
+            issues.push((
+                format!("{tpath}.name"),
+                format!("duplicate tool name \"{}\"", tool.name),
+            ));
+        }
+        tools.push(tool);
+    }
+    (tools, broken)
+}
+
+/// One scripted model turn; calls with an issue are left out (the issue is reported).
+fn compile_iteration(
+    it: RawIteration,
+    ipath: &str,
+    path: &str,
+    tools: &[Tool],
+    broken: &[String],
+    services: &[Service],
+    issues: &mut Issues,
+) -> Iteration {
+    let mut calls = Vec::new();
+    for (k, c) in it.tool_calls.into_iter().enumerate() {
+        let cpath = format!("{ipath}.tool_calls[{k}]");
+        if let Some(call) = compile_call(c, &cpath, path, tools, broken, services, issues) {
+            calls.push(call);
+        }
+    }
+    if let Some(state) = &it.state {
+        if !state.is_object() {
+            issues.push((
+                format!("{ipath}.state"),
+                "state must be a table; it is merged into the agent state (JSON merge patch)"
+                    .into(),
+            ));
+        }
+    }
+    Iteration {
+        text: it.text,
+        tool_calls: calls,
+        state: it.state,
+        usage: it.usage,
+        delay: it.delay.map(|d| d.0),
+        cancel_at: it.cancel_at,
+    }
+}
+
+/// A scripted tool call: its tool by index, its arguments (which fill the route's path
+/// parameters of a backend tool) and their JSON text, written once.
+fn compile_call(
+    c: RawCall,
+    cpath: &str,
+    path: &str,
+    tools: &[Tool],
+    broken: &[String],
+    services: &[Service],
+    issues: &mut Issues,
+) -> Option<ScriptedCall> {
+    let Some(tool) = tools.iter().position(|t| t.name == c.tool) else {
+        if !broken.contains(&c.tool) {
+            issues.push((
+                format!("{cpath}.tool"),
+                format!(
+                    "no tool named \"{}\" in [[{path}.tools]]{}",
+                    c.tool,
+                    did_you_mean(&c.tool, tools.iter().map(|t| t.name.as_str()))
+                ),
+            ));
+        }
+        return None;
+    };
+    let args = c.args.unwrap_or_else(|| Value::Object(Map::new()));
+    if !args.is_object() {
+        issues.push((
+            format!("{cpath}.args"),
+            "tool call args must be a table, e.g. { to = \"acct-9\", amount = 100 }".into(),
+        ));
+        return None;
+    }
+    if let ToolKind::Backend { service, route, .. } = &tools[tool].kind {
+        for param in route_params(services, service, route) {
+            if args
+                .get(&param)
+                .is_none_or(|v| !(v.is_string() || v.is_number()))
+            {
+                issues.push((
+                    format!("{cpath}.args"),
+                    format!("route \"{route}\" of service \"{service}\" has a {{{param}}} path segment: give `{param}` (a string or number) in args"),
+                ));
+            }
+        }
+    }
+    let args_json = args.to_string();
+    Some(ScriptedCall {
+        tool,
+        args: Arc::new(args),
+        args_json,
+    })
 }
 
 fn compile_tool(

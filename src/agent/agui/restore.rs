@@ -32,9 +32,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use super::interrupt::Interrupt;
 use super::resume::Answer;
-use super::wire::Interrupt;
-use super::{parse_call_id, Boundary, Call, Checkpoint, Threads};
+use super::start::parse_call_id;
+use super::{Boundary, Call, Checkpoint, Threads};
 use crate::ledger::{Disposition, Record};
 use crate::scenario::agui::{AgUiAgent, Phase};
 use crate::scenario::AgentSpec;

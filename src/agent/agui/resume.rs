@@ -23,7 +23,7 @@
 //!
 //!
 //! Used by the AG-UI engine ([`super`]) once per request, before the stream opens; imports only
-//! [`super::wire`] and the clock's timestamp parser.
+//! [`super::interrupt`], [`super::message`] and the clock's timestamp parser.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -31,8 +31,12 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
-use super::wire::{Interrupt, Message, ResumeEntry, ResumeStatus, ToolCall};
+use super::interrupt::{Interrupt, ResumeEntry, ResumeStatus};
+use super::message::{Message, ToolCall};
 use crate::clock::parse_rfc3339_ms;
+
+mod gate;
+pub use gate::{gate_for, Answer, Gate, SkipReason};
 
 // ---------------------------------------------------------------------------------------
 // Inputs
@@ -220,59 +224,6 @@ pub const CODE_INTERRUPT_EXPIRED: &str = "interrupt_expired";
 /// HTTP status of a `reject`: the input conflicts with the thread's open interrupts.
 pub const REJECT_STATUS: u16 = 409;
 
-/// The recorded answer to one interrupt.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
-    Resolved(Option<Value>),
-    Discarded,
-}
-
-/// What an answer (or its absence) allows the action it gates: a discard skips it, a resolved
-/// answer runs it if `approve_if` (a JSON pointer into the payload, e.g. `/approved`) is `true`
-/// or absent, no answer blocks it (PROD-3).
-pub fn gate_for(answer: Option<&Answer>, approve_if: Option<&str>) -> Gate {
-    match answer {
-        None => Gate::Blocked,
-        Some(Answer::Discarded) => Gate::Skip(SkipReason::Discarded),
-        Some(Answer::Resolved(payload)) => {
-            let approved = approve_if.is_none_or(|pointer| {
-                payload
-                    .as_ref()
-                    .and_then(|p| p.pointer(pointer))
-                    .is_some_and(|v| v == &Value::Bool(true))
-            });
-            if approved {
-                Gate::Run {
-                    payload: payload.clone(),
-                }
-            } else {
-                Gate::Skip(SkipReason::NotApproved)
-            }
-        }
-    }
-}
-
-/// Whether a gated action may run.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Gate {
-    /// Resolved (and approved, when an `approve_if` pointer is given): perform the action;
-    /// `payload` reaches the tool call.
-    Run { payload: Option<Value> },
-    /// Answered, but the action must not happen.
-    Skip(SkipReason),
-    /// No usable answer (uncovered, expired, conflicting, or never asked): never performed
-    /// (PROD-3).
-    Blocked,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SkipReason {
-    /// `status: "cancelled"`.
-    Discarded,
-    /// Resolved, but the `approve_if` pointer in the payload is not `true`.
-    NotApproved,
-}
-
 /// The full judgement of one input.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
@@ -312,6 +263,7 @@ impl Judgement {
         &self.answers
     }
 
+    #[cfg(test)]
     /// INT-2 / PROD-3: the run may end `success` only if no known-open interrupt is uncovered.
     pub fn may_succeed(&self) -> bool {
         self.uncovered.is_empty()
@@ -325,47 +277,9 @@ impl Judgement {
 /// Judges a resume list. See the module docs for the rules applied.
 pub fn judge(case: &ResumeCase<'_>) -> Judgement {
     let is_continuation = case.parent_run_id.is_some() || !case.entries.is_empty();
+    let open = known_open(case);
+    let recognizable = recognizable(case, &open);
     let mut warnings = Vec::new();
-
-    // Known-open interrupts, in emission order, de-duplicated by id.
-    let mut open: Vec<&Interrupt> = Vec::new();
-    let mut seen_open = BTreeSet::new();
-    if let Knowledge::Checkpoint { interrupts, .. } = case.knowledge {
-        for i in interrupts {
-            if seen_open.insert(i.id.as_str()) {
-                open.push(i);
-            }
-        }
-    }
-    for i in case.known_open_from_messages {
-        if seen_open.insert(i.id.as_str()) {
-            open.push(i);
-        }
-    }
-
-    // Interrupts an entry may name. A stateful producer takes answers only for what its
-    // checkpoint holds: an open call it merely sees in the messages (of another thread, or from
-    // before a reset) keeps the run from succeeding but is not something it asked on this
-    // thread. A stateless producer has nothing else to go by.
-    let mut recognizable: BTreeMap<&str, &Interrupt> = BTreeMap::new();
-    match case.knowledge {
-        Knowledge::Checkpoint { interrupts, .. } => {
-            for i in interrupts {
-                recognizable.entry(i.id.as_str()).or_insert(i);
-            }
-        }
-        Knowledge::NothingOpen => {}
-        Knowledge::Stateless { raisable } => {
-            for i in open.iter().copied().chain(raisable) {
-                recognizable.entry(i.id.as_str()).or_insert(i);
-            }
-        }
-    }
-    let unrecognized_why = match case.knowledge {
-        Knowledge::NothingOpen => UnrecognizedWhy::NoInterruptedRun,
-        _ => UnrecognizedWhy::NotRaised,
-    };
-
     if let (Knowledge::Checkpoint { run_id, .. }, Some(parent)) =
         (case.knowledge, case.parent_run_id)
     {
@@ -379,13 +293,90 @@ pub fn judge(case: &ResumeCase<'_>) -> Judgement {
             });
         }
     }
+    let read = read_entries(case, &recognizable, &mut warnings);
+    let uncovered = uncovered(&open, &recognizable, &read);
+    let decision = decide(&uncovered, case.policy);
+    Judgement {
+        is_continuation,
+        verdicts: read.verdicts,
+        uncovered,
+        warnings,
+        decision,
+        answers: read.answers,
+    }
+}
 
-    let mut verdicts = Vec::with_capacity(case.entries.len());
-    let mut answers: BTreeMap<String, Answer> = BTreeMap::new();
+/// Known-open interrupts, in emission order, de-duplicated by id: the checkpoint's, then
+/// those the messages show.
+fn known_open<'a>(case: &ResumeCase<'a>) -> Vec<&'a Interrupt> {
+    let mut open: Vec<&Interrupt> = Vec::new();
+    let mut seen = BTreeSet::new();
+    let kept: &[Interrupt] = match case.knowledge {
+        Knowledge::Checkpoint { interrupts, .. } => interrupts,
+        _ => &[],
+    };
+    for i in kept.iter().chain(case.known_open_from_messages) {
+        if seen.insert(i.id.as_str()) {
+            open.push(i);
+        }
+    }
+    open
+}
+
+/// Interrupts an entry may name. A stateful producer takes answers only for what its
+/// checkpoint holds: an open call it merely sees in the messages (of another thread, or from
+/// before a reset) keeps the run from succeeding but is not something it asked on this
+/// thread. A stateless producer has nothing else to go by.
+fn recognizable<'a>(
+    case: &ResumeCase<'a>,
+    open: &[&'a Interrupt],
+) -> BTreeMap<&'a str, &'a Interrupt> {
+    let mut recognizable = BTreeMap::new();
+    match case.knowledge {
+        Knowledge::Checkpoint { interrupts, .. } => {
+            for i in interrupts {
+                recognizable.entry(i.id.as_str()).or_insert(i);
+            }
+        }
+        Knowledge::NothingOpen => {}
+        Knowledge::Stateless { raisable } => {
+            for i in open.iter().copied().chain(raisable) {
+                recognizable.entry(i.id.as_str()).or_insert(i);
+            }
+        }
+    }
+    recognizable
+}
+
+/// What the entries say, read one by one.
+struct Read<'a> {
+    verdicts: Vec<EntryVerdict>,
+    /// Usable answers (conflicting ones removed).
+    answers: BTreeMap<String, Answer>,
+    /// Recognized interrupts answered (not discarded) after they expired.
+    expired_answer: BTreeSet<&'a str>,
+    /// Recognized interrupts answered more than once, differently.
+    conflicting: BTreeSet<&'a str>,
+}
+
+/// One verdict per entry, in input order: unrecognized (PROD-2 / ERR-1), a duplicate (INT-3),
+/// a discard, an answer to an expired interrupt (RES-5), or an answer.
+fn read_entries<'a>(
+    case: &ResumeCase<'a>,
+    recognizable: &BTreeMap<&'a str, &'a Interrupt>,
+    warnings: &mut Vec<Warning>,
+) -> Read<'a> {
+    let unrecognized_why = match case.knowledge {
+        Knowledge::NothingOpen => UnrecognizedWhy::NoInterruptedRun,
+        _ => UnrecognizedWhy::NotRaised,
+    };
+    let mut read = Read {
+        verdicts: Vec::with_capacity(case.entries.len()),
+        answers: BTreeMap::new(),
+        expired_answer: BTreeSet::new(),
+        conflicting: BTreeSet::new(),
+    };
     let mut first_entry: BTreeMap<&str, &ResumeEntry> = BTreeMap::new();
-    let mut expired_answer: BTreeSet<&str> = BTreeSet::new();
-    let mut conflicting: BTreeSet<&str> = BTreeSet::new();
-
     for entry in case.entries {
         let id = entry.interrupt_id.as_str();
         let Some(interrupt) = recognizable.get(id) else {
@@ -404,17 +395,16 @@ pub fn judge(case: &ResumeCase<'_>) -> Judgement {
                 message,
                 interrupt_id: Some(id.to_string()),
             });
-            verdicts.push(EntryVerdict::Unrecognized {
+            read.verdicts.push(EntryVerdict::Unrecognized {
                 interrupt_id: id.to_string(),
                 why: unrecognized_why,
             });
             continue;
         };
-
         if let Some(first) = first_entry.get(id) {
             let agrees = first.status == entry.status && first.payload == entry.payload;
             if !agrees {
-                conflicting.insert(id);
+                read.conflicting.insert(id);
             }
             warnings.push(Warning {
                 rule: "INT-3",
@@ -427,45 +417,54 @@ pub fn judge(case: &ResumeCase<'_>) -> Judgement {
                 },
                 interrupt_id: Some(id.to_string()),
             });
-            verdicts.push(EntryVerdict::Duplicate {
+            read.verdicts.push(EntryVerdict::Duplicate {
                 interrupt_id: id.to_string(),
                 conflicting: !agrees,
             });
             continue;
         }
         first_entry.insert(id, entry);
-
         let expired = is_expired(interrupt, case.now_ms);
-        match entry.status {
+        let verdict = match entry.status {
             ResumeStatus::Cancelled => {
-                answers.insert(id.to_string(), Answer::Discarded);
-                verdicts.push(EntryVerdict::Discarded {
+                read.answers.insert(id.to_string(), Answer::Discarded);
+                EntryVerdict::Discarded {
                     interrupt_id: id.to_string(),
                     expired,
-                });
+                }
             }
             ResumeStatus::Resolved if expired => {
-                expired_answer.insert(id);
-                verdicts.push(EntryVerdict::AnswersExpired {
+                read.expired_answer.insert(id);
+                EntryVerdict::AnswersExpired {
                     interrupt_id: id.to_string(),
                     expires_at: interrupt.expires_at.clone().unwrap_or_default(),
-                });
+                }
             }
             ResumeStatus::Resolved => {
-                answers.insert(id.to_string(), Answer::Resolved(entry.payload.clone()));
-                verdicts.push(EntryVerdict::Answered {
+                let payload = entry.payload.clone();
+                read.answers
+                    .insert(id.to_string(), Answer::Resolved(payload.clone()));
+                EntryVerdict::Answered {
                     interrupt_id: id.to_string(),
-                    payload: entry.payload.clone(),
-                });
+                    payload,
+                }
             }
-        }
+        };
+        read.verdicts.push(verdict);
     }
-    for id in &conflicting {
-        answers.remove(*id);
+    for id in &read.conflicting {
+        read.answers.remove(*id);
     }
+    read
+}
 
-    // Uncovered: known-open without a usable entry, plus any recognized interrupt whose only
-    // answer came too late or contradicts itself.
+/// Known-open interrupts without a usable entry, plus any recognized interrupt whose only
+/// answer came too late or contradicts itself.
+fn uncovered(
+    open: &[&Interrupt],
+    recognizable: &BTreeMap<&str, &Interrupt>,
+    read: &Read<'_>,
+) -> Vec<Uncovered> {
     let mut uncovered = Vec::new();
     let mut listed = BTreeSet::new();
     let mut push = |i: &Interrupt, why| {
@@ -476,33 +475,24 @@ pub fn judge(case: &ResumeCase<'_>) -> Judgement {
             });
         }
     };
-    for i in &open {
+    for i in open {
         let id = i.id.as_str();
-        if conflicting.contains(id) {
+        if read.conflicting.contains(id) {
             push(i, UncoveredWhy::ConflictingEntries);
-        } else if expired_answer.contains(id) {
+        } else if read.expired_answer.contains(id) {
             push(i, UncoveredWhy::AnsweredAfterExpiry);
-        } else if !answers.contains_key(id) {
+        } else if !read.answers.contains_key(id) {
             push(i, UncoveredWhy::NoEntry);
         }
     }
-    for (id, i) in &recognizable {
-        if conflicting.contains(id) {
+    for (id, i) in recognizable {
+        if read.conflicting.contains(id) {
             push(i, UncoveredWhy::ConflictingEntries);
-        } else if expired_answer.contains(id) {
+        } else if read.expired_answer.contains(id) {
             push(i, UncoveredWhy::AnsweredAfterExpiry);
         }
     }
-
-    let decision = decide(&uncovered, case.policy);
-    Judgement {
-        is_continuation,
-        verdicts,
-        uncovered,
-        warnings,
-        decision,
-        answers,
-    }
+    uncovered
 }
 
 fn decide(uncovered: &[Uncovered], policy: UncoveredPolicy) -> Decision {
@@ -605,781 +595,5 @@ impl fmt::Display for UncoveredPolicy {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Tests: each named after the rule it exercises.
-// ---------------------------------------------------------------------------------------
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    // 2026-12-01T00:00:00Z
-    const T0: i64 = 1_796_083_200_000;
-    const MIN: i64 = 60_000;
-
-    fn approval(id: &str, tool_call_id: &str) -> Interrupt {
-        let mut i = Interrupt::new(id, "approval-required");
-        i.tool_call_id = Some(tool_call_id.into());
-        i.message = Some("Approve?".into());
-        i
-    }
-
-    fn expiring(id: &str, expires_at_ms: i64) -> Interrupt {
-        let mut i = Interrupt::new(id, "approval-required");
-        i.expires_at = Some(crate::clock::format_rfc3339_ms(expires_at_ms as u64));
-        i
-    }
-
-    fn case<'a>(
-        knowledge: Knowledge<'a>,
-        entries: &'a [ResumeEntry],
-        policy: UncoveredPolicy,
-    ) -> ResumeCase<'a> {
-        ResumeCase {
-            knowledge,
-            known_open_from_messages: &[],
-            entries,
-            parent_run_id: None,
-            now_ms: T0,
-            policy,
-        }
-    }
-
-    fn approve(id: &str) -> ResumeEntry {
-        ResumeEntry::resolved(id, Some(json!({"approved": true})))
-    }
-
-    const ALL_POLICIES: [UncoveredPolicy; 3] = [
-        UncoveredPolicy::Reject,
-        UncoveredPolicy::RunError,
-        UncoveredPolicy::Reinterrupt,
-    ];
-
-    // --- RES-1 / RES-3: answers and discards --------------------------------------------
-
-    #[test]
-    fn res1_entry_answers_the_open_interrupt_and_the_action_runs() {
-        let open = [approval("approve-transfer", "tc-1")];
-        let entries = [approve("approve-transfer")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(j.decision, Decision::Proceed);
-        assert!(j.may_succeed());
-        assert!(j.warnings.is_empty());
-        assert_eq!(j.verdicts[0].label(), "answered");
-        assert_eq!(
-            j.gate("approve-transfer", Some("/approved")),
-            Gate::Run {
-                payload: Some(json!({"approved": true}))
-            }
-        );
-    }
-
-    #[test]
-    fn res3_discarded_interrupt_means_the_tool_is_not_run() {
-        let open = [approval("approve-transfer", "tc-1")];
-        let entries = [ResumeEntry::cancelled("approve-transfer")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(j.decision, Decision::Proceed);
-        assert_eq!(j.answer_for("approve-transfer"), Some(&Answer::Discarded));
-        assert_eq!(
-            j.gate("approve-transfer", Some("/approved")),
-            Gate::Skip(SkipReason::Discarded)
-        );
-        assert_eq!(
-            j.gate("approve-transfer", None),
-            Gate::Skip(SkipReason::Discarded)
-        );
-    }
-
-    #[test]
-    fn res3_resolved_with_approve_if_false_skips_the_tool() {
-        let open = [approval("a", "tc-1")];
-        for payload in [
-            json!({"approved": false}),
-            json!({"approved": "yes"}),
-            json!({}),
-            json!(true),
-        ] {
-            let entries = [ResumeEntry::resolved("a", Some(payload.clone()))];
-            let j = judge(&case(
-                Knowledge::Checkpoint {
-                    run_id: "r1",
-                    interrupts: &open,
-                },
-                &entries,
-                UncoveredPolicy::Reject,
-            ));
-            assert_eq!(j.decision, Decision::Proceed, "{payload}");
-            assert_eq!(
-                j.gate("a", Some("/approved")),
-                Gate::Skip(SkipReason::NotApproved),
-                "{payload}"
-            );
-        }
-        // Without approve_if any resolved answer runs it; a whole-payload pointer works too.
-        let entries = [ResumeEntry::resolved("a", Some(json!(true)))];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert!(matches!(j.gate("a", None), Gate::Run { .. }));
-        assert!(matches!(j.gate("a", Some("")), Gate::Run { .. }));
-    }
-
-    #[test]
-    fn res3_metadata_is_envelope_not_answer() {
-        let open = [approval("a", "tc-1")];
-        let mut e = ResumeEntry::resolved("a", None);
-        e.metadata = Some(json!({"approved": true}).as_object().unwrap().clone());
-        let entries = [e];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(
-            j.gate("a", Some("/approved")),
-            Gate::Skip(SkipReason::NotApproved)
-        );
-    }
-
-    // --- RES-4 / PROD-3: uncovered interrupts -------------------------------------------
-
-    #[test]
-    fn res4_uncovered_interrupt_is_rejected() {
-        let open = [approval("a", "tc-1"), approval("b", "tc-2")];
-        let entries = [approve("a")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        match &j.decision {
-            Decision::Reject {
-                status,
-                code,
-                message,
-            } => {
-                assert_eq!(*status, 409);
-                assert_eq!(*code, CODE_RESUME_INCOMPLETE);
-                assert!(message.contains("b (no resume entry)"), "{message}");
-            }
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(j.uncovered.len(), 1);
-        assert_eq!(j.uncovered[0].why, UncoveredWhy::NoEntry);
-        assert!(!j.may_succeed());
-    }
-
-    #[test]
-    fn res4_omission_is_not_discard() {
-        let open = [approval("a", "tc-1")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &[],
-            UncoveredPolicy::Reinterrupt,
-        ));
-        // Not a Skip(Discarded): the action is blocked and the interrupt stays open.
-        assert_eq!(j.gate("a", Some("/approved")), Gate::Blocked);
-        assert_eq!(j.answer_for("a"), None);
-        assert_eq!(
-            j.decision,
-            Decision::Reinterrupt {
-                still_open: open.to_vec()
-            }
-        );
-    }
-
-    #[test]
-    fn res4_new_run_without_resume_on_an_interrupted_thread_is_uncovered() {
-        // HttpAgent would refuse this client-side; a defective consumer may still send it.
-        let open = [approval("a", "tc-1")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &[],
-            UncoveredPolicy::Reject,
-        ));
-        assert!(!j.is_continuation);
-        assert!(matches!(j.decision, Decision::Reject { .. }));
-    }
-
-    #[test]
-    fn res4_fully_covered_batch_proceeds() {
-        let open = [
-            approval("a", "tc-1"),
-            approval("b", "tc-2"),
-            Interrupt::new("c", "choose"),
-        ];
-        let entries = [
-            approve("a"),
-            ResumeEntry::cancelled("b"),
-            ResumeEntry::resolved("c", Some(json!("blue"))),
-        ];
-        for policy in ALL_POLICIES {
-            let j = judge(&case(
-                Knowledge::Checkpoint {
-                    run_id: "r1",
-                    interrupts: &open,
-                },
-                &entries,
-                policy,
-            ));
-            assert_eq!(j.decision, Decision::Proceed);
-            assert!(j.uncovered.is_empty());
-        }
-    }
-
-    #[test]
-    fn prod3_run_error_policy_opens_the_stream_with_run_error() {
-        let open = [approval("a", "tc-1")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &[],
-            UncoveredPolicy::RunError,
-        ));
-        assert_eq!(
-            j.decision,
-            Decision::RunError {
-                code: CODE_RESUME_INCOMPLETE,
-                message: "1 open interrupt(s) not covered by resume: a (no resume entry)".into()
-            }
-        );
-    }
-
-    #[test]
-    fn prod3_reinterrupt_runs_covered_entries_and_keeps_only_the_still_open() {
-        let open = [approval("a", "tc-1"), approval("b", "tc-2")];
-        let entries = [approve("a")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reinterrupt,
-        ));
-        assert_eq!(
-            j.decision,
-            Decision::Reinterrupt {
-                still_open: vec![open[1].clone()]
-            }
-        );
-        assert!(matches!(j.gate("a", Some("/approved")), Gate::Run { .. }));
-        assert_eq!(j.gate("b", Some("/approved")), Gate::Blocked);
-    }
-
-    #[test]
-    fn prod3_never_proceeds_while_a_known_open_interrupt_is_unanswered() {
-        let open = [approval("a", "tc-1")];
-        let bogus = [ResumeEntry::resolved(
-            "bogus",
-            Some(json!({"approved": true})),
-        )];
-        for policy in ALL_POLICIES {
-            for entries in [&[][..], &bogus[..]] {
-                let j = judge(&case(
-                    Knowledge::Checkpoint {
-                        run_id: "r1",
-                        interrupts: &open,
-                    },
-                    entries,
-                    policy,
-                ));
-                assert_ne!(j.decision, Decision::Proceed, "{policy}");
-                assert!(!j.may_succeed());
-                assert_eq!(j.gate("a", Some("/approved")), Gate::Blocked);
-            }
-        }
-    }
-
-    #[test]
-    fn prod3_gated_tool_call_in_messages_is_known_open_to_a_stateless_producer() {
-        let messages: Vec<Message> = serde_json::from_value(json!([
-            {"id": "u1", "role": "user", "content": "pay acct-9"},
-            {"id": "a1", "role": "assistant", "content": "I will move 100 to acct-9.",
-             "toolCalls": [{"id": "tc-1", "type": "function", "function": {"name": "transfer_funds", "arguments": "{\"to\":\"acct-9\",\"amount\":100}"}}]}
-        ]))
-        .unwrap();
-        let gate = |call: &ToolCall| {
-            (call.function.name == "transfer_funds").then(|| approval("approve-transfer", &call.id))
-        };
-        let known = known_open_from_messages(&messages, gate);
-        assert_eq!(known, vec![approval("approve-transfer", "tc-1")]);
-
-        // No entry: blocked, whatever the policy.
-        let mut c = case(
-            Knowledge::Stateless { raisable: &known },
-            &[],
-            UncoveredPolicy::RunError,
-        );
-        c.known_open_from_messages = &known;
-        let j = judge(&c);
-        assert!(matches!(j.decision, Decision::RunError { .. }));
-        assert_eq!(j.gate("approve-transfer", Some("/approved")), Gate::Blocked);
-
-        // With the entry: covered.
-        let entries = [approve("approve-transfer")];
-        c.entries = &entries;
-        let j = judge(&c);
-        assert_eq!(j.decision, Decision::Proceed);
-        assert!(matches!(
-            j.gate("approve-transfer", Some("/approved")),
-            Gate::Run { .. }
-        ));
-    }
-
-    #[test]
-    fn prod3_a_stateful_producer_takes_no_answer_for_a_call_only_the_messages_show() {
-        let from_messages = [approval("approve-transfer", "tc-1")];
-        let entries = [approve("approve-transfer")];
-        let mut c = case(
-            Knowledge::NothingOpen,
-            &entries,
-            UncoveredPolicy::Reinterrupt,
-        );
-        c.known_open_from_messages = &from_messages;
-        let j = judge(&c);
-        assert_eq!(j.verdicts[0].label(), "unrecognized");
-        assert_eq!(j.warnings[0].rule, "ERR-1");
-        assert_eq!(j.uncovered[0].why, UncoveredWhy::NoEntry);
-        assert_eq!(
-            j.decision,
-            Decision::Reinterrupt {
-                still_open: from_messages.to_vec()
-            }
-        );
-        assert_eq!(j.gate("approve-transfer", Some("/approved")), Gate::Blocked);
-    }
-
-    #[test]
-    fn prod3_tool_call_with_a_result_is_not_known_open() {
-        let messages: Vec<Message> = serde_json::from_value(json!([
-            {"id": "a1", "role": "assistant",
-             "toolCalls": [{"id": "tc-1", "type": "function", "function": {"name": "transfer_funds", "arguments": "{}"}},
-                           {"id": "tc-2", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
-            {"id": "t1", "role": "tool", "toolCallId": "tc-1", "content": "skipped: approval discarded"}
-        ]))
-        .unwrap();
-        let known = known_open_from_messages(&messages, |call| {
-            (call.function.name == "transfer_funds").then(|| approval("approve-transfer", &call.id))
-        });
-        assert!(known.is_empty());
-    }
-
-    #[test]
-    fn prod3_checkpoint_and_messages_are_merged_without_duplicates() {
-        let open = [approval("a", "tc-1")];
-        let from_messages = [approval("a", "tc-1"), approval("b", "tc-2")];
-        let mut c = case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &[],
-            UncoveredPolicy::Reinterrupt,
-        );
-        c.known_open_from_messages = &from_messages;
-        let j = judge(&c);
-        assert_eq!(j.uncovered.len(), 2);
-        assert_eq!(
-            j.decision,
-            Decision::Reinterrupt {
-                still_open: from_messages.to_vec()
-            }
-        );
-    }
-
-    // --- PROD-1: stateless ---------------------------------------------------------------
-
-    #[test]
-    fn prod1_stateless_producer_takes_entries_as_its_answers() {
-        let raisable = [approval("approve-transfer", "tc-1")];
-        let entries = [approve("approve-transfer")];
-        let j = judge(&case(
-            Knowledge::Stateless {
-                raisable: &raisable,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(j.decision, Decision::Proceed);
-        assert!(matches!(
-            j.gate("approve-transfer", Some("/approved")),
-            Gate::Run { .. }
-        ));
-    }
-
-    #[test]
-    fn prod1_stateless_producer_with_nothing_visible_has_nothing_to_enforce() {
-        let raisable = [approval("approve-transfer", "tc-1")];
-        for policy in ALL_POLICIES {
-            let j = judge(&case(
-                Knowledge::Stateless {
-                    raisable: &raisable,
-                },
-                &[],
-                policy,
-            ));
-            assert_eq!(j.decision, Decision::Proceed);
-            // ...but it still never performs an action it has no answer for.
-            assert_eq!(j.gate("approve-transfer", Some("/approved")), Gate::Blocked);
-        }
-    }
-
-    // --- PROD-2 / ERR-1: unrecognized ----------------------------------------------------
-
-    #[test]
-    fn prod2_unrecognized_entry_is_ignored_with_a_warning_and_the_run_proceeds() {
-        let open = [approval("a", "tc-1")];
-        let entries = [approve("a"), ResumeEntry::resolved("bogus", Some(json!(1)))];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(j.decision, Decision::Proceed);
-        assert_eq!(
-            j.verdicts[1],
-            EntryVerdict::Unrecognized {
-                interrupt_id: "bogus".into(),
-                why: UnrecognizedWhy::NotRaised
-            }
-        );
-        assert_eq!(j.warnings.len(), 1);
-        assert_eq!(j.warnings[0].rule, "PROD-2");
-        assert_eq!(j.warnings[0].interrupt_id.as_deref(), Some("bogus"));
-        assert_eq!(j.answer_for("bogus"), None);
-    }
-
-    #[test]
-    fn prod2_stateless_unknown_id_is_unrecognized() {
-        let raisable = [approval("approve-transfer", "tc-1")];
-        let entries = [approve("nope")];
-        let j = judge(&case(
-            Knowledge::Stateless {
-                raisable: &raisable,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(j.decision, Decision::Proceed);
-        assert_eq!(j.verdicts[0].label(), "unrecognized");
-        assert_eq!(j.warnings[0].rule, "PROD-2");
-    }
-
-    #[test]
-    fn err1_resume_on_a_run_that_continues_nothing_is_all_unrecognized() {
-        let entries = [approve("a"), ResumeEntry::cancelled("b")];
-        let j = judge(&case(
-            Knowledge::NothingOpen,
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(j.decision, Decision::Proceed);
-        assert!(j.is_continuation);
-        assert!(j.verdicts.iter().all(|v| matches!(
-            v,
-            EntryVerdict::Unrecognized {
-                why: UnrecognizedWhy::NoInterruptedRun,
-                ..
-            }
-        )));
-        assert!(j.warnings.iter().all(|w| w.rule == "ERR-1"));
-        assert_eq!(j.warnings.len(), 2);
-        // Nothing it "answered" can run.
-        assert_eq!(j.gate("a", None), Gate::Blocked);
-    }
-
-    // --- RES-5: expiry -------------------------------------------------------------------
-
-    #[test]
-    fn res5_answer_to_an_expired_interrupt_is_treated_as_uncovered() {
-        let open = [expiring("a", T0 - MIN)];
-        let entries = [approve("a")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(
-            j.verdicts[0],
-            EntryVerdict::AnswersExpired {
-                interrupt_id: "a".into(),
-                expires_at: "2026-11-30T23:59:00.000Z".into()
-            }
-        );
-        assert_eq!(j.uncovered[0].why, UncoveredWhy::AnsweredAfterExpiry);
-        assert!(matches!(
-            j.decision,
-            Decision::Reject {
-                code: CODE_INTERRUPT_EXPIRED,
-                ..
-            }
-        ));
-        assert_eq!(j.gate("a", None), Gate::Blocked);
-    }
-
-    #[test]
-    fn res5_each_policy_handles_an_expired_answer_like_an_uncovered_one() {
-        let open = [expiring("a", T0 - MIN)];
-        let entries = [approve("a")];
-        let mk = |policy| {
-            judge(&case(
-                Knowledge::Checkpoint {
-                    run_id: "r1",
-                    interrupts: &open,
-                },
-                &entries,
-                policy,
-            ))
-            .decision
-        };
-        assert!(matches!(
-            mk(UncoveredPolicy::RunError),
-            Decision::RunError {
-                code: CODE_INTERRUPT_EXPIRED,
-                ..
-            }
-        ));
-        assert_eq!(
-            mk(UncoveredPolicy::Reinterrupt),
-            Decision::Reinterrupt {
-                still_open: open.to_vec()
-            }
-        );
-    }
-
-    #[test]
-    fn res5_discarding_an_expired_interrupt_is_accepted() {
-        let open = [expiring("a", T0 - MIN), approval("b", "tc-2")];
-        let entries = [ResumeEntry::cancelled("a"), approve("b")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(j.decision, Decision::Proceed);
-        assert_eq!(
-            j.verdicts[0],
-            EntryVerdict::Discarded {
-                interrupt_id: "a".into(),
-                expired: true
-            }
-        );
-        assert_eq!(j.gate("a", None), Gate::Skip(SkipReason::Discarded));
-    }
-
-    #[test]
-    fn res5_now_equal_to_expires_at_is_expired_and_one_ms_before_is_not() {
-        let at = [expiring("a", T0)];
-        let before = [expiring("a", T0 + 1)];
-        let entries = [approve("a")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &at,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(j.verdicts[0].label(), "answers-expired");
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &before,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(j.verdicts[0].label(), "answered");
-    }
-
-    #[test]
-    fn res5_unparseable_expires_at_never_expires() {
-        let mut i = Interrupt::new("a", "x");
-        i.expires_at = Some("next tuesday".into());
-        assert!(!is_expired(&i, i64::MAX));
-        let open = [i];
-        let entries = [approve("a")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(j.decision, Decision::Proceed);
-    }
-
-    #[test]
-    fn res5_stateless_expired_answer_to_a_raisable_interrupt_is_uncovered() {
-        let raisable = [expiring("a", T0 - MIN)];
-        let entries = [approve("a")];
-        let j = judge(&case(
-            Knowledge::Stateless {
-                raisable: &raisable,
-            },
-            &entries,
-            UncoveredPolicy::RunError,
-        ));
-        assert!(matches!(
-            j.decision,
-            Decision::RunError {
-                code: CODE_INTERRUPT_EXPIRED,
-                ..
-            }
-        ));
-    }
-
-    #[test]
-    fn res2_parent_run_id_naming_another_run_warns_but_entries_still_match_by_id() {
-        let open = [approval("a", "tc-1")];
-        let entries = [approve("a")];
-        let mut c = case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        );
-        c.parent_run_id = Some("r0");
-        let j = judge(&c);
-        assert_eq!(j.decision, Decision::Proceed);
-        assert_eq!(j.warnings.len(), 1);
-        assert_eq!(j.warnings[0].rule, "RES-2");
-        c.parent_run_id = Some("r1");
-        assert!(judge(&c).warnings.is_empty());
-    }
-
-    #[test]
-    fn int3_agreeing_duplicate_entries_only_warn() {
-        let open = [approval("a", "tc-1")];
-        let entries = [approve("a"), approve("a")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert_eq!(j.decision, Decision::Proceed);
-        assert_eq!(
-            j.verdicts[1],
-            EntryVerdict::Duplicate {
-                interrupt_id: "a".into(),
-                conflicting: false
-            }
-        );
-        assert_eq!(j.warnings[0].rule, "INT-3");
-        assert!(matches!(j.gate("a", Some("/approved")), Gate::Run { .. }));
-    }
-
-    #[test]
-    fn int3_contradicting_duplicate_entries_leave_the_interrupt_uncovered() {
-        let open = [approval("a", "tc-1")];
-        let entries = [approve("a"), ResumeEntry::cancelled("a")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reinterrupt,
-        ));
-        assert_eq!(j.uncovered[0].why, UncoveredWhy::ConflictingEntries);
-        assert_eq!(j.gate("a", Some("/approved")), Gate::Blocked);
-        assert_eq!(
-            j.decision,
-            Decision::Reinterrupt {
-                still_open: open.to_vec()
-            }
-        );
-    }
-
-    #[test]
-    fn ph6_continuation_is_recognised_without_parent_run_id() {
-        // @ag-ui/client@1.0.0 sends resume but never parentRunId.
-        let open = [approval("a", "tc-1")];
-        let entries = [approve("a")];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
-        assert!(j.is_continuation);
-        // TanStack sends parentRunId (and resume).
-        let mut c = case(Knowledge::NothingOpen, &[], UncoveredPolicy::Reject);
-        c.parent_run_id = Some("r1");
-        assert!(judge(&c).is_continuation);
-        assert!(
-            !judge(&case(Knowledge::NothingOpen, &[], UncoveredPolicy::Reject)).is_continuation
-        );
-    }
-
-    #[test]
-    fn uncovered_policy_parses_the_scenario_spellings() {
-        assert_eq!(
-            "reject".parse::<UncoveredPolicy>(),
-            Ok(UncoveredPolicy::Reject)
-        );
-        assert_eq!(
-            "run-error".parse::<UncoveredPolicy>(),
-            Ok(UncoveredPolicy::RunError)
-        );
-        assert_eq!(
-            "reinterrupt".parse::<UncoveredPolicy>(),
-            Ok(UncoveredPolicy::Reinterrupt)
-        );
-        assert!("RunError".parse::<UncoveredPolicy>().is_err());
-        assert_eq!(UncoveredPolicy::RunError.to_string(), "run-error");
-    }
-}
+mod tests;

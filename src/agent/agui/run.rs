@@ -5,7 +5,7 @@
 //! and at every boundary the interrupts declared there that fire form one batch that ends the run
 //! with one `RUN_FINISHED{outcome: interrupt}` (PH-5). A run that resumes enters the script at
 //! the boundary it paused at, so every hook from there on runs again (PH-6). Backend tool calls
-//! go through [`service::admit`] like any client's request (actor `agent:NAME`, work id = the
+//! go through [`crate::service::admit`] like any client's request (actor `agent:NAME`, work id = the
 //! tool call id), gated by the judged answers; every backend call gets a `TOOL_CALL_RESULT`,
 //! even when it did not run, so a consumer never mistakes it for a pending frontend call.
 //!
@@ -20,25 +20,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::body::Bytes;
-use hyper::header::{HeaderName, HeaderValue};
-use hyper::HeaderMap;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc::{self, error::TrySendError};
 
-use super::detail::{write_u64, Detail};
-use super::resume::{gate_for, Answer, Decision, Gate, Judgement, SkipReason};
-use super::wire::write_json_str;
-use super::wire::{
-    self, tanstack, Event, Frame, Interrupt, RunAgentInput, RunFinished, TokenUsage,
-};
-use super::{answered_calls, call_id, Boundary, Call, Checkpoint, Notice, Start, Threads};
+use super::admit::Admitted;
+use super::event::{self, Event};
+use super::input::RunAgentInput;
+use super::interrupt::Interrupt;
+use super::resume::{Answer, Decision, Judgement};
+use super::sse;
+use super::start::{answered_calls, call_id, plain_interrupt};
+use super::{Boundary, Call, Checkpoint, Notice, Start};
 use crate::clock::format_rfc3339_ms;
-use crate::ledger::{AgentEvent, Record};
-use crate::scenario::agui::{
-    AgUiAgent, ClientKind, InterruptSpec, OnContinuation, Phase, ResumeMode, ToolKind, Violation,
-};
-use crate::service::{self, Plan, Request, Response};
+use crate::ledger::Record;
+use crate::scenario::agui::{AgUiAgent, InterruptSpec, OnContinuation, Phase, ToolKind, Violation};
 use crate::world::World;
+
+mod finish;
+mod tools;
 
 /// How a run ends.
 enum End {
@@ -98,19 +97,13 @@ pub(super) struct Run {
     /// Where the run's own timeline stands (its arrival, moved on by each wait): delays count
     /// from here.
     cursor: Duration,
+    /// Where the run enters the script and the warnings it opens with, until [`Self::go`].
+    start: Option<Start>,
+    notices: Vec<Notice>,
 }
 
 /// Where a run puts its stream's receiver once it opens the channel (see [`Run::sender`]).
 pub(super) type Outlet = Arc<std::sync::Mutex<Option<mpsc::Receiver<Bytes>>>>;
-
-/// What admission hands a run: the stripped input, its judgement, the checkpoint it consumed
-/// (stateful agents) and the scenario time of its `run-started` entry.
-pub(super) struct Admitted {
-    pub input: RunAgentInput,
-    pub judgement: Judgement,
-    pub consumed: Option<Checkpoint>,
-    pub started_at: Duration,
-}
 
 impl Run {
     pub(super) fn new(
@@ -124,6 +117,8 @@ impl Run {
             input,
             judgement,
             consumed,
+            start,
+            notices,
             started_at,
         } = admitted;
         let carried = consumed
@@ -162,17 +157,17 @@ impl Run {
             executed: BTreeMap::new(),
             carried,
             cursor: started_at,
+            start: Some(start),
+            notices,
         }
     }
 
     /// Play the run and close the stream.
     /// Returns the whole response body if the run never had to hand frames over before it
     /// ended (see [`Self::flush`]); `None` if they went through the stream's channel.
-    pub(super) async fn go(
-        mut self: Box<Self>,
-        start: Start,
-        notices: Vec<Notice>,
-    ) -> Option<Bytes> {
+    pub(super) async fn go(mut self: Box<Self>) -> Option<Bytes> {
+        let start = self.start.take().unwrap_or(Start::Top);
+        let notices = std::mem::take(&mut self.notices);
         if let Decision::RunError { code, message } = self.judgement.decision.clone() {
             // PROD-3: refused before the run starts; RUN_ERROR is the stream's first event.
             self.emit(Event::run_error(message.clone(), Some(code)));
@@ -191,15 +186,7 @@ impl Run {
             self.record("run-finished", detail);
             return self.rest().await;
         }
-        // The frame borrows the input, which `emit_frame` (taking the whole run) cannot: lend
-        // it out for the call (an empty input allocates nothing).
-        let input = std::mem::replace(&mut self.input, RunAgentInput::new("", ""));
-        self.emit_frame(Frame::RunStarted {
-            thread_id: &input.thread_id,
-            run_id: &input.run_id,
-            parent_run_id: input.parent_run_id.as_deref(),
-        });
-        self.input = input;
+        self.emit(Event::run_started(&self.input));
         for n in notices {
             self.warn(n);
         }
@@ -376,7 +363,7 @@ impl Run {
     }
 
     fn raise(&self, d: &InterruptSpec, calls: Option<&[Call]>) -> Interrupt {
-        let mut it = super::plain_interrupt(d);
+        let mut it = plain_interrupt(d);
         if let Some(tool) = d.tool {
             it.tool_call_id = calls
                 .into_iter()
@@ -386,7 +373,7 @@ impl Run {
         }
         if let Some(ttl) = d.expires_in {
             let now = self.world.clock.now();
-            it.expires_at = Some(rfc3339_ms(self.world.clock.wall_ms(now + ttl)));
+            it.expires_at = Some(format_rfc3339_ms(self.world.clock.wall_ms(now + ttl)));
         }
         it
     }
@@ -416,12 +403,9 @@ impl Run {
         self.output_tokens += out;
         if let Some(text) = &it.text {
             let mid = self.message_id(i);
-            self.emit_frame(Frame::TextStart { message_id: &mid });
-            self.emit_frame(Frame::TextContent {
-                message_id: &mid,
-                delta: text,
-            });
-            self.emit_frame(Frame::TextEnd { message_id: &mid });
+            self.emit(Event::text_start(&mid));
+            self.emit(Event::text_content(&mid, text.as_str()));
+            self.emit(Event::text_end(&mid));
         }
         if let Some(patch) = &it.state {
             merge_patch(&mut self.state, patch);
@@ -431,14 +415,7 @@ impl Run {
     }
 
     fn message_id(&self, i: usize) -> String {
-        // Piece by piece, as `call_id`.
-        let run_id = &self.input.run_id;
-        let mut id = String::with_capacity(run_id.len() + 8);
-        id.push_str("msg-");
-        super::push_usize(&mut id, i);
-        id.push('-');
-        id.push_str(run_id);
-        id
+        format!("msg-{i}-{}", self.input.run_id)
     }
 
     /// The iteration's tool calls join the messages (between `afterModel` and `beforeTools`).
@@ -453,16 +430,13 @@ impl Run {
         let mut out = Vec::with_capacity(scripted.len());
         for (k, c) in scripted.iter().enumerate() {
             let id = call_id(i, k, &self.input.run_id);
-            self.emit_frame(Frame::ToolCallStart {
-                tool_call_id: &id,
-                name: &spec.tools[c.tool].name,
-                parent_message_id: Some(&parent),
-            });
-            self.emit_frame(Frame::ToolCallArgs {
-                tool_call_id: &id,
-                delta: &c.args_json,
-            });
-            self.emit_frame(Frame::ToolCallEnd { tool_call_id: &id });
+            self.emit(Event::tool_call_start(
+                &id,
+                &spec.tools[c.tool].name,
+                Some(&parent),
+            ));
+            self.emit(Event::tool_call_args(&id, c.args_json.as_str()));
+            self.emit(Event::tool_call_end(&id));
             out.push(Call {
                 id,
                 tool: c.tool,
@@ -472,254 +446,6 @@ impl Run {
             });
         }
         out
-    }
-
-    /// The tools step: every call not yet done runs if its gates allow. `held` are interrupts
-    /// being raised again right now: calls they gate wait (reinterrupt).
-    async fn run_tools(
-        &mut self,
-        i: usize,
-        calls: &mut [Call],
-        held: &BTreeSet<String>,
-    ) -> Option<End> {
-        let spec = self.spec.clone();
-        let partial = !held.is_empty();
-        for call in calls.iter_mut() {
-            if self.answered.contains(&call.id) {
-                continue;
-            }
-            if call.done {
-                // It ran in a run whose client went away before hearing the result.
-                let content = call.result.clone().unwrap_or_else(|| {
-                    json!({"error": "the result was lost: the client went away while the service answered", "delivery": "unknown"}).to_string()
-                });
-                self.deliver(call, content);
-                continue;
-            }
-            if self.gone || self.client_left() {
-                self.gone = true;
-                return Some(End::Gone);
-            }
-            let gates: Vec<&InterruptSpec> = spec
-                .interrupts_at(i, Phase::BeforeTools)
-                .filter(|d| d.tool == Some(call.tool))
-                .collect();
-            let mut verdict = Gate::Run { payload: None };
-            for g in &gates {
-                let v = if held.contains(&g.key) {
-                    Gate::Blocked
-                } else if self.judgement.answer_for(&g.key).is_none()
-                    && self.carried.contains_key(&g.key)
-                {
-                    gate_for(self.carried.get(&g.key), g.approve_if.as_deref())
-                } else {
-                    self.judgement.gate(&g.key, g.approve_if.as_deref())
-                };
-                verdict = match (verdict, v) {
-                    (Gate::Blocked, _) | (_, Gate::Blocked) => Gate::Blocked,
-                    (Gate::Skip(r), _) | (_, Gate::Skip(r)) => Gate::Skip(r),
-                    (Gate::Run { payload: a }, Gate::Run { payload: b }) => {
-                        Gate::Run { payload: a.or(b) }
-                    }
-                };
-            }
-            let tool = &spec.tools[call.tool];
-            let mut detail = json!({
-                "thread_id": self.input.thread_id,
-                "run_id": self.input.run_id,
-                "tool_call_id": call.id,
-                "tool": tool.name,
-                "args": *call.args,
-                "gated_by": gates.iter().map(|g| g.key.as_str()).collect::<Vec<_>>(),
-            });
-            match verdict {
-                Gate::Blocked if partial => continue,
-                Gate::Blocked | Gate::Skip(_) => {
-                    let reason = match verdict {
-                        Gate::Skip(SkipReason::Discarded) => "discarded",
-                        Gate::Skip(SkipReason::NotApproved) => "not-approved",
-                        _ => "blocked",
-                    };
-                    detail["gate"] = json!(reason);
-                    self.record_call(&call.id, detail);
-                    let content = json!({"status": "not-run", "reason": reason}).to_string();
-                    self.deliver(call, content);
-                }
-                Gate::Run { payload } => {
-                    detail["answer"] = payload.clone().unwrap_or(Value::Null);
-                    match &tool.kind {
-                        ToolKind::Frontend => {
-                            // The application runs it; the run ends naming it (INT-2).
-                            detail["gate"] = json!("frontend");
-                            self.record_call(&call.id, detail);
-                        }
-                        ToolKind::Backend {
-                            service,
-                            route,
-                            headers,
-                            answer_at,
-                        } => {
-                            detail["gate"] = json!("run");
-                            // Boxed: a service call's state (its request, the response,
-                            // a possible wait) only for runs that make one.
-                            let (content, facts) =
-                                match Box::pin(self.call_service(
-                                    call, service, route, headers, answer_at, payload,
-                                ))
-                                .await
-                                {
-                                    Ok(v) => v,
-                                    Err(end) => {
-                                        detail["interrupted_by"] = json!(match end {
-                                            End::WorldClosed => "world-reset",
-                                            _ => "client-disconnected",
-                                        });
-                                        self.record_call(&call.id, detail);
-                                        return Some(end);
-                                    }
-                                };
-                            if let (Value::Object(d), Value::Object(f)) = (&mut detail, facts) {
-                                d.extend(f);
-                            }
-                            // The TOOL_CALL_RESULT content, sent again to a retry that never
-                            // heard it, also after a restart.
-                            detail["result"] = json!(content);
-                            self.record_call(&call.id, detail);
-                            self.deliver(call, content);
-                        }
-                    }
-                }
-            }
-        }
-        None
-    }
-
-    /// A call's `TOOL_CALL_RESULT`; the call is done from now on.
-    fn deliver(&mut self, call: &mut Call, content: String) {
-        call.done = true;
-        call.result = Some(content.clone());
-        self.executed.insert(call.id.clone(), Some(content.clone()));
-        self.emit(Event::tool_call_result(
-            &format!("result-{}", call.id),
-            &call.id,
-            content,
-        ));
-    }
-
-    /// A backend tool call through the action pipeline. Returns the `TOOL_CALL_RESULT` content
-    /// and facts for the ledger, or how the run ended while it waited for the response.
-    async fn call_service(
-        &mut self,
-        call: &Call,
-        service: &str,
-        route: &str,
-        headers: &[(String, String)],
-        answer_at: &Option<String>,
-        payload: Option<Value>,
-    ) -> Result<(String, Value), End> {
-        let world = self.world.clone();
-        let Some(r) = world.scenario.service(service).and_then(|s| s.route(route)) else {
-            // Validated when the scenario loaded; a swapped scenario is another world.
-            let content =
-                json!({"error": format!("no route \"{route}\" in service \"{service}\"")});
-            return Ok((content.to_string(), json!({})));
-        };
-        let method = r.method.as_str();
-        let path = render_path(&r.path.raw, &call.args);
-        let mut body = (*call.args).clone();
-        if let (Some(ptr), Some(p)) = (answer_at, &payload) {
-            set_pointer(&mut body, ptr, p.clone());
-        }
-        let mut map = HeaderMap::new();
-        let mut skipped = Vec::new();
-        let with_body = !matches!(method, "GET" | "HEAD");
-        if with_body {
-            map.insert(
-                hyper::header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-        }
-        for (k, v) in headers {
-            let v = v
-                .replace("{{tool_call_id}}", &call.id)
-                .replace("{{run_id}}", &self.input.run_id)
-                .replace("{{thread_id}}", &self.input.thread_id);
-            match (
-                HeaderName::from_bytes(k.as_bytes()),
-                HeaderValue::from_str(&v),
-            ) {
-                (Ok(k), Ok(v)) => {
-                    map.insert(k, v);
-                }
-                _ => skipped.push(k.clone()),
-            }
-        }
-        let req = Request {
-            service: service.into(),
-            method: method.into(),
-            path: path.as_str().into(),
-            headers: map,
-            body: if with_body {
-                body.to_string().into()
-            } else {
-                Bytes::new()
-            },
-            actor: Some(format!("agent:{}", self.agent)),
-            work_id: Some(call.id.clone()),
-            ..Request::default()
-        };
-        let out = service::admit(&world, req);
-        // The effect is in the world now, whether or not anyone hears the response.
-        self.executed.insert(call.id.clone(), None);
-        let mut facts = json!({
-            "service": service,
-            "route": route,
-            "request": {"method": method, "path": path, "body": if with_body { body } else { Value::Null }},
-            "action_seq": out.seq,
-        });
-        if !skipped.is_empty() {
-            facts["skipped_headers"] = json!(skipped);
-        }
-        let response = match out.plan {
-            Plan::Now => Ok(out.response),
-            Plan::At(t) => {
-                self.flush(true).await;
-                let clock = world.clock.clone();
-                let tx = self.sender().clone();
-                self.cursor = self.cursor.max(t);
-                // Boxed (see `flush`).
-                let woke = Box::pin(async move {
-                    tokio::select! {
-                        tick = clock.sleep_until(t) => Some(tick.is_some()),
-                        _ = tx.closed() => None,
-                    }
-                })
-                .await;
-                match woke {
-                    Some(true) => Ok(out.response),
-                    Some(false) => return Err(End::WorldClosed),
-                    None => {
-                        self.gone = true;
-                        return Err(End::Gone);
-                    }
-                }
-            }
-            Plan::Drop => Err("dropped"),
-            Plan::Reset => Err("reset"),
-            Plan::Hang => Err("hung"),
-        };
-        let content = match response {
-            Ok(resp) => {
-                facts["response"] = json!({"status": resp.status});
-                result_content(service, &resp)
-            }
-            Err(delivery) => {
-                facts["response"] = json!({"delivery": delivery});
-                json!({"error": format!("no response from service \"{service}\""), "delivery": delivery})
-                    .to_string()
-            }
-        };
-        Ok((content, facts))
     }
 
     /// Wait `d` of scenario time on the run's own timeline, unless the client leaves or the world
@@ -752,206 +478,6 @@ impl Run {
         }
     }
 
-    // --- the end ------------------------------------------------------------------------
-
-    async fn finish(&mut self, end: End) {
-        let mut usage = self.usage();
-        let mut detail = Detail::new();
-        detail.str("thread_id", &self.input.thread_id);
-        detail.str("run_id", &self.input.run_id);
-        if let Some(u) = &usage {
-            detail.raw("usage", |out| write_usage(out, u));
-        }
-        let mut finished = false;
-        match end {
-            End::Success { pending } => {
-                detail.str("outcome", "success");
-                detail.strs("pending_tool_call_ids", pending.iter().map(String::as_str));
-                let mut e = Event::run_success(&self.input.thread_id, &self.input.run_id, pending);
-                set_usage(&mut e, usage.take());
-                finished = self.run_finished(e);
-            }
-            End::Interrupt { batch, at, calls } => {
-                let mut batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
-                    batch
-                        .into_iter()
-                        .map(|i| tanstack::bind_generic(i, &self.input.run_id, 0))
-                        .collect()
-                } else {
-                    batch
-                };
-                detail.str("outcome", "interrupt");
-                detail.strs("interrupts", batch.iter().map(|i| i.id.as_str()));
-                at.write(&mut detail, "paused_at");
-                // Only a stateful agent keeps the batch (its checkpoint).
-                let mut wire_batch = if self.spec.resume == ResumeMode::Stateful {
-                    batch.clone()
-                } else {
-                    std::mem::take(&mut batch)
-                };
-                if self.spec.violates(Violation::DuplicateInterruptIds) {
-                    if let Some(first) = wire_batch.first().cloned() {
-                        wire_batch.push(first);
-                        self.violation(Violation::DuplicateInterruptIds);
-                    }
-                }
-                if self.spec.violates(Violation::InterruptWithoutInterrupts) {
-                    wire_batch.clear();
-                    self.violation(Violation::InterruptWithoutInterrupts);
-                }
-                if self.spec.violates(Violation::SuccessWhileInterrupted) {
-                    self.violation(Violation::SuccessWhileInterrupted);
-                    let mut rf = RunFinished {
-                        thread_id: self.input.thread_id.clone(),
-                        run_id: self.input.run_id.clone(),
-                        ..RunFinished::default()
-                    };
-                    rf.base.extra.insert(
-                        "outcome".into(),
-                        json!({"type": "success", "interrupts": wire_batch}),
-                    );
-                    let mut e = Event::RunFinished(rf);
-                    set_usage(&mut e, usage.take());
-                    finished = self.run_finished(e);
-                } else {
-                    // Written from borrowed parts (see `emit_frame`), lending the input out.
-                    let input = std::mem::replace(&mut self.input, RunAgentInput::new("", ""));
-                    finished = self.run_finished_frame(Frame::RunInterrupted {
-                        thread_id: &input.thread_id,
-                        run_id: &input.run_id,
-                        interrupts: &wire_batch,
-                        usage: usage.as_deref(),
-                    });
-                    self.input = input;
-                }
-                if self.spec.resume == ResumeMode::Stateful {
-                    // Paused again where it resumed: the answers given so far still hold.
-                    let mut answers = BTreeMap::new();
-                    if self.consumed.as_ref().is_some_and(|c| c.at == at) {
-                        answers.extend(self.carried.clone());
-                        answers.extend(
-                            self.judgement
-                                .answers()
-                                .iter()
-                                .map(|(k, v)| (k.clone(), v.clone())),
-                        );
-                    }
-                    answers.retain(|k, _| !batch.iter().any(|b| &b.id == k));
-                    let cp = Checkpoint {
-                        run_id: self.input.run_id.clone(),
-                        interrupts: batch,
-                        at,
-                        calls,
-                        state: self.state.clone(),
-                        answers,
-                    };
-                    // What a restart rebuilds the thread from (`restore`).
-                    detail.value("checkpoint", &cp.ledger_json());
-                    self.world
-                        .extension::<Threads>()
-                        .store(&self.agent, &self.input.thread_id, cp);
-                }
-            }
-            End::Cancelled => {
-                detail.str("outcome", "cancelled");
-                detail.str("cause", "scripted");
-                let mut e = Event::run_cancelled(&self.input.thread_id, &self.input.run_id);
-                set_usage(&mut e, usage.take());
-                finished = self.run_finished(e);
-            }
-            End::Gone => {
-                detail.str("outcome", "cancelled");
-                detail.str("cause", "client-disconnected");
-                // The client never heard how this continuation ended and still holds its open
-                // interrupts: keep them open, minus what already ran, for its retry.
-                if let Some(mut cp) = self.consumed.take() {
-                    for c in &mut cp.calls {
-                        if let Some(result) = self.executed.get(&c.id) {
-                            c.done = true;
-                            c.result = result.clone();
-                        }
-                    }
-                    detail.str("restored_checkpoint", &cp.run_id);
-                    detail.value("checkpoint", &cp.ledger_json());
-                    self.world
-                        .extension::<Threads>()
-                        .store(&self.agent, &self.input.thread_id, cp);
-                }
-            }
-            End::WorldClosed => {
-                detail.str("outcome", "error");
-                detail.str("cause", "world-reset");
-                self.emit(Event::run_error(
-                    "the scenario was reset while the run was in progress",
-                    Some("world_reset"),
-                ));
-            }
-        }
-        // What the client got is known once it is handed over.
-        self.flush(false).await;
-        let finished = finished && !self.gone;
-        detail.u64("model_calls", self.model_calls);
-        detail.names("events", &self.types);
-        if self.gone {
-            detail.bool("client_disconnected", true);
-        }
-        detail.finish(|detail| self.record_text("run-finished", detail));
-
-        // INT-6: a failure that surfaces after the run closed.
-        if let (true, Some(late)) = (finished, self.spec.late_error.clone()) {
-            if !late.after.is_zero() && self.wait(late.after).await.is_some() {
-                return;
-            }
-            self.emit(Event::run_error(late.message.clone(), late.code.as_deref()));
-            self.flush(false).await;
-            self.record(
-                "late-error",
-                json!({
-                    "thread_id": self.input.thread_id,
-                    "run_id": self.input.run_id,
-                    "message": late.message,
-                    "code": late.code,
-                    "delivered": !self.gone,
-                }),
-            );
-        }
-    }
-
-    /// Queue `RUN_FINISHED`, unless the script breaks that rule. True if it was queued (whether
-    /// it reached the client is known after the next flush).
-    fn run_finished(&mut self, e: Event) -> bool {
-        if self.spec.violates(Violation::MissingRunFinished) {
-            self.violation(Violation::MissingRunFinished);
-            return false;
-        }
-        self.emit(e);
-        !self.gone
-    }
-
-    /// [`Self::run_finished`] for an event written from borrowed parts.
-    fn run_finished_frame(&mut self, frame: Frame<'_>) -> bool {
-        if self.spec.violates(Violation::MissingRunFinished) {
-            self.violation(Violation::MissingRunFinished);
-            return false;
-        }
-        self.emit_frame(frame);
-        !self.gone
-    }
-
-    /// RES-7: only this run's own model calls.
-    fn usage(&self) -> Option<Vec<TokenUsage>> {
-        (self.model_calls > 0).then(|| {
-            vec![TokenUsage {
-                provider: Some("doubleagent".into()),
-                model: Some(self.spec.model.clone()),
-                input_tokens: Some(self.input_tokens),
-                output_tokens: Some(self.output_tokens),
-                total_tokens: Some(self.input_tokens + self.output_tokens),
-                ..TokenUsage::default()
-            }]
-        })
-    }
-
     // --- output ---------------------------------------------------------------------------
 
     /// The stream's channel, opened the first time the run must hand frames over before it
@@ -971,21 +497,6 @@ impl Run {
         self.tx.as_ref().is_some_and(mpsc::Sender::is_closed)
     }
 
-    /// Queue one of the common events from borrowed parts (see [`Frame`]); as [`Self::emit`]
-    /// otherwise.
-    fn emit_frame(&mut self, frame: Frame<'_>) {
-        if self.gone {
-            return;
-        }
-        if self.spec.violates(Violation::UnknownFields) {
-            // The unknown member goes into the owned event's base.
-            return self.emit(frame.to_event());
-        }
-        let now = self.world.clock.now();
-        wire::write_frame(&mut self.out, &frame, self.world.clock.wall_ms(now) as i64);
-        self.types.push(frame.type_name());
-    }
-
     /// Queue one event (sent at the next [`Self::flush`]).
     fn emit(&mut self, event: Event) {
         if self.gone {
@@ -999,7 +510,7 @@ impl Run {
                 .insert("doubleagentUnknownField".into(), json!(true));
             self.violation(Violation::UnknownFields);
         }
-        wire::write_sse_frame(&mut self.out, &e);
+        sse::write_sse_frame(&mut self.out, &e);
         self.types.push(e.type_name());
     }
 
@@ -1039,7 +550,7 @@ impl Run {
 
     fn warn(&mut self, n: Notice) {
         self.record("warning", notice_json(&n));
-        self.emit(wire::warning_event(&n.rule, &n.message, n.details));
+        self.emit(event::warning_event(&n.rule, &n.message, n.details));
     }
 
     // --- ledger ----------------------------------------------------------------------------
@@ -1048,20 +559,6 @@ impl Run {
         let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), detail);
         rec.work_id = Some(self.input.run_id.clone());
         self.world.lock().ledger.append(rec)
-    }
-
-    /// [`Self::record`] with the detail written straight (see [`Detail`]).
-    fn record_text(&self, event: &str, detail: &[u8]) -> u64 {
-        // Encoded from borrowed parts: no `Record` (and its owned strings) made to be dropped.
-        let ev = AgentEvent {
-            agent: &self.agent,
-            event,
-            at: self.world.clock.now(),
-            work_id: Some(&self.input.run_id),
-            revision: None,
-            detail,
-        };
-        self.world.lock().ledger.append_agent_event(&ev)
     }
 
     fn record_call(&self, call_id: &str, detail: Value) {
@@ -1086,142 +583,8 @@ impl Run {
     }
 }
 
-/// [`format_rfc3339_ms`], remembering the last answer per thread: runs arriving within the
-/// same millisecond (most of them, under load) ask for the same `expiresAt`.
-fn rfc3339_ms(ms: u64) -> String {
-    thread_local! {
-        static LAST: std::cell::RefCell<(u64, String)> =
-            const { std::cell::RefCell::new((u64::MAX, String::new())) };
-    }
-    LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        if last.0 != ms {
-            *last = (ms, format_rfc3339_ms(ms));
-        }
-        last.1.clone()
-    })
-}
-
 fn notice_json(n: &Notice) -> Value {
     json!({"rule": n.rule, "message": n.message, "details": n.details})
-}
-
-/// Usage reports as a ledger detail writes them: each one's members in name order, as
-/// [`TokenUsage::to_json`] would have them serialized.
-fn write_usage(out: &mut Vec<u8>, usage: &[TokenUsage]) {
-    out.push(b'[');
-    for (k, u) in usage.iter().enumerate() {
-        if k > 0 {
-            out.push(b',');
-        }
-        out.push(b'{');
-        let mut first = true;
-        let mut name = |out: &mut Vec<u8>, name: &str| {
-            if !std::mem::take(&mut first) {
-                out.push(b',');
-            }
-            // The member names below: plain ASCII literals.
-            out.push(b'"');
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b"\":");
-        };
-        // In byte order of the names.
-        let numbers = [
-            ("cacheWriteInputTokens", u.cache_write_input_tokens),
-            ("cachedInputTokens", u.cached_input_tokens),
-            ("inputTokens", u.input_tokens),
-        ];
-        for (n, v) in numbers {
-            if let Some(v) = v {
-                name(out, n);
-                write_u64(out, v);
-            }
-        }
-        if let Some(m) = &u.model {
-            name(out, "model");
-            write_json_str(out, m);
-        }
-        if let Some(v) = u.output_tokens {
-            name(out, "outputTokens");
-            write_u64(out, v);
-        }
-        if let Some(p) = &u.provider {
-            name(out, "provider");
-            write_json_str(out, p);
-        }
-        for (n, v) in [
-            ("reasoningTokens", u.reasoning_tokens),
-            ("totalTokens", u.total_tokens),
-        ] {
-            if let Some(v) = v {
-                name(out, n);
-                write_u64(out, v);
-            }
-        }
-        out.push(b'}');
-    }
-    out.push(b']');
-}
-
-fn set_usage(e: &mut Event, usage: Option<Vec<TokenUsage>>) {
-    if let Event::RunFinished(rf) = e {
-        rf.usage = usage;
-    }
-}
-
-/// A service response as tool-result content: the body of a 2xx as is; otherwise an error
-/// envelope with the status, so a consumer can tell a failed call from a result.
-fn result_content(service: &str, resp: &Response) -> String {
-    let text = String::from_utf8_lossy(&resp.body).into_owned();
-    if (200..300).contains(&resp.status) {
-        return text;
-    }
-    let body = serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
-    json!({
-        "error": format!("service \"{service}\" answered {}", resp.status),
-        "status": resp.status,
-        "body": body,
-    })
-    .to_string()
-}
-
-/// A route path with its `{name}` segments filled from the call's arguments.
-fn render_path(raw: &str, args: &Value) -> String {
-    raw.split('/')
-        .map(|seg| {
-            match seg
-                .strip_prefix('{')
-                .and_then(|s| s.strip_suffix('}'))
-                .and_then(|name| args.get(name))
-            {
-                Some(Value::String(s)) => s.clone(),
-                Some(v) => v.to_string(),
-                None => seg.to_string(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
-/// Put `value` at JSON pointer `ptr`, creating objects on the way.
-fn set_pointer(target: &mut Value, ptr: &str, value: Value) {
-    let parts: Vec<String> = ptr
-        .split('/')
-        .skip(1)
-        .map(|p| p.replace("~1", "/").replace("~0", "~"))
-        .collect();
-    let mut cur = target;
-    for (n, part) in parts.iter().enumerate() {
-        if !cur.is_object() {
-            *cur = Value::Object(Map::new());
-        }
-        let Value::Object(map) = cur else { return };
-        if n + 1 == parts.len() {
-            map.insert(part.clone(), value);
-            return;
-        }
-        cur = map.entry(part.clone()).or_insert(Value::Null);
-    }
 }
 
 /// RFC 7386 JSON merge patch.
@@ -1247,45 +610,6 @@ fn merge_patch(target: &mut Value, patch: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn usage_is_written_as_its_json_would_be() {
-        let full = TokenUsage {
-            provider: Some("p\"".into()),
-            model: Some("m".into()),
-            input_tokens: Some(1),
-            output_tokens: Some(2),
-            total_tokens: Some(3),
-            reasoning_tokens: Some(4),
-            cached_input_tokens: Some(5),
-            cache_write_input_tokens: Some(6),
-        };
-        for usage in [
-            vec![],
-            vec![full.clone()],
-            vec![TokenUsage::default(), full],
-        ] {
-            let mut out = Vec::new();
-            write_usage(&mut out, &usage);
-            let want = Value::Array(usage.iter().map(TokenUsage::to_json).collect());
-            assert_eq!(String::from_utf8(out).unwrap(), want.to_string());
-        }
-    }
-
-    #[test]
-    fn paths_are_filled_from_arguments() {
-        let args = json!({"id": "act_3", "n": 4});
-        assert_eq!(render_path("/v1/t/{id}", &args), "/v1/t/act_3");
-        assert_eq!(render_path("/v1/{n}/x", &args), "/v1/4/x");
-        assert_eq!(render_path("/v1/{zz}", &args), "/v1/{zz}");
-    }
-
-    #[test]
-    fn answers_are_placed_at_their_pointer() {
-        let mut body = json!({"to": "acct-9"});
-        set_pointer(&mut body, "/approval/by", json!("ann"));
-        assert_eq!(body, json!({"to": "acct-9", "approval": {"by": "ann"}}));
-    }
 
     #[test]
     fn merge_patch_follows_rfc7386() {

@@ -1,0 +1,470 @@
+//! Admission of an AG-UI request, in named steps: the HTTP checks (path, method, `Accept`),
+//! reading the `RunAgentInput`, the notices it earns (protocol version, stripped members),
+//! judging its resume list against what the agent knows, where the run starts, and the
+//! `run-started` ledger entry. Anything refused is a [`Refusal`]: an HTTP 4xx with a JSON
+//! body and no stream, recorded as `run-rejected`.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Value};
+
+use super::input::{self, RunAgentInput, VersionVerdict};
+use super::message::Message;
+use super::resume::{self, Decision, Judgement, Knowledge, ResumeCase};
+use super::start::{gated_interrupt, plain_interrupt, start_point};
+use super::{sse, Checkpoint, Notice, Start, Threads};
+use crate::agent::{AgentRequest, Reply};
+use crate::ledger::Record;
+use crate::scenario::agui::{AgUiAgent, ClientKind, ResumeMode};
+use crate::service::Response;
+use crate::world::World;
+
+/// What admission hands a run: the stripped input, its judgement, the checkpoint it consumed
+/// (stateful agents), where it starts, the warnings it opens with and the scenario time of its
+/// `run-started` entry.
+pub(super) struct Admitted {
+    pub input: RunAgentInput,
+    pub judgement: Judgement,
+    pub consumed: Option<Checkpoint>,
+    pub start: Start,
+    pub notices: Vec<Notice>,
+    pub started_at: std::time::Duration,
+}
+
+/// A request refused before any stream.
+pub(super) struct Refusal {
+    status: u16,
+    code: String,
+    message: String,
+    /// More members for the ledger detail (an object, or `null` for none).
+    extra: Value,
+}
+
+impl Refusal {
+    fn new(status: u16, code: &str, message: String) -> Refusal {
+        Refusal {
+            status,
+            code: code.to_string(),
+            message,
+            extra: Value::Null,
+        }
+    }
+
+    /// Record it as `run-rejected` (with the body as the ledger keeps it) and answer it.
+    pub(super) fn reply(self, world: &World, agent: &str, input: Value) -> Reply {
+        let Refusal {
+            status,
+            code,
+            message,
+            extra,
+        } = self;
+        let mut detail = json!({"status": status, "code": code, "error": message});
+        if let (Value::Object(d), Value::Object(x)) = (&mut detail, extra) {
+            for (k, v) in x {
+                d.entry(k).or_insert(v);
+            }
+        }
+        let mut rec = Record::agent_event(agent, "run-rejected", world.clock.now(), detail);
+        rec.method = "POST".into();
+        rec.path = format!("/agents/{agent}");
+        rec.work_id = input
+            .get("runId")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        rec.body = input;
+        rec.response.status = Some(status);
+        world.lock().ledger.append(rec);
+        let mut resp = Response::json(
+            status,
+            &json!({"error": message, "code": code, "status": status}),
+        );
+        if status == 405 {
+            resp.headers.push(("allow".into(), "POST".into()));
+        }
+        Reply::Full(resp)
+    }
+}
+
+/// What the ledger keeps of a request body: its JSON, or (a prefix of) its text. With it,
+/// whether that JSON is the whole body's and repeats no member name (so the input may be read
+/// from it: [`RunAgentInput::from_parsed`]).
+pub(super) struct LedgerBody {
+    pub json: Value,
+    reusable: bool,
+}
+
+impl LedgerBody {
+    pub(super) fn read(world: &World, body: &[u8]) -> LedgerBody {
+        if body.is_empty() {
+            return LedgerBody {
+                json: Value::Null,
+                reusable: false,
+            };
+        }
+        let cap = world.scenario.ledger_body_bytes;
+        match input::parse_json(body) {
+            Ok((json, repeats)) if body.len() <= cap => LedgerBody {
+                json,
+                reusable: !repeats,
+            },
+            _ => LedgerBody {
+                json: Value::String(
+                    String::from_utf8_lossy(&body[..body.len().min(cap)]).into_owned(),
+                ),
+                reusable: false,
+            },
+        }
+    }
+}
+
+/// Every step of admission, in order; the first refusal ends it (and leaves `body` to record
+/// it with).
+pub(super) fn admit(
+    world: &World,
+    name: &str,
+    spec: &AgUiAgent,
+    req: &AgentRequest,
+    body: &mut LedgerBody,
+) -> Result<Admitted, Refusal> {
+    check_request(name, req)?;
+    let mut input = read_input(req, body)?;
+    let mut notices = input_notices(spec, &mut input)?;
+    let (judgement, checkpoint) = judge_resume(world, name, spec, &input)?;
+    notices.extend(judgement_notices(&judgement, checkpoint.as_ref(), &input));
+    let start = start_point(spec, &input, checkpoint.as_ref(), &judgement);
+    let detail = started_detail(spec, &input, &judgement, checkpoint.as_ref(), &start);
+    if let Decision::Reject {
+        status,
+        code,
+        message,
+    } = &judgement.decision
+    {
+        // The refusal's detail merges the run's into its own.
+        let mut refusal = Refusal::new(*status, code, message.clone());
+        refusal.extra = detail;
+        return Err(refusal);
+    }
+    let started_at = world.clock.now();
+    let mut rec = Record::agent_event(name, "run-started", started_at, detail);
+    rec.work_id = Some(input.run_id.clone());
+    rec.method = "POST".into();
+    rec.path = format!("/agents/{name}");
+    // Admitted: the tree is the ledger's now (a refusal would have needed it).
+    rec.body = std::mem::take(&mut body.json);
+    world.lock().ledger.append(rec);
+    // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.
+    let consumed = checkpoint.filter(|_| spec.resume == ResumeMode::Stateful);
+    Ok(Admitted {
+        input,
+        judgement,
+        consumed,
+        start,
+        notices,
+        started_at,
+    })
+}
+
+/// The HTTP side: the agent's own path, `POST`, and an `Accept` that admits the stream.
+fn check_request(name: &str, req: &AgentRequest) -> Result<(), Refusal> {
+    if !(req.path.is_empty() || req.path == "/") {
+        return Err(Refusal::new(
+            404,
+            "not_found",
+            format!(
+                "AG-UI agent \"{name}\" is served at /agents/{name} only, not at /agents/{name}{}",
+                req.path
+            ),
+        ));
+    }
+    if req.method != "POST" {
+        return Err(Refusal::new(
+            405,
+            "method_not_allowed",
+            format!("AG-UI agent \"{name}\" takes POST with a RunAgentInput body"),
+        ));
+    }
+    let accept = req
+        .headers
+        .get(hyper::header::ACCEPT)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()));
+    if !sse::accepts_event_stream(accept.as_deref()) {
+        return Err(Refusal::new(
+            406,
+            "not_acceptable",
+            format!(
+                "this agent answers text/event-stream; the request accepts only {}",
+                accept.unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The body as a `RunAgentInput`: from the tree already parsed for the ledger when that is
+/// the whole body's, else from the bytes (whose error says where it went wrong).
+fn read_input(req: &AgentRequest, body: &LedgerBody) -> Result<RunAgentInput, Refusal> {
+    let parsed = Some(&body.json)
+        .filter(|_| body.reusable)
+        .and_then(RunAgentInput::from_parsed);
+    parsed
+        .map_or_else(|| RunAgentInput::parse(&req.body), Ok)
+        .map_err(|e| Refusal::new(400, "invalid_input", e.message))
+}
+
+/// The declared protocol version judged (another major is refused), and unknown members
+/// stripped with a warning (TanStack's known habits silently, for `client = "tanstack"`).
+fn input_notices(spec: &AgUiAgent, input: &mut RunAgentInput) -> Result<Vec<Notice>, Refusal> {
+    let mut notices = Vec::new();
+    match input.version_verdict() {
+        VersionVerdict::Accept => {}
+        VersionVerdict::AcceptWithWarning(m) => {
+            notices.push(Notice::new("protocol-version", m, Value::Null))
+        }
+        VersionVerdict::UnknownMajor(m) => {
+            return Err(Refusal::new(400, "unsupported_protocol_version", m))
+        }
+    }
+    let unknown = input.unknown_members();
+    let warned: Vec<&String> = unknown
+        .iter()
+        .filter(|p| !(spec.client == ClientKind::Tanstack && tanstack_habit(input, p)))
+        .collect();
+    if !warned.is_empty() {
+        let list: Vec<&str> = warned.iter().map(|s| s.as_str()).collect();
+        notices.push(Notice::new(
+            "input",
+            format!(
+                "unknown RunAgentInput member(s) stripped: {}",
+                list.join(", ")
+            ),
+            json!({"stripped": warned}),
+        ));
+    }
+    input.strip_unknown();
+    Ok(notices)
+}
+
+/// Members `@tanstack/ai-client` always sends that the 1.0 schema does not know: the legacy
+/// `data` mirror of `forwardedProps`, and a `name` on tool messages.
+fn tanstack_habit(input: &RunAgentInput, path: &str) -> bool {
+    if path == "data" {
+        return true;
+    }
+    path.strip_prefix("messages[")
+        .and_then(|r| r.strip_suffix("].name"))
+        .and_then(|i| i.parse::<usize>().ok())
+        .and_then(|i| input.messages.get(i))
+        .is_some_and(|m| matches!(m, Message::Tool(_)))
+}
+
+/// Judge the resume list against what this agent knows about the thread: with
+/// `resume = "stateful"` its open checkpoint, with `"stateless"` only the script and the
+/// messages (PROD-1). A run that goes ahead consumes the checkpoint, under the same lock.
+fn judge_resume(
+    world: &World,
+    name: &str,
+    spec: &AgUiAgent,
+    input: &RunAgentInput,
+) -> Result<(Judgement, Option<Checkpoint>), Refusal> {
+    let threads = world.extension::<Threads>();
+    let now_ms = world.clock.wall_ms(world.clock.now()) as i64;
+    // What a stateless agent recognizes resume entries by: only entries need it.
+    let raisable: Vec<_> = if input.resume_entries().is_empty() {
+        Vec::new()
+    } else {
+        spec.interrupts.iter().map(plain_interrupt).collect()
+    };
+    let mut from_messages =
+        resume::known_open_from_messages(&input.messages, |c| gated_interrupt(spec, c));
+    // Only a stateful agent keeps checkpoints: a stateless one neither reads nor takes one.
+    let stateful = spec.resume == ResumeMode::Stateful;
+    let key = (name.to_string(), input.thread_id.clone());
+    let mut open = stateful.then(|| threads.lock());
+    let checkpoint = open.as_ref().and_then(|open| open.get(&key).cloned());
+    if let Some(cp) = &checkpoint {
+        // A call the messages show open may be gated by an approval given earlier in a
+        // piecemeal batch: that one is answered, the checkpoint says which are not.
+        from_messages.retain(|i| !cp.answers.contains_key(&i.id));
+        if cp.run_id == input.run_id {
+            let mut refusal = Refusal::new(
+                409,
+                "run_closed",
+                format!("run \"{}\" ended interrupted and is closed; continue the thread with a new runId (INT-6)", cp.run_id),
+            );
+            refusal.extra = json!({"thread_id": input.thread_id, "run_id": input.run_id});
+            return Err(refusal);
+        }
+    }
+    let knowledge = match (spec.resume, &checkpoint) {
+        (ResumeMode::Stateless, _) => Knowledge::Stateless {
+            raisable: &raisable,
+        },
+        (ResumeMode::Stateful, Some(cp)) => Knowledge::Checkpoint {
+            run_id: &cp.run_id,
+            interrupts: &cp.interrupts,
+        },
+        (ResumeMode::Stateful, None) => Knowledge::NothingOpen,
+    };
+    let judgement = resume::judge(&ResumeCase {
+        knowledge,
+        known_open_from_messages: &from_messages,
+        entries: input.resume_entries(),
+        parent_run_id: input.parent_run_id.as_deref(),
+        now_ms,
+        policy: spec.uncovered.into(),
+    });
+    if matches!(
+        judgement.decision,
+        Decision::Proceed | Decision::Reinterrupt { .. }
+    ) {
+        if let Some(open) = &mut open {
+            open.remove(&key);
+        }
+    }
+    Ok((judgement, checkpoint))
+}
+
+/// The judgement's warnings, RES-6's continuity checks, and why each still-open interrupt of a
+/// re-interrupted batch comes back (rather than leave the consumer guessing).
+fn judgement_notices(
+    judgement: &Judgement,
+    checkpoint: Option<&Checkpoint>,
+    input: &RunAgentInput,
+) -> Vec<Notice> {
+    let mut notices: Vec<Notice> = judgement
+        .warnings
+        .iter()
+        .map(|w| {
+            Notice::new(
+                w.rule,
+                w.message.clone(),
+                json!({"interruptId": w.interrupt_id}),
+            )
+        })
+        .collect();
+    if let Some(cp) = checkpoint {
+        notices.extend(continuity_notices(cp, input));
+    }
+    if let Decision::Reinterrupt { .. } = judgement.decision {
+        for u in &judgement.uncovered {
+            let (rule, why) = match u.why {
+                resume::UncoveredWhy::NoEntry => (
+                    "RES-4",
+                    "has no resume entry (omission is not a discard)".to_string(),
+                ),
+                resume::UncoveredWhy::AnsweredAfterExpiry => (
+                    "RES-5",
+                    format!(
+                        "was answered after it expired at {}; only a discard is accepted now",
+                        u.interrupt.expires_at.as_deref().unwrap_or("?")
+                    ),
+                ),
+                resume::UncoveredWhy::ConflictingEntries => {
+                    ("INT-3", "has contradictory resume entries".to_string())
+                }
+            };
+            notices.push(Notice::new(
+                rule,
+                format!("interrupt \"{}\" is still open: it {why}", u.interrupt.id),
+                json!({"interruptId": u.interrupt.id}),
+            ));
+        }
+    }
+    notices
+}
+
+/// RES-6: a continuation of the same thread must carry the state the interrupted run left and
+/// the tool calls it proposed.
+fn continuity_notices(cp: &Checkpoint, input: &RunAgentInput) -> Vec<Notice> {
+    let mut out = Vec::new();
+    let state = input.state_or_default();
+    if state != cp.state {
+        out.push(Notice::new(
+            "RES-6",
+            format!(
+                "the input's state differs from the state run \"{}\" left",
+                cp.run_id
+            ),
+            json!({"expected": cp.state, "received": state}),
+        ));
+    }
+    let carried: BTreeSet<&str> = input
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant(a) => a.tool_calls.as_ref(),
+            _ => None,
+        })
+        .flatten()
+        .map(|c| c.id.as_str())
+        .collect();
+    let missing: Vec<&str> = cp
+        .calls
+        .iter()
+        .map(|c| c.id.as_str())
+        .filter(|id| !carried.contains(id))
+        .collect();
+    if !missing.is_empty() {
+        out.push(Notice::new(
+            "RES-6",
+            format!(
+                "the input's messages lack the tool call(s) run \"{}\" proposed: {}",
+                cp.run_id,
+                missing.join(", ")
+            ),
+            json!({"missing": missing}),
+        ));
+    }
+    out
+}
+
+/// The `run-started` entry's detail: the input's facts, the judgement and where the run starts.
+fn started_detail(
+    spec: &AgUiAgent,
+    input: &RunAgentInput,
+    judgement: &Judgement,
+    checkpoint: Option<&Checkpoint>,
+    start: &Start,
+) -> Value {
+    let uncovered: Vec<Value> = judgement
+        .uncovered
+        .iter()
+        .map(|u| json!({"interrupt_id": u.interrupt.id, "why": format!("{:?}", u.why)}))
+        .collect();
+    let verdicts: Vec<Value> = judgement
+        .verdicts
+        .iter()
+        .map(|v| json!({"interrupt_id": v.interrupt_id(), "verdict": v.label()}))
+        .collect();
+    let mut detail = json!({
+        "continuation": input.is_continuation(),
+        "decision": decision_label(&judgement.decision),
+        "messages": input.messages.len(),
+        "parent_run_id": input.parent_run_id,
+        "protocol_version": input.protocol_version,
+        "resume": input.resume_entries(),
+        "run_id": input.run_id,
+        "start": start.json(),
+        "state": input.state_or_default(),
+        "thread_id": input.thread_id,
+        "uncovered": uncovered,
+        "verdicts": verdicts,
+    });
+    // The interrupted run whose checkpoint this run consumed: what a restart needs to tell
+    // which checkpoints are still open (the `Threads` lock is not held across the append).
+    if let (ResumeMode::Stateful, Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) =
+        (spec.resume, checkpoint, &judgement.decision)
+    {
+        detail["continues"] = json!(cp.run_id);
+    }
+    detail
+}
+
+fn decision_label(d: &Decision) -> &'static str {
+    match d {
+        Decision::Proceed => "proceed",
+        Decision::Reject { .. } => "reject",
+        Decision::RunError { .. } => "run-error",
+        Decision::Reinterrupt { .. } => "reinterrupt",
+    }
+}

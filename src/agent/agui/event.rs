@@ -1,0 +1,973 @@
+//! Every event of AG-UI 1.0 (all 31 types, discriminated by `type`, SCREAMING_SNAKE), the
+//! interrupts and token usage a run's end carries, and constructors for the events doubleagent
+//! emits. Member order on the wire is the derived `Serialize`'s: `type`, the variant's fields in
+//! declaration order (absent options left out), then the common base (`timestamp`, ...).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::input::RunAgentInput;
+use super::input::{non_null, object_non_null, Metadata};
+use super::interrupt::Interrupt;
+use super::message::{Content, Message};
+
+/// The protocol version a producer declares on `RUN_STARTED.protocolVersion` (its own
+/// version, never an echo of the input's).
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// Token counts for one provider and model. A resumed run reports only its own calls (RES-7).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub provider: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub model: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub input_tokens: Option<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub output_tokens: Option<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub total_tokens: Option<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub reasoning_tokens: Option<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub cached_input_tokens: Option<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub cache_write_input_tokens: Option<u64>,
+}
+
+/// Fields every event carries, plus unknown members (empty unless a scenario deliberately
+/// emits unknown fields).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventBase {
+    /// Milliseconds since the epoch, in practice.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub timestamp: Option<i64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub raw_event: Option<Value>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "object_non_null"
+    )]
+    pub metadata: Option<Metadata>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Declares an event struct: camelCase fields, then `#[serde(flatten)] base`.
+macro_rules! event_struct {
+    ($(#[$m:meta])* $name:ident { $($body:tt)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            $($body)*
+            #[serde(flatten)]
+            pub base: EventBase,
+        }
+    };
+}
+
+/// Roles a streamed text message may take (no `tool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TextMessageRole {
+    Developer,
+    System,
+    Assistant,
+    User,
+}
+
+/// The literal `"tool"` (`TOOL_CALL_RESULT.role`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolRole {
+    #[default]
+    Tool,
+}
+
+/// The literal `"reasoning"` (`REASONING_MESSAGE_START.role`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningRole {
+    #[default]
+    Reasoning,
+}
+
+/// `REASONING_ENCRYPTED_VALUE.subtype`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EncryptedValueSubtype {
+    ToolCall,
+    #[default]
+    Message,
+}
+
+/// One RFC 6902 operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum JsonPatchOp {
+    Add { path: String, value: Value },
+    Remove { path: String },
+    Replace { path: String, value: Value },
+    Move { from: String, path: String },
+    Copy { from: String, path: String },
+    Test { path: String, value: Value },
+}
+
+/// Why a run ended (`RUN_FINISHED.outcome`). Absent means success.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum RunOutcome {
+    /// Completed; may name frontend tool calls left for the application (INT-2).
+    Success {
+        #[serde(
+            rename = "pendingToolCallIds",
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "non_null"
+        )]
+        pending_tool_call_ids: Option<Vec<String>>,
+    },
+    /// Paused for outside input; the schema demands at least one interrupt (INT-1).
+    Interrupt { interrupts: Vec<Interrupt> },
+    /// Stopped on request, not failed; asks for nothing (INT-2).
+    Cancelled,
+}
+
+/// Why a subagent's segment of a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum SubagentOutcome {
+    Success,
+    Suspended {
+        #[serde(
+            rename = "interruptIds",
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "non_null"
+        )]
+        interrupt_ids: Option<Vec<String>>,
+    },
+}
+
+event_struct!(
+    /// Opens a streamed text message.
+    TextMessageStart {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub message_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub role: Option<TextMessageRole>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub name: Option<String>,
+    }
+);
+event_struct!(
+    /// Appends a fragment to a streamed text message.
+    TextMessageContent {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub message_id: String,
+        pub delta: String,
+    }
+);
+event_struct!(
+    /// Closes a streamed text message.
+    TextMessageEnd {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub message_id: String,
+    }
+);
+event_struct!(
+    /// Shorthand for start + content + end.
+    TextMessageChunk {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub message_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub role: Option<TextMessageRole>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub delta: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub name: Option<String>,
+    }
+);
+event_struct!(
+    /// Opens a tool call.
+    ToolCallStart {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub tool_call_id: String,
+        pub tool_call_name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub parent_message_id: Option<String>,
+    }
+);
+event_struct!(
+    /// Appends a fragment of a tool call's JSON arguments.
+    ToolCallArgs {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub tool_call_id: String,
+        pub delta: String,
+    }
+);
+event_struct!(
+    /// Closes a tool call (its arguments are complete).
+    ToolCallEnd {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub tool_call_id: String,
+    }
+);
+event_struct!(
+    /// Shorthand for a tool call's start + args + end.
+    ToolCallChunk {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub tool_call_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub tool_call_name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub parent_message_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub delta: Option<String>,
+    }
+);
+/// What a tool returned; mints a tool message with its own `messageId`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallResult {
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub subagent_run_id: Option<String>,
+    pub message_id: String,
+    pub tool_call_id: String,
+    pub content: Content,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub role: Option<ToolRole>,
+    #[serde(flatten)]
+    pub base: EventBase,
+}
+event_struct!(
+    /// Replaces the agent state wholesale (any JSON value, `null` included).
+    StateSnapshot {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub snapshot: Value,
+    }
+);
+event_struct!(
+    /// Changes the agent state by an RFC 6902 patch.
+    StateDelta {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub delta: Vec<JsonPatchOp>,
+    }
+);
+event_struct!(
+    /// The complete set of messages the producer owns (conversation-wide: no attribution).
+    MessagesSnapshot {
+        pub messages: Vec<Message>,
+    }
+);
+event_struct!(
+    /// Structured progress that is not conversation content.
+    ActivitySnapshot {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub message_id: String,
+        pub activity_type: String,
+        pub content: Map<String, Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub replace: Option<bool>,
+    }
+);
+event_struct!(
+    /// Patches an activity message's content.
+    ActivityDelta {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub message_id: String,
+        pub activity_type: String,
+        pub patch: Vec<JsonPatchOp>,
+    }
+);
+event_struct!(
+    /// A provider-native event passed through.
+    Raw {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub event: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub source: Option<String>,
+    }
+);
+event_struct!(
+    /// The application's own events. doubleagent uses it for warnings (PROD-2).
+    Custom {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub name: String,
+        pub value: Value,
+    }
+);
+event_struct!(
+    /// Opens a run. `protocolVersion` is the producer's own declaration.
+    RunStarted {
+        pub thread_id: String,
+        pub run_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub protocol_version: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub parent_run_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub input: Option<Box<RunAgentInput>>,
+    }
+);
+event_struct!(
+    /// Closes a run that did not fail.
+    RunFinished {
+        pub thread_id: String,
+        pub run_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub result: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub outcome: Option<RunOutcome>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub usage: Option<Vec<TokenUsage>>,
+    }
+);
+event_struct!(
+    /// Ends a run that failed (or, late, reports a failure after it closed: INT-6).
+    RunError {
+        pub message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub code: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub usage: Option<Vec<TokenUsage>>,
+    }
+);
+event_struct!(
+    /// Opens a named step.
+    StepStarted {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub step_name: String,
+    }
+);
+event_struct!(
+    /// Closes a named step.
+    StepFinished {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub step_name: String,
+    }
+);
+event_struct!(
+    /// Opens a span of reasoning.
+    ReasoningStart {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub message_id: String,
+    }
+);
+event_struct!(
+    /// Opens a streamed reasoning message.
+    ReasoningMessageStart {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub message_id: String,
+        pub role: ReasoningRole,
+    }
+);
+event_struct!(
+    /// Appends to a streamed reasoning message.
+    ReasoningMessageContent {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub message_id: String,
+        pub delta: String,
+    }
+);
+event_struct!(
+    /// Closes a streamed reasoning message.
+    ReasoningMessageEnd {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub message_id: String,
+    }
+);
+event_struct!(
+    /// Shorthand for a reasoning message.
+    ReasoningMessageChunk {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub message_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub delta: Option<String>,
+    }
+);
+event_struct!(
+    /// Closes a span of reasoning.
+    ReasoningEnd {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub message_id: String,
+    }
+);
+event_struct!(
+    /// An opaque encrypted reasoning artefact.
+    ReasoningEncryptedValue {
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub subagent_run_id: Option<String>,
+        pub subtype: EncryptedValueSubtype,
+        pub entity_id: String,
+        pub encrypted_value: String,
+    }
+);
+event_struct!(
+    /// A subagent invocation has begun (here `subagentRunId` identifies it).
+    SubagentStarted {
+        pub subagent_run_id: String,
+        pub name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub description: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub parent_subagent_run_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub parent_tool_call_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub parent_message_id: Option<String>,
+    }
+);
+event_struct!(
+    /// Ends a subagent's segment: completed or suspended awaiting input.
+    SubagentFinished {
+        pub subagent_run_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub result: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub outcome: Option<SubagentOutcome>,
+    }
+);
+event_struct!(
+    /// A subagent invocation failed; the run may continue.
+    SubagentError {
+        pub subagent_run_id: String,
+        pub message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
+        pub code: Option<String>,
+    }
+);
+
+/// Declares [`Event`] over its variants (each named after its struct) and wire `type`s, with
+/// the accessors every variant shares.
+macro_rules! events {
+    ($($variant:ident = $name:literal,)*) => {
+        /// Any AG-UI 1.0 event (all 31 types), discriminated by `type`.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
+        pub enum Event {
+            $($variant($variant),)*
+        }
+
+        impl Event {
+            /// The wire `type`, e.g. `"RUN_FINISHED"` (for the ledger's list of emitted types).
+            pub fn type_name(&self) -> &'static str {
+                match self {
+                    $(Event::$variant(_) => $name,)*
+                }
+            }
+
+
+            /// The common fields, to change.
+            pub fn base_mut(&mut self) -> &mut EventBase {
+                match self {
+                    $(Event::$variant(e) => &mut e.base,)*
+                }
+            }
+        }
+    };
+}
+
+events! {
+    TextMessageStart = "TEXT_MESSAGE_START",
+    TextMessageContent = "TEXT_MESSAGE_CONTENT",
+    TextMessageEnd = "TEXT_MESSAGE_END",
+    TextMessageChunk = "TEXT_MESSAGE_CHUNK",
+    ToolCallStart = "TOOL_CALL_START",
+    ToolCallArgs = "TOOL_CALL_ARGS",
+    ToolCallEnd = "TOOL_CALL_END",
+    ToolCallChunk = "TOOL_CALL_CHUNK",
+    ToolCallResult = "TOOL_CALL_RESULT",
+    StateSnapshot = "STATE_SNAPSHOT",
+    StateDelta = "STATE_DELTA",
+    MessagesSnapshot = "MESSAGES_SNAPSHOT",
+    ActivitySnapshot = "ACTIVITY_SNAPSHOT",
+    ActivityDelta = "ACTIVITY_DELTA",
+    Raw = "RAW",
+    Custom = "CUSTOM",
+    RunStarted = "RUN_STARTED",
+    RunFinished = "RUN_FINISHED",
+    RunError = "RUN_ERROR",
+    StepStarted = "STEP_STARTED",
+    StepFinished = "STEP_FINISHED",
+    ReasoningStart = "REASONING_START",
+    ReasoningMessageStart = "REASONING_MESSAGE_START",
+    ReasoningMessageContent = "REASONING_MESSAGE_CONTENT",
+    ReasoningMessageEnd = "REASONING_MESSAGE_END",
+    ReasoningMessageChunk = "REASONING_MESSAGE_CHUNK",
+    ReasoningEnd = "REASONING_END",
+    ReasoningEncryptedValue = "REASONING_ENCRYPTED_VALUE",
+    SubagentStarted = "SUBAGENT_STARTED",
+    SubagentFinished = "SUBAGENT_FINISHED",
+    SubagentError = "SUBAGENT_ERROR",
+}
+
+impl Event {
+    /// Sets `timestamp` (ms since the epoch, from the scenario clock).
+    pub fn at(mut self, timestamp_ms: i64) -> Self {
+        self.base_mut().timestamp = Some(timestamp_ms);
+        self
+    }
+
+    // --- constructors for the events doubleagent emits ---------------------------------
+
+    /// `RUN_STARTED` declaring this producer's `protocolVersion: "1.0"`.
+    pub fn run_started(input: &RunAgentInput) -> Self {
+        Event::RunStarted(RunStarted {
+            thread_id: input.thread_id.clone(),
+            run_id: input.run_id.clone(),
+            protocol_version: Some(PROTOCOL_VERSION.to_string()),
+            parent_run_id: input.parent_run_id.clone(),
+            input: None,
+            base: EventBase::default(),
+        })
+    }
+
+    /// `RUN_FINISHED` with an explicit outcome (`None` = absent = success).
+    pub fn run_finished(
+        thread_id: &str,
+        run_id: &str,
+        outcome: Option<RunOutcome>,
+        usage: Option<Vec<TokenUsage>>,
+    ) -> Self {
+        Event::RunFinished(RunFinished {
+            thread_id: thread_id.to_string(),
+            run_id: run_id.to_string(),
+            result: None,
+            outcome,
+            usage,
+            base: EventBase::default(),
+        })
+    }
+
+    /// `RUN_FINISHED{outcome:{type:"success"}}`, naming unanswered frontend tool calls when
+    /// there are any (INT-2).
+    pub fn run_success(thread_id: &str, run_id: &str, pending_tool_call_ids: Vec<String>) -> Self {
+        let pending = if pending_tool_call_ids.is_empty() {
+            None
+        } else {
+            Some(pending_tool_call_ids)
+        };
+        Self::run_finished(
+            thread_id,
+            run_id,
+            Some(RunOutcome::Success {
+                pending_tool_call_ids: pending,
+            }),
+            None,
+        )
+    }
+
+    /// `RUN_FINISHED{outcome:{type:"interrupt",interrupts}}` (INT-1).
+    pub fn run_interrupted(thread_id: &str, run_id: &str, interrupts: Vec<Interrupt>) -> Self {
+        Self::run_finished(
+            thread_id,
+            run_id,
+            Some(RunOutcome::Interrupt { interrupts }),
+            None,
+        )
+    }
+
+    /// `RUN_FINISHED{outcome:{type:"cancelled"}}` (INT-2).
+    pub fn run_cancelled(thread_id: &str, run_id: &str) -> Self {
+        Self::run_finished(thread_id, run_id, Some(RunOutcome::Cancelled), None)
+    }
+
+    pub fn run_error(message: impl Into<String>, code: Option<&str>) -> Self {
+        Event::RunError(RunError {
+            message: message.into(),
+            code: code.map(str::to_string),
+            usage: None,
+            base: EventBase::default(),
+        })
+    }
+
+    pub fn text_start(message_id: &str) -> Self {
+        Event::TextMessageStart(TextMessageStart {
+            message_id: message_id.to_string(),
+            role: Some(TextMessageRole::Assistant),
+            ..Default::default()
+        })
+    }
+
+    pub fn text_content(message_id: &str, delta: impl Into<String>) -> Self {
+        Event::TextMessageContent(TextMessageContent {
+            message_id: message_id.to_string(),
+            delta: delta.into(),
+            ..Default::default()
+        })
+    }
+
+    pub fn text_end(message_id: &str) -> Self {
+        Event::TextMessageEnd(TextMessageEnd {
+            message_id: message_id.to_string(),
+            ..Default::default()
+        })
+    }
+
+    pub fn tool_call_start(
+        tool_call_id: &str,
+        name: &str,
+        parent_message_id: Option<&str>,
+    ) -> Self {
+        Event::ToolCallStart(ToolCallStart {
+            tool_call_id: tool_call_id.to_string(),
+            tool_call_name: name.to_string(),
+            parent_message_id: parent_message_id.map(str::to_string),
+            ..Default::default()
+        })
+    }
+
+    pub fn tool_call_args(tool_call_id: &str, delta: impl Into<String>) -> Self {
+        Event::ToolCallArgs(ToolCallArgs {
+            tool_call_id: tool_call_id.to_string(),
+            delta: delta.into(),
+            ..Default::default()
+        })
+    }
+
+    pub fn tool_call_end(tool_call_id: &str) -> Self {
+        Event::ToolCallEnd(ToolCallEnd {
+            tool_call_id: tool_call_id.to_string(),
+            ..Default::default()
+        })
+    }
+
+    pub fn tool_call_result(
+        message_id: &str,
+        tool_call_id: &str,
+        content: impl Into<String>,
+    ) -> Self {
+        Event::ToolCallResult(ToolCallResult {
+            subagent_run_id: None,
+            message_id: message_id.to_string(),
+            tool_call_id: tool_call_id.to_string(),
+            content: Content::Text(content.into()),
+            role: Some(ToolRole::Tool),
+            base: EventBase::default(),
+        })
+    }
+
+    pub fn state_snapshot(snapshot: Value) -> Self {
+        Event::StateSnapshot(StateSnapshot {
+            snapshot,
+            ..Default::default()
+        })
+    }
+
+    #[cfg(test)]
+    pub fn messages_snapshot(messages: Vec<Message>) -> Self {
+        Event::MessagesSnapshot(MessagesSnapshot {
+            messages,
+            ..Default::default()
+        })
+    }
+
+    #[cfg(test)]
+    pub fn step_started(step_name: &str) -> Self {
+        Event::StepStarted(StepStarted {
+            step_name: step_name.to_string(),
+            ..Default::default()
+        })
+    }
+
+    #[cfg(test)]
+    pub fn step_finished(step_name: &str) -> Self {
+        Event::StepFinished(StepFinished {
+            step_name: step_name.to_string(),
+            ..Default::default()
+        })
+    }
+
+    pub fn custom(name: &str, value: Value) -> Self {
+        Event::Custom(Custom {
+            name: name.to_string(),
+            value,
+            ..Default::default()
+        })
+    }
+}
+
+/// The `CUSTOM` event name doubleagent uses for producer-side warnings (unrecognized resume
+/// entries, stripped input members, a newer protocol minor...).
+pub const WARNING_EVENT_NAME: &str = "doubleagent.warning";
+
+/// A `CUSTOM` warning: `{"name":"doubleagent.warning","value":{"rule":..,"message":..,...}}`.
+pub fn warning_event(rule: &str, message: &str, details: Value) -> Event {
+    let mut value = Map::new();
+    value.insert("rule".into(), Value::String(rule.into()));
+    value.insert("message".into(), Value::String(message.into()));
+    if !details.is_null() {
+        value.insert("details".into(), details);
+    }
+    Event::custom(WARNING_EVENT_NAME, Value::Object(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::agui::sse::sse_frame;
+    use serde_json::json;
+
+    fn to_json(e: &Event) -> String {
+        serde_json::to_string(e).unwrap()
+    }
+
+    #[test]
+    fn every_event_type_round_trips_with_its_type_name() {
+        let events = vec![
+            Event::text_start("m1"),
+            Event::text_content("m1", "hello"),
+            Event::text_end("m1"),
+            Event::TextMessageChunk(TextMessageChunk {
+                delta: Some("x".into()),
+                ..Default::default()
+            }),
+            Event::tool_call_start("tc1", "transfer_funds", Some("m1")),
+            Event::tool_call_args("tc1", "{\"to\":\"acct-9\"}"),
+            Event::tool_call_end("tc1"),
+            Event::ToolCallChunk(ToolCallChunk {
+                tool_call_id: Some("tc2".into()),
+                ..Default::default()
+            }),
+            Event::tool_call_result("m2", "tc1", "{\"id\":\"act-1\"}"),
+            Event::state_snapshot(json!({"balance": 5})),
+            Event::StateDelta(StateDelta {
+                delta: vec![JsonPatchOp::Replace {
+                    path: "/balance".into(),
+                    value: json!(4),
+                }],
+                ..Default::default()
+            }),
+            Event::messages_snapshot(vec![Message::user("u1", "hi")]),
+            Event::ActivitySnapshot(ActivitySnapshot {
+                message_id: "a".into(),
+                activity_type: "plan".into(),
+                ..Default::default()
+            }),
+            Event::ActivityDelta(ActivityDelta {
+                message_id: "a".into(),
+                activity_type: "plan".into(),
+                patch: vec![JsonPatchOp::Remove { path: "/x".into() }],
+                ..Default::default()
+            }),
+            Event::Raw(Raw {
+                event: json!({"k": 1}),
+                source: Some("fake".into()),
+                ..Default::default()
+            }),
+            Event::custom("doubleagent.warning", json!({"rule": "PROD-2"})),
+            Event::run_started(&RunAgentInput::new("t", "r")),
+            Event::run_success("t", "r", vec![]),
+            Event::run_error("boom", None),
+            Event::step_started("beforeTools"),
+            Event::step_finished("beforeTools"),
+            Event::ReasoningStart(ReasoningStart {
+                message_id: "rm".into(),
+                ..Default::default()
+            }),
+            Event::ReasoningMessageStart(ReasoningMessageStart {
+                message_id: "rm".into(),
+                ..Default::default()
+            }),
+            Event::ReasoningMessageContent(ReasoningMessageContent {
+                message_id: "rm".into(),
+                delta: "d".into(),
+                ..Default::default()
+            }),
+            Event::ReasoningMessageEnd(ReasoningMessageEnd {
+                message_id: "rm".into(),
+                ..Default::default()
+            }),
+            Event::ReasoningMessageChunk(ReasoningMessageChunk::default()),
+            Event::ReasoningEnd(ReasoningEnd {
+                message_id: "rm".into(),
+                ..Default::default()
+            }),
+            Event::ReasoningEncryptedValue(ReasoningEncryptedValue {
+                subtype: EncryptedValueSubtype::ToolCall,
+                entity_id: "tc1".into(),
+                encrypted_value: "e".into(),
+                ..Default::default()
+            }),
+            Event::SubagentStarted(SubagentStarted {
+                subagent_run_id: "sa1".into(),
+                name: "helper".into(),
+                ..Default::default()
+            }),
+            Event::SubagentFinished(SubagentFinished {
+                subagent_run_id: "sa1".into(),
+                outcome: Some(SubagentOutcome::Suspended {
+                    interrupt_ids: Some(vec!["i1".into()]),
+                }),
+                ..Default::default()
+            }),
+            Event::SubagentError(SubagentError {
+                subagent_run_id: "sa1".into(),
+                message: "x".into(),
+                ..Default::default()
+            }),
+        ];
+        assert_eq!(events.len(), 31);
+        let mut seen = std::collections::BTreeSet::new();
+        for e in &events {
+            let v = serde_json::to_value(e).unwrap();
+            assert_eq!(v["type"], e.type_name(), "{v}");
+            assert!(seen.insert(e.type_name()));
+            assert!(!v.to_string().contains("null"), "null leaked: {v}");
+            let back: Event = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(&back, e, "{v}");
+            // Frames are single data lines.
+            let frame = sse_frame(e);
+            assert!(frame.starts_with("data: ") && frame.ends_with("\n\n"));
+            assert_eq!(frame.matches('\n').count(), 2);
+        }
+    }
+
+    #[test]
+    fn run_started_declares_its_own_protocol_version() {
+        let mut input = RunAgentInput::new("t", "r2");
+        input.protocol_version = Some("1.3".into());
+        input.parent_run_id = Some("r1".into());
+        assert_eq!(
+            to_json(&Event::run_started(&input)),
+            r#"{"type":"RUN_STARTED","threadId":"t","runId":"r2","protocolVersion":"1.0","parentRunId":"r1"}"#
+        );
+    }
+
+    #[test]
+    fn event_base_fields_and_unknown_members_serialize_after_the_body() {
+        let mut e = Event::step_started("s").at(1_700_000_000_000);
+        e.base_mut().extra.insert("bogus".into(), json!(1));
+        assert_eq!(
+            to_json(&e),
+            r#"{"type":"STEP_STARTED","stepName":"s","timestamp":1700000000000,"bogus":1}"#
+        );
+        let back: Event = serde_json::from_str(&to_json(&e)).unwrap();
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn state_snapshot_and_custom_value_may_be_null_but_not_absent() {
+        assert_eq!(
+            to_json(&Event::state_snapshot(Value::Null)),
+            r#"{"type":"STATE_SNAPSHOT","snapshot":null}"#
+        );
+        assert!(serde_json::from_str::<Event>(r#"{"type":"STATE_SNAPSHOT"}"#).is_err());
+        assert!(serde_json::from_str::<Event>(r#"{"type":"CUSTOM","name":"x"}"#).is_err());
+        assert!(
+            serde_json::from_str::<Event>(r#"{"type":"CUSTOM","name":"x","value":null}"#).is_ok()
+        );
+    }
+
+    #[test]
+    fn int1_interrupt_outcome_parses_and_empty_list_is_representable_for_violations() {
+        let e: Event = serde_json::from_str(
+            r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"a","reason":"x","subagentRunId":"sa1"}]}}"#,
+        )
+        .unwrap();
+        let Event::RunFinished(rf) = &e else { panic!() };
+        let Some(RunOutcome::Interrupt { interrupts }) = &rf.outcome else {
+            panic!()
+        };
+        assert_eq!(interrupts[0].subagent_run_id.as_deref(), Some("sa1")); // INT-5
+                                                                           // violate = ["interrupt-outcome-without-interrupts"] needs the empty list on the wire.
+        assert_eq!(
+            to_json(&Event::run_interrupted("t", "r", vec![])),
+            r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[]}}"#
+        );
+    }
+
+    #[test]
+    fn warning_event_shape() {
+        // Compared as values: key order inside `value` depends on serde_json's
+        // `preserve_order` feature, which some other crate in the tree may switch on.
+        assert_eq!(
+            serde_json::to_value(warning_event(
+                "PROD-2",
+                "unrecognized resume entry 'bogus'",
+                json!({"interruptId": "bogus"})
+            ))
+            .unwrap(),
+            json!({"type":"CUSTOM","name":"doubleagent.warning","value":{"rule":"PROD-2","message":"unrecognized resume entry 'bogus'","details":{"interruptId":"bogus"}}})
+        );
+    }
+}

@@ -1,0 +1,657 @@
+//! The request body of an AG-UI run (`RunAgentInput`): its tools, context and resume entries,
+//! how its `protocolVersion` is judged and how unknown members are found and stripped; and the
+//! serde helpers the wire types share for the schema's "absent, never `null`" optionals.
+//!
+//! Source of truth: `@ag-ui/core@1.0.0` `src/generated/schemas.ts` (zod, generated from the
+//! published 1.0 JSON Schema), digested in `shared/reference/ag-ui-1.0.md`. Conventions, all
+//! taken from that schema:
+//! - field names are camelCase;
+//! - an optional field is **left out, never `null`**: every `Option` here is skipped when
+//!   `None`, and on input a `null` in an optional slot is rejected the way zod rejects it
+//!   (the one exception is `RunAgentInput.state`, where the schema maps `null` to absent);
+//! - every object is a zod `looseObject`: members this module does not know are kept in an
+//!   `extra` map instead of failing the parse. A producer strips them with a warning
+//!   ([`RunAgentInput::unknown_members`], [`RunAgentInput::strip_unknown`]).
+
+use std::sync::Arc;
+
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use super::event::PROTOCOL_VERSION;
+use super::interrupt::ResumeEntry;
+use super::message::Message;
+
+/// `metadata` on events, messages, tools, interrupts and resume entries: an object open by
+/// key (a `null` *under* a key is data), never `null` as a whole.
+pub type Metadata = Map<String, Value>;
+
+/// `Option<T>` whose wire form may be absent but never `null` (zod `.optional()` and
+/// `z.any().refine(v => v !== null).optional()`).
+pub(super) fn non_null<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    let value = Value::deserialize(deserializer)?;
+    if value.is_null() {
+        return Err(D::Error::custom(
+            "an optional member must be left out, not null",
+        ));
+    }
+    serde_json::from_value(value)
+        .map(Some)
+        .map_err(D::Error::custom)
+}
+
+/// `RunAgentInput.state`: `null` reads as absent (the schema's `.nullable().transform()`).
+pub(super) fn null_as_absent<'de, D>(deserializer: D) -> Result<Option<Value>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let value = Value::deserialize(deserializer)?;
+    Ok(if value.is_null() { None } else { Some(value) })
+}
+
+/// A JSON object (`z.custom(v => typeof v === "object" && v !== null && !Array.isArray(v))`).
+pub(super) fn object_non_null<'de, D>(
+    deserializer: D,
+) -> Result<Option<Map<String, Value>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    match Value::deserialize(deserializer)? {
+        Value::Object(map) => Ok(Some(map)),
+        Value::Null => Err(D::Error::custom(
+            "an optional member must be left out, not null",
+        )),
+        _ => Err(D::Error::custom("expected a JSON object")),
+    }
+}
+
+/// [`object_non_null`], shared.
+pub(super) fn shared_object_non_null<'de, D>(
+    deserializer: D,
+) -> Result<Option<Arc<Map<String, Value>>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    object_non_null(deserializer).map(|m| m.map(Arc::new))
+}
+
+/// A shared JSON object, written as the object (skipped when absent).
+pub(super) fn shared_object<S>(
+    value: &Option<Arc<Map<String, Value>>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error>
+where
+    S: serde::Serializer,
+{
+    match value {
+        Some(m) => m.serialize(serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// Required JSON object.
+pub(super) fn object_required<'de, D>(deserializer: D) -> Result<Map<String, Value>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    match Value::deserialize(deserializer)? {
+        Value::Object(map) => Ok(map),
+        _ => Err(D::Error::custom("expected a JSON object")),
+    }
+}
+
+/// The request body of `POST /agents/NAME`. Only `threadId`, `runId` and `messages` are
+/// required; absent `tools`/`context` mean empty, absent `state` means `{}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunAgentInput {
+    pub thread_id: String,
+    pub run_id: String,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub protocol_version: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub parent_run_id: Option<String>,
+    /// Any JSON value except a whole `null` (which reads as absent).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "null_as_absent"
+    )]
+    pub state: Option<Value>,
+    pub messages: Vec<Message>,
+    #[serde(default)]
+    pub tools: Vec<Tool>,
+    #[serde(default)]
+    pub context: Vec<Context>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub forwarded_props: Option<Value>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub resume: Option<Vec<ResumeEntry>>,
+    /// Members the schema does not describe (TanStack sends `data`, for one).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Why a request body was refused before any stream (HTTP 4xx, no `RUN_STARTED`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct InputError {
+    pub message: String,
+}
+
+/// What the producer should do about the input's `protocolVersion`
+/// (`docs/spec/1.0/basic/versioning.mdx`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionVerdict {
+    /// Absent (TanStack never sends it) or a 1.0 declaration.
+    Accept,
+    /// A newer 1.x, or a value outside the `MAJOR.MINOR` grammar: serve it and warn.
+    AcceptWithWarning(String),
+    /// Another major version: the producer MAY reject, and only before `RUN_STARTED`.
+    UnknownMajor(String),
+}
+
+impl RunAgentInput {
+    #[cfg(test)]
+    /// A minimal input (what `HttpAgent` sends on a first run, minus its defaults).
+    pub fn new(thread_id: impl Into<String>, run_id: impl Into<String>) -> Self {
+        RunAgentInput {
+            thread_id: thread_id.into(),
+            run_id: run_id.into(),
+            protocol_version: None,
+            parent_run_id: None,
+            state: None,
+            messages: Vec::new(),
+            tools: Vec::new(),
+            context: Vec::new(),
+            forwarded_props: None,
+            resume: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// Parses a request body. Malformed JSON or a malformed *known* member is an error
+    /// (answer it with an HTTP 4xx and no stream); unknown members are kept in the `extra`
+    /// maps, see [`Self::unknown_members`].
+    pub fn parse(body: &[u8]) -> Result<Self, InputError> {
+        serde_json::from_slice(body).map_err(|e| InputError {
+            message: format!("invalid RunAgentInput: {e}"),
+        })
+    }
+
+    /// [`Self::parse`] for a body already parsed into `json` by [`parse_json`], which found
+    /// no object repeating a member name: the same input as from the bytes (member order
+    /// does not matter to these types), without reading them again. `None` if it does not
+    /// deserialize: [`Self::parse`] then says why, in its own words (with line and column).
+    pub fn from_parsed(json: &Value) -> Option<Self> {
+        Self::deserialize(json).ok()
+    }
+
+    /// The state the run starts from: the input's, or `{}` when absent.
+    pub fn state_or_default(&self) -> Value {
+        self.state
+            .clone()
+            .unwrap_or_else(|| Value::Object(Map::new()))
+    }
+
+    /// The resume entries, empty when the member is absent.
+    pub fn resume_entries(&self) -> &[ResumeEntry] {
+        self.resume.as_deref().unwrap_or(&[])
+    }
+
+    /// A continuation is a new run that answers an interrupted one. `@ag-ui/client@1.0.0`
+    /// never sends `parentRunId` (its `RunAgentParameters` has no such field), TanStack
+    /// always does; so a non-empty `resume` alone also marks a continuation.
+    pub fn is_continuation(&self) -> bool {
+        self.parent_run_id.is_some() || !self.resume_entries().is_empty()
+    }
+
+    /// Judges the declared `protocolVersion`.
+    pub fn version_verdict(&self) -> VersionVerdict {
+        let Some(declared) = self.protocol_version.as_deref() else {
+            return VersionVerdict::Accept;
+        };
+        if declared == PROTOCOL_VERSION {
+            return VersionVerdict::Accept;
+        }
+        let parsed = declared
+            .split_once('.')
+            .filter(|(a, b)| {
+                !a.is_empty()
+                    && !b.is_empty()
+                    && a.bytes().all(|c| c.is_ascii_digit())
+                    && b.bytes().all(|c| c.is_ascii_digit())
+            })
+            .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
+        match parsed {
+            Some((1, _)) => VersionVerdict::AcceptWithWarning(format!(
+                "input declares protocol {declared}; this producer speaks {PROTOCOL_VERSION}"
+            )),
+            Some((major, _)) => VersionVerdict::UnknownMajor(format!(
+                "input declares protocol {declared} (major {major}); this producer speaks {PROTOCOL_VERSION}"
+            )),
+            None => VersionVerdict::AcceptWithWarning(format!(
+                "input declares protocol version '{declared}', which is not MAJOR.MINOR"
+            )),
+        }
+    }
+
+    /// Paths of every member the schema does not describe, e.g. `data`,
+    /// `messages[3].name`, `resume[0].note`. The spec says: strip with a warning.
+    pub fn unknown_members(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        push_keys(&mut out, "", &self.extra);
+        for (i, m) in self.messages.iter().enumerate() {
+            // Paths are only written for members that are there (the common case: none).
+            if !m.extra().is_empty() {
+                push_keys(&mut out, &format!("messages[{i}]."), m.extra());
+            }
+            if let Message::Assistant(a) = m {
+                for (j, tc) in a.tool_calls.iter().flatten().enumerate() {
+                    if !tc.extra.is_empty() {
+                        push_keys(
+                            &mut out,
+                            &format!("messages[{i}].toolCalls[{j}]."),
+                            &tc.extra,
+                        );
+                    }
+                    if !tc.function.extra.is_empty() {
+                        push_keys(
+                            &mut out,
+                            &format!("messages[{i}].toolCalls[{j}].function."),
+                            &tc.function.extra,
+                        );
+                    }
+                }
+            }
+        }
+        for (i, t) in self.tools.iter().enumerate() {
+            if !t.extra.is_empty() {
+                push_keys(&mut out, &format!("tools[{i}]."), &t.extra);
+            }
+        }
+        for (i, c) in self.context.iter().enumerate() {
+            if !c.extra.is_empty() {
+                push_keys(&mut out, &format!("context[{i}]."), &c.extra);
+            }
+        }
+        for (i, r) in self.resume_entries().iter().enumerate() {
+            if !r.extra.is_empty() {
+                push_keys(&mut out, &format!("resume[{i}]."), &r.extra);
+            }
+        }
+        out
+    }
+
+    /// Removes every unknown member (after [`Self::unknown_members`] has been reported).
+    pub fn strip_unknown(&mut self) {
+        self.extra.clear();
+        for m in &mut self.messages {
+            m.extra_mut().clear();
+            if let Message::Assistant(a) = m {
+                for tc in a.tool_calls.iter_mut().flatten() {
+                    tc.extra.clear();
+                    tc.function.extra.clear();
+                }
+            }
+        }
+        for t in &mut self.tools {
+            t.extra.clear();
+        }
+        for c in &mut self.context {
+            c.extra.clear();
+        }
+        for r in self.resume.iter_mut().flatten() {
+            r.extra.clear();
+        }
+    }
+}
+
+/// `serde_json::from_slice::<Value>(body)`, also telling whether an object in it repeats a
+/// member name: a `Value` keeps the last, where a typed parse of a known member rejects the
+/// body, so only a document without repeats may be read into a type through its `Value`
+/// ([`RunAgentInput::from_parsed`]).
+pub fn parse_json(body: &[u8]) -> serde_json::Result<(Value, bool)> {
+    let repeats = std::cell::Cell::new(false);
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = serde::de::DeserializeSeed::deserialize(ValueNotingRepeats(&repeats), &mut de)?;
+    de.end()?;
+    Ok((value, repeats.get()))
+}
+
+/// serde_json's own `Value` visitor, plus the repeat check.
+struct ValueNotingRepeats<'a>(&'a std::cell::Cell<bool>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ValueNotingRepeats<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ValueNotingRepeats<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        serde::de::DeserializeSeed::deserialize(self, d)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(ValueNotingRepeats(self.0))? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let v = map.next_value_seed(ValueNotingRepeats(self.0))?;
+            if out.insert(k, v).is_some() {
+                self.0.set(true);
+            }
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+fn push_keys(out: &mut Vec<String>, prefix: &str, extra: &Map<String, Value>) {
+    for k in extra.keys() {
+        out.push(format!("{prefix}{k}"));
+    }
+}
+
+/// `{name, description, parameters?, metadata?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_null"
+    )]
+    pub parameters: Option<Value>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "object_non_null"
+    )]
+    pub metadata: Option<Metadata>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `{description, value}`: ambient information for the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Context {
+    pub description: String,
+    pub value: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::agui::interrupt::*;
+    use crate::agent::agui::message::*;
+    use crate::agent::agui::sse::accepts_event_stream;
+    use serde_json::json;
+
+    #[test]
+    fn res1_reference_resume_input_parses_and_round_trips() {
+        let body = r#"{"threadId":"t1","runId":"r2","parentRunId":"r1","messages":[],"resume":[{"interruptId":"int-1","status":"resolved","payload":{"approved":true}}]}"#;
+        let input = RunAgentInput::parse(body.as_bytes()).unwrap();
+        assert_eq!(input.parent_run_id.as_deref(), Some("r1"));
+        assert!(input.is_continuation());
+        let r = &input.resume_entries()[0];
+        assert_eq!(r.interrupt_id, "int-1");
+        assert_eq!(r.status, ResumeStatus::Resolved);
+        assert_eq!(r.payload, Some(json!({"approved": true})));
+        // tools/context default to [] and are written back as such.
+        assert_eq!(
+            serde_json::to_string(&input).unwrap(),
+            r#"{"threadId":"t1","runId":"r2","parentRunId":"r1","messages":[],"tools":[],"context":[],"resume":[{"interruptId":"int-1","status":"resolved","payload":{"approved":true}}]}"#
+        );
+    }
+
+    #[test]
+    fn http_agent_first_request_body_parses() {
+        // Verified body of @ag-ui/client 1.0.0's first request (reference §3).
+        let body = r#"{"threadId":"t1","runId":"r1","protocolVersion":"1.0","state":{},"messages":[],"tools":[],"context":[],"forwardedProps":{}}"#;
+        let input = RunAgentInput::parse(body.as_bytes()).unwrap();
+        assert_eq!(input.version_verdict(), VersionVerdict::Accept);
+        assert!(!input.is_continuation());
+        assert!(input.unknown_members().is_empty());
+        assert_eq!(input.state_or_default(), json!({}));
+    }
+
+    #[test]
+    fn tanstack_request_habits_are_tolerated() {
+        // Shape of @tanstack/ai-client 0.33.2 fetchServerSentEvents' body: no
+        // protocolVersion, an extra `data`, a tool message with `name`, TanStack metadata.
+        let body = json!({
+            "threadId": "thread-1", "runId": "run-2", "parentRunId": "run-1",
+            "resume": [{"interruptId": "approve-transfer", "status": "resolved", "payload": {"approved": true}}],
+            "state": {},
+            "messages": [
+                {"id": "u1", "role": "user", "content": "pay", "metadata": {"tanstack": {"createdAt": "x"}}},
+                {"id": "a1", "role": "assistant", "toolCalls": [{"id": "tc-1", "type": "function", "function": {"name": "transfer_funds", "arguments": "{}"}}]},
+                {"id": "t1", "role": "tool", "name": "transfer_funds", "toolCallId": "tc-0", "content": "ok"}
+            ],
+            "tools": [], "context": [], "forwardedProps": {}, "data": {}
+        });
+        let mut input = RunAgentInput::parse(body.to_string().as_bytes()).unwrap();
+        assert_eq!(input.version_verdict(), VersionVerdict::Accept);
+        assert_eq!(input.unknown_members(), vec!["data", "messages[2].name"]);
+        input.strip_unknown();
+        assert!(input.unknown_members().is_empty());
+        assert!(accepts_event_stream(Some("*/*")));
+        assert!(accepts_event_stream(Some("text/event-stream")));
+        assert!(accepts_event_stream(None));
+        assert!(!accepts_event_stream(Some("application/json")));
+    }
+
+    #[test]
+    fn malformed_known_members_are_rejected() {
+        let bad = [
+            r#"{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"i","status":"maybe"}]}"#,
+            r#"{"threadId":"t","runId":"r"}"#,
+            r#"{"runId":"r","messages":[]}"#,
+            r#"{"threadId":"t","runId":"r","messages":[],"parentRunId":null}"#,
+            r#"{"threadId":"t","runId":"r","messages":[],"forwardedProps":null}"#,
+            r#"{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"i","status":"resolved","payload":null}]}"#,
+            r#"{"threadId":"t","runId":"r","messages":[{"id":"m","role":"robot","content":"x"}]}"#,
+            r#"{"threadId":"t","runId":"r","messages":[{"id":"m","role":"user"}]}"#,
+            r#"not json"#,
+        ];
+        for b in bad {
+            assert!(RunAgentInput::parse(b.as_bytes()).is_err(), "accepted: {b}");
+        }
+        // state: null reads as absent.
+        let ok =
+            RunAgentInput::parse(br#"{"threadId":"t","runId":"r","messages":[],"state":null}"#)
+                .unwrap();
+        assert_eq!(ok.state, None);
+    }
+
+    #[test]
+    fn parse_json_is_from_slice_and_notes_repeated_members() {
+        let docs = [
+            r#"null"#,
+            r#" {"b": 1, "a": [true, false, null, -0, 0, -7, 18446744073709551615, 18446744073709551616, 1.5, -1e-400, 2.50]} "#,
+            r#"{"s": "é \" \\ \n \u00e9 \ud83d\ude00 / \u0000", "o": {}, "e": [], "n": {"m": {"k": [{}]}}}"#,
+            r#"[1, "x", {"y": 2}]"#,
+            r#""just a string""#,
+        ];
+        for d in docs {
+            let (v, repeats) = parse_json(d.as_bytes()).unwrap();
+            assert_eq!(v, serde_json::from_str::<Value>(d).unwrap(), "{d}");
+            assert_eq!(
+                v.to_string(),
+                serde_json::from_str::<Value>(d).unwrap().to_string()
+            );
+            assert!(!repeats, "{d}");
+        }
+        for d in [
+            r#"{"a": 1, "a": 2}"#,
+            r#"{"x": [{"k": 1, "j": 0, "k": 1}]}"#,
+            r#"{"threadId":"t","runId":"r","messages":[],"threadId":"u"}"#,
+        ] {
+            let (v, repeats) = parse_json(d.as_bytes()).unwrap();
+            assert_eq!(v, serde_json::from_str::<Value>(d).unwrap(), "{d}");
+            assert!(repeats, "{d}");
+        }
+        for d in [
+            r#"{"a": 1"#,
+            r#"{"a": 1} x"#,
+            "",
+            "[1,]",
+            r#"{"a" 1}"#,
+            "[1e400]",
+        ] {
+            let mine = parse_json(d.as_bytes()).unwrap_err().to_string();
+            let theirs = serde_json::from_str::<Value>(d).unwrap_err().to_string();
+            assert_eq!(mine, theirs, "{d}");
+        }
+    }
+
+    #[test]
+    fn an_input_read_from_its_json_is_the_input_read_from_its_bytes() {
+        let bodies = [
+            json!({"threadId": "t", "runId": "r", "messages": [{"id": "m-1", "role": "user", "content": "pay the vendor"}], "tools": [], "context": [], "state": {}}).to_string(),
+            json!({
+                "threadId": "thread-1", "runId": "run-2", "parentRunId": "run-1", "protocolVersion": "1.3",
+                "resume": [{"interruptId": "approve-transfer", "status": "resolved", "payload": {"approved": true}, "note": 1},
+                           {"interruptId": "x", "status": "cancelled", "metadata": {"k": null}}],
+                "state": {"n": 1.5, "big": 18446744073709551615u64, "neg": -3},
+                "messages": [
+                    {"id": "u1", "role": "user", "content": [{"type": "text", "text": "hi"}], "metadata": {"tanstack": {"createdAt": "x"}}},
+                    {"id": "a1", "role": "assistant", "content": "ok", "toolCalls": [{"id": "tc-1", "type": "function", "function": {"name": "transfer_funds", "arguments": "{}", "zz": 1}, "yy": 2}]},
+                    {"id": "t1", "role": "tool", "name": "transfer_funds", "toolCallId": "tc-0", "content": "ok"},
+                    {"id": "s1", "role": "system", "content": "sys"},
+                    {"id": "d1", "role": "developer", "content": "dev"}
+                ],
+                "tools": [{"name": "t", "description": "d", "parameters": {"type": "object"}, "x": 1}],
+                "context": [{"description": "d", "value": "v", "y": []}],
+                "forwardedProps": {"a": [1, 2]}, "data": {}
+            }).to_string(),
+            r#"{"threadId":"t","runId":"r","messages":[],"state":null}"#.to_string(),
+            r#"{"runId":"r","threadId":"t","messages":[]}"#.to_string(),
+        ];
+        for b in &bodies {
+            let (json, repeats) = parse_json(b.as_bytes()).unwrap();
+            assert!(!repeats);
+            let from_bytes = RunAgentInput::parse(b.as_bytes()).unwrap();
+            assert_eq!(
+                RunAgentInput::from_parsed(&json),
+                Some(from_bytes.clone()),
+                "{b}"
+            );
+            assert_eq!(
+                RunAgentInput::from_parsed(&json).unwrap().unknown_members(),
+                from_bytes.unknown_members()
+            );
+        }
+        // What the bytes reject, the JSON does not accept either (the caller then asks the
+        // bytes why).
+        let bad = [
+            r#"{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"i","status":"maybe"}]}"#,
+            r#"{"threadId":"t","runId":"r"}"#,
+            r#"{"threadId":"t","runId":"r","messages":[],"parentRunId":null}"#,
+            r#"{"threadId":"t","runId":"r","messages":[{"id":"m","role":"robot","content":"x"}]}"#,
+            r#"{"threadId":5,"runId":"r","messages":[]}"#,
+            r#"[]"#,
+        ];
+        for b in bad {
+            assert!(RunAgentInput::parse(b.as_bytes()).is_err());
+            let (json, _) = parse_json(b.as_bytes()).unwrap();
+            assert_eq!(RunAgentInput::from_parsed(&json), None, "{b}");
+        }
+    }
+
+    #[test]
+    fn protocol_version_verdicts() {
+        let mut i = RunAgentInput::new("t", "r");
+        i.protocol_version = Some("1.3".into());
+        assert!(matches!(
+            i.version_verdict(),
+            VersionVerdict::AcceptWithWarning(_)
+        ));
+        i.protocol_version = Some("2.0".into());
+        assert!(matches!(
+            i.version_verdict(),
+            VersionVerdict::UnknownMajor(_)
+        ));
+        i.protocol_version = Some("1.0.0".into());
+        assert!(matches!(
+            i.version_verdict(),
+            VersionVerdict::AcceptWithWarning(_)
+        ));
+    }
+
+    #[test]
+    fn every_message_role_round_trips() {
+        let msgs = json!([
+            {"id": "d", "role": "developer", "content": "dev"},
+            {"id": "s", "role": "system", "content": "sys"},
+            {"id": "a", "role": "assistant", "content": "hi", "toolCalls": [{"id": "tc", "type": "function", "function": {"name": "f", "arguments": "{\"x\":1}"}}]},
+            {"id": "u", "role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image", "source": {"type": "url", "value": "http://127.0.0.1/x.png"}}]},
+            {"id": "t", "role": "tool", "content": "42", "toolCallId": "tc", "error": "e"},
+            {"id": "ac", "role": "activity", "activityType": "plan", "content": {"steps": []}},
+            {"id": "r", "role": "reasoning", "content": "hmm", "encryptedValue": "zz"}
+        ]);
+        let parsed: Vec<Message> = serde_json::from_value(msgs.clone()).unwrap();
+        assert_eq!(parsed.len(), 7);
+        assert_eq!(serde_json::to_value(&parsed).unwrap(), msgs);
+        assert_eq!(parsed[3].id(), "u");
+    }
+}

@@ -1,0 +1,230 @@
+//! How a run ends: its `RUN_FINISHED` (or `RUN_ERROR`) with this run's own usage, the
+//! checkpoint a stateful agent keeps of an interrupted run, the `run-finished` ledger entry,
+//! and a scripted late error (INT-6).
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::{End, Run};
+use crate::agent::agui::event::{Event, RunFinished, TokenUsage};
+use crate::agent::agui::interrupt::Interrupt;
+use crate::agent::agui::{tanstack, Checkpoint, Threads};
+use crate::agent::agui::{Boundary, Call};
+use crate::scenario::agui::{ClientKind, ResumeMode, Violation};
+
+impl Run {
+    /// Close the run as `end` says, record it, and play a scripted late error.
+    pub(super) async fn finish(&mut self, end: End) {
+        let mut usage = self.usage();
+        let mut detail = json!({
+            "thread_id": self.input.thread_id,
+            "run_id": self.input.run_id,
+        });
+        if let Some(u) = &usage {
+            detail["usage"] = json!(u);
+        }
+        let mut finished = false;
+        match end {
+            End::Success { pending } => {
+                detail["outcome"] = json!("success");
+                detail["pending_tool_call_ids"] = json!(pending);
+                let mut e = Event::run_success(&self.input.thread_id, &self.input.run_id, pending);
+                set_usage(&mut e, usage.take());
+                finished = self.run_finished(e);
+            }
+            End::Interrupt { batch, at, calls } => {
+                finished = self.finish_interrupted(batch, at, calls, usage.take(), &mut detail);
+            }
+            End::Cancelled => {
+                detail["outcome"] = json!("cancelled");
+                detail["cause"] = json!("scripted");
+                let mut e = Event::run_cancelled(&self.input.thread_id, &self.input.run_id);
+                set_usage(&mut e, usage.take());
+                finished = self.run_finished(e);
+            }
+            End::Gone => {
+                detail["outcome"] = json!("cancelled");
+                detail["cause"] = json!("client-disconnected");
+                self.put_back_checkpoint(&mut detail);
+            }
+            End::WorldClosed => {
+                detail["outcome"] = json!("error");
+                detail["cause"] = json!("world-reset");
+                self.emit(Event::run_error(
+                    "the scenario was reset while the run was in progress",
+                    Some("world_reset"),
+                ));
+            }
+        }
+        // What the client got is known once it is handed over.
+        self.flush(false).await;
+        let finished = finished && !self.gone;
+        detail["model_calls"] = json!(self.model_calls);
+        detail["events"] = json!(self.types);
+        if self.gone {
+            detail["client_disconnected"] = json!(true);
+        }
+        self.record("run-finished", detail);
+
+        if finished {
+            self.late_error().await;
+        }
+    }
+
+    /// The end of a run paused on a batch of interrupts (bound for TanStack when its client
+    /// is), with the deliberate breaks a script may ask for; a stateful agent keeps the batch
+    /// as the thread's checkpoint. True if `RUN_FINISHED` was queued.
+    fn finish_interrupted(
+        &mut self,
+        batch: Vec<Interrupt>,
+        at: Boundary,
+        calls: Vec<Call>,
+        usage: Option<Vec<TokenUsage>>,
+        detail: &mut Value,
+    ) -> bool {
+        let mut batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
+            batch
+                .into_iter()
+                .map(|i| tanstack::bind_generic(i, &self.input.run_id, 0))
+                .collect()
+        } else {
+            batch
+        };
+        detail["outcome"] = json!("interrupt");
+        detail["interrupts"] = batch.iter().map(|i| i.id.as_str()).collect();
+        detail["paused_at"] = at.json();
+        // Only a stateful agent keeps the batch (its checkpoint).
+        let mut wire_batch = if self.spec.resume == ResumeMode::Stateful {
+            batch.clone()
+        } else {
+            std::mem::take(&mut batch)
+        };
+        if self.spec.violates(Violation::DuplicateInterruptIds) {
+            if let Some(first) = wire_batch.first().cloned() {
+                wire_batch.push(first);
+                self.violation(Violation::DuplicateInterruptIds);
+            }
+        }
+        if self.spec.violates(Violation::InterruptWithoutInterrupts) {
+            wire_batch.clear();
+            self.violation(Violation::InterruptWithoutInterrupts);
+        }
+        let mut e = if self.spec.violates(Violation::SuccessWhileInterrupted) {
+            self.violation(Violation::SuccessWhileInterrupted);
+            let mut rf = RunFinished {
+                thread_id: self.input.thread_id.clone(),
+                run_id: self.input.run_id.clone(),
+                ..RunFinished::default()
+            };
+            rf.base.extra.insert(
+                "outcome".into(),
+                json!({"type": "success", "interrupts": wire_batch}),
+            );
+            Event::RunFinished(rf)
+        } else {
+            Event::run_interrupted(&self.input.thread_id, &self.input.run_id, wire_batch)
+        };
+        set_usage(&mut e, usage);
+        let finished = self.run_finished(e);
+        if self.spec.resume == ResumeMode::Stateful {
+            // Paused again where it resumed: the answers given so far still hold.
+            let mut answers = BTreeMap::new();
+            if self.consumed.as_ref().is_some_and(|c| c.at == at) {
+                answers.extend(self.carried.clone());
+                answers.extend(
+                    self.judgement
+                        .answers()
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone())),
+                );
+            }
+            answers.retain(|k, _| !batch.iter().any(|b| &b.id == k));
+            let cp = Checkpoint {
+                run_id: self.input.run_id.clone(),
+                interrupts: batch,
+                at,
+                calls,
+                state: self.state.clone(),
+                answers,
+            };
+            // What a restart rebuilds the thread from (`restore`).
+            detail["checkpoint"] = cp.ledger_json();
+            self.world
+                .extension::<Threads>()
+                .store(&self.agent, &self.input.thread_id, cp);
+        }
+        finished
+    }
+
+    /// The client went away: it never heard how this continuation ended and still holds its
+    /// open interrupts. Keep them open, minus what already ran, for its retry.
+    fn put_back_checkpoint(&mut self, detail: &mut Value) {
+        if let Some(mut cp) = self.consumed.take() {
+            for c in &mut cp.calls {
+                if let Some(result) = self.executed.get(&c.id) {
+                    c.done = true;
+                    c.result = result.clone();
+                }
+            }
+            detail["restored_checkpoint"] = json!(cp.run_id);
+            detail["checkpoint"] = cp.ledger_json();
+            self.world
+                .extension::<Threads>()
+                .store(&self.agent, &self.input.thread_id, cp);
+        }
+    }
+
+    /// INT-6: a failure that surfaces after the run closed.
+    async fn late_error(&mut self) {
+        let Some(late) = self.spec.late_error.clone() else {
+            return;
+        };
+        if !late.after.is_zero() && self.wait(late.after).await.is_some() {
+            return;
+        }
+        self.emit(Event::run_error(late.message.clone(), late.code.as_deref()));
+        self.flush(false).await;
+        self.record(
+            "late-error",
+            json!({
+                "thread_id": self.input.thread_id,
+                "run_id": self.input.run_id,
+                "message": late.message,
+                "code": late.code,
+                "delivered": !self.gone,
+            }),
+        );
+    }
+
+    /// Queue `RUN_FINISHED`, unless the script breaks that rule. True if it was queued (whether
+    /// it reached the client is known after the next flush).
+    fn run_finished(&mut self, e: Event) -> bool {
+        if self.spec.violates(Violation::MissingRunFinished) {
+            self.violation(Violation::MissingRunFinished);
+            return false;
+        }
+        self.emit(e);
+        !self.gone
+    }
+
+    /// RES-7: only this run's own model calls.
+    fn usage(&self) -> Option<Vec<TokenUsage>> {
+        (self.model_calls > 0).then(|| {
+            vec![TokenUsage {
+                provider: Some("doubleagent".into()),
+                model: Some(self.spec.model.clone()),
+                input_tokens: Some(self.input_tokens),
+                output_tokens: Some(self.output_tokens),
+                total_tokens: Some(self.input_tokens + self.output_tokens),
+                ..TokenUsage::default()
+            }]
+        })
+    }
+}
+
+fn set_usage(e: &mut Event, usage: Option<Vec<TokenUsage>>) {
+    if let Event::RunFinished(rf) = e {
+        rf.usage = usage;
+    }
+}

@@ -1,0 +1,144 @@
+//! The SSE binding of AG-UI: one `data:` frame per event, which `Accept` headers admit the
+//! stream, and (for tests) reading frames back as the client does.
+
+use super::event::Event;
+
+/// The media type of the SSE binding.
+pub const EVENT_STREAM_CONTENT_TYPE: &str = "text/event-stream";
+
+#[cfg(test)]
+/// [`write_sse_frame`] as a string.
+pub fn sse_frame(event: &Event) -> String {
+    let mut out = Vec::new();
+    write_sse_frame(&mut out, event);
+    // serde_json writes UTF-8, the framing is ASCII.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// One SSE frame appended to `out`: `data: <json>\n\n`, LF only. The JSON has no raw newline
+/// (serde_json escapes them), so a frame is exactly one `data:` line.
+pub fn write_sse_frame(out: &mut Vec<u8>, event: &Event) {
+    out.extend_from_slice(b"data: ");
+    // Events hold only strings, integers and JSON values, and serde_json's maps have string
+    // keys: serializing them into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, event);
+    out.extend_from_slice(b"\n\n");
+}
+
+#[cfg(test)]
+/// Splits an SSE body into the JSON payloads of its `data:` lines, the way
+/// `@ag-ui/client`'s `parseSSEStream` does (frames split on `\n\n`, multi-line data joined
+/// with `\n`, one optional space after the colon, other fields ignored). For tests.
+pub fn sse_payloads(body: &str) -> Vec<String> {
+    body.split("\n\n")
+        .filter_map(|frame| {
+            let lines: Vec<&str> = frame
+                .split('\n')
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|l| l.strip_prefix(' ').unwrap_or(l))
+                .collect();
+            (!lines.is_empty()).then(|| lines.join("\n"))
+        })
+        .collect()
+}
+
+/// Whether an `Accept` header lets the producer answer `text/event-stream`. `HttpAgent`
+/// sends `text/event-stream`; TanStack's `fetchServerSentEvents` sends `*/*`; a missing
+/// header accepts anything.
+pub fn accepts_event_stream(accept: Option<&str>) -> bool {
+    let Some(accept) = accept else { return true };
+    // What clients send, settled without splitting.
+    if accept == EVENT_STREAM_CONTENT_TYPE {
+        return true;
+    }
+    if accept.trim().is_empty() {
+        return true;
+    }
+    accept.split(',').any(|range| {
+        let media = range.split(';').next().unwrap_or("").trim();
+        media == "*/*"
+            || media.eq_ignore_ascii_case("text/*")
+            || media.eq_ignore_ascii_case(EVENT_STREAM_CONTENT_TYPE)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::agui::event::{RunOutcome, TokenUsage};
+    use crate::agent::agui::interrupt::Interrupt;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn interrupt_example() -> Interrupt {
+        let mut i = Interrupt::new("int-1", "tool_approval");
+        i.message = Some("Approve?".into());
+        i.tool_call_id = Some("tc-1".into());
+        i.response_schema = Some(Arc::new(
+            json!({"type": "object"}).as_object().unwrap().clone(),
+        ));
+        i.expires_at = Some("2026-12-01T00:00:00Z".into());
+        i
+    }
+
+    // The verified encoder lines of the reference, byte for byte.
+    #[test]
+    fn int1_reference_interrupt_frame_is_byte_exact() {
+        let e = Event::run_finished(
+            "t1",
+            "r1",
+            Some(RunOutcome::Interrupt {
+                interrupts: vec![interrupt_example()],
+            }),
+            Some(vec![TokenUsage {
+                provider: Some("fake".into()),
+                model: Some("fake-1".into()),
+                input_tokens: Some(3),
+                output_tokens: Some(2),
+                total_tokens: Some(5),
+                ..Default::default()
+            }]),
+        );
+        assert_eq!(
+            sse_frame(&e),
+            "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t1\",\"runId\":\"r1\",\"outcome\":{\"type\":\"interrupt\",\"interrupts\":[{\"id\":\"int-1\",\"reason\":\"tool_approval\",\"message\":\"Approve?\",\"toolCallId\":\"tc-1\",\"responseSchema\":{\"type\":\"object\"},\"expiresAt\":\"2026-12-01T00:00:00Z\"}]},\"usage\":[{\"provider\":\"fake\",\"model\":\"fake-1\",\"inputTokens\":3,\"outputTokens\":2,\"totalTokens\":5}]}\n\n"
+        );
+    }
+
+    #[test]
+    fn int2_reference_cancelled_and_pending_tool_frames_are_byte_exact() {
+        assert_eq!(
+            sse_frame(&Event::run_cancelled("t", "r")),
+            "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\",\"outcome\":{\"type\":\"cancelled\"}}\n\n"
+        );
+        assert_eq!(
+            sse_frame(&Event::run_success("t", "r", vec!["tc-9".into()])),
+            "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\",\"outcome\":{\"type\":\"success\",\"pendingToolCallIds\":[\"tc-9\"]}}\n\n"
+        );
+        // No pending calls: the member is left out, not [] and not null.
+        assert_eq!(
+            serde_json::to_string(&Event::run_success("t", "r", vec![])).unwrap(),
+            "{\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\",\"outcome\":{\"type\":\"success\"}}"
+        );
+    }
+
+    #[test]
+    fn err1_reference_run_error_frame_is_byte_exact() {
+        assert_eq!(
+            sse_frame(&Event::run_error("boom", Some("resume_incomplete"))),
+            "data: {\"type\":\"RUN_ERROR\",\"message\":\"boom\",\"code\":\"resume_incomplete\"}\n\n"
+        );
+    }
+
+    #[test]
+    fn sse_payloads_parse_like_the_client() {
+        let body = format!(
+            "{}{}: keep-alive\n\nevent: x\ndata: {{\"a\":\ndata: 1}}\n\n",
+            sse_frame(&Event::step_started("a")),
+            sse_frame(&Event::step_finished("a"))
+        );
+        let p = sse_payloads(&body);
+        assert_eq!(p.len(), 3);
+        assert_eq!(p[2], "{\"a\":\n1}");
+    }
+}

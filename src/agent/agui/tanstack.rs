@@ -1,0 +1,200 @@
+//! The TanStack AI binding of interrupts: what `@tanstack/ai-client@0.33.2`'s headless `ChatClient` needs to answer an interrupt.
+//!
+//! A plain AG-UI interrupt reaches that client as `kind:"unbound", canResolve:false`
+//! (display-only). It becomes answerable (`kind:"generic", canResolve:true`) when it
+//! carries `metadata["tanstack:interruptBinding"]` with (read from
+//! `@tanstack/ai/src/interrupt-resume.ts` `readInterruptBinding` and
+//! `@tanstack/ai-client/src/interrupt-manager.ts`):
+//! - `v: 1`, `kind: "generic"`, `interruptId` equal to the interrupt's `id`;
+//! - `interruptedRunId` equal to the runId of the *request* the client sent (it tracks its
+//!   own request run id, not RUN_FINISHED's), `generation` a non-negative integer, the same
+//!   on every interrupt of the batch (otherwise the client assumes 0);
+//! - when the interrupt has a `responseSchema`: `responseSchemaHash` equal to
+//!   `"sha256:" + hex(sha256(canonical JSON of responseSchema))`, else the item is not
+//!   resumable;
+//! - when present, `expiresAt` must parse with JS `Date.parse`, else the binding is ignored.
+//!
+//! The client never checks expiry itself and, for a mixed batch, sends a `resume` that
+//! omits the unbound interrupts: the producer-side rules have to catch that.
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::interrupt::Interrupt;
+
+pub const INTERRUPT_BINDING_KEY: &str = "tanstack:interruptBinding";
+pub const BINDING_VERSION: u64 = 1;
+
+/// The raw generic binding for `interrupt` raised by the run `interrupted_run_id`.
+pub fn generic_binding(interrupt: &Interrupt, interrupted_run_id: &str, generation: u64) -> Value {
+    let mut b = Map::new();
+    b.insert("v".into(), Value::from(BINDING_VERSION));
+    b.insert("kind".into(), Value::from("generic"));
+    b.insert("interruptId".into(), Value::from(interrupt.id.clone()));
+    if let Some(schema) = &interrupt.response_schema {
+        b.insert(
+            "responseSchemaHash".into(),
+            Value::from(response_schema_hash(schema)),
+        );
+    }
+    if let Some(expires_at) = &interrupt.expires_at {
+        b.insert("expiresAt".into(), Value::from(expires_at.clone()));
+    }
+    b.insert("interruptedRunId".into(), Value::from(interrupted_run_id));
+    b.insert("generation".into(), Value::from(generation));
+    Value::Object(b)
+}
+
+/// Returns `interrupt` with its binding added under `metadata`, keeping other keys.
+pub fn bind_generic(
+    mut interrupt: Interrupt,
+    interrupted_run_id: &str,
+    generation: u64,
+) -> Interrupt {
+    let binding = generic_binding(&interrupt, interrupted_run_id, generation);
+    interrupt
+        .metadata
+        .get_or_insert_with(Map::new)
+        .insert(INTERRUPT_BINDING_KEY.into(), binding);
+    interrupt
+}
+
+#[cfg(test)]
+/// The binding object on an interrupt, if any.
+pub fn binding(interrupt: &Interrupt) -> Option<&Map<String, Value>> {
+    interrupt
+        .metadata
+        .as_ref()?
+        .get(INTERRUPT_BINDING_KEY)?
+        .as_object()
+}
+
+/// `"sha256:<hex>"` of the canonical JSON of a response schema.
+pub fn response_schema_hash(schema: &Map<String, Value>) -> String {
+    let canonical = canonical_json(&Value::Object(schema.clone()));
+    format!("sha256:{}", sha256_hex(canonical.as_bytes()))
+}
+
+/// TanStack's `canonicalInterruptJson`: keys sorted (UTF-16 code-unit order), no
+/// whitespace, strings and numbers as `JSON.stringify` writes them.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&js_number(n)),
+        Value::String(s) => out.push_str(&serde_json::to_string(s).unwrap_or_default()),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::to_string(k).unwrap_or_default());
+                out.push(':');
+                write_canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// `JSON.stringify(number)`.
+fn js_number(n: &serde_json::Number) -> String {
+    if n.is_i64() || n.is_u64() {
+        return n.to_string();
+    }
+    let f = n.as_f64().unwrap_or(0.0);
+    if f == 0.0 {
+        return "0".into();
+    }
+    let abs = f.abs();
+    if (1e-6..1e21).contains(&abs) {
+        // Rust's Display is the shortest round-trip decimal without exponent, as JS.
+        return format!("{f}");
+    }
+    let e = format!("{f:e}"); // e.g. "1.5e21", "1e-7"
+    match e.split_once('e') {
+        Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp}"),
+        _ => e,
+    }
+}
+
+/// SHA-256, lowercase hex.
+pub fn sha256_hex(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::agui::event::Event;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    #[test]
+    fn tanstack_canonical_json_matches_js() {
+        let v: Value = serde_json::from_str(
+            r#"{"b":1,"a":[true,null,"x\"y"],"B":{"z":1.5,"y":1.0,"x":1e21,"w":1e-7,"v":-0.0,"u":0.000001}}"#,
+        )
+        .unwrap();
+        // Checked against @tanstack/ai 0.58.0 canonicalInterruptJson.
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"B":{"u":0.000001,"v":0,"w":1e-7,"x":1e+21,"y":1,"z":1.5},"a":[true,null,"x\"y"],"b":1}"#
+        );
+    }
+
+    #[test]
+    fn tanstack_binding_for_the_issue_example() {
+        // Issue 7's approve-transfer interrupt. Hash checked against @tanstack/ai 0.58.0
+        // digestInterruptJson(canonicalInterruptJson(schema)) under node.
+        let mut i = Interrupt::new("approve-transfer", "approval-required");
+        i.message = Some("Approve transferring 100 to acct-9?".into());
+        i.tool_call_id = Some("tc-1".into());
+        i.response_schema = Some(Arc::new(
+            json!({"type": "object", "properties": {"approved": {"type": "boolean"}}})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ));
+        i.expires_at = Some("2026-01-01T00:10:00.000Z".into());
+        let bound = bind_generic(i, "run-1", 0);
+        let b = binding(&bound).unwrap();
+        assert_eq!(b["v"], 1);
+        assert_eq!(b["kind"], "generic");
+        assert_eq!(b["interruptId"], "approve-transfer");
+        assert_eq!(b["interruptedRunId"], "run-1");
+        assert_eq!(b["generation"], 0);
+        assert_eq!(b["expiresAt"], "2026-01-01T00:10:00.000Z");
+        assert_eq!(
+            b["responseSchemaHash"],
+            "sha256:cf02c74d30b5aa436d45f581780e03fe2aef4b97d233bef3acdef4d9ca1176d1"
+        );
+        assert!(
+            serde_json::to_string(&Event::run_interrupted("t", "r", vec![bound]))
+                .unwrap()
+                .contains("\"tanstack:interruptBinding\"")
+        );
+    }
+}
