@@ -44,6 +44,21 @@ pub struct A2aAgent {
     /// similar size; shared, so that a running task holds its script without copying it.)
     pub script: Arc<Script>,
     pub behaviors: Vec<Behavior>,
+    /// The stream buffer of each of the agent's tasks: room for everything two of its scripts
+    /// can emit (a run and a resumed run) plus slack, a power of two between 32 and
+    /// [`STREAM_BUFFER`]. A broadcast channel allocates its whole buffer up front (~380 bytes a
+    /// slot), so it is sized to the scripts, and made only for a task someone listens to.
+    pub stream_capacity: usize,
+}
+
+/// Events a task's streams buffer before a slow reader is cut off, at most.
+pub const STREAM_BUFFER: usize = 1024;
+
+/// [`A2aAgent::stream_capacity`] for these scripts.
+fn stream_capacity<'a>(scripts: impl Iterator<Item = &'a Script>) -> usize {
+    let events = |s: &Script| s.updates.len() + s.steps.len() + s.artifacts.len() + 2;
+    let most = scripts.map(events).max().unwrap_or(2);
+    (2 * most + 16).next_power_of_two().clamp(32, STREAM_BUFFER)
 }
 
 impl A2aAgent {
@@ -541,6 +556,12 @@ pub(crate) fn compile(
         push: push.unwrap_or_default(),
         push_hosts: raw.push_hosts.unwrap_or_default(),
         strict_version: raw.strict_version.unwrap_or(false),
+        stream_capacity: stream_capacity(
+            behaviors
+                .iter()
+                .map(|b| &*b.script)
+                .chain(std::iter::once(&script)),
+        ),
         script: Arc::new(script),
         behaviors,
     })

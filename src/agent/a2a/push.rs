@@ -19,8 +19,10 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::task::{arm, log};
-use super::wire::{self, RpcError, StreamResponse, TaskPushNotificationConfig};
+use super::detail::log;
+use super::errors::RpcError;
+use super::task::arm;
+use super::types::{StreamResponse, TaskPushNotificationConfig};
 use crate::scenario::a2a::{A2aAgent, PushPolicy};
 use crate::world::World;
 
@@ -226,7 +228,9 @@ pub(super) fn enqueue(world: &Arc<World>, targets: &[PushTarget], ev: &StreamRes
     if targets.is_empty() {
         return;
     }
-    let body = serde_json::to_vec(&wire::push_body(ev)).unwrap_or_default();
+    // The bare StreamResponse, no JSON-RPC envelope, as the reference sender posts it. Writing
+    // into a Vec cannot fail, and these types always serialise.
+    let body = serde_json::to_vec(ev).unwrap_or_default();
     let (kind, state) = event_kind(ev);
     let due = world.clock.now();
     for t in targets {
