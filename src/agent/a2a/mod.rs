@@ -4,14 +4,15 @@
 //! JSON-RPC interface `url` is the agent's real address, [`Ctx::url`]) and the JSON-RPC 2.0
 //! binding at `POST /agents/NAME`. This module reads the call ([`rpc`]), checks the
 //! `A2A-Version`, dispatches the eleven 1.0 methods and frames the answer: one JSON body (errors
-//! included, always HTTP 200) or an SSE stream ([`stream`]). The wire vocabulary is [`types`]
-//! and [`errors`]; what the calls *do* lives in [`task`] (the task table and the scripted
+//! included, always HTTP 200) or an SSE stream ([`stream`]). The wire vocabulary is [`types`],
+//! [`params`] and [`errors`]; what the calls *do* lives in [`task`] (the task table and the scripted
 //! lifecycle on the scenario clock) and [`push`] (webhook configs and deliveries). Every call
 //! that fails is also a ledger entry (`rpc-error`).
 
 mod card;
 mod detail;
 mod errors;
+mod params;
 mod push;
 mod rpc;
 mod stream;
@@ -25,14 +26,14 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 use self::errors::{ErrorKind, RpcError};
-use self::rpc::{Method, RpcRequest};
-use self::task::Sent;
-use self::types::{
+use self::params::{
     CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse, ListTasksRequest, SendMessageRequest,
-    SendMessageResponse, StreamResponse, SubscribeToTaskRequest, TaskPushNotificationConfig,
-    TaskPushNotificationConfigRef,
+    SubscribeToTaskRequest, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
 };
+use self::rpc::{Method, RpcRequest};
+use self::task::Sent;
+use self::types::{SendMessageResponse, StreamResponse};
 use super::{AgentRequest, Ctx, Reply};
 use crate::scenario::a2a::A2aAgent;
 use crate::service::Response;

@@ -21,8 +21,9 @@ use tokio::sync::mpsc;
 
 use super::detail::log;
 use super::errors::RpcError;
+use super::params::TaskPushNotificationConfig;
 use super::task::arm;
-use super::types::{StreamResponse, TaskPushNotificationConfig};
+use super::types::StreamResponse;
 use crate::scenario::a2a::{A2aAgent, PushPolicy};
 use crate::world::World;
 

@@ -270,7 +270,8 @@ pub fn error_body(id: &RpcId, error: &RpcError) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::agent::a2a::errors::ErrorKind;
-    use crate::agent::a2a::types::{Role, SendMessageRequest, StreamResponse};
+    use crate::agent::a2a::params::SendMessageRequest;
+    use crate::agent::a2a::types::{Role, StreamResponse};
     use serde_json::json;
 
     fn parsed(body: &[u8]) -> Value {

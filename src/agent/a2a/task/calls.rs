@@ -10,11 +10,12 @@ use tokio::sync::broadcast;
 use super::{entry_of, lock_entry, stamp, tasks, Entry};
 use crate::agent::a2a::detail::log;
 use crate::agent::a2a::errors::RpcError;
-use crate::agent::a2a::push::{self, PushTarget};
-use crate::agent::a2a::types::{
-    ListTasksRequest, ListTasksResponse, StreamResponse, Task, TaskPushNotificationConfig,
-    TaskState, TaskStatus, LIST_TASKS_DEFAULT_PAGE_SIZE, LIST_TASKS_MAX_PAGE_SIZE,
+use crate::agent::a2a::params::{
+    ListTasksRequest, ListTasksResponse, TaskPushNotificationConfig, LIST_TASKS_DEFAULT_PAGE_SIZE,
+    LIST_TASKS_MAX_PAGE_SIZE,
 };
+use crate::agent::a2a::push::{self, PushTarget};
+use crate::agent::a2a::types::{StreamResponse, Task, TaskState, TaskStatus};
 use crate::agent::Ctx;
 use crate::scenario::a2a::{A2aAgent, CancelPolicy};
 use crate::world::World;

@@ -26,11 +26,9 @@ use super::render::canary;
 use super::run::merge_artifact;
 use super::table::{Seen, Table};
 use super::{lock_entry, revision_meta, tasks, Entry};
+use crate::agent::a2a::params::{AuthenticationInfo, TaskPushNotificationConfig};
 use crate::agent::a2a::push;
-use crate::agent::a2a::types::{
-    Artifact, AuthenticationInfo, Message, Part, Role, Task, TaskPushNotificationConfig, TaskState,
-    TaskStatus,
-};
+use crate::agent::a2a::types::{Artifact, Message, Part, Role, Task, TaskState, TaskStatus};
 use crate::ledger::{Disposition, Record};
 use crate::scenario::a2a::{A2aAgent, CancelPolicy, STREAM_BUFFER};
 use crate::scenario::AgentSpec;
@@ -177,11 +175,11 @@ fn order_as_handed_out(table: &mut Table) {
     let mut ids: Vec<(Option<u64>, u64, String)> = table
         .tasks
         .iter()
-        .map(|(id, s)| (number(&id), s.created, id))
+        .map(|(id, s)| (number(id), s.created, id.clone()))
         .collect();
     ids.sort_unstable_by_key(|&(n, created, _)| (n.is_none(), n, created));
     for (i, (_, _, id)) in ids.into_iter().enumerate() {
-        if let Some(slot) = table.tasks.key(&id).and_then(|k| table.tasks.get_mut(k)) {
+        if let Some(slot) = table.tasks.get_mut(&id) {
             slot.created = i as u64;
         }
     }
@@ -347,9 +345,9 @@ impl Rebuild<'_> {
                 e.text = text;
             }
         }
-        if let Some(key) = self.table.tasks.key(&task_id) {
+        if self.table.tasks.contains_key(&task_id) {
             self.table
-                .note_seen(&r.service, &message_id, None, false, || Seen::Task(key));
+                .note_seen(&r.service, &message_id, false, || Seen::Task(task_id));
         }
     }
 
@@ -401,10 +399,10 @@ impl Rebuild<'_> {
             capacity: STREAM_BUFFER,
             push: Vec::new(),
         };
-        let key = self.table.insert(&task_id, Arc::new(Mutex::new(entry)));
+        self.table.insert(&task_id, Arc::new(Mutex::new(entry)));
         if let Some(m) = first_message {
             self.table
-                .note_seen(&r.service, &m, None, false, || Seen::Task(key));
+                .note_seen(&r.service, &m, false, || Seen::Task(task_id));
         }
     }
 
@@ -420,10 +418,9 @@ impl Rebuild<'_> {
         let mut reply = Message::agent(reply_id, parse(d.get("parts")).unwrap_or_default());
         reply.context_id = str_of(d, "context_id").map(str::to_string);
         reply.metadata = revision_meta(&spec.revision_key, r.revision.as_ref());
-        self.table
-            .note_seen(&r.service, in_reply_to, None, true, || {
-                Seen::Message(Box::new(reply))
-            });
+        self.table.note_seen(&r.service, in_reply_to, true, || {
+            Seen::Message(Box::new(reply))
+        });
     }
 }
 

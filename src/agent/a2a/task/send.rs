@@ -16,11 +16,9 @@ use super::{
 };
 use crate::agent::a2a::detail::{self, MessageCall, Taken};
 use crate::agent::a2a::errors::RpcError;
+use crate::agent::a2a::params::{SendMessageRequest, TaskPushNotificationConfig};
 use crate::agent::a2a::push;
-use crate::agent::a2a::types::{
-    Message, Part, SendMessageRequest, StreamResponse, TaskPushNotificationConfig, TaskState,
-    TaskStatus,
-};
+use crate::agent::a2a::types::{Message, Part, StreamResponse, TaskState, TaskStatus};
 use crate::agent::Ctx;
 use crate::scenario::a2a::{A2aAgent, ReplyKind, Script};
 
@@ -132,7 +130,7 @@ fn send_locked(
         script,
     };
     let all = tasks(&ctx.world);
-    let (table, seen, at) =
+    let (table, seen) =
         new_message_turn(all, ctx.name, inc.msg(), follow_up, spec.dedupe_message_id);
 
     // A repeated messageId, with de-duplication on: answer with what the first one produced.
@@ -143,21 +141,21 @@ fn send_locked(
         },
         _ => table,
     };
-    let repeat_of = seen.as_ref().and_then(|s| match s {
-        &Seen::Task(key) => table.tasks.id_at(key),
-        Seen::Message(m) => Some(m.message_id.clone()),
+    let repeat_of = seen.as_ref().map(|s| match s {
+        Seen::Task(id) => id.clone(),
+        Seen::Message(m) => m.message_id.clone(),
     });
     if follow_up {
-        return follow_up_to_task(inc, table, seen.as_ref(), at, repeat_of, next);
+        return follow_up_to_task(inc, table, seen.as_ref(), repeat_of, next);
     }
     // A new task (or a direct reply), in the given context or a fresh one.
     let mut table = table;
     table.next_id += 1;
     if inc.script.reply == ReplyKind::Message {
-        return Ok(direct_reply(&inc, table, at, repeat_of));
+        return Ok(direct_reply(&inc, table, repeat_of));
     }
     let cell = fresh.unwrap_or_else(|| new_entry(ctx, spec, script, inc.revision.clone(), now));
-    Ok(new_task(inc, table, cell, at, repeat_of, next))
+    Ok(new_task(inc, table, cell, repeat_of, next))
 }
 
 /// The table's lock for a message, taken once what its id first went to (if anything) has its
@@ -175,18 +173,20 @@ fn new_message_turn<'a>(
     msg: &Message,
     follow_up: bool,
     dedupe: bool,
-) -> (MutexGuard<'a, Table>, Option<Seen>, Option<u64>) {
-    let mut waited = None;
+) -> (MutexGuard<'a, Table>, Option<Seen>) {
+    let mut waited: Option<String> = None;
     loop {
         let table = all.lock();
         let first = match table.look(agent, &msg.message_id) {
-            (Some(&Seen::Task(key)), _) if !follow_up && !dedupe && waited != Some(key) => key,
-            (seen, at) => {
+            Some(Seen::Task(id)) if !follow_up && !dedupe && waited.as_ref() != Some(id) => {
+                id.clone()
+            }
+            seen => {
                 let seen = seen.cloned();
-                return (table, seen, at);
+                return (table, seen);
             }
         };
-        let cell = table.task_at(first).cloned();
+        let cell = table.entry(&first);
         drop(table);
         if let Some(cell) = cell {
             drop(lock_entry(&cell));
@@ -205,8 +205,8 @@ fn duplicate<'t>(
 ) -> Result<Sent, MutexGuard<'t, Table>> {
     let world = &inc.ctx.world;
     match first {
-        &Seen::Task(key) => {
-            let Some((cell, id)) = table.task_at(key).cloned().zip(table.tasks.id_at(key)) else {
+        Seen::Task(id) => {
+            let Some(cell) = table.entry(id) else {
                 return Err(table);
             };
             // Nothing of the table changes: the task answers under its own lock alone, once
@@ -214,10 +214,8 @@ fn duplicate<'t>(
             // one's).
             drop(table);
             let mut e = lock_entry(&cell);
-            let taken = Taken::Duplicate { of: &id };
-            let detail = inc
-                .call()
-                .detail(Some(&id), Some(&e.task.context_id), taken);
+            let taken = Taken::Duplicate { of: id };
+            let detail = inc.call().detail(Some(id), Some(&e.task.context_id), taken);
             e.log(world, "message", detail);
             Ok(e.sent(world, inc.want, false, next))
         }
@@ -238,7 +236,6 @@ fn follow_up_to_task(
     inc: Incoming<'_>,
     mut table: MutexGuard<'_, Table>,
     seen: Option<&Seen>,
-    at: Option<u64>,
     repeat_of: Option<String>,
     next: &mut Next,
 ) -> Result<Sent, RpcError> {
@@ -266,12 +263,11 @@ fn follow_up_to_task(
     // A repeated message id: the task it first went to has its `message` entry in the ledger
     // before this one's once its lock is free (see `new_message_turn`; waited for with the
     // table held, which only a follow-up and ListTasks do while holding a task).
-    if let Some(first) = seen.and_then(|s| match s {
-        &Seen::Task(first) => table.task_at(first),
-        Seen::Message(_) => None,
-    }) {
-        if !cell.as_ref().is_some_and(|own| Arc::ptr_eq(own, first)) {
-            drop(lock_entry(first));
+    if let Some(Seen::Task(first)) = seen {
+        if let Some(first) = table.entry(first) {
+            if !cell.as_ref().is_some_and(|own| Arc::ptr_eq(own, &first)) {
+                drop(lock_entry(&first));
+            }
         }
     }
     let mut m = msg.clone();
@@ -303,9 +299,8 @@ fn follow_up_to_task(
     if resume {
         resume_task(&inc, e, now);
     }
-    if let Some(key) = table.tasks.key(task_id) {
-        table.note_seen(ctx.name, &msg.message_id, at, false, || Seen::Task(key));
-    }
+    let id = e.task.id.clone();
+    table.note_seen(ctx.name, &msg.message_id, false, || Seen::Task(id));
     // The resumed run's due steps, if any, under the task's lock alone.
     drop(table);
     Ok(e.sent(world, inc.want, resume, next))
@@ -346,7 +341,6 @@ fn context_for(msg: &Message, n: u64) -> String {
 fn direct_reply(
     inc: &Incoming<'_>,
     mut table: MutexGuard<'_, Table>,
-    at: Option<u64>,
     repeat_of: Option<String>,
 ) -> Sent {
     let (ctx, world, msg) = (inc.ctx, &inc.ctx.world, inc.msg());
@@ -399,7 +393,7 @@ fn direct_reply(
         });
         inc.log("canary", detail);
     }
-    table.note_seen(ctx.name, &msg.message_id, at, true, || {
+    table.note_seen(ctx.name, &msg.message_id, true, || {
         Seen::Message(Box::new(reply.clone()))
     });
     Sent::Message(reply)
@@ -411,7 +405,6 @@ fn new_task(
     inc: Incoming<'_>,
     mut table: MutexGuard<'_, Table>,
     cell: Shared,
-    at: Option<u64>,
     repeat_of: Option<String>,
     next: &mut Next,
 ) -> Sent {
@@ -423,10 +416,9 @@ fn new_task(
     let mut guard = lock_entry(&cell);
     let entry = &mut *guard;
     entry.task.id = format!("task-{n}");
-    let key = table.insert(&entry.task.id, cell.clone());
-    table.note_seen(ctx.name, inc.msg().message_id.clone(), at, false, || {
-        Seen::Task(key)
-    });
+    table.insert(&entry.task.id, cell.clone());
+    let id = entry.task.id.clone();
+    table.note_seen(ctx.name, &inc.msg().message_id, false, || Seen::Task(id));
     drop(table);
     entry.task.context_id = context_for(inc.msg(), n);
     entry.canary = canary(world, &entry.task.id, inc.revision.as_ref());
