@@ -47,59 +47,36 @@ struct Delivery {
     body: Vec<u8>,
 }
 
-/// Where a webhook URL points.
-#[derive(Debug, PartialEq)]
-struct Url {
-    /// For connecting: an IPv6 literal without brackets.
-    host: String,
-    port: u16,
-    /// Path and query.
-    path: String,
-    /// The `Host` header.
-    authority: String,
-}
-
-fn parse_url(url: &str) -> Result<Url, String> {
-    let Some(rest) = url.strip_prefix("http://") else {
+/// The host a webhook URL names, for the loopback check (an IPv6 literal without its
+/// brackets): plain `http://`, with a host and no credentials.
+fn webhook_host(url: &str) -> Result<String, String> {
+    if !url.starts_with("http://") {
         return Err(format!(
             "push url \"{url}\": doubleagent delivers push notifications over plain http:// only"
         ));
-    };
-    let split = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(split);
-    let path = if path.is_empty() {
-        "/".to_string()
-    } else if path.starts_with('?') {
-        format!("/{path}")
-    } else {
-        path.to_string()
-    };
-    if authority.is_empty() || authority.contains('@') {
+    }
+    let uri: hyper::Uri = url
+        .parse()
+        .map_err(|e| format!("push url \"{url}\": {e}"))?;
+    let authority = uri.authority().map_or("", |a| a.as_str());
+    let host = uri.host().unwrap_or_default();
+    if host.is_empty() || authority.contains('@') {
         return Err(format!("push url \"{url}\" has no usable host"));
     }
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, after) = v6
-            .split_once(']')
-            .ok_or_else(|| format!("push url \"{url}\": unclosed IPv6 literal"))?;
-        (h.to_string(), after.strip_prefix(':'))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (authority.to_string(), None),
-        }
-    };
-    let port = match port {
-        None => 80,
-        Some(p) => p
-            .parse()
-            .map_err(|_| format!("push url \"{url}\": bad port \"{p}\""))?,
-    };
-    Ok(Url {
-        host,
-        port,
-        path,
-        authority: authority.to_string(),
-    })
+    // What follows the host can only be its port (no credentials, checked above).
+    let port = authority.get(host.len()..).unwrap_or_default();
+    if !port.is_empty()
+        && port
+            .strip_prefix(':')
+            .and_then(|p| p.parse::<u16>().ok())
+            .is_none()
+    {
+        return Err(format!("push url \"{url}\": bad port \"{port}\""));
+    }
+    Ok(host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string())
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -112,16 +89,14 @@ pub(super) fn check(
     spec: &A2aAgent,
     cfg: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig, RpcError> {
-    let url = parse_url(&cfg.url).map_err(RpcError::invalid_params)?;
-    let allowed = is_loopback(&url.host)
-        || spec
-            .push_hosts
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(&url.host));
-    if !allowed {
+    let host = webhook_host(&cfg.url).map_err(RpcError::invalid_params)?;
+    let listed = spec
+        .push_hosts
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(&host));
+    if !is_loopback(&host) && !listed {
         return Err(RpcError::invalid_params(format!(
-            "push url host \"{}\" is not loopback; the scenario must list it in the agent's `push_hosts`",
-            url.host
+            "push url host \"{host}\" is not loopback; the scenario must list it in the agent's `push_hosts`"
         )));
     }
     Ok(cfg)
@@ -322,21 +297,18 @@ mod tests {
 
     #[test]
     fn webhook_urls_parse_and_only_loopback_is_allowed_by_default() {
-        let u = parse_url("http://127.0.0.1:8080/hook?x=1").unwrap();
-        assert_eq!(
-            u,
-            Url {
-                host: "127.0.0.1".into(),
-                port: 8080,
-                path: "/hook?x=1".into(),
-                authority: "127.0.0.1:8080".into()
-            }
-        );
-        let v6 = parse_url("http://[::1]:9/").unwrap();
-        assert_eq!((v6.host.as_str(), v6.port), ("::1", 9));
-        assert_eq!(parse_url("http://localhost").unwrap().path, "/");
-        assert!(parse_url("https://127.0.0.1/").is_err());
-        assert!(parse_url("http://u:p@127.0.0.1/").is_err());
+        let host = |url| webhook_host(url);
+        assert_eq!(host("http://127.0.0.1:8080/hook?x=1").unwrap(), "127.0.0.1");
+        assert_eq!(host("http://[::1]:9/").unwrap(), "::1");
+        assert_eq!(host("http://localhost").unwrap(), "localhost");
+        for bad in [
+            "https://127.0.0.1/",
+            "http://u:p@127.0.0.1/",
+            "http://",
+            "http://h:x/",
+        ] {
+            assert!(host(bad).is_err(), "{bad}");
+        }
         assert!(is_loopback("127.0.0.2") && is_loopback("::1") && is_loopback("LOCALHOST"));
         assert!(!is_loopback("10.0.0.1") && !is_loopback("example.com"));
     }

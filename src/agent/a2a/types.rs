@@ -22,6 +22,8 @@
 
 use std::fmt;
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -147,7 +149,7 @@ pub type Metadata = Map<String, Value>;
 #[serde(rename_all = "camelCase")]
 pub enum PartContent {
     Text(String),
-    /// Proto `bytes`: standard base64 text on the wire (see [`base64_encode`]). Kept encoded, so
+    /// Proto `bytes`: standard base64 text on the wire, with padding. Kept encoded, so
     /// a scenario's bytes round-trip exactly and nothing here needs a base64 decoder.
     Raw(String),
     /// A file by reference.
@@ -330,7 +332,7 @@ impl Part {
 
     /// From bytes; encodes them.
     pub fn raw(bytes: &[u8]) -> Part {
-        Part::with(PartContent::Raw(base64_encode(bytes)))
+        Part::with(PartContent::Raw(STANDARD.encode(bytes)))
     }
 
     pub fn as_text(&self) -> Option<&str> {
@@ -517,28 +519,6 @@ pub enum SendMessageResponse {
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 
-/// Standard base64 with padding, as ProtoJSON writes `bytes`.
-pub fn base64_encode(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 pub(super) fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -709,7 +689,7 @@ mod tests {
             {"data": [1, "two", null]}
         ]);
         let parts: Vec<Part> = round_trip(doc);
-        assert_eq!(parts[1].content, PartContent::Raw(base64_encode(b"hi")));
+        assert_eq!(parts[1].content, PartContent::Raw("aGk=".into()));
         assert_eq!(
             serde_json::to_value(Part::raw(b"hi").set_filename(Some("hi.txt".into()))).unwrap(),
             json!({"raw": "aGk=", "filename": "hi.txt"})
@@ -849,22 +829,5 @@ mod tests {
             json!({"statusUpdate": {"taskId": "t", "contextId": "c",
             "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-11-30T09:02:59.676Z"}}})
         );
-    }
-
-    #[test]
-    fn base64_matches_rfc4648_vectors() {
-        let vectors = [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ];
-        for (plain, enc) in vectors {
-            assert_eq!(base64_encode(plain.as_bytes()), enc);
-        }
-        assert_eq!(base64_encode(&[0xff, 0xfe, 0xfd]), "//79");
     }
 }
