@@ -8,86 +8,86 @@ use serde_json::Value;
 use super::rpc::PROTOCOL_VERSION;
 
 /// Relative to the agent's base URL (`/agents/NAME` in doubleagent).
-pub const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
+pub(crate) const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
 /// The only binding doubleagent serves; the client matches it literally.
-pub const PROTOCOL_BINDING_JSONRPC: &str = "JSONRPC";
+pub(crate) const PROTOCOL_BINDING_JSONRPC: &str = "JSONRPC";
 
 /// The fields the 1.0 client needs. In 1.0 there is no top-level `url`: a legacy `url`,
 /// `preferredTransport` or `protocolVersion` makes the Python client build a 0.3 interface and
 /// switch to `message/send`, so they must never appear.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentCard {
-    pub name: String,
-    pub description: String,
+pub(crate) struct AgentCard {
+    pub(crate) name: String,
+    pub(crate) description: String,
     /// The client takes the first interface whose binding it speaks (preferring
     /// `protocolVersion` 1.0) and sends every call to its `url`, so this carries the real
     /// bound host:port.
-    pub supported_interfaces: Vec<AgentInterface>,
-    pub version: String,
-    pub capabilities: AgentCapabilities,
-    pub default_input_modes: Vec<String>,
-    pub default_output_modes: Vec<String>,
-    pub skills: Vec<AgentSkill>,
+    pub(crate) supported_interfaces: Vec<AgentInterface>,
+    pub(crate) version: String,
+    pub(crate) capabilities: AgentCapabilities,
+    pub(crate) default_input_modes: Vec<String>,
+    pub(crate) default_output_modes: Vec<String>,
+    pub(crate) skills: Vec<AgentSkill>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<AgentProvider>,
+    pub(crate) provider: Option<AgentProvider>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub documentation_url: Option<String>,
+    pub(crate) documentation_url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icon_url: Option<String>,
+    pub(crate) icon_url: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentInterface {
-    pub url: String,
-    pub protocol_binding: String,
-    pub protocol_version: String,
+pub(crate) struct AgentInterface {
+    pub(crate) url: String,
+    pub(crate) protocol_binding: String,
+    pub(crate) protocol_version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
+    pub(crate) tenant: Option<String>,
 }
 
 /// Undeclared capabilities are skipped by the conformance kit and refused by clients
 /// (`subscribe` raises without `streaming`), so declare exactly what is served.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentCapabilities {
+pub(crate) struct AgentCapabilities {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub streaming: Option<bool>,
+    pub(crate) streaming: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub push_notifications: Option<bool>,
+    pub(crate) push_notifications: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extended_agent_card: Option<bool>,
+    pub(crate) extended_agent_card: Option<bool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub extensions: Vec<Value>,
+    pub(crate) extensions: Vec<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentSkill {
-    pub id: String,
-    pub name: String,
-    pub description: String,
-    pub tags: Vec<String>,
+pub(crate) struct AgentSkill {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) tags: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub examples: Vec<String>,
+    pub(crate) examples: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub input_modes: Vec<String>,
+    pub(crate) input_modes: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub output_modes: Vec<String>,
+    pub(crate) output_modes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AgentProvider {
-    pub url: String,
-    pub organization: String,
+pub(crate) struct AgentProvider {
+    pub(crate) url: String,
+    pub(crate) organization: String,
 }
 
 /// The card for a scripted agent whose JSON-RPC endpoint is `url` (e.g.
 /// `http://127.0.0.1:PORT/agents/NAME`): one JSON-RPC 1.0 interface, streaming and push on,
 /// one skill named after the agent (skills and their tags are required fields).
-pub fn agent_card(name: &str, description: &str, url: &str) -> AgentCard {
+pub(crate) fn agent_card(name: &str, description: &str, url: &str) -> AgentCard {
     let modes = vec!["text/plain".to_owned(), "application/json".to_owned()];
     AgentCard {
         name: name.into(),

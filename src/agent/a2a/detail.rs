@@ -16,7 +16,7 @@ use crate::world::World;
 /// Append an agent entry at scenario time `at` with the task as work id and its revision. A
 /// status change is logged at the instant its timestamp names, so the task rebuilt from the
 /// ledger after a restart carries the very same timestamp.
-pub(super) fn log_at(
+pub(crate) fn log_at(
     world: &World,
     at: Duration,
     agent: &str,
@@ -32,7 +32,7 @@ pub(super) fn log_at(
 }
 
 /// [`log_at`] now.
-pub(super) fn log(
+pub(crate) fn log(
     world: &World,
     agent: &str,
     event: &str,
@@ -52,20 +52,20 @@ pub(super) fn log(
 }
 
 /// Record a protocol error an orchestrator got (malformed call, unknown method...).
-pub(super) fn log_error(world: &World, agent: &str, method: &str, err: &RpcError) {
+pub(crate) fn log_error(world: &World, agent: &str, method: &str, err: &RpcError) {
     let detail = json!({"method": method, "code": err.code, "message": err.message});
     log(world, agent, "rpc-error", None, None, detail);
 }
 
 /// A detail struct as the `Value` a record holds.
-pub(super) fn value(detail: &impl Serialize) -> Value {
+pub(crate) fn value(detail: &impl Serialize) -> Value {
     // These structs hold strings, numbers and `Value`s only: serialising them cannot fail.
     serde_json::to_value(detail).unwrap_or(Value::Null)
 }
 
 /// How a message was taken, for its `message` entry.
 #[derive(Clone, Copy)]
-pub(super) enum Taken<'a> {
+pub(crate) enum Taken<'a> {
     /// A repeated messageId, de-duplicated: what the first one produced.
     Duplicate { of: &'a str },
     /// A follow-up naming its task.
@@ -84,7 +84,7 @@ pub(super) enum Taken<'a> {
 /// taken, and what a plain one-text-part user message lacks to give the message back exactly
 /// (it goes into the task's history, which survives a restart), so the usual entry stays small.
 #[derive(Serialize)]
-pub(super) struct MessageDetail<'a> {
+pub(crate) struct MessageDetail<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     behavior: Option<Option<usize>>,
     context_id: Option<&'a str>,
@@ -114,16 +114,16 @@ pub(super) struct MessageDetail<'a> {
 }
 
 /// What every `message` entry of one call shares.
-pub(super) struct MessageCall<'a> {
-    pub method: &'a str,
-    pub msg: &'a Message,
-    pub text: &'a str,
-    pub revision: Option<&'a Value>,
+pub(crate) struct MessageCall<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) msg: &'a Message,
+    pub(crate) text: &'a str,
+    pub(crate) revision: Option<&'a Value>,
 }
 
 impl<'a> MessageCall<'a> {
     /// The detail of the message taken as `taken`, leading to `task_id` in `context_id`.
-    pub(super) fn detail(
+    pub(crate) fn detail(
         &self,
         task_id: Option<&'a str>,
         context_id: Option<&'a str>,
@@ -169,38 +169,38 @@ impl<'a> MessageCall<'a> {
 
 /// A scripted status change (`status`); a status message's text and id when it has one.
 #[derive(Serialize)]
-pub(super) struct StatusDetail<'a> {
+pub(crate) struct StatusDetail<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<&'a str>,
+    pub(crate) message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_id: Option<&'a str>,
-    pub state: &'a str,
+    pub(crate) message_id: Option<&'a str>,
+    pub(crate) state: &'a str,
 }
 
 /// An artifact event (`artifact`): the rendered parts (and name, description) rebuild the
 /// artifact after a restart.
 #[derive(Serialize)]
-pub(super) struct ArtifactDetail<'a> {
-    pub append: bool,
-    pub artifact_id: &'a str,
+pub(crate) struct ArtifactDetail<'a> {
+    pub(crate) append: bool,
+    pub(crate) artifact_id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<&'a str>,
-    pub last_chunk: bool,
+    pub(crate) description: Option<&'a str>,
+    pub(crate) last_chunk: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<&'a str>,
-    pub parts: &'a [Part],
+    pub(crate) name: Option<&'a str>,
+    pub(crate) parts: &'a [Part],
 }
 
 /// A task's final state (`result`).
 #[derive(Serialize)]
-pub(super) struct ResultDetail<'a> {
-    pub artifacts: Vec<&'a str>,
-    pub canary: Option<&'a str>,
+pub(crate) struct ResultDetail<'a> {
+    pub(crate) artifacts: Vec<&'a str>,
+    pub(crate) canary: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<&'a str>,
-    pub outcome: &'a str,
-    pub state: &'a str,
-    pub task_id: &'a str,
+    pub(crate) message: Option<&'a str>,
+    pub(crate) outcome: &'a str,
+    pub(crate) state: &'a str,
+    pub(crate) task_id: &'a str,
 }
 
 #[cfg(test)]

@@ -9,14 +9,14 @@ use serde::Serialize;
 
 use super::types::TaskState;
 
-pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
-pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
+pub(crate) const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+pub(crate) const ERROR_DOMAIN: &str = "a2a-protocol.org";
 
 /// The errors of the A2A JSON-RPC binding that this server answers with. (The binding also
 /// defines -32003 push not supported, -32005 content type, -32006 invalid agent response and
 /// -32008 extension required; no scripted agent gives them.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
+pub(crate) enum ErrorKind {
     TaskNotFound,
     TaskNotCancelable,
     UnsupportedOperation,
@@ -32,7 +32,7 @@ pub enum ErrorKind {
 impl ErrorKind {
     /// The code, and the `google.rpc.ErrorInfo` reason. A parse error has none: the reference
     /// server sends it without `data`, since there is no request to attribute it to.
-    pub fn code_and_reason(self) -> (i64, Option<&'static str>) {
+    pub(crate) fn code_and_reason(self) -> (i64, Option<&'static str>) {
         let (code, reason) = match self {
             ErrorKind::TaskNotFound => (-32001, "TASK_NOT_FOUND"),
             ErrorKind::TaskNotCancelable => (-32002, "TASK_NOT_CANCELABLE"),
@@ -55,29 +55,29 @@ impl ErrorKind {
 /// `metadata` (exposed as the exception's `.data`); the rest is for conformance and humans.
 /// Fields in the order of their JSON names, as the answers have always had them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ErrorInfo {
+pub(crate) struct ErrorInfo {
     #[serde(rename = "@type")]
-    pub type_url: &'static str,
-    pub domain: &'static str,
+    pub(crate) type_url: &'static str,
+    pub(crate) domain: &'static str,
     // Always present, `{}` when empty, like the reference server. String values only: that is
     // ErrorInfo's proto type (map<string, string>).
-    pub metadata: BTreeMap<String, String>,
-    pub reason: &'static str,
+    pub(crate) metadata: BTreeMap<String, String>,
+    pub(crate) reason: &'static str,
 }
 
 /// The JSON-RPC `error` member.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RpcError {
-    pub code: i64,
+pub(crate) struct RpcError {
+    pub(crate) code: i64,
     /// One ErrorInfo, or none for a parse error (see [`ErrorKind::code_and_reason`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub data: Vec<ErrorInfo>,
-    pub message: String,
+    pub(crate) data: Vec<ErrorInfo>,
+    pub(crate) message: String,
 }
 
 impl RpcError {
     /// An error of `kind` with its ErrorInfo (if the kind has a reason) and empty metadata.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> RpcError {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> RpcError {
         let (code, reason) = kind.code_and_reason();
         let data = reason.map(|reason| ErrorInfo {
             type_url: ERROR_INFO_TYPE,
@@ -93,7 +93,11 @@ impl RpcError {
     }
 
     /// Adds a key to the ErrorInfo's metadata (what reaches the client's `error.data`).
-    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> RpcError {
+    pub(crate) fn with_metadata(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> RpcError {
         if let Some(info) = self.data.first_mut() {
             info.metadata.insert(key.into(), value.into());
         }
@@ -101,12 +105,12 @@ impl RpcError {
     }
 
     /// -32001: GetTask / CancelTask / SubscribeToTask on an unknown id, or a message naming one.
-    pub fn task_not_found(task_id: &str) -> RpcError {
+    pub(crate) fn task_not_found(task_id: &str) -> RpcError {
         RpcError::new(ErrorKind::TaskNotFound, format!("Task {task_id} not found"))
     }
 
     /// -32002: the cancel was refused (terminal task, or a `too-late` policy).
-    pub fn task_not_cancelable(task_id: &str, state: TaskState) -> RpcError {
+    pub(crate) fn task_not_cancelable(task_id: &str, state: TaskState) -> RpcError {
         RpcError::new(
             ErrorKind::TaskNotCancelable,
             format!(
@@ -117,13 +121,13 @@ impl RpcError {
     }
 
     /// -32004 in general (e.g. streaming on an agent without the capability).
-    pub fn unsupported_operation(message: impl Into<String>) -> RpcError {
+    pub(crate) fn unsupported_operation(message: impl Into<String>) -> RpcError {
         RpcError::new(ErrorKind::UnsupportedOperation, message)
     }
 
     /// -32004 for a message to, or a subscription on, a terminal task: terminal tasks never
     /// restart (REC-6). Message text as the reference server words it.
-    pub fn task_in_terminal_state(task_id: &str, state: TaskState) -> RpcError {
+    pub(crate) fn task_in_terminal_state(task_id: &str, state: TaskState) -> RpcError {
         RpcError::unsupported_operation(format!(
             "Task {task_id} is in terminal state: {}",
             state.as_str()
@@ -131,7 +135,7 @@ impl RpcError {
     }
 
     /// -32007: GetExtendedAgentCard when no extended card exists.
-    pub fn extended_agent_card_not_configured() -> RpcError {
+    pub(crate) fn extended_agent_card_not_configured() -> RpcError {
         // The reference server's message, so logs read the same against either server.
         RpcError::new(
             ErrorKind::ExtendedAgentCardNotConfigured,
@@ -140,7 +144,7 @@ impl RpcError {
     }
 
     /// -32009: an `A2A-Version` other than 1.x (strict mode only; missing means 0.3).
-    pub fn version_not_supported(version: &str) -> RpcError {
+    pub(crate) fn version_not_supported(version: &str) -> RpcError {
         RpcError::new(
             ErrorKind::VersionNotSupported,
             format!("A2A version '{version}' is not supported by this agent; expected 1.x"),
@@ -148,17 +152,17 @@ impl RpcError {
     }
 
     /// -32700: the body is not JSON.
-    pub fn parse_error(detail: impl Into<String>) -> RpcError {
+    pub(crate) fn parse_error(detail: impl Into<String>) -> RpcError {
         RpcError::new(ErrorKind::ParseError, detail)
     }
 
     /// -32600: JSON, but not a JSON-RPC 2.0 request object.
-    pub fn invalid_request(message: impl Into<String>) -> RpcError {
+    pub(crate) fn invalid_request(message: impl Into<String>) -> RpcError {
         RpcError::new(ErrorKind::InvalidRequest, message)
     }
 
     /// -32601: unknown method, including every 0.3 name.
-    pub fn method_not_found(method: &str) -> RpcError {
+    pub(crate) fn method_not_found(method: &str) -> RpcError {
         RpcError::new(
             ErrorKind::MethodNotFound,
             format!("Method not found: {method}"),
@@ -166,19 +170,23 @@ impl RpcError {
     }
 
     /// -32602: params that don't fit the method.
-    pub fn invalid_params(message: impl Into<String>) -> RpcError {
+    pub(crate) fn invalid_params(message: impl Into<String>) -> RpcError {
         RpcError::new(ErrorKind::InvalidParams, message)
     }
 
     /// -32602 for a message whose contextId differs from its task's (SPEC §3.4.3 MUST reject).
-    pub fn context_mismatch(context_id: &str, task_context_id: &str, task_id: &str) -> RpcError {
+    pub(crate) fn context_mismatch(
+        context_id: &str,
+        task_context_id: &str,
+        task_id: &str,
+    ) -> RpcError {
         RpcError::invalid_params(format!(
             "Context {context_id} does not match context {task_context_id} of task {task_id}"
         ))
     }
 
     /// -32603.
-    pub fn internal(message: impl Into<String>) -> RpcError {
+    pub(crate) fn internal(message: impl Into<String>) -> RpcError {
         RpcError::new(ErrorKind::Internal, message)
     }
 }

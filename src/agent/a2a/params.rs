@@ -8,34 +8,34 @@ use serde_json::Value;
 use super::types::{is_false, Message, Metadata, Task, TaskState};
 
 /// Push requests carry the config's token here (verified against the a2a-sdk sender).
-pub const NOTIFICATION_TOKEN_HEADER: &str = "X-A2A-Notification-Token";
+pub(crate) const NOTIFICATION_TOKEN_HEADER: &str = "X-A2A-Notification-Token";
 
 /// Params of SendMessage and SendStreamingMessage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SendMessageRequest {
+pub(crate) struct SendMessageRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
-    pub message: Message,
+    pub(crate) tenant: Option<String>,
+    pub(crate) message: Message,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub configuration: Option<SendMessageConfiguration>,
+    pub(crate) configuration: Option<SendMessageConfiguration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Metadata>,
+    pub(crate) metadata: Option<Metadata>,
 }
 
 impl SendMessageRequest {
     /// SendMessage blocks until a terminal or interrupted state unless this is true.
-    pub fn return_immediately(&self) -> bool {
+    pub(crate) fn return_immediately(&self) -> bool {
         self.configuration
             .as_ref()
             .is_some_and(|c| c.return_immediately)
     }
 
-    pub fn history_length(&self) -> Option<i32> {
+    pub(crate) fn history_length(&self) -> Option<i32> {
         self.configuration.as_ref().and_then(|c| c.history_length)
     }
 
-    pub fn push_config(&self) -> Option<&TaskPushNotificationConfig> {
+    pub(crate) fn push_config(&self) -> Option<&TaskPushNotificationConfig> {
         self.configuration
             .as_ref()
             .and_then(|c| c.task_push_notification_config.as_ref())
@@ -44,97 +44,97 @@ impl SendMessageRequest {
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SendMessageConfiguration {
+pub(crate) struct SendMessageConfiguration {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub accepted_output_modes: Vec<String>,
+    pub(crate) accepted_output_modes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_push_notification_config: Option<TaskPushNotificationConfig>,
+    pub(crate) task_push_notification_config: Option<TaskPushNotificationConfig>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "opt_int"
     )]
-    pub history_length: Option<i32>,
+    pub(crate) history_length: Option<i32>,
     #[serde(default, skip_serializing_if = "is_false")]
-    pub return_immediately: bool,
+    pub(crate) return_immediately: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GetTaskRequest {
+pub(crate) struct GetTaskRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
-    pub id: String,
+    pub(crate) tenant: Option<String>,
+    pub(crate) id: String,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "opt_int"
     )]
-    pub history_length: Option<i32>,
+    pub(crate) history_length: Option<i32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ListTasksRequest {
+pub(crate) struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
+    pub(crate) tenant: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_id: Option<String>,
+    pub(crate) context_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<TaskState>,
+    pub(crate) status: Option<TaskState>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "opt_int"
     )]
-    pub page_size: Option<i32>,
+    pub(crate) page_size: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub page_token: Option<String>,
+    pub(crate) page_token: Option<String>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "opt_int"
     )]
-    pub history_length: Option<i32>,
+    pub(crate) history_length: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status_timestamp_after: Option<String>,
+    pub(crate) status_timestamp_after: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub include_artifacts: Option<bool>,
+    pub(crate) include_artifacts: Option<bool>,
 }
 
 /// The reference server's page size when none is asked for, and its ceiling.
-pub const LIST_TASKS_DEFAULT_PAGE_SIZE: i32 = 50;
-pub const LIST_TASKS_MAX_PAGE_SIZE: i32 = 100;
+pub(crate) const LIST_TASKS_DEFAULT_PAGE_SIZE: i32 = 50;
+pub(crate) const LIST_TASKS_MAX_PAGE_SIZE: i32 = 100;
 
 /// Every field is always present (SPEC §3.1.4: `nextPageToken` MUST be, `""` on the last page).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ListTasksResponse {
+pub(crate) struct ListTasksResponse {
     #[serde(default)]
-    pub next_page_token: String,
+    pub(crate) next_page_token: String,
     #[serde(default)]
-    pub page_size: i32,
-    pub tasks: Vec<Task>,
+    pub(crate) page_size: i32,
+    pub(crate) tasks: Vec<Task>,
     #[serde(default)]
-    pub total_size: i32,
+    pub(crate) total_size: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CancelTaskRequest {
+pub(crate) struct CancelTaskRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
-    pub id: String,
+    pub(crate) tenant: Option<String>,
+    pub(crate) id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Metadata>,
+    pub(crate) metadata: Option<Metadata>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SubscribeToTaskRequest {
+pub(crate) struct SubscribeToTaskRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
-    pub id: String,
+    pub(crate) tenant: Option<String>,
+    pub(crate) id: String,
 }
 
 /// A webhook registration. It is both the params and the result of
@@ -142,24 +142,24 @@ pub struct SubscribeToTaskRequest {
 /// reference server fills `taskId` and defaults a missing `id` to the task id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskPushNotificationConfig {
+pub(crate) struct TaskPushNotificationConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub authentication: Option<AuthenticationInfo>,
+    pub(crate) authentication: Option<AuthenticationInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<String>,
+    pub(crate) task_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
+    pub(crate) tenant: Option<String>,
     /// Echoed back in the [`NOTIFICATION_TOKEN_HEADER`] of every delivery.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token: Option<String>,
-    pub url: String,
+    pub(crate) token: Option<String>,
+    pub(crate) url: String,
 }
 
 impl TaskPushNotificationConfig {
     /// What the server stores and returns: bound to its task, with an id.
-    pub fn normalized(mut self, task_id: &str) -> TaskPushNotificationConfig {
+    pub(crate) fn normalized(mut self, task_id: &str) -> TaskPushNotificationConfig {
         self.task_id = Some(task_id.to_owned());
         if self.id.as_deref().is_none_or(str::is_empty) {
             self.id = Some(task_id.to_owned());
@@ -169,7 +169,7 @@ impl TaskPushNotificationConfig {
 
     /// Headers a delivery carries, as the reference sender builds them: the token, and
     /// `Authorization: <scheme> <credentials>` when both are set.
-    pub fn delivery_headers(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn delivery_headers(&self) -> Vec<(&'static str, String)> {
         let mut headers = Vec::new();
         if let Some(token) = self.token.as_deref().filter(|t| !t.is_empty()) {
             headers.push((NOTIFICATION_TOKEN_HEADER, token.to_owned()));
@@ -187,46 +187,46 @@ impl TaskPushNotificationConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AuthenticationInfo {
+pub(crate) struct AuthenticationInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub credentials: Option<String>,
-    pub scheme: String,
+    pub(crate) credentials: Option<String>,
+    pub(crate) scheme: String,
 }
 
 /// Params of GetTaskPushNotificationConfig and DeleteTaskPushNotificationConfig. (Delete answers
 /// `"result": null`; an unknown config id on Get is -32001, as in the reference server.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskPushNotificationConfigRef {
+pub(crate) struct TaskPushNotificationConfigRef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
-    pub task_id: String,
-    pub id: String,
+    pub(crate) tenant: Option<String>,
+    pub(crate) task_id: String,
+    pub(crate) id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ListTaskPushNotificationConfigsRequest {
+pub(crate) struct ListTaskPushNotificationConfigsRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
-    pub task_id: String,
+    pub(crate) tenant: Option<String>,
+    pub(crate) task_id: String,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "opt_int"
     )]
-    pub page_size: Option<i32>,
+    pub(crate) page_size: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub page_token: Option<String>,
+    pub(crate) page_token: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ListTaskPushNotificationConfigsResponse {
+pub(crate) struct ListTaskPushNotificationConfigsResponse {
     #[serde(default)]
-    pub configs: Vec<TaskPushNotificationConfig>,
+    pub(crate) configs: Vec<TaskPushNotificationConfig>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub next_page_token: String,
+    pub(crate) next_page_token: String,
 }
 
 /// ProtoJSON lets int32 arrive as a number or a decimal string; accept both.

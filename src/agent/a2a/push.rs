@@ -32,8 +32,8 @@ use crate::world::World;
 const POST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One registered webhook of a task.
-pub(super) struct PushTarget {
-    pub(super) config: TaskPushNotificationConfig,
+pub(crate) struct PushTarget {
+    pub(crate) config: TaskPushNotificationConfig,
     policy: PushPolicy,
     agent: String,
     task_id: String,
@@ -59,6 +59,7 @@ fn webhook_host(url: &str) -> Result<String, String> {
         .parse()
         .map_err(|e| format!("push url \"{url}\": {e}"))?;
     let authority = uri.authority().map_or("", |a| a.as_str());
+    // No host reads as an empty one, refused just below.
     let host = uri.host().unwrap_or_default();
     if host.is_empty() || authority.contains('@') {
         return Err(format!("push url \"{url}\" has no usable host"));
@@ -85,7 +86,7 @@ fn is_loopback(host: &str) -> bool {
 }
 
 /// Accept a config only if doubleagent may deliver to it: -32602 otherwise.
-pub(super) fn check(
+pub(crate) fn check(
     spec: &A2aAgent,
     cfg: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig, RpcError> {
@@ -103,7 +104,7 @@ pub(super) fn check(
 }
 
 /// Register a checked config on a task (replacing one with the same id) and start its poster.
-pub(super) fn add(
+pub(crate) fn add(
     world: &Arc<World>,
     policy: PushPolicy,
     agent: &str,
@@ -138,7 +139,7 @@ pub(super) fn add(
 
 /// A registered target for a normalized config, without a ledger entry (also used to restore
 /// one after a restart). `live`: start its poster; a task that can send nothing more needs none.
-pub(super) fn target(
+pub(crate) fn target(
     world: &Arc<World>,
     policy: PushPolicy,
     agent: &str,
@@ -169,7 +170,7 @@ pub(super) fn target(
 }
 
 /// Remove a config; its queued deliveries still go out (they were already due to).
-pub(super) fn remove(world: &World, targets: &mut Vec<PushTarget>, id: &str) -> bool {
+pub(crate) fn remove(world: &World, targets: &mut Vec<PushTarget>, id: &str) -> bool {
     let Some(i) = targets
         .iter()
         .position(|t| t.config.id.as_deref() == Some(id))
@@ -200,7 +201,7 @@ fn event_kind(ev: &StreamResponse) -> (&'static str, Option<&'static str>) {
 /// Queue `ev` for every target: `delay` from now on the scenario clock, `1 + duplicates` copies.
 /// Each copy's sleeper is registered before this returns (see `task::arm`), so on a manual
 /// clock the attempts happen at their own instants, in order.
-pub(super) fn enqueue(world: &Arc<World>, targets: &[PushTarget], ev: &StreamResponse) {
+pub(crate) fn enqueue(world: &Arc<World>, targets: &[PushTarget], ev: &StreamResponse) {
     if targets.is_empty() {
         return;
     }
@@ -239,6 +240,7 @@ pub(super) fn enqueue(world: &Arc<World>, targets: &[PushTarget], ev: &StreamRes
                     revision.as_ref(),
                     detail,
                 );
+                // The poster ends only when the world closes: then nothing is delivered anyway.
                 let _ = poster.send(Delivery { attempt_seq, body });
                 drop(tick);
             });

@@ -16,19 +16,19 @@ use serde_json::Value;
 use super::errors::RpcError;
 
 /// Protocol version put in agent cards; the client negotiates on `Major.Minor` only.
-pub const PROTOCOL_VERSION: &str = "1.0";
+pub(crate) const PROTOCOL_VERSION: &str = "1.0";
 /// Header every 1.0 client sends on each call (and on the card GET). The spec reads a missing
 /// header as 0.3; the reference server then answers -32009.
-pub const VERSION_HEADER: &str = "A2A-Version";
+pub(crate) const VERSION_HEADER: &str = "A2A-Version";
 /// [`VERSION_HEADER`] as a parsed name, for look-ups.
-pub static VERSION_HEADER_NAME: hyper::header::HeaderName =
+pub(crate) static VERSION_HEADER_NAME: hyper::header::HeaderName =
     hyper::header::HeaderName::from_static("a2a-version");
 
 /// Whether an `A2A-Version` value (the header, or the query parameter of that name the spec also
 /// allows) is one this server speaks: any `1.x`, as the reference server accepts. Missing or empty
 /// means 0.3 (SPEC §3.6), so it is *not* supported; whether to refuse it (-32009) or be lenient is
 /// the caller's policy, since hand-written curl calls rarely send the header.
-pub fn version_supported(value: Option<&str>) -> bool {
+pub(crate) fn version_supported(value: Option<&str>) -> bool {
     let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
         return false;
     };
@@ -41,7 +41,7 @@ pub fn version_supported(value: Option<&str>) -> bool {
 /// The 1.0 JSON-RPC method names. The 0.3 names (`message/send`, `tasks/get`, …) are not
 /// accepted: a 1.0-only server answers them with -32601, which is what real clients expect of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Method {
+pub(crate) enum Method {
     SendMessage,
     SendStreamingMessage,
     GetTask,
@@ -56,7 +56,7 @@ pub enum Method {
 }
 
 impl Method {
-    pub const ALL: [Method; 11] = [
+    pub(crate) const ALL: [Method; 11] = [
         Method::SendMessage,
         Method::SendStreamingMessage,
         Method::GetTask,
@@ -70,7 +70,7 @@ impl Method {
         Method::GetExtendedAgentCard,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Method::SendMessage => "SendMessage",
             Method::SendStreamingMessage => "SendStreamingMessage",
@@ -86,7 +86,7 @@ impl Method {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Method> {
+    pub(crate) fn from_name(name: &str) -> Option<Method> {
         Method::ALL.into_iter().find(|m| m.as_str() == name)
     }
 }
@@ -101,7 +101,7 @@ impl fmt::Display for Method {
 /// (the Python client sends UUID strings, the TCK and curl users send numbers).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum RpcId {
+pub(crate) enum RpcId {
     Number(serde_json::Number),
     String(String),
     #[default]
@@ -123,17 +123,17 @@ impl From<i64> for RpcId {
 /// An incoming call, as far as the envelope goes; `params` stays raw (borrowed from the body)
 /// until the method is known.
 #[derive(Debug, Clone)]
-pub struct RpcRequest<'a> {
+pub(crate) struct RpcRequest<'a> {
     // A missing id (a notification) is answered like a null id: A2A has no notifications, and
     // replying beats leaving the client waiting.
-    pub id: RpcId,
-    pub method: String,
+    pub(crate) id: RpcId,
+    pub(crate) method: String,
     params: Option<&'a RawValue>,
 }
 
 impl RpcRequest<'_> {
     /// Decodes `params` for the method; a shape mismatch is the caller's error, -32602.
-    pub fn params<T: DeserializeOwned>(&self) -> Result<T, RpcError> {
+    pub(crate) fn params<T: DeserializeOwned>(&self) -> Result<T, RpcError> {
         let text = self.params.map_or("{}", RawValue::get);
         serde_json::from_str(text).map_err(|e| {
             let e = without_position(&e);
@@ -158,7 +158,7 @@ fn without_position(e: &serde_json::Error) -> String {
 /// checks: JSON (-32700), envelope (-32600). The method name is checked by the caller with
 /// [`Method::from_name`] (-32601) because only it knows which methods an endpoint serves.
 /// On failure it returns the error with the id to answer it with, when one was readable.
-pub fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
+pub(crate) fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
     let fail = |id, e| Err((id, e));
     let doc: &RawValue = match serde_json::from_slice(body) {
         Ok(doc) => doc,
@@ -230,7 +230,7 @@ struct Failure<'a> {
 }
 
 /// Writes the successful response to the call `id` into `out`.
-pub fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
+pub(crate) fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
     let response = Success {
         id,
         jsonrpc: "2.0",
@@ -242,7 +242,7 @@ pub fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
 }
 
 /// Writes the error response to the call `id` into `out`.
-pub fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
+pub(crate) fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
     let response = Failure {
         error,
         id,
@@ -253,14 +253,14 @@ pub fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
 }
 
 /// The bytes of a successful response.
-pub fn success_body(id: &RpcId, result: &impl Serialize) -> Vec<u8> {
+pub(crate) fn success_body(id: &RpcId, result: &impl Serialize) -> Vec<u8> {
     let mut out = Vec::with_capacity(512);
     write_success(&mut out, id, result);
     out
 }
 
 /// The bytes of an error response.
-pub fn error_body(id: &RpcId, error: &RpcError) -> Vec<u8> {
+pub(crate) fn error_body(id: &RpcId, error: &RpcError) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     write_error(&mut out, id, error);
     out

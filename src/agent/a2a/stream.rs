@@ -41,7 +41,7 @@ fn headers() -> Vec<crate::idempotency::Header> {
 }
 
 /// Open a stream: `first` goes out at once, then whatever `events` brings.
-pub(super) fn open(
+pub(crate) fn open(
     world: Arc<World>,
     id: RpcId,
     first: StreamResponse,

@@ -54,15 +54,15 @@ mod run;
 mod send;
 mod table;
 
-pub(super) use calls::{add_push, cancel, get, list, log_read, snapshot, subscribe, with_push};
-pub(super) use detail::log_error;
+pub(crate) use calls::{add_push, cancel, get, list, log_read, snapshot, subscribe, with_push};
+pub(crate) use detail::log_error;
 pub(crate) use restore::restore;
-pub(super) use run::{arm, start};
-pub(super) use send::send;
+pub(crate) use run::{arm, start};
+pub(crate) use send::send;
 
 /// Every A2A task of one world, across its agents.
 #[derive(Default)]
-pub struct Tasks {
+pub(crate) struct Tasks {
     table: Mutex<Table>,
 }
 
@@ -125,7 +125,7 @@ struct Entry {
 
 /// What the caller of [`send`] needs of the task it leads to.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Want {
+pub(crate) enum Want {
     /// Its snapshot, and a receiver for every later event (SendStreamingMessage).
     Stream,
     /// Its snapshot (SendMessage with `returnImmediately`).
@@ -135,7 +135,7 @@ pub(super) enum Want {
 }
 
 /// What a message led to.
-pub(super) enum Sent {
+pub(crate) enum Sent {
     /// A task (new, resumed, or the one a follow-up or duplicate names), for [`Want::Stream`]
     /// and [`Want::Snapshot`]. `run` says a script was (re)started and needs [`start`];
     /// `events` is there for a stream.

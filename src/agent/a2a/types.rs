@@ -37,22 +37,22 @@ macro_rules! proto_enum {
     ($(#[$doc:meta])* $name:ident { $($variant:ident = $num:literal => $wire:literal),+ $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-        pub enum $name {
+        pub(crate) enum $name {
             #[default]
             $($variant),+
         }
 
         impl $name {
-            pub fn as_str(self) -> &'static str {
+            pub(crate) fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $wire),+ }
             }
 
             /// Unknown names and numbers read as the `*_UNSPECIFIED` value.
-            pub fn from_wire_name(s: &str) -> $name {
+            pub(crate) fn from_wire_name(s: &str) -> $name {
                 match s { $($wire => $name::$variant,)+ _ => $name::default() }
             }
 
-            pub fn from_number(n: i64) -> $name {
+            pub(crate) fn from_number(n: i64) -> $name {
                 match n { $($num => $name::$variant,)+ _ => $name::default() }
             }
         }
@@ -84,6 +84,7 @@ macro_rules! proto_enum {
                         Ok($name::from_number(v))
                     }
                     fn visit_u64<E: de::Error>(self, v: u64) -> Result<$name, E> {
+                        // Beyond any enum number: unknown, so the zero value.
                         Ok(i64::try_from(v).map($name::from_number).unwrap_or_default())
                     }
                 }
@@ -110,7 +111,7 @@ proto_enum!(
 
 impl TaskState {
     /// No further transitions, no restart: messages get -32004, cancels get -32002.
-    pub fn is_terminal(self) -> bool {
+    pub(crate) fn is_terminal(self) -> bool {
         matches!(
             self,
             TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected
@@ -118,12 +119,12 @@ impl TaskState {
     }
 
     /// Paused for the client; a blocking SendMessage returns here, and streams close here.
-    pub fn is_interrupted(self) -> bool {
+    pub(crate) fn is_interrupted(self) -> bool {
         matches!(self, TaskState::InputRequired | TaskState::AuthRequired)
     }
 
     /// Where a blocking SendMessage stops waiting and an SSE stream ends.
-    pub fn ends_stream(self) -> bool {
+    pub(crate) fn ends_stream(self) -> bool {
         self.is_terminal() || self.is_interrupted()
     }
 }
@@ -141,13 +142,13 @@ proto_enum!(
 // Data model
 
 /// `google.protobuf.Struct` on the wire: any JSON object.
-pub type Metadata = Map<String, Value>;
+pub(crate) type Metadata = Map<String, Value>;
 
 /// The content oneof of a [`Part`]. Serialized flattened, so a part is `{"text": "…"}`,
 /// `{"data": {…}, "mediaType": "…"}` and so on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub enum PartContent {
+pub(crate) enum PartContent {
     Text(String),
     /// Proto `bytes`: standard base64 text on the wire, with padding. Kept encoded, so
     /// a scenario's bytes round-trip exactly and nothing here needs a base64 decoder.
@@ -161,8 +162,8 @@ pub enum PartContent {
 /// One piece of a message or artifact. No `kind` field in 1.0; an incoming 0.3 `kind` is ignored.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(from = "WirePart")]
-pub struct Part {
-    pub content: PartContent,
+pub(crate) struct Part {
+    pub(crate) content: PartContent,
     /// Metadata, file name and media type, boxed and absent when all three are: nearly every
     /// part is plain text, and tasks keep their messages' and artifacts' parts for the world's
     /// life (inline, the three made a part 112 bytes instead of 40).
@@ -256,20 +257,20 @@ impl Part {
         }
     }
 
-    pub fn metadata(&self) -> Option<&Metadata> {
+    pub(crate) fn metadata(&self) -> Option<&Metadata> {
         self.extras.as_ref().and_then(|e| e.metadata.as_ref())
     }
 
-    pub fn filename(&self) -> Option<&String> {
+    pub(crate) fn filename(&self) -> Option<&String> {
         self.extras.as_ref().and_then(|e| e.filename.as_ref())
     }
 
-    pub fn media_type(&self) -> Option<&String> {
+    pub(crate) fn media_type(&self) -> Option<&String> {
         self.extras.as_ref().and_then(|e| e.media_type.as_ref())
     }
 
     /// Only its content: no metadata, file name or media type.
-    pub fn is_bare(&self) -> bool {
+    pub(crate) fn is_bare(&self) -> bool {
         self.extras.is_none()
     }
 
@@ -283,7 +284,7 @@ impl Part {
     }
 
     /// Sets (or clears) the metadata.
-    pub fn set_metadata(mut self, metadata: Option<Metadata>) -> Part {
+    pub(crate) fn set_metadata(mut self, metadata: Option<Metadata>) -> Part {
         if let Some(e) = self.extras_for(metadata.is_some()) {
             e.metadata = metadata;
         }
@@ -291,7 +292,7 @@ impl Part {
     }
 
     /// Sets (or clears) the file name.
-    pub fn set_filename(mut self, filename: Option<String>) -> Part {
+    pub(crate) fn set_filename(mut self, filename: Option<String>) -> Part {
         if let Some(e) = self.extras_for(filename.is_some()) {
             e.filename = filename;
         }
@@ -299,7 +300,7 @@ impl Part {
     }
 
     /// Sets (or clears) the media type.
-    pub fn set_media_type(mut self, media_type: Option<String>) -> Part {
+    pub(crate) fn set_media_type(mut self, media_type: Option<String>) -> Part {
         if let Some(e) = self.extras_for(media_type.is_some()) {
             e.media_type = media_type;
         }
@@ -318,24 +319,24 @@ impl Part {
         self
     }
 
-    pub fn text(text: impl Into<String>) -> Part {
+    pub(crate) fn text(text: impl Into<String>) -> Part {
         Part::with(PartContent::Text(text.into()))
     }
 
-    pub fn data(data: Value) -> Part {
+    pub(crate) fn data(data: Value) -> Part {
         Part::with(PartContent::Data(data))
     }
 
-    pub fn url(url: impl Into<String>) -> Part {
+    pub(crate) fn url(url: impl Into<String>) -> Part {
         Part::with(PartContent::Url(url.into()))
     }
 
     /// From bytes; encodes them.
-    pub fn raw(bytes: &[u8]) -> Part {
+    pub(crate) fn raw(bytes: &[u8]) -> Part {
         Part::with(PartContent::Raw(STANDARD.encode(bytes)))
     }
 
-    pub fn as_text(&self) -> Option<&str> {
+    pub(crate) fn as_text(&self) -> Option<&str> {
         match &self.content {
             PartContent::Text(t) => Some(t),
             _ => None,
@@ -345,24 +346,24 @@ impl Part {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Message {
+pub(crate) struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_id: Option<String>,
+    pub(crate) context_id: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub extensions: Vec<String>,
-    pub message_id: String,
+    pub(crate) extensions: Vec<String>,
+    pub(crate) message_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Metadata>,
-    pub parts: Vec<Part>,
+    pub(crate) metadata: Option<Metadata>,
+    pub(crate) parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reference_task_ids: Vec<String>,
-    pub role: Role,
+    pub(crate) reference_task_ids: Vec<String>,
+    pub(crate) role: Role,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<String>,
+    pub(crate) task_id: Option<String>,
 }
 
 impl Message {
-    pub fn agent(message_id: impl Into<String>, parts: Vec<Part>) -> Message {
+    pub(crate) fn agent(message_id: impl Into<String>, parts: Vec<Part>) -> Message {
         Message {
             message_id: message_id.into(),
             context_id: None,
@@ -376,7 +377,7 @@ impl Message {
     }
 
     /// All text parts joined by newlines: what behaviour matching on "text" looks at.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.parts
             .iter()
             .filter_map(Part::as_text)
@@ -387,19 +388,19 @@ impl Message {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskStatus {
+pub(crate) struct TaskStatus {
     /// Boxed: most statuses have none, and a task keeps its status for the world's life (a
     /// message inline made every kept task ~180 bytes larger).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<Box<Message>>,
-    pub state: TaskState,
+    pub(crate) message: Option<Box<Message>>,
+    pub(crate) state: TaskState,
     /// ISO-8601 UTC with `Z` (SPEC §5.6.1); protobuf's Timestamp parser rejects other shapes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timestamp: Option<String>,
+    pub(crate) timestamp: Option<String>,
 }
 
 impl TaskStatus {
-    pub fn new(state: TaskState, timestamp: impl Into<String>) -> TaskStatus {
+    pub(crate) fn new(state: TaskState, timestamp: impl Into<String>) -> TaskStatus {
         TaskStatus {
             state,
             message: None,
@@ -410,39 +411,39 @@ impl TaskStatus {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Artifact {
-    pub artifact_id: String,
+pub(crate) struct Artifact {
+    pub(crate) artifact_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
+    pub(crate) description: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub extensions: Vec<String>,
+    pub(crate) extensions: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Metadata>,
+    pub(crate) metadata: Option<Metadata>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    pub parts: Vec<Part>,
+    pub(crate) name: Option<String>,
+    pub(crate) parts: Vec<Part>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Task {
+pub(crate) struct Task {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub artifacts: Vec<Artifact>,
+    pub(crate) artifacts: Vec<Artifact>,
     // Optional in the proto, but every task the server makes has one, and clients key on it.
     #[serde(default)]
-    pub context_id: String,
+    pub(crate) context_id: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub history: Vec<Message>,
-    pub id: String,
+    pub(crate) history: Vec<Message>,
+    pub(crate) id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Metadata>,
-    pub status: TaskStatus,
+    pub(crate) metadata: Option<Metadata>,
+    pub(crate) status: TaskStatus,
 }
 
 impl Task {
     /// The `historyLength` rule the reference server applies: keep the last N messages; 0 means
     /// none; absent means all.
-    pub fn with_history_length(mut self, history_length: Option<i32>) -> Task {
+    pub(crate) fn with_history_length(mut self, history_length: Option<i32>) -> Task {
         if let Some(n) = history_length {
             let keep = usize::try_from(n.max(0)).unwrap_or(0);
             let drop = self.history.len().saturating_sub(keep);
@@ -452,7 +453,7 @@ impl Task {
     }
 
     /// ListTasks leaves artifacts out unless `includeArtifacts` is true.
-    pub fn without_artifacts(mut self) -> Task {
+    pub(crate) fn without_artifacts(mut self) -> Task {
         self.artifacts.clear();
         self
     }
@@ -461,34 +462,34 @@ impl Task {
 /// No `final` flag in 1.0: the server closes the stream after a terminal or interrupted state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskStatusUpdateEvent {
-    pub context_id: String,
+pub(crate) struct TaskStatusUpdateEvent {
+    pub(crate) context_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Metadata>,
-    pub status: TaskStatus,
-    pub task_id: String,
+    pub(crate) metadata: Option<Metadata>,
+    pub(crate) status: TaskStatus,
+    pub(crate) task_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskArtifactUpdateEvent {
+pub(crate) struct TaskArtifactUpdateEvent {
     /// This chunk extends an artifact with the same id sent earlier.
     #[serde(default, skip_serializing_if = "is_false")]
-    pub append: bool,
-    pub artifact: Artifact,
-    pub context_id: String,
+    pub(crate) append: bool,
+    pub(crate) artifact: Artifact,
+    pub(crate) context_id: String,
     #[serde(default, skip_serializing_if = "is_false")]
-    pub last_chunk: bool,
+    pub(crate) last_chunk: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Metadata>,
-    pub task_id: String,
+    pub(crate) metadata: Option<Metadata>,
+    pub(crate) task_id: String,
 }
 
 /// One event of a stream (and the body of a push notification): a single-key object naming the
 /// oneof member, `{"task": …}`, `{"message": …}`, `{"statusUpdate": …}`, `{"artifactUpdate": …}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub enum StreamResponse {
+pub(crate) enum StreamResponse {
     Task(Task),
     Message(Message),
     StatusUpdate(TaskStatusUpdateEvent),
@@ -498,7 +499,7 @@ pub enum StreamResponse {
 impl StreamResponse {
     /// Whether a stream must close after this event: a direct Message, or a terminal or
     /// interrupted state.
-    pub fn ends_stream(&self) -> bool {
+    pub(crate) fn ends_stream(&self) -> bool {
         match self {
             StreamResponse::Message(_) => true,
             StreamResponse::Task(t) => t.status.state.ends_stream(),
@@ -511,7 +512,7 @@ impl StreamResponse {
 /// The result of SendMessage: wrapped like a StreamResponse, never a bare Task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub enum SendMessageResponse {
+pub(crate) enum SendMessageResponse {
     Task(Task),
     Message(Message),
 }
@@ -519,7 +520,7 @@ pub enum SendMessageResponse {
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 
-pub(super) fn is_false(b: &bool) -> bool {
+pub(crate) fn is_false(b: &bool) -> bool {
     !*b
 }
 

@@ -22,7 +22,7 @@ use crate::world::World;
 
 /// Cancellation is an attempt (REC-3): the policy decides, and the outcome is recorded apart
 /// from any state change.
-pub(in crate::agent::a2a) fn cancel(ctx: &Ctx<'_>, task_id: &str) -> Result<Task, RpcError> {
+pub(crate) fn cancel(ctx: &Ctx<'_>, task_id: &str) -> Result<Task, RpcError> {
     let world = &ctx.world;
     let cell = entry_of(world, task_id);
     let mut guard = cell.as_deref().map(lock_entry);
@@ -71,7 +71,7 @@ pub(in crate::agent::a2a) fn cancel(ctx: &Ctx<'_>, task_id: &str) -> Result<Task
     }
 }
 
-pub(in crate::agent::a2a) fn get(
+pub(crate) fn get(
     ctx: &Ctx<'_>,
     task_id: &str,
     history_length: Option<i32>,
@@ -85,10 +85,7 @@ pub(in crate::agent::a2a) fn get(
     Ok(e.task.clone().with_history_length(history_length))
 }
 
-pub(in crate::agent::a2a) fn list(
-    ctx: &Ctx<'_>,
-    req: &ListTasksRequest,
-) -> Result<ListTasksResponse, RpcError> {
+pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksResponse, RpcError> {
     let page_size = match req.page_size {
         None | Some(0) => LIST_TASKS_DEFAULT_PAGE_SIZE,
         Some(n) if n < 0 => return Err(RpcError::invalid_params("pageSize must be positive")),
@@ -168,7 +165,7 @@ pub(in crate::agent::a2a) fn list(
 
 /// The task's current snapshot and a receiver for what comes next, taken together under the
 /// lock so no event is missed or seen twice.
-pub(in crate::agent::a2a) fn subscribe(
+pub(crate) fn subscribe(
     ctx: &Ctx<'_>,
     task_id: &str,
 ) -> Result<(Task, broadcast::Receiver<StreamResponse>), RpcError> {
@@ -187,24 +184,19 @@ pub(in crate::agent::a2a) fn subscribe(
 }
 
 /// A fresh snapshot (after a blocking call saw its task stop).
-pub(in crate::agent::a2a) fn snapshot(world: &World, task_id: &str) -> Option<Task> {
+pub(crate) fn snapshot(world: &World, task_id: &str) -> Option<Task> {
     let cell = entry_of(world, task_id)?;
     let task = lock_entry(&cell).task.clone();
     Some(task)
 }
 
 /// Record a read (GetTask, ListTasks): an interaction like any other.
-pub(in crate::agent::a2a) fn log_read(
-    ctx: &Ctx<'_>,
-    event: &str,
-    task_id: Option<&str>,
-    detail: Value,
-) {
+pub(crate) fn log_read(ctx: &Ctx<'_>, event: &str, task_id: Option<&str>, detail: Value) {
     log(&ctx.world, ctx.name, event, task_id, None, detail);
 }
 
 /// Runs `f` on the push targets of the agent's task `task_id`.
-pub(in crate::agent::a2a) fn with_push<T>(
+pub(crate) fn with_push<T>(
     ctx: &Ctx<'_>,
     task_id: &str,
     f: impl FnOnce(&mut Vec<PushTarget>, Option<&Value>) -> Result<T, RpcError>,
@@ -220,7 +212,7 @@ pub(in crate::agent::a2a) fn with_push<T>(
 }
 
 /// Adds a checked config to a task (CreateTaskPushNotificationConfig).
-pub(in crate::agent::a2a) fn add_push(
+pub(crate) fn add_push(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
     task_id: &str,

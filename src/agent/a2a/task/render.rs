@@ -13,14 +13,14 @@ use crate::template;
 use crate::world::World;
 
 /// The values of one task's placeholders; notes whether the canary was issued.
-pub(super) struct Render<'a> {
-    pub(super) task_id: &'a str,
-    pub(super) context_id: &'a str,
-    pub(super) revision: Option<&'a Value>,
-    pub(super) canary: &'a str,
-    pub(super) agent: &'a str,
-    pub(super) text: &'a str,
-    pub(super) used_canary: Cell<bool>,
+pub(crate) struct Render<'a> {
+    pub(crate) task_id: &'a str,
+    pub(crate) context_id: &'a str,
+    pub(crate) revision: Option<&'a Value>,
+    pub(crate) canary: &'a str,
+    pub(crate) agent: &'a str,
+    pub(crate) text: &'a str,
+    pub(crate) used_canary: Cell<bool>,
 }
 
 impl template::Vars for Render<'_> {
@@ -41,15 +41,15 @@ impl template::Vars for Render<'_> {
 }
 
 impl Render<'_> {
-    pub(super) fn text(&self, s: &str) -> String {
+    pub(crate) fn text(&self, s: &str) -> String {
         template::text(s, self)
     }
 
-    pub(super) fn json(&self, v: &Value) -> Value {
+    pub(crate) fn json(&self, v: &Value) -> Value {
         template::json(v, self)
     }
 
-    pub(super) fn part(&self, p: &PartSpec) -> Part {
+    pub(crate) fn part(&self, p: &PartSpec) -> Part {
         let part = match &p.content {
             PartContent::Text(t) => Part::text(self.text(t)),
             PartContent::Raw(t) => Part::raw(self.text(t).as_bytes()),
@@ -64,7 +64,7 @@ impl Render<'_> {
 }
 
 impl Entry {
-    pub(super) fn render(&self) -> Render<'_> {
+    pub(crate) fn render(&self) -> Render<'_> {
         Render {
             task_id: &self.task.id,
             context_id: &self.task.context_id,
@@ -79,7 +79,7 @@ impl Entry {
 
 /// A token unique to (world seed, task, revision), `cny-` and 16 hex digits: it lets a later
 /// check tell which task and revision produced a value that shows up somewhere else.
-pub(super) fn canary(world: &World, task_id: &str, revision: Option<&Value>) -> String {
+pub(crate) fn canary(world: &World, task_id: &str, revision: Option<&Value>) -> String {
     let rev = revision.map(Value::to_string).unwrap_or_default();
     let h = crate::fate::stream_seed(world.seed, &format!("canary/{task_id}/{rev}"), 0);
     format!("cny-{h:016x}")

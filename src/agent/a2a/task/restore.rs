@@ -158,6 +158,8 @@ struct Rebuild<'a> {
     configs: HashMap<String, Vec<TaskPushNotificationConfig>>,
 }
 
+// The details read here are the ones `detail` wrote (the journal's own lines, not network
+// data): a key missing or of another shape reads as absent or empty, as when it was written.
 fn str_of<'v>(d: &'v Value, k: &str) -> Option<&'v str> {
     d.get(k).and_then(Value::as_str)
 }

@@ -26,7 +26,7 @@ use crate::world::World;
 
 /// One scripted thing a task does: the index of the step in the task's [`Script`].
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Event {
+pub(crate) enum Event {
     Status(usize),
     Call(usize),
     Artifact(usize),
@@ -35,7 +35,7 @@ pub(super) enum Event {
 
 /// The events of a script as absolute deadlines from `start`, in the order they happen:
 /// by time, then updates, calls, artifacts and the final state.
-pub(super) fn timeline(script: &Script, start: Duration) -> Vec<(Duration, Event)> {
+pub(crate) fn timeline(script: &Script, start: Duration) -> Vec<(Duration, Event)> {
     let mut evs: Vec<(Duration, u8, usize, Event)> =
         Vec::with_capacity(script.updates.len() + script.steps.len() + script.artifacts.len() + 1);
     for (i, u) in script.updates.iter().enumerate() {
@@ -56,7 +56,7 @@ pub(super) fn timeline(script: &Script, start: Duration) -> Vec<(Duration, Event
 type Sleep = Pin<Box<dyn Future<Output = Option<Tick>> + Send>>;
 
 /// A sleep on the scenario clock, already registered with it.
-pub(in crate::agent::a2a) enum Armed {
+pub(crate) enum Armed {
     Ready(Option<Tick>),
     Waiting(Sleep),
 }
@@ -64,7 +64,7 @@ pub(in crate::agent::a2a) enum Armed {
 /// Start sleeping until `deadline` *now*: the sleeper is registered with the clock before this
 /// returns, so an advance that is already under way (or starts next) sees it and wakes it at
 /// its own deadline instead of passing it by.
-pub(in crate::agent::a2a) fn arm(clock: Clock, deadline: Duration) -> Armed {
+pub(crate) fn arm(clock: Clock, deadline: Duration) -> Armed {
     let mut fut: Sleep = Box::pin(async move { clock.sleep_until(deadline).await });
     match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(t) => Armed::Ready(t),
@@ -73,7 +73,7 @@ pub(in crate::agent::a2a) fn arm(clock: Clock, deadline: Duration) -> Armed {
 }
 
 impl Armed {
-    pub(in crate::agent::a2a) async fn wait(self) -> Option<Tick> {
+    pub(crate) async fn wait(self) -> Option<Tick> {
         match self {
             Armed::Ready(t) => t,
             Armed::Waiting(f) => f.await,
@@ -82,14 +82,14 @@ impl Armed {
 }
 
 /// Apply what is due now and hand the rest of the task's script to a runner.
-pub(in crate::agent::a2a) fn start(world: &Arc<World>, task_id: &str) {
+pub(crate) fn start(world: &Arc<World>, task_id: &str) {
     if let Some(next) = run_due(world, task_id, None) {
         hand_over(world, task_id, next);
     }
 }
 
 /// After [`run_due`]: a runner for the rest of the script, if anything is left.
-pub(super) fn hand_over(
+pub(crate) fn hand_over(
     world: &Arc<World>,
     task_id: &str,
     (generation, next): (u64, Option<Duration>),
@@ -127,7 +127,7 @@ fn run_due(
 }
 
 /// [`run_due`] on the task's entry, its lock held.
-pub(super) fn run_due_in(
+pub(crate) fn run_due_in(
     world: &Arc<World>,
     e: &mut Entry,
     generation: Option<u64>,
@@ -308,7 +308,7 @@ fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, now: Duration) {
 
 /// Put an artifact event into a task's artifacts: a new id is added, a chunk with `append`
 /// extends the parts of the one it continues, any other replaces it.
-pub(super) fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: bool) {
+pub(crate) fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: bool) {
     match artifacts
         .iter_mut()
         .find(|a| a.artifact_id == artifact.artifact_id)

@@ -23,7 +23,7 @@ use crate::agent::Ctx;
 use crate::scenario::a2a::{A2aAgent, ReplyKind, Script};
 
 /// Take in a message: a follow-up to a task, a duplicate, a new task, or a direct reply.
-pub(in crate::agent::a2a) fn send(
+pub(crate) fn send(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
     method: &str,
@@ -241,6 +241,7 @@ fn follow_up_to_task(
 ) -> Result<Sent, RpcError> {
     let (ctx, world) = (inc.ctx, &inc.ctx.world);
     let msg = inc.msg();
+    // Present: only a message naming its task is a follow-up.
     let task_id = msg.task_id.as_deref().unwrap_or_default();
     // The task's lock is taken with the table's still held (the documented order), so the
     // message is noted as seen in the same hold of the table that found it unseen.

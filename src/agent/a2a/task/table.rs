@@ -9,15 +9,15 @@ use crate::agent::a2a::types::Message;
 use crate::hash::FastMap;
 
 /// A task's place in the table.
-pub(super) struct Slot {
+pub(crate) struct Slot {
     /// Its place in creation order (see [`Table::insert`]), for stable listing.
-    pub(super) created: u64,
-    pub(super) entry: Shared,
+    pub(crate) created: u64,
+    pub(crate) entry: Shared,
 }
 
 /// What a message id first produced.
 #[derive(Clone)]
-pub(super) enum Seen {
+pub(crate) enum Seen {
     /// A task, by id.
     Task(String),
     /// A direct reply (boxed: one of these is kept per message, and most name a task).
@@ -25,27 +25,27 @@ pub(super) enum Seen {
 }
 
 #[derive(Default)]
-pub(super) struct Table {
-    pub(super) tasks: FastMap<String, Slot>,
+pub(crate) struct Table {
+    pub(crate) tasks: FastMap<String, Slot>,
     /// How many tasks were ever put in: the next one's [`Slot::created`].
     created: u64,
     /// What each agent's messages (by messageId) first produced. By agent first, so that a
     /// message is looked up without copying its id; the agent's name here is the one tasks
     /// restored from the ledger share.
-    pub(super) seen: FastMap<Arc<str>, FastMap<String, Seen>>,
+    pub(crate) seen: FastMap<Arc<str>, FastMap<String, Seen>>,
     /// The last number handed out (`task-N`, `ctx-N`, `msg-N`).
-    pub(super) next_id: u64,
+    pub(crate) next_id: u64,
 }
 
 impl Table {
     /// What the message `message_id` to `agent` first produced, if it came before.
-    pub(super) fn look(&self, agent: &str, message_id: &str) -> Option<&Seen> {
+    pub(crate) fn look(&self, agent: &str, message_id: &str) -> Option<&Seen> {
         self.seen.get(agent)?.get(message_id)
     }
 
     /// Notes what the message `message_id` to `agent` produced, unless one with that id came
     /// before (or always, with `replace`).
-    pub(super) fn note_seen(
+    pub(crate) fn note_seen(
         &mut self,
         agent: &str,
         message_id: &str,
@@ -67,7 +67,7 @@ impl Table {
 
     /// `agent`'s name, as the tasks restored from the ledger share it (a task made by a call
     /// shares the scenario's).
-    pub(super) fn agent(&mut self, agent: &str) -> Arc<str> {
+    pub(crate) fn agent(&mut self, agent: &str) -> Arc<str> {
         if let Some((name, _)) = self.seen.get_key_value(agent) {
             return name.clone();
         }
@@ -77,13 +77,13 @@ impl Table {
     }
 
     /// The task `id`, to lock once the table's lock is released.
-    pub(super) fn entry(&self, id: &str) -> Option<Shared> {
+    pub(crate) fn entry(&self, id: &str) -> Option<Shared> {
         self.tasks.get(id).map(|s| s.entry.clone())
     }
 
     /// Puts a task in, numbered in creation order (a task already there is replaced and keeps
     /// its place).
-    pub(super) fn insert(&mut self, id: &str, entry: Shared) {
+    pub(crate) fn insert(&mut self, id: &str, entry: Shared) {
         if let Some(old) = self.tasks.get_mut(id) {
             old.entry = entry;
             return;
@@ -94,7 +94,7 @@ impl Table {
     }
 
     /// The tasks' ids in creation order.
-    pub(super) fn ids_in_order(&self) -> Vec<String> {
+    pub(crate) fn ids_in_order(&self) -> Vec<String> {
         let mut ids: Vec<(u64, &String)> =
             self.tasks.iter().map(|(id, s)| (s.created, id)).collect();
         ids.sort_unstable();
