@@ -44,6 +44,21 @@ pub struct A2aAgent {
     /// similar size; shared, so that a running task holds its script without copying it.)
     pub script: Arc<Script>,
     pub behaviors: Vec<Behavior>,
+    /// The stream buffer of each of the agent's tasks: room for everything two of its scripts
+    /// can emit (a run and a resumed run) plus slack, a power of two between 32 and
+    /// [`STREAM_BUFFER`]. A broadcast channel allocates its whole buffer up front (~380 bytes a
+    /// slot), so it is sized to the scripts, and made only for a task someone listens to.
+    pub stream_capacity: usize,
+}
+
+/// Events a task's streams buffer before a slow reader is cut off, at most.
+pub const STREAM_BUFFER: usize = 1024;
+
+/// [`A2aAgent::stream_capacity`] for these scripts.
+fn stream_capacity<'a>(scripts: impl Iterator<Item = &'a Script>) -> usize {
+    let events = |s: &Script| s.updates.len() + s.steps.len() + s.artifacts.len() + 2;
+    let most = scripts.map(events).max().unwrap_or(2);
+    (2 * most + 16).next_power_of_two().clamp(32, STREAM_BUFFER)
 }
 
 impl A2aAgent {
@@ -541,6 +556,12 @@ pub(crate) fn compile(
         push: push.unwrap_or_default(),
         push_hosts: raw.push_hosts.unwrap_or_default(),
         strict_version: raw.strict_version.unwrap_or(false),
+        stream_capacity: stream_capacity(
+            behaviors
+                .iter()
+                .map(|b| &*b.script)
+                .chain(std::iter::once(&script)),
+        ),
         script: Arc::new(script),
         behaviors,
     })
@@ -579,103 +600,19 @@ fn compile_script(
             .collect(),
         None => parent.steps.clone(),
     };
-    let mut artifacts = Vec::new();
     let explicit = raw.result.is_some() || raw.artifacts.is_some();
-    if let Some(r) = &raw.result {
-        let part = |content| PartSpec {
-            content,
-            filename: r.filename.clone(),
-            media_type: r.media_type.clone(),
-            metadata: None,
-        };
-        let mut parts = Vec::new();
-        if let Some(t) = &r.text {
-            parts.push(PartSpec {
-                content: PartContent::Text(t.clone()),
-                filename: None,
-                media_type: None,
-                metadata: None,
-            });
-        }
-        if let Some(t) = &r.raw {
-            parts.push(part(PartContent::Raw(t.clone())));
-        }
-        if let Some(u) = &r.url {
-            parts.push(part(PartContent::Url(u.clone())));
-        }
-        if let Some(d) = &r.data {
-            parts.push(PartSpec {
-                content: PartContent::Data(d.clone()),
-                filename: None,
-                media_type: None,
-                metadata: None,
-            });
-        }
-        if parts.is_empty() {
-            issues.push((
-                format!("{path}.result"),
-                "a result needs at least one of `text`, `raw`, `url`, `data`".into(),
-            ));
-        }
-        artifacts.push(ArtifactSpec {
-            at: None,
-            id: "result".into(),
-            name: Some(r.name.clone().unwrap_or_else(|| "result".into())),
-            description: None,
-            parts,
-            append: false,
-            last_chunk: false,
-        });
-    }
+    let mut artifacts: Vec<ArtifactSpec> = raw
+        .result
+        .iter()
+        .map(|r| compile_result(r, path, issues))
+        .collect();
     for (i, a) in raw.artifacts.iter().flatten().enumerate() {
-        let apath = format!("{path}.artifacts[{i}]");
-        let mut parts = Vec::new();
-        for (j, p) in a.parts.iter().enumerate() {
-            let contents = [
-                p.text.clone().map(PartContent::Text),
-                p.raw.clone().map(PartContent::Raw),
-                p.url.clone().map(PartContent::Url),
-                p.data.clone().map(PartContent::Data),
-            ];
-            let mut given: Vec<PartContent> = contents.into_iter().flatten().collect();
-            if given.len() != 1 {
-                issues.push((
-                    format!("{apath}.parts[{j}]"),
-                    "a part has exactly one of `text`, `raw`, `url`, `data`".into(),
-                ));
-                continue;
-            }
-            if p.metadata.as_ref().is_some_and(|m| !m.is_object()) {
-                issues.push((
-                    format!("{apath}.parts[{j}].metadata"),
-                    "metadata is a table".into(),
-                ));
-            }
-            parts.push(PartSpec {
-                content: given.remove(0),
-                filename: p.filename.clone(),
-                media_type: p.media_type.clone(),
-                metadata: p.metadata.clone(),
-            });
-        }
-        if a.parts.is_empty() {
-            issues.push((
-                format!("{apath}.parts"),
-                "an artifact needs at least one part".into(),
-            ));
-        }
-        artifacts.push(ArtifactSpec {
-            at: a.at.map(|d| d.0),
-            id: a
-                .id
-                .clone()
-                .unwrap_or_else(|| format!("artifact-{}", i + 1)),
-            name: a.name.clone(),
-            description: a.description.clone(),
-            parts,
-            append: a.append,
-            last_chunk: a.last_chunk,
-        });
+        artifacts.push(compile_artifact(
+            a,
+            &format!("{path}.artifacts[{i}]"),
+            i,
+            issues,
+        ));
     }
     if !explicit && inherit_results {
         artifacts = parent.artifacts.clone();
@@ -697,7 +634,110 @@ fn compile_script(
         steps,
         artifacts,
     };
-    // Everything scheduled must fall within the work: after the final state nothing runs.
+    check_schedule(&script, raw, path, issues);
+    if script.reply == ReplyKind::Message
+        && (raw.steps.as_ref().is_some_and(|s| !s.is_empty()) || raw.artifacts.is_some())
+    {
+        issues.push((
+            format!("{path}.reply"),
+            "a direct Message reply has no task, so it cannot have `steps` or `artifacts` (its text is `message`, or the `result` parts)".into(),
+        ));
+    }
+    (issues.len() == start).then_some(script)
+}
+
+/// The `result` shorthand: one artifact named `result` of its text, raw, url and data parts.
+fn compile_result(r: &RawResult, path: &str, issues: &mut Issues) -> ArtifactSpec {
+    let plain = |content| PartSpec {
+        content,
+        filename: None,
+        media_type: None,
+        metadata: None,
+    };
+    let file = |content| PartSpec {
+        filename: r.filename.clone(),
+        media_type: r.media_type.clone(),
+        ..plain(content)
+    };
+    let parts: Vec<PartSpec> = [
+        r.text.clone().map(PartContent::Text).map(plain),
+        r.raw.clone().map(PartContent::Raw).map(file),
+        r.url.clone().map(PartContent::Url).map(file),
+        r.data.clone().map(PartContent::Data).map(plain),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() {
+        issues.push((
+            format!("{path}.result"),
+            "a result needs at least one of `text`, `raw`, `url`, `data`".into(),
+        ));
+    }
+    ArtifactSpec {
+        at: None,
+        id: "result".into(),
+        name: Some(r.name.clone().unwrap_or_else(|| "result".into())),
+        description: None,
+        parts,
+        append: false,
+        last_chunk: false,
+    }
+}
+
+/// One of `[[...artifacts]]`, the `i`th, at `apath`.
+fn compile_artifact(a: &RawArtifact, apath: &str, i: usize, issues: &mut Issues) -> ArtifactSpec {
+    let mut parts = Vec::new();
+    for (j, p) in a.parts.iter().enumerate() {
+        let contents = [
+            p.text.clone().map(PartContent::Text),
+            p.raw.clone().map(PartContent::Raw),
+            p.url.clone().map(PartContent::Url),
+            p.data.clone().map(PartContent::Data),
+        ];
+        let mut given: Vec<PartContent> = contents.into_iter().flatten().collect();
+        if given.len() != 1 {
+            issues.push((
+                format!("{apath}.parts[{j}]"),
+                "a part has exactly one of `text`, `raw`, `url`, `data`".into(),
+            ));
+            continue;
+        }
+        if p.metadata.as_ref().is_some_and(|m| !m.is_object()) {
+            issues.push((
+                format!("{apath}.parts[{j}].metadata"),
+                "metadata is a table".into(),
+            ));
+        }
+        parts.push(PartSpec {
+            content: given.remove(0),
+            filename: p.filename.clone(),
+            media_type: p.media_type.clone(),
+            metadata: p.metadata.clone(),
+        });
+    }
+    if a.parts.is_empty() {
+        issues.push((
+            format!("{apath}.parts"),
+            "an artifact needs at least one part".into(),
+        ));
+    }
+    ArtifactSpec {
+        at: a.at.map(|d| d.0),
+        id: a
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("artifact-{}", i + 1)),
+        name: a.name.clone(),
+        description: a.description.clone(),
+        parts,
+        append: a.append,
+        last_chunk: a.last_chunk,
+    }
+}
+
+/// Everything scheduled must fall within the work: after the final state nothing runs.
+fn check_schedule(script: &Script, raw: &RawScript, path: &str, issues: &mut Issues) {
     let late = |at: Duration| at > script.work;
     let work_txt = crate::clock::format_duration(script.work);
     let mut late_issue = |key: String, at: Duration| {
@@ -734,15 +774,6 @@ fn compile_script(
             late_issue(key, at);
         }
     }
-    if script.reply == ReplyKind::Message
-        && (raw.steps.as_ref().is_some_and(|s| !s.is_empty()) || raw.artifacts.is_some())
-    {
-        issues.push((
-            format!("{path}.reply"),
-            "a direct Message reply has no task, so it cannot have `steps` or `artifacts` (its text is `message`, or the `result` parts)".into(),
-        ));
-    }
-    (issues.len() == start).then_some(script)
 }
 
 fn compile_step(

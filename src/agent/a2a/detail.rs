@@ -1,216 +1,262 @@
-//! The `detail` of the A2A agents' ledger entries, written straight as the compact JSON text
-//! `serde_json` would give for the `json!` tree (keys in sorted order, as a `Value` object keeps
-//! them), for [`crate::ledger::Ledger::append_agent_event`].
-//!
-//! A blocking SendMessage round trip appends six agent entries; building each detail as a
-//! `Value` tree (a string per key, a node per map), serialising it and dropping it again cost
-//! more than the rest of the append. Callers give the keys in sorted order (checked in debug
-//! builds); values are escaped exactly as `serde_json` escapes them.
+//! The A2A agents' ledger entries: each is an agent entry (`Record::agent_event`) with the task
+//! as `work_id`, the task's revision, and a `detail` object. The details whose keys depend on
+//! what happened are derived structs here; the fixed ones are `json!` at their call sites.
+//! [`super::task::restore`] reads these same keys back to rebuild the task table.
+
+use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use super::wire::json::write_str as escape;
-use super::wire::Part;
+use super::errors::RpcError;
+use super::types::{Message, Metadata, Part, Role};
+use crate::ledger::Record;
+use crate::world::World;
 
-/// A JSON object being written.
-pub(super) struct Detail {
-    buf: Vec<u8>,
-    #[cfg(debug_assertions)]
-    last: String,
+/// Append an agent entry at scenario time `at` with the task as work id and its revision. A
+/// status change is logged at the instant its timestamp names, so the task rebuilt from the
+/// ledger after a restart carries the very same timestamp.
+pub(crate) fn log_at(
+    world: &World,
+    at: Duration,
+    agent: &str,
+    event: &str,
+    task: Option<&str>,
+    revision: Option<&Value>,
+    detail: Value,
+) -> u64 {
+    let mut rec = Record::agent_event(agent, event, at, detail);
+    rec.work_id = task.map(str::to_string);
+    rec.revision = revision.cloned();
+    world.lock().ledger.append(rec)
 }
 
-impl Detail {
-    /// An object written into `buf` (cleared), so a caller can reuse one buffer.
-    pub(super) fn new(mut buf: Vec<u8>) -> Detail {
-        buf.clear();
-        buf.push(b'{');
-        Detail {
-            buf,
-            #[cfg(debug_assertions)]
-            last: String::new(),
-        }
-    }
+/// [`log_at`] now.
+pub(crate) fn log(
+    world: &World,
+    agent: &str,
+    event: &str,
+    task: Option<&str>,
+    revision: Option<&Value>,
+    detail: Value,
+) -> u64 {
+    log_at(
+        world,
+        world.clock.now(),
+        agent,
+        event,
+        task,
+        revision,
+        detail,
+    )
+}
 
-    // Inlined where it is called with a literal: the key's length is then known there and its
-    // copy a few stores, not a call to `memcpy` (a round trip writes some 26 keys).
-    #[inline(always)]
-    fn key(&mut self, key: &'static str) -> &mut Self {
-        #[cfg(debug_assertions)]
-        {
-            assert!(
-                self.last.is_empty() || self.last.as_str() < key,
-                "detail keys out of order: {key} after {}",
-                self.last
-            );
-            self.last = key.to_string();
-        }
-        if self.buf.len() > 1 {
-            self.buf.push(b',');
-        }
-        // Keys are plain identifiers: nothing to escape.
-        self.buf.push(b'"');
-        self.buf.extend_from_slice(key.as_bytes());
-        self.buf.extend_from_slice(b"\":");
-        self
-    }
+/// Record a protocol error an orchestrator got (malformed call, unknown method...).
+pub(crate) fn log_error(world: &World, agent: &str, method: &str, err: &RpcError) {
+    let detail = json!({"method": method, "code": err.code, "message": err.message});
+    log(world, agent, "rpc-error", None, None, detail);
+}
 
-    #[inline]
-    pub(super) fn str(&mut self, key: &'static str, v: &str) -> &mut Self {
-        self.key(key);
-        escape(&mut self.buf, v);
-        self
-    }
+/// A detail struct as the `Value` a record holds.
+pub(crate) fn value(detail: &impl Serialize) -> Value {
+    // These structs hold strings, numbers and `Value`s only: serialising them cannot fail.
+    serde_json::to_value(detail).unwrap_or(Value::Null)
+}
 
-    /// A string, or `null`.
-    #[inline]
-    pub(super) fn opt_str(&mut self, key: &'static str, v: Option<&str>) -> &mut Self {
-        match v {
-            Some(v) => self.str(key, v),
-            None => self.null(key),
-        }
-    }
+/// How a message was taken, for its `message` entry.
+#[derive(Clone, Copy)]
+pub(crate) enum Taken<'a> {
+    /// A repeated messageId, de-duplicated: what the first one produced.
+    Duplicate { of: &'a str },
+    /// A follow-up naming its task.
+    FollowUp {
+        resumes: bool,
+        repeat_of: Option<&'a str>,
+    },
+    /// A new task or a direct reply.
+    New {
+        behavior: Option<usize>,
+        repeat_of: Option<&'a str>,
+    },
+}
 
-    #[inline]
-    pub(super) fn null(&mut self, key: &'static str) -> &mut Self {
-        self.key(key);
-        self.buf.extend_from_slice(b"null");
-        self
-    }
+/// The detail of a `message` entry: the call, the message's ids, revision and text, how it was
+/// taken, and what a plain one-text-part user message lacks to give the message back exactly
+/// (it goes into the task's history, which survives a restart), so the usual entry stays small.
+#[derive(Serialize)]
+pub(crate) struct MessageDetail<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    behavior: Option<Option<usize>>,
+    context_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duplicate_of: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    extensions: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    follow_up: Option<bool>,
+    message_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<&'a Metadata>,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parts: Option<&'a [Part]>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    reference_task_ids: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repeat_of: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resumes: Option<bool>,
+    revision: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<Role>,
+    task_id: Option<&'a str>,
+    text: &'a str,
+}
 
-    #[inline]
-    pub(super) fn bool(&mut self, key: &'static str, v: bool) -> &mut Self {
-        self.key(key);
-        self.buf
-            .extend_from_slice(if v { b"true" as &[u8] } else { b"false" });
-        self
-    }
+/// What every `message` entry of one call shares.
+pub(crate) struct MessageCall<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) msg: &'a Message,
+    pub(crate) text: &'a str,
+    pub(crate) revision: Option<&'a Value>,
+}
 
-    /// An array of strings.
-    pub(super) fn str_seq<'a>(
-        &mut self,
-        key: &'static str,
-        items: impl IntoIterator<Item = &'a str>,
-    ) -> &mut Self {
-        self.key(key);
-        self.buf.push(b'[');
-        for (i, s) in items.into_iter().enumerate() {
-            if i > 0 {
-                self.buf.push(b',');
-            }
-            escape(&mut self.buf, s);
-        }
-        self.buf.push(b']');
-        self
+impl<'a> MessageCall<'a> {
+    /// The detail of the message taken as `taken`, leading to `task_id` in `context_id`.
+    pub(crate) fn detail(
+        &self,
+        task_id: Option<&'a str>,
+        context_id: Option<&'a str>,
+        taken: Taken<'a>,
+    ) -> Value {
+        let msg = self.msg;
+        let one_plain_text =
+            matches!(&msg.parts[..], [p] if p.as_text() == Some(self.text) && p.is_bare());
+        let (behavior, repeat_of) = match taken {
+            Taken::New {
+                behavior,
+                repeat_of,
+            } => (Some(behavior), Some(repeat_of)),
+            Taken::FollowUp { repeat_of, .. } => (None, Some(repeat_of)),
+            Taken::Duplicate { .. } => (None, None),
+        };
+        value(&MessageDetail {
+            behavior,
+            context_id,
+            duplicate_of: match taken {
+                Taken::Duplicate { of } => Some(of),
+                _ => None,
+            },
+            extensions: &msg.extensions,
+            follow_up: matches!(taken, Taken::FollowUp { .. }).then_some(true),
+            message_id: &msg.message_id,
+            metadata: msg.metadata.as_ref(),
+            method: self.method,
+            parts: (!one_plain_text).then_some(&msg.parts[..]),
+            reference_task_ids: &msg.reference_task_ids,
+            repeat_of,
+            resumes: match taken {
+                Taken::FollowUp { resumes, .. } => Some(resumes),
+                _ => None,
+            },
+            revision: self.revision,
+            role: (msg.role != Role::User).then_some(msg.role),
+            task_id,
+            text: self.text,
+        })
     }
+}
 
-    /// A value, or `null`.
-    pub(super) fn opt_value(&mut self, key: &'static str, v: Option<&Value>) -> &mut Self {
-        match v {
-            Some(v) => self.ser(key, v),
-            None => self.null(key),
-        }
-    }
+/// A scripted status change (`status`); a status message's text and id when it has one.
+#[derive(Serialize)]
+pub(crate) struct StatusDetail<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) message_id: Option<&'a str>,
+    pub(crate) state: &'a str,
+}
 
-    /// Anything that serialises to the same text as its `Value` would (objects with sorted
-    /// keys: `Value`s, `Map`s, this module's wire types, numbers, sequences of those).
-    pub(super) fn ser(&mut self, key: &'static str, v: &(impl Serialize + ?Sized)) -> &mut Self {
-        self.key(key);
-        // Writing into a Vec cannot fail, and these types always serialise.
-        let _ = serde_json::to_writer(&mut self.buf, v);
-        self
-    }
+/// An artifact event (`artifact`): the rendered parts (and name, description) rebuild the
+/// artifact after a restart.
+#[derive(Serialize)]
+pub(crate) struct ArtifactDetail<'a> {
+    pub(crate) append: bool,
+    pub(crate) artifact_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) description: Option<&'a str>,
+    pub(crate) last_chunk: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) name: Option<&'a str>,
+    pub(crate) parts: &'a [Part],
+}
 
-    /// A list of parts, the bytes their `Serialize` gives, written by hand
-    /// ([`wire::json`](super::wire::json)).
-    pub(super) fn parts(&mut self, key: &'static str, parts: &[Part]) -> &mut Self {
-        self.key(key);
-        super::wire::json::parts(&mut self.buf, parts);
-        self
-    }
-
-    /// The object's text.
-    pub(super) fn finish(&mut self) -> &[u8] {
-        self.buf.push(b'}');
-        &self.buf
-    }
-
-    /// The buffer back, for reuse.
-    pub(super) fn into_buf(self) -> Vec<u8> {
-        self.buf
-    }
+/// A task's final state (`result`).
+#[derive(Serialize)]
+pub(crate) struct ResultDetail<'a> {
+    pub(crate) artifacts: Vec<&'a str>,
+    pub(crate) canary: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) message: Option<&'a str>,
+    pub(crate) outcome: &'a str,
+    pub(crate) state: &'a str,
+    pub(crate) task_id: &'a str,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn details_are_the_text_of_their_json_trees() {
-        let rev = json!({"b": [1, 2.5, null], "a": "x"});
-        let mut d = Detail::new(Vec::new());
-        d.str("a", "plain")
-            .str("b", "q\"uote \\ \n\t\u{1}\u{7f} \u{e9}\u{1F600}")
-            .opt_str("c", None)
-            .opt_str("d", Some(""))
-            .bool("e", true)
-            .bool("f", false)
-            .opt_value("g", Some(&rev))
-            .opt_value("h", None)
-            .ser("i", &[1u64, 2])
-            .null("j")
-            .str_seq("k", ["x", "\"y"])
-            .str_seq("l", []);
-        let want = json!({
-            "a": "plain",
-            "b": "q\"uote \\ \n\t\u{1}\u{7f} \u{e9}\u{1F600}",
-            "c": null,
-            "d": "",
-            "e": true,
-            "f": false,
-            "g": rev,
-            "h": null,
-            "i": [1, 2],
-            "j": null,
-            "k": ["x", "\"y"],
-            "l": [],
-        });
-        assert_eq!(d.finish(), serde_json::to_vec(&want).unwrap());
-        let mut empty = Detail::new(d.into_buf());
-        assert_eq!(empty.finish(), b"{}");
-    }
-
-    #[test]
-    fn parts_are_written_as_serde_json_writes_them() {
-        let mut md = serde_json::Map::new();
-        md.insert("z".into(), json!(1));
-        md.insert("a".into(), json!("\u{1}"));
-        let every = [
-            Part::text("hi \"there\"\n\u{7f}\u{e9}"),
-            Part::data(json!({"b": 1, "a": {"d": 2, "c": 3}}))
-                .with_filename("f.json")
-                .with_media_type("application/json")
-                .with_metadata(md),
-            Part::raw(b"bytes").with_media_type("application/octet-stream"),
-            Part::url("http://x/y").with_filename("y\\z"),
-        ];
-        for parts in [&every[..], &every[..1], &[]] {
-            let mut by_hand = Detail::new(Vec::new());
-            by_hand.parts("parts", parts);
-            let mut by_serde = Detail::new(Vec::new());
-            by_serde.ser("parts", parts);
-            assert_eq!(
-                String::from_utf8_lossy(by_hand.finish()),
-                String::from_utf8_lossy(by_serde.finish())
-            );
-        }
-    }
-
-    #[test]
-    #[cfg(debug_assertions)]
-    #[should_panic(expected = "out of order")]
-    fn keys_out_of_order_are_caught() {
-        Detail::new(Vec::new()).str("b", "").str("a", "");
+    fn a_plain_user_message_is_recorded_by_its_text_alone() {
+        let msg = Message {
+            context_id: None,
+            extensions: Vec::new(),
+            message_id: "m-1".into(),
+            metadata: None,
+            parts: vec![Part::text("go")],
+            reference_task_ids: Vec::new(),
+            role: Role::User,
+            task_id: None,
+        };
+        let call = MessageCall {
+            method: "SendMessage",
+            msg: &msg,
+            text: "go",
+            revision: None,
+        };
+        let new = Taken::New {
+            behavior: None,
+            repeat_of: None,
+        };
+        assert_eq!(
+            call.detail(Some("task-1"), Some("ctx-1"), new),
+            json!({"behavior": null, "context_id": "ctx-1", "message_id": "m-1",
+                "method": "SendMessage", "repeat_of": null, "revision": null,
+                "task_id": "task-1", "text": "go"})
+        );
+        let follow = Taken::FollowUp {
+            resumes: true,
+            repeat_of: Some("task-0"),
+        };
+        let agent = Message {
+            role: Role::Agent,
+            parts: vec![Part::text("go"), Part::url("http://u")],
+            ..msg.clone()
+        };
+        let call = MessageCall {
+            msg: &agent,
+            ..call
+        };
+        assert_eq!(
+            call.detail(Some("task-1"), None, follow),
+            json!({"context_id": null, "follow_up": true, "message_id": "m-1",
+                "method": "SendMessage", "parts": [{"text": "go"}, {"url": "http://u"}],
+                "repeat_of": "task-0", "resumes": true, "revision": null, "role": "ROLE_AGENT",
+                "task_id": "task-1", "text": "go"})
+        );
+        let dup = call.detail(None, Some("c"), Taken::Duplicate { of: "msg-2" });
+        assert_eq!(dup["duplicate_of"], "msg-2");
+        assert!(dup.get("repeat_of").is_none() && dup.get("behavior").is_none());
     }
 }

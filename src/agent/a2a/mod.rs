@@ -1,18 +1,23 @@
 //! Fake A2A 1.0 subagents: the HTTP surface of `[agents.NAME]` with `protocol = "a2a"`.
 //!
-//! An agent serves its card at `/agents/NAME/.well-known/agent-card.json` (its one JSON-RPC
-//! interface `url` is the agent's real address, [`Ctx::url`]) and the JSON-RPC 2.0 binding at
-//! `POST /agents/NAME`. This module parses the call ([`wire`]), checks the `A2A-Version`,
-//! dispatches the eleven 1.0 methods and frames the answer: one JSON body (errors included,
-//! always HTTP 200) or an SSE stream ([`stream`]). What the calls *do* lives in [`task`] (the
-//! task table and the scripted lifecycle on the scenario clock) and [`push`] (webhook configs
-//! and deliveries). Every call that fails is also a ledger entry (`rpc-error`).
+//! An agent serves its card at `/agents/NAME/.well-known/agent-card.json` ([`card`]; its one
+//! JSON-RPC interface `url` is the agent's real address, [`Ctx::url`]) and the JSON-RPC 2.0
+//! binding at `POST /agents/NAME`. This module reads the call ([`rpc`]), checks the
+//! `A2A-Version`, dispatches the eleven 1.0 methods and frames the answer: one JSON body (errors
+//! included, always HTTP 200) or an SSE stream ([`stream`]). The wire vocabulary is [`types`],
+//! [`params`] and [`errors`]; what the calls *do* lives in [`task`] (the task table and the scripted
+//! lifecycle on the scenario clock) and [`push`] (webhook configs and deliveries). Every call
+//! that fails is also a ledger entry (`rpc-error`).
 
+mod card;
 mod detail;
-pub mod push;
-pub mod stream;
-pub mod task;
-pub mod wire;
+mod errors;
+mod params;
+mod push;
+mod rpc;
+mod stream;
+mod task;
+mod types;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -20,13 +25,15 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
-use self::task::Sent;
-use self::wire::{
+use self::errors::{ErrorKind, RpcError};
+use self::params::{
     CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
-    ListTaskPushNotificationConfigsResponse, ListTasksRequest, Method, RpcError, RpcRequest,
-    RpcResponse, SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest,
-    TaskPushNotificationConfig, TaskPushNotificationConfigRef,
+    ListTaskPushNotificationConfigsResponse, ListTasksRequest, SendMessageRequest,
+    SubscribeToTaskRequest, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
 };
+use self::rpc::{Method, RpcRequest};
+use self::task::Sent;
+use self::types::{SendMessageResponse, StreamResponse};
 use super::{AgentRequest, Ctx, Reply};
 use crate::scenario::a2a::A2aAgent;
 use crate::service::Response;
@@ -42,41 +49,28 @@ pub fn restore(world: &Arc<World>) -> usize {
 /// Serve one HTTP request to an A2A agent.
 pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
     let path = req.path.trim_end_matches('/');
+    let card_path = card::AGENT_CARD_PATH;
     match (req.method.as_str(), path) {
-        ("GET", wire::AGENT_CARD_PATH) => Reply::Full(Response::json_of(
+        ("GET", card::AGENT_CARD_PATH) => Reply::Full(Response::json_of(
             200,
-            &wire::agent_card(ctx.name, &spec.description, &ctx.url()),
+            &card::agent_card(ctx.name, &spec.description, &ctx.url()),
         )),
         ("POST", "") => rpc(&ctx, spec, &req).await,
-        (m, "") | (m, wire::AGENT_CARD_PATH) => Reply::Full(Response::json(
+        (m, "") | (m, card::AGENT_CARD_PATH) => Reply::Full(Response::json(
             405,
             &json!({
-                "error": format!("{m} is not served here: GET {}{} for the agent card, POST {} for JSON-RPC", ctx.url(), wire::AGENT_CARD_PATH, ctx.url()),
+                "error": format!("{m} is not served here: GET {}{card_path} for the agent card, POST {} for JSON-RPC", ctx.url(), ctx.url()),
                 "status": 405,
             }),
         )),
         (m, p) => Reply::Full(Response::json(
             404,
             &json!({
-                "error": format!("agent \"{}\" serves no {m} {p}: GET {}{} for the agent card, POST {} for JSON-RPC", ctx.name, ctx.url(), wire::AGENT_CARD_PATH, ctx.url()),
+                "error": format!("agent \"{}\" serves no {m} {p}: GET {}{card_path} for the agent card, POST {} for JSON-RPC", ctx.name, ctx.url(), ctx.url()),
                 "status": 404,
             }),
         )),
     }
-}
-
-fn json_reply(resp: &RpcResponse) -> Reply {
-    Reply::Full(Response::json(200, &resp.to_value()))
-}
-
-fn ok(call: &RpcRequest, result: impl serde::Serialize) -> Result<Reply, RpcError> {
-    Ok(json_reply(&RpcResponse::success(call.id.clone(), result)))
-}
-
-/// [`ok`] for results whose types write their keys in sorted order ([`wire::Task`],
-/// [`SendMessageResponse`]): the same bytes, serialised straight into the body.
-fn ok_sorted(call: &RpcRequest, result: &impl serde::Serialize) -> Result<Reply, RpcError> {
-    Ok(json_body(wire::success_body(&call.id, result)))
 }
 
 /// A 200 JSON answer from its bytes.
@@ -88,26 +82,29 @@ fn json_body(body: Vec<u8>) -> Reply {
     })
 }
 
-/// The `A2A-Version` of a call: the header, else the query parameter the spec also allows
-/// (borrowed: checked on every call, copied by none).
+fn ok(call: &RpcRequest<'_>, result: &impl serde::Serialize) -> Result<Reply, RpcError> {
+    Ok(json_body(rpc::success_body(&call.id, result)))
+}
+
+/// The `A2A-Version` of a call: the header, else the query parameter the spec also allows.
 fn version(req: &AgentRequest) -> Option<Cow<'_, str>> {
-    if let Some(v) = req.headers.get(&wire::VERSION_HEADER_NAME) {
+    if let Some(v) = req.headers.get(&rpc::VERSION_HEADER_NAME) {
         return Some(String::from_utf8_lossy(v.as_bytes()));
     }
     req.query.as_deref().and_then(|q| {
         q.split('&').find_map(|pair| {
             let (k, v) = pair.split_once('=')?;
-            k.eq_ignore_ascii_case(wire::VERSION_HEADER)
+            k.eq_ignore_ascii_case(rpc::VERSION_HEADER)
                 .then_some(Cow::Borrowed(v))
         })
     })
 }
 
 /// How far a call got without waiting.
-enum Step {
+enum Step<'a> {
     Done(Reply),
     /// A blocking SendMessage whose task has not stopped yet.
-    Wait(RpcRequest, Wait),
+    Wait(RpcRequest<'a>, Wait),
 }
 
 async fn rpc(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Reply {
@@ -115,38 +112,28 @@ async fn rpc(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Reply {
     // what the wait needs (itself boxed: it is rare), so that it stays small for hyper to move.
     match rpc_now(ctx, spec, req) {
         Step::Done(reply) => reply,
-        Step::Wait(call, w) => match Box::pin(answer_when_stopped(ctx, &call, w)).await {
+        Step::Wait(call, w) => match Box::pin(answer_when_stopped(ctx, w)).await {
             Ok(reply) => reply,
-            Err(e) => error_reply(ctx, &call, e),
+            Err(e) => error_reply(ctx, &call.id, &call.method, e),
         },
     }
 }
 
 /// A failed call's answer, recorded.
-fn error_reply(ctx: &Ctx<'_>, call: &RpcRequest, e: RpcError) -> Reply {
-    task::log_error(&ctx.world, ctx.name, &call.method, &e);
-    json_reply(&RpcResponse::error(call.id.clone(), e))
+fn error_reply(ctx: &Ctx<'_>, id: &rpc::RpcId, method: &str, e: RpcError) -> Reply {
+    task::log_error(&ctx.world, ctx.name, method, &e);
+    json_body(rpc::error_body(id, &e))
 }
 
-fn rpc_now(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Step {
-    // The common call (SendMessage) is decoded in one pass; everything else, and anything odd
-    // about it, takes the general route, which also words the errors.
-    let (call, sent) = match wire::parse_send(&req.body) {
-        Some((call, params)) => (call, Some(params)),
-        None => match wire::parse_request(&req.body) {
-            Ok(call) => (call, None),
-            Err(resp) => {
-                if let wire::RpcOutcome::Error(e) = &resp.outcome {
-                    task::log_error(&ctx.world, ctx.name, "", e);
-                }
-                return Step::Done(json_reply(&resp));
-            }
-        },
+fn rpc_now<'a>(ctx: &Ctx<'_>, spec: &A2aAgent, req: &'a AgentRequest) -> Step<'a> {
+    let call = match rpc::parse_request(&req.body) {
+        Ok(call) => call,
+        Err((id, e)) => return Step::Done(error_reply(ctx, &id, "", e)),
     };
     let answered = match method(spec, req, &call) {
         Err(e) => Err(e),
         Ok(m @ (Method::SendMessage | Method::SendStreamingMessage)) => {
-            match send(ctx, spec, &call, sent, m == Method::SendStreamingMessage) {
+            match send(ctx, spec, &call, m == Method::SendStreamingMessage) {
                 Ok(Sending::Done(reply)) => Ok(reply),
                 Ok(Sending::Wait(w)) => return Step::Wait(call, w),
                 Err(e) => Err(e),
@@ -156,16 +143,16 @@ fn rpc_now(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Step {
     };
     Step::Done(match answered {
         Ok(reply) => reply,
-        Err(e) => error_reply(ctx, &call, e),
+        Err(e) => error_reply(ctx, &call.id, &call.method, e),
     })
 }
 
 /// The call's method, once its version is accepted.
-fn method(spec: &A2aAgent, req: &AgentRequest, call: &RpcRequest) -> Result<Method, RpcError> {
+fn method(spec: &A2aAgent, req: &AgentRequest, call: &RpcRequest<'_>) -> Result<Method, RpcError> {
     // Lenient by default: a missing header (0.3 per the spec) is accepted, because hand-written
     // calls rarely send it; `strict_version` refuses it as a 1.0-only server would.
     match version(req) {
-        Some(v) if !wire::version_supported(Some(&v)) => {
+        Some(v) if !rpc::version_supported(Some(&v)) => {
             return Err(RpcError::version_not_supported(&v))
         }
         None if spec.strict_version => return Err(RpcError::version_not_supported("")),
@@ -178,7 +165,7 @@ fn method(spec: &A2aAgent, req: &AgentRequest, call: &RpcRequest) -> Result<Meth
 fn dispatch(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
-    call: &RpcRequest,
+    call: &RpcRequest<'_>,
     method: Method,
 ) -> Result<Reply, RpcError> {
     match method {
@@ -188,7 +175,7 @@ fn dispatch(
         Method::GetTask => {
             let p: GetTaskRequest = call.params()?;
             task::log_read(ctx, "get-task", Some(&p.id), json!({"task_id": p.id}));
-            ok_sorted(call, &task::get(ctx, &p.id, p.history_length)?)
+            ok(call, &task::get(ctx, &p.id, p.history_length)?)
         }
         Method::ListTasks => {
             let p: ListTasksRequest = call.params()?;
@@ -199,11 +186,11 @@ fn dispatch(
                 None,
                 json!({"context_id": p.context_id, "returned": page.tasks.len(), "total": page.total_size}),
             );
-            ok(call, page)
+            ok(call, &page)
         }
         Method::CancelTask => {
             let p: CancelTaskRequest = call.params()?;
-            ok(call, task::cancel(ctx, &p.id)?)
+            ok(call, &task::cancel(ctx, &p.id)?)
         }
         Method::SubscribeToTask => {
             let p: SubscribeToTaskRequest = call.params()?;
@@ -211,7 +198,7 @@ fn dispatch(
             Ok(stream::open(
                 ctx.world.clone(),
                 call.id.clone(),
-                vec![StreamResponse::Task(snapshot)],
+                StreamResponse::Task(snapshot),
                 Some(events),
             ))
         }
@@ -221,7 +208,7 @@ fn dispatch(
                 return Err(RpcError::invalid_params("taskId is required"));
             };
             let cfg = push::check(spec, p)?;
-            ok(call, task::add_push(ctx, spec, &task_id, cfg)?)
+            ok(call, &task::add_push(ctx, spec, &task_id, cfg)?)
         }
         Method::GetTaskPushNotificationConfig => {
             let p: TaskPushNotificationConfigRef = call.params()?;
@@ -232,20 +219,18 @@ fn dispatch(
                     .map(|t| t.config.clone())
                     .ok_or_else(|| unknown_config(&p.task_id, &p.id))
             })?;
-            ok(call, cfg)
+            ok(call, &cfg)
         }
         Method::ListTaskPushNotificationConfigs => {
             let p: ListTaskPushNotificationConfigsRequest = call.params()?;
             let configs = task::with_push(ctx, &p.task_id, |targets, _| {
                 Ok(targets.iter().map(|t| t.config.clone()).collect())
             })?;
-            ok(
-                call,
-                ListTaskPushNotificationConfigsResponse {
-                    configs,
-                    next_page_token: String::new(),
-                },
-            )
+            let page = ListTaskPushNotificationConfigsResponse {
+                configs,
+                next_page_token: String::new(),
+            };
+            ok(call, &page)
         }
         Method::DeleteTaskPushNotificationConfig => {
             let p: TaskPushNotificationConfigRef = call.params()?;
@@ -256,7 +241,7 @@ fn dispatch(
                     Err(unknown_config(&p.task_id, &p.id))
                 }
             })?;
-            ok(call, Value::Null)
+            ok(call, &Value::Null)
         }
         Method::GetExtendedAgentCard => Err(RpcError::extended_agent_card_not_configured()),
     }
@@ -265,13 +250,11 @@ fn dispatch(
 /// An unknown config id is -32001, as the reference server answers.
 fn unknown_config(task_id: &str, id: &str) -> RpcError {
     RpcError::new(
-        wire::ErrorKind::TaskNotFound,
+        ErrorKind::TaskNotFound,
         format!("Push notification config {id} not found for task {task_id}"),
     )
 }
 
-/// SendMessage (blocking or `returnImmediately`) and SendStreamingMessage; `sent` are the
-/// params when [`wire::parse_send`] already decoded them.
 /// How far [`send`] got without waiting.
 enum Sending {
     Done(Reply),
@@ -280,73 +263,51 @@ enum Sending {
 }
 
 struct Wait {
+    id: rpc::RpcId,
     task_id: String,
     events: broadcast::Receiver<StreamResponse>,
     history_length: Option<i32>,
 }
 
 /// A blocking call's answer once its task stops (terminal or interrupted).
-async fn answer_when_stopped(ctx: &Ctx<'_>, call: &RpcRequest, w: Wait) -> Result<Reply, RpcError> {
+async fn answer_when_stopped(ctx: &Ctx<'_>, w: Wait) -> Result<Reply, RpcError> {
     wait_until_stopped(&ctx.world, &w.task_id, w.events).await?;
     let task = task::snapshot(&ctx.world, &w.task_id)
         .ok_or_else(|| RpcError::internal("the task disappeared"))?;
-    Ok(json_body(
-        wire::TaskResult {
-            task: &task,
-            history_length: w.history_length,
-        }
-        .body(&call.id),
-    ))
+    let result = SendMessageResponse::Task(task.with_history_length(w.history_length));
+    Ok(json_body(rpc::success_body(&w.id, &result)))
 }
 
+/// SendMessage (blocking, or `returnImmediately`) and SendStreamingMessage.
 fn send(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
-    call: &RpcRequest,
-    sent: Option<SendMessageRequest>,
+    call: &RpcRequest<'_>,
     streaming: bool,
 ) -> Result<Sending, RpcError> {
-    let p: SendMessageRequest = match sent {
-        Some(p) => p,
-        None => call.params()?,
-    };
+    let p: SendMessageRequest = call.params()?;
     let history_length = p.history_length();
-    // Blocking: answer once the task is terminal or interrupted. The steps due at once run
-    // first, so a task that finishes at once is answered without waiting.
-    let answer = |task: &wire::Task| {
-        wire::TaskResult {
-            task,
-            history_length,
-        }
-        .body(&call.id)
-    };
     // What the answer needs from the task as `task::send` leaves it: a stream, its snapshot and
-    // every later event; a non-blocking call, the snapshot; a blocking one, the answer made
-    // once the due part of the script has run, under the same hold of the task's lock.
+    // every later event; a non-blocking call, the snapshot; a blocking one, the task once the
+    // due part of the script has run, if it has stopped by then.
     let want = if streaming {
         task::Want::Stream
     } else if p.return_immediately() {
         task::Want::Snapshot
     } else {
-        task::Want::Answer(&answer)
+        task::Want::Blocking
     };
-    // Given away: a new task keeps the message in its history.
+    let open = |first| stream::open(ctx.world.clone(), call.id.clone(), first, None);
     let reply = match task::send(ctx, spec, &call.method, p, want)? {
-        Sent::Message(m) => {
-            if streaming {
-                stream::open(
-                    ctx.world.clone(),
-                    call.id.clone(),
-                    vec![StreamResponse::Message(m)],
-                    None,
-                )
-            } else {
-                ok_sorted(call, &SendMessageResponse::Message(m))?
-            }
-        }
-        Sent::Looked(Ok(body)) => json_body(body),
-        Sent::Looked(Err((task_id, events))) => {
+        Sent::Message(m) if streaming => open(StreamResponse::Message(m)),
+        Sent::Message(m) => ok(call, &SendMessageResponse::Message(m))?,
+        Sent::Stopped(task) => ok(
+            call,
+            &SendMessageResponse::Task(task.with_history_length(history_length)),
+        )?,
+        Sent::Running(task_id, events) => {
             return Ok(Sending::Wait(Wait {
+                id: call.id.clone(),
                 task_id,
                 events,
                 history_length,
@@ -362,17 +323,11 @@ fn send(
                 task::start(&ctx.world, &id);
             }
             if streaming {
-                stream::open(
-                    ctx.world.clone(),
-                    call.id.clone(),
-                    vec![StreamResponse::Task(*snapshot)],
-                    events,
-                )
+                let first = StreamResponse::Task(*snapshot);
+                stream::open(ctx.world.clone(), call.id.clone(), first, events)
             } else {
-                ok_sorted(
-                    call,
-                    &SendMessageResponse::Task(snapshot.with_history_length(history_length)),
-                )?
+                let task = snapshot.with_history_length(history_length);
+                ok(call, &SendMessageResponse::Task(task))?
             }
         }
     };

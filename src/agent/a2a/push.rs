@@ -19,8 +19,11 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::task::{arm, log};
-use super::wire::{self, RpcError, StreamResponse, TaskPushNotificationConfig};
+use super::detail::log;
+use super::errors::RpcError;
+use super::params::TaskPushNotificationConfig;
+use super::task::arm;
+use super::types::StreamResponse;
 use crate::scenario::a2a::{A2aAgent, PushPolicy};
 use crate::world::World;
 
@@ -29,8 +32,8 @@ use crate::world::World;
 const POST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One registered webhook of a task.
-pub(super) struct PushTarget {
-    pub(super) config: TaskPushNotificationConfig,
+pub(crate) struct PushTarget {
+    pub(crate) config: TaskPushNotificationConfig,
     policy: PushPolicy,
     agent: String,
     task_id: String,
@@ -44,59 +47,37 @@ struct Delivery {
     body: Vec<u8>,
 }
 
-/// Where a webhook URL points.
-#[derive(Debug, PartialEq)]
-struct Url {
-    /// For connecting: an IPv6 literal without brackets.
-    host: String,
-    port: u16,
-    /// Path and query.
-    path: String,
-    /// The `Host` header.
-    authority: String,
-}
-
-fn parse_url(url: &str) -> Result<Url, String> {
-    let Some(rest) = url.strip_prefix("http://") else {
+/// The host a webhook URL names, for the loopback check (an IPv6 literal without its
+/// brackets): plain `http://`, with a host and no credentials.
+fn webhook_host(url: &str) -> Result<String, String> {
+    if !url.starts_with("http://") {
         return Err(format!(
             "push url \"{url}\": doubleagent delivers push notifications over plain http:// only"
         ));
-    };
-    let split = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(split);
-    let path = if path.is_empty() {
-        "/".to_string()
-    } else if path.starts_with('?') {
-        format!("/{path}")
-    } else {
-        path.to_string()
-    };
-    if authority.is_empty() || authority.contains('@') {
+    }
+    let uri: hyper::Uri = url
+        .parse()
+        .map_err(|e| format!("push url \"{url}\": {e}"))?;
+    let authority = uri.authority().map_or("", |a| a.as_str());
+    // No host reads as an empty one, refused just below.
+    let host = uri.host().unwrap_or_default();
+    if host.is_empty() || authority.contains('@') {
         return Err(format!("push url \"{url}\" has no usable host"));
     }
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, after) = v6
-            .split_once(']')
-            .ok_or_else(|| format!("push url \"{url}\": unclosed IPv6 literal"))?;
-        (h.to_string(), after.strip_prefix(':'))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (authority.to_string(), None),
-        }
-    };
-    let port = match port {
-        None => 80,
-        Some(p) => p
-            .parse()
-            .map_err(|_| format!("push url \"{url}\": bad port \"{p}\""))?,
-    };
-    Ok(Url {
-        host,
-        port,
-        path,
-        authority: authority.to_string(),
-    })
+    // What follows the host can only be its port (no credentials, checked above).
+    let port = authority.get(host.len()..).unwrap_or_default();
+    if !port.is_empty()
+        && port
+            .strip_prefix(':')
+            .and_then(|p| p.parse::<u16>().ok())
+            .is_none()
+    {
+        return Err(format!("push url \"{url}\": bad port \"{port}\""));
+    }
+    Ok(host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string())
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -105,27 +86,25 @@ fn is_loopback(host: &str) -> bool {
 }
 
 /// Accept a config only if doubleagent may deliver to it: -32602 otherwise.
-pub(super) fn check(
+pub(crate) fn check(
     spec: &A2aAgent,
     cfg: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig, RpcError> {
-    let url = parse_url(&cfg.url).map_err(RpcError::invalid_params)?;
-    let allowed = is_loopback(&url.host)
-        || spec
-            .push_hosts
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(&url.host));
-    if !allowed {
+    let host = webhook_host(&cfg.url).map_err(RpcError::invalid_params)?;
+    let listed = spec
+        .push_hosts
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(&host));
+    if !is_loopback(&host) && !listed {
         return Err(RpcError::invalid_params(format!(
-            "push url host \"{}\" is not loopback; the scenario must list it in the agent's `push_hosts`",
-            url.host
+            "push url host \"{host}\" is not loopback; the scenario must list it in the agent's `push_hosts`"
         )));
     }
     Ok(cfg)
 }
 
 /// Register a checked config on a task (replacing one with the same id) and start its poster.
-pub(super) fn add(
+pub(crate) fn add(
     world: &Arc<World>,
     policy: PushPolicy,
     agent: &str,
@@ -160,7 +139,7 @@ pub(super) fn add(
 
 /// A registered target for a normalized config, without a ledger entry (also used to restore
 /// one after a restart). `live`: start its poster; a task that can send nothing more needs none.
-pub(super) fn target(
+pub(crate) fn target(
     world: &Arc<World>,
     policy: PushPolicy,
     agent: &str,
@@ -191,7 +170,7 @@ pub(super) fn target(
 }
 
 /// Remove a config; its queued deliveries still go out (they were already due to).
-pub(super) fn remove(world: &World, targets: &mut Vec<PushTarget>, id: &str) -> bool {
+pub(crate) fn remove(world: &World, targets: &mut Vec<PushTarget>, id: &str) -> bool {
     let Some(i) = targets
         .iter()
         .position(|t| t.config.id.as_deref() == Some(id))
@@ -222,11 +201,13 @@ fn event_kind(ev: &StreamResponse) -> (&'static str, Option<&'static str>) {
 /// Queue `ev` for every target: `delay` from now on the scenario clock, `1 + duplicates` copies.
 /// Each copy's sleeper is registered before this returns (see `task::arm`), so on a manual
 /// clock the attempts happen at their own instants, in order.
-pub(super) fn enqueue(world: &Arc<World>, targets: &[PushTarget], ev: &StreamResponse) {
+pub(crate) fn enqueue(world: &Arc<World>, targets: &[PushTarget], ev: &StreamResponse) {
     if targets.is_empty() {
         return;
     }
-    let body = serde_json::to_vec(&wire::push_body(ev)).unwrap_or_default();
+    // The bare StreamResponse, no JSON-RPC envelope, as the reference sender posts it. Writing
+    // into a Vec cannot fail, and these types always serialise.
+    let body = serde_json::to_vec(ev).unwrap_or_default();
     let (kind, state) = event_kind(ev);
     let due = world.clock.now();
     for t in targets {
@@ -259,6 +240,7 @@ pub(super) fn enqueue(world: &Arc<World>, targets: &[PushTarget], ev: &StreamRes
                     revision.as_ref(),
                     detail,
                 );
+                // The poster ends only when the world closes: then nothing is delivered anyway.
                 let _ = poster.send(Delivery { attempt_seq, body });
                 drop(tick);
             });
@@ -317,21 +299,18 @@ mod tests {
 
     #[test]
     fn webhook_urls_parse_and_only_loopback_is_allowed_by_default() {
-        let u = parse_url("http://127.0.0.1:8080/hook?x=1").unwrap();
-        assert_eq!(
-            u,
-            Url {
-                host: "127.0.0.1".into(),
-                port: 8080,
-                path: "/hook?x=1".into(),
-                authority: "127.0.0.1:8080".into()
-            }
-        );
-        let v6 = parse_url("http://[::1]:9/").unwrap();
-        assert_eq!((v6.host.as_str(), v6.port), ("::1", 9));
-        assert_eq!(parse_url("http://localhost").unwrap().path, "/");
-        assert!(parse_url("https://127.0.0.1/").is_err());
-        assert!(parse_url("http://u:p@127.0.0.1/").is_err());
+        let host = |url| webhook_host(url);
+        assert_eq!(host("http://127.0.0.1:8080/hook?x=1").unwrap(), "127.0.0.1");
+        assert_eq!(host("http://[::1]:9/").unwrap(), "::1");
+        assert_eq!(host("http://localhost").unwrap(), "localhost");
+        for bad in [
+            "https://127.0.0.1/",
+            "http://u:p@127.0.0.1/",
+            "http://",
+            "http://h:x/",
+        ] {
+            assert!(host(bad).is_err(), "{bad}");
+        }
         assert!(is_loopback("127.0.0.2") && is_loopback("::1") && is_loopback("LOCALHOST"));
         assert!(!is_loopback("10.0.0.1") && !is_loopback("example.com"));
     }

@@ -1,10 +1,11 @@
 //! Server-sent event streams: SendStreamingMessage and SubscribeToTask.
 //!
-//! A stream starts with the events its call owes up front (the Task snapshot, or the direct
+//! A stream starts with the event its call owes up front (the Task snapshot, or the direct
 //! Message) and then forwards the task's broadcast events as the scenario clock produces them,
-//! each framed as one JSON-RPC response echoing the call's id. It closes itself after a
-//! terminal or interrupted state, because the a2a-sdk client never ends a task stream on its
-//! own; it also ends when the world closes or the client goes away.
+//! each framed as one JSON-RPC response echoing the call's id, in one `data:` line (compact JSON
+//! never holds a raw newline) with CRLF line endings, as the reference server sends them. It
+//! closes itself after a terminal or interrupted state, because the a2a-sdk client never ends a
+//! task stream on its own; it also ends when the world closes or the client goes away.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +13,9 @@ use std::time::Duration;
 use hyper::body::Bytes;
 use tokio::sync::{broadcast, mpsc};
 
-use super::wire::{self, RpcError, RpcId, RpcResponse, StreamResponse};
+use super::errors::RpcError;
+use super::rpc::{self, RpcId};
+use super::types::StreamResponse;
 use crate::agent::Reply;
 use crate::world::World;
 
@@ -21,7 +24,11 @@ use crate::world::World;
 /// time however the scenario clock moves, and the comments are invisible to the protocol.
 const PING_EVERY: Duration = Duration::from_secs(2);
 
-/// The response headers of an SSE reply, as the a2a-sdk server sends them.
+/// A comment line: sse-starlette sends one every 15 s; clients skip it, proxies see traffic.
+const SSE_PING: &str = ": ping\r\n\r\n";
+
+/// The response headers of an SSE reply, as the a2a-sdk server sends them (the client only
+/// checks that the content type holds `text/event-stream`).
 fn headers() -> Vec<crate::idempotency::Header> {
     vec![
         (
@@ -34,10 +41,10 @@ fn headers() -> Vec<crate::idempotency::Header> {
 }
 
 /// Open a stream: `first` goes out at once, then whatever `events` brings.
-pub(super) fn open(
+pub(crate) fn open(
     world: Arc<World>,
     id: RpcId,
-    first: Vec<StreamResponse>,
+    first: StreamResponse,
     events: Option<broadcast::Receiver<StreamResponse>>,
 ) -> Reply {
     let (tx, rx) = mpsc::channel::<Bytes>(64);
@@ -49,21 +56,32 @@ pub(super) fn open(
     }
 }
 
+/// One SSE event: the stream event as the JSON-RPC response to the call `id`.
 fn frame(id: &RpcId, ev: &StreamResponse) -> Bytes {
-    Bytes::from(wire::sse_frame(&wire::stream_event(id, ev)))
+    let mut out = b"data: ".to_vec();
+    rpc::write_success(&mut out, id, ev);
+    out.extend_from_slice(b"\r\n\r\n");
+    Bytes::from(out)
+}
+
+/// An error in the middle of a stream: `event: error` so the client raises the mapped
+/// exception. (An error before the first event is a plain JSON answer instead.)
+fn error_frame(id: &RpcId, e: &RpcError) -> Bytes {
+    let mut out = b"event: error\r\ndata: ".to_vec();
+    rpc::write_error(&mut out, id, e);
+    out.extend_from_slice(b"\r\n\r\n");
+    Bytes::from(out)
 }
 
 async fn pump(
     world: Arc<World>,
     id: RpcId,
-    first: Vec<StreamResponse>,
+    first: StreamResponse,
     events: Option<broadcast::Receiver<StreamResponse>>,
     tx: mpsc::Sender<Bytes>,
 ) {
-    for ev in &first {
-        if tx.send(frame(&id, ev)).await.is_err() || ev.ends_stream() {
-            return;
-        }
+    if tx.send(frame(&id, &first)).await.is_err() || first.ends_stream() {
+        return;
     }
     let Some(mut events) = events else { return };
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
@@ -76,22 +94,58 @@ async fn pump(
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => {
-                    let err = RpcResponse::error(
-                        id.clone(),
-                        RpcError::internal(format!("the stream fell {n} events behind; subscribe again")),
-                    );
-                    let _ = tx.send(Bytes::from(wire::sse_error_frame(&err.to_value()))).await;
+                    let e = RpcError::internal(format!("the stream fell {n} events behind; subscribe again"));
+                    // The client may be gone already: the stream ends either way.
+                    let _ = tx.send(error_frame(&id, &e)).await;
                     return;
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             },
             _ = ping.tick() => {
-                if tx.send(Bytes::from_static(wire::SSE_PING.as_bytes())).await.is_err() {
+                if tx.send(Bytes::from_static(SSE_PING.as_bytes())).await.is_err() {
                     return;
                 }
             }
             _ = world.clock.closed() => return,
             _ = tx.closed() => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::a2a::types::{TaskState, TaskStatus, TaskStatusUpdateEvent};
+    use serde_json::{json, Value};
+
+    #[test]
+    fn frames_are_single_data_lines_with_crlf() {
+        let ev = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus::new(TaskState::Working, "2026-01-01T00:00:00.000Z"),
+            metadata: None,
+        });
+        let frame = frame(&RpcId::from(5), &ev);
+        let text = std::str::from_utf8(&frame).unwrap();
+        assert!(text.starts_with("data: {") && text.ends_with("}\r\n\r\n"));
+        assert_eq!(text.matches('\n').count(), 2);
+        let data = text.strip_prefix("data: ").unwrap().trim_end();
+        // Keys sorted, as the frames have always had them.
+        assert_eq!(
+            data,
+            r#"{"id":5,"jsonrpc":"2.0","result":{"statusUpdate":{"contextId":"c","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-01-01T00:00:00.000Z"},"taskId":"t"}}}"#
+        );
+
+        let err = error_frame(&RpcId::from(5), &RpcError::internal("a\nb"));
+        let text = std::str::from_utf8(&err).unwrap();
+        assert!(text.starts_with("event: error\r\ndata: {") && text.ends_with("}\r\n\r\n"));
+        assert_eq!(
+            text.matches('\n').count(),
+            3,
+            "newlines in strings are escaped"
+        );
+        let data: Value = serde_json::from_str(text.split("data: ").nth(1).unwrap()).unwrap();
+        assert_eq!(data["error"]["code"], json!(-32603));
     }
 }

@@ -22,17 +22,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Map, Value};
 
-use super::super::push;
-use super::super::wire::{
-    AuthenticationInfo, Message, Part, Role, Task, TaskPushNotificationConfig, TaskState,
-    TaskStatus,
-};
-use super::{
-    canary, lock_entry, merge_artifact, revision_meta, tasks, Entry, Seen, Table, Token,
-    STREAM_BUFFER,
-};
+use super::render::canary;
+use super::run::merge_artifact;
+use super::table::{Seen, Table};
+use super::{lock_entry, revision_meta, tasks, Entry};
+use crate::agent::a2a::params::{AuthenticationInfo, TaskPushNotificationConfig};
+use crate::agent::a2a::push;
+use crate::agent::a2a::types::{Artifact, Message, Part, Role, Task, TaskState, TaskStatus};
 use crate::ledger::{Disposition, Record};
-use crate::scenario::a2a::{A2aAgent, CancelPolicy};
+use crate::scenario::a2a::{A2aAgent, CancelPolicy, STREAM_BUFFER};
 use crate::scenario::AgentSpec;
 use crate::world::World;
 
@@ -160,6 +158,8 @@ struct Rebuild<'a> {
     configs: HashMap<String, Vec<TaskPushNotificationConfig>>,
 }
 
+// The details read here are the ones `detail` wrote (the journal's own lines, not network
+// data): a key missing or of another shape reads as absent or empty, as when it was written.
 fn str_of<'v>(d: &'v Value, k: &str) -> Option<&'v str> {
     d.get(k).and_then(Value::as_str)
 }
@@ -177,11 +177,11 @@ fn order_as_handed_out(table: &mut Table) {
     let mut ids: Vec<(Option<u64>, u64, String)> = table
         .tasks
         .iter()
-        .map(|(id, s)| (number(&id), s.created, id))
+        .map(|(id, s)| (number(id), s.created, id.clone()))
         .collect();
     ids.sort_unstable_by_key(|&(n, created, _)| (n.is_none(), n, created));
     for (i, (_, _, id)) in ids.into_iter().enumerate() {
-        if let Some(slot) = table.tasks.key(&id).and_then(|k| table.tasks.get_mut(k)) {
+        if let Some(slot) = table.tasks.get_mut(&id) {
             slot.created = i as u64;
         }
     }
@@ -257,7 +257,7 @@ impl Rebuild<'_> {
             }
             "artifact" => {
                 if let Some(mut e) = self.task(r) {
-                    let artifact = super::super::wire::Artifact {
+                    let artifact = Artifact {
                         artifact_id: str_of(d, "artifact_id").unwrap_or_default().to_string(),
                         name: str_of(d, "name").map(str::to_string),
                         description: str_of(d, "description").map(str::to_string),
@@ -291,8 +291,8 @@ impl Rebuild<'_> {
                 if let (Some(mut e), Some(c)) = (self.task(r), str_of(d, "canary")) {
                     // The token the task was given, as computed (a token of another shape,
                     // which doubleagent never issues, leaves that one).
-                    if let Some(c) = Token::parse(c) {
-                        e.canary = c;
+                    if c.len() == "cny-".len() + 16 {
+                        e.canary = c.to_string();
                     }
                     e.canary_issued = true;
                 }
@@ -347,9 +347,9 @@ impl Rebuild<'_> {
                 e.text = text;
             }
         }
-        if let Some(key) = self.table.tasks.key(&task_id) {
+        if self.table.tasks.contains_key(&task_id) {
             self.table
-                .note_seen(&r.service, &message_id, None, false, || Seen::Task(key));
+                .note_seen(&r.service, &message_id, false, || Seen::Task(task_id));
         }
     }
 
@@ -401,10 +401,10 @@ impl Rebuild<'_> {
             capacity: STREAM_BUFFER,
             push: Vec::new(),
         };
-        let key = self.table.insert(&task_id, Arc::new(Mutex::new(entry)));
+        self.table.insert(&task_id, Arc::new(Mutex::new(entry)));
         if let Some(m) = first_message {
             self.table
-                .note_seen(&r.service, &m, None, false, || Seen::Task(key));
+                .note_seen(&r.service, &m, false, || Seen::Task(task_id));
         }
     }
 
@@ -420,10 +420,9 @@ impl Rebuild<'_> {
         let mut reply = Message::agent(reply_id, parse(d.get("parts")).unwrap_or_default());
         reply.context_id = str_of(d, "context_id").map(str::to_string);
         reply.metadata = revision_meta(&spec.revision_key, r.revision.as_ref());
-        self.table
-            .note_seen(&r.service, in_reply_to, None, true, || {
-                Seen::Message(Box::new(reply))
-            });
+        self.table.note_seen(&r.service, in_reply_to, true, || {
+            Seen::Message(Box::new(reply))
+        });
     }
 }
 

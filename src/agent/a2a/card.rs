@@ -1,0 +1,182 @@
+//! The agent card served at `/agents/NAME/.well-known/agent-card.json`: what a 1.0 client reads
+//! to find the agent's one JSON-RPC interface and its capabilities. Written in field order (no
+//! test or client reads its keys' order).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::rpc::PROTOCOL_VERSION;
+
+/// Relative to the agent's base URL (`/agents/NAME` in doubleagent).
+pub(crate) const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
+/// The only binding doubleagent serves; the client matches it literally.
+pub(crate) const PROTOCOL_BINDING_JSONRPC: &str = "JSONRPC";
+
+/// The fields the 1.0 client needs. In 1.0 there is no top-level `url`: a legacy `url`,
+/// `preferredTransport` or `protocolVersion` makes the Python client build a 0.3 interface and
+/// switch to `message/send`, so they must never appear.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AgentCard {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    /// The client takes the first interface whose binding it speaks (preferring
+    /// `protocolVersion` 1.0) and sends every call to its `url`, so this carries the real
+    /// bound host:port.
+    pub(crate) supported_interfaces: Vec<AgentInterface>,
+    pub(crate) version: String,
+    pub(crate) capabilities: AgentCapabilities,
+    pub(crate) default_input_modes: Vec<String>,
+    pub(crate) default_output_modes: Vec<String>,
+    pub(crate) skills: Vec<AgentSkill>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) provider: Option<AgentProvider>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) documentation_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) icon_url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AgentInterface {
+    pub(crate) url: String,
+    pub(crate) protocol_binding: String,
+    pub(crate) protocol_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tenant: Option<String>,
+}
+
+/// Undeclared capabilities are skipped by the conformance kit and refused by clients
+/// (`subscribe` raises without `streaming`), so declare exactly what is served.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AgentCapabilities {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) streaming: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) push_notifications: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) extended_agent_card: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) extensions: Vec<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AgentSkill {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) examples: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) input_modes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) output_modes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AgentProvider {
+    pub(crate) url: String,
+    pub(crate) organization: String,
+}
+
+/// The card for a scripted agent whose JSON-RPC endpoint is `url` (e.g.
+/// `http://127.0.0.1:PORT/agents/NAME`): one JSON-RPC 1.0 interface, streaming and push on,
+/// one skill named after the agent (skills and their tags are required fields).
+pub(crate) fn agent_card(name: &str, description: &str, url: &str) -> AgentCard {
+    let modes = vec!["text/plain".to_owned(), "application/json".to_owned()];
+    AgentCard {
+        name: name.into(),
+        description: description.into(),
+        supported_interfaces: vec![AgentInterface {
+            url: url.into(),
+            protocol_binding: PROTOCOL_BINDING_JSONRPC.into(),
+            protocol_version: PROTOCOL_VERSION.into(),
+            tenant: None,
+        }],
+        // The agent's own version, not the protocol's: the fake's build is the honest answer.
+        version: env!("CARGO_PKG_VERSION").into(),
+        capabilities: AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(true),
+            extended_agent_card: None,
+            extensions: Vec::new(),
+        },
+        default_input_modes: modes.clone(),
+        default_output_modes: modes,
+        skills: vec![AgentSkill {
+            id: name.into(),
+            name: name.into(),
+            description: description.into(),
+            tags: vec!["doubleagent".into()],
+            examples: Vec::new(),
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+        }],
+        provider: None,
+        documentation_url: None,
+        icon_url: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn agent_card_has_the_fields_the_client_requires() {
+        // The card the reference server emitted (reference §2).
+        let reference = json!({"name":"fake","description":"d","supportedInterfaces":[{"url":"http://127.0.0.1:8765/",
+            "protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"version":"0.1.0","capabilities":{"streaming":true},
+            "defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
+            "skills":[{"id":"echo","name":"Echo","description":"echo","tags":["t"]}]});
+        let card: AgentCard = serde_json::from_value(reference.clone()).unwrap();
+        assert_eq!(serde_json::to_value(card).unwrap(), reference);
+
+        let card = serde_json::to_value(agent_card(
+            "researcher",
+            "does research",
+            "http://127.0.0.1:7070/agents/researcher",
+        ))
+        .unwrap();
+        for field in [
+            "name",
+            "description",
+            "supportedInterfaces",
+            "version",
+            "capabilities",
+            "defaultInputModes",
+            "defaultOutputModes",
+            "skills",
+        ] {
+            assert!(card.get(field).is_some(), "{field}");
+        }
+        for legacy in [
+            "url",
+            "preferredTransport",
+            "protocolVersion",
+            "additionalInterfaces",
+        ] {
+            assert!(
+                card.get(legacy).is_none(),
+                "{legacy} would switch the client to 0.3"
+            );
+        }
+        assert_eq!(
+            card["supportedInterfaces"],
+            json!([{"url": "http://127.0.0.1:7070/agents/researcher",
+            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}])
+        );
+        assert_eq!(
+            card["capabilities"],
+            json!({"streaming": true, "pushNotifications": true})
+        );
+        assert!(!card["skills"][0]["tags"].as_array().unwrap().is_empty());
+        assert!(!serde_json::to_string(&card).unwrap().contains("null"));
+    }
+}

@@ -1,0 +1,446 @@
+//! The JSON-RPC 2.0 binding of A2A 1.0: the version header, the eleven method names, reading a
+//! call's envelope (its params stay raw until the method is known) and writing the answer.
+//!
+//! A call is checked in the order the reference server checks it: JSON (-32700), envelope
+//! (-32600), then the caller checks the method (-32601) and decodes the params (-32602). Every
+//! answer, errors included, is one JSON-RPC response with HTTP 200.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::errors::RpcError;
+
+/// Protocol version put in agent cards; the client negotiates on `Major.Minor` only.
+pub(crate) const PROTOCOL_VERSION: &str = "1.0";
+/// Header every 1.0 client sends on each call (and on the card GET). The spec reads a missing
+/// header as 0.3; the reference server then answers -32009.
+pub(crate) const VERSION_HEADER: &str = "A2A-Version";
+/// [`VERSION_HEADER`] as a parsed name, for look-ups.
+pub(crate) static VERSION_HEADER_NAME: hyper::header::HeaderName =
+    hyper::header::HeaderName::from_static("a2a-version");
+
+/// Whether an `A2A-Version` value (the header, or the query parameter of that name the spec also
+/// allows) is one this server speaks: any `1.x`, as the reference server accepts. Missing or empty
+/// means 0.3 (SPEC §3.6), so it is *not* supported; whether to refuse it (-32009) or be lenient is
+/// the caller's policy, since hand-written curl calls rarely send the header.
+pub(crate) fn version_supported(value: Option<&str>) -> bool {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return false;
+    };
+    let mut parts = v.split('.');
+    let major = parts.next().and_then(|m| m.parse::<u64>().ok());
+    let rest_ok = parts.all(|p| p.parse::<u64>().is_ok());
+    major == Some(1) && rest_ok
+}
+
+/// The 1.0 JSON-RPC method names. The 0.3 names (`message/send`, `tasks/get`, …) are not
+/// accepted: a 1.0-only server answers them with -32601, which is what real clients expect of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Method {
+    SendMessage,
+    SendStreamingMessage,
+    GetTask,
+    ListTasks,
+    CancelTask,
+    SubscribeToTask,
+    CreateTaskPushNotificationConfig,
+    GetTaskPushNotificationConfig,
+    ListTaskPushNotificationConfigs,
+    DeleteTaskPushNotificationConfig,
+    GetExtendedAgentCard,
+}
+
+impl Method {
+    pub(crate) const ALL: [Method; 11] = [
+        Method::SendMessage,
+        Method::SendStreamingMessage,
+        Method::GetTask,
+        Method::ListTasks,
+        Method::CancelTask,
+        Method::SubscribeToTask,
+        Method::CreateTaskPushNotificationConfig,
+        Method::GetTaskPushNotificationConfig,
+        Method::ListTaskPushNotificationConfigs,
+        Method::DeleteTaskPushNotificationConfig,
+        Method::GetExtendedAgentCard,
+    ];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Method::SendMessage => "SendMessage",
+            Method::SendStreamingMessage => "SendStreamingMessage",
+            Method::GetTask => "GetTask",
+            Method::ListTasks => "ListTasks",
+            Method::CancelTask => "CancelTask",
+            Method::SubscribeToTask => "SubscribeToTask",
+            Method::CreateTaskPushNotificationConfig => "CreateTaskPushNotificationConfig",
+            Method::GetTaskPushNotificationConfig => "GetTaskPushNotificationConfig",
+            Method::ListTaskPushNotificationConfigs => "ListTaskPushNotificationConfigs",
+            Method::DeleteTaskPushNotificationConfig => "DeleteTaskPushNotificationConfig",
+            Method::GetExtendedAgentCard => "GetExtendedAgentCard",
+        }
+    }
+
+    pub(crate) fn from_name(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A request id. JSON-RPC allows string, number or null, and the response must echo it verbatim
+/// (the Python client sends UUID strings, the TCK and curl users send numbers).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RpcId {
+    Number(serde_json::Number),
+    String(String),
+    #[default]
+    Null,
+}
+
+impl From<&str> for RpcId {
+    fn from(s: &str) -> Self {
+        RpcId::String(s.to_owned())
+    }
+}
+
+impl From<i64> for RpcId {
+    fn from(n: i64) -> Self {
+        RpcId::Number(n.into())
+    }
+}
+
+/// An incoming call, as far as the envelope goes; `params` stays raw (borrowed from the body)
+/// until the method is known.
+#[derive(Debug, Clone)]
+pub(crate) struct RpcRequest<'a> {
+    // A missing id (a notification) is answered like a null id: A2A has no notifications, and
+    // replying beats leaving the client waiting.
+    pub(crate) id: RpcId,
+    pub(crate) method: String,
+    params: Option<&'a RawValue>,
+}
+
+impl RpcRequest<'_> {
+    /// Decodes `params` for the method; a shape mismatch is the caller's error, -32602.
+    pub(crate) fn params<T: DeserializeOwned>(&self) -> Result<T, RpcError> {
+        let text = self.params.map_or("{}", RawValue::get);
+        serde_json::from_str(text).map_err(|e| {
+            let e = without_position(&e);
+            RpcError::invalid_params(format!("invalid params for {}: {e}", self.method))
+                .with_metadata("parseError", e)
+        })
+    }
+}
+
+/// A decoding error's text without serde_json's " at line L column C": the params' position is
+/// within the params, not the body, so it would only mislead.
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&suffix) {
+        Some(bare) => bare.to_string(),
+        None => text,
+    }
+}
+
+/// Validates an HTTP body as a single JSON-RPC 2.0 request, in the order the reference server
+/// checks: JSON (-32700), envelope (-32600). The method name is checked by the caller with
+/// [`Method::from_name`] (-32601) because only it knows which methods an endpoint serves.
+/// On failure it returns the error with the id to answer it with, when one was readable.
+pub(crate) fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
+    let fail = |id, e| Err((id, e));
+    let doc: &RawValue = match serde_json::from_slice(body) {
+        Ok(doc) => doc,
+        Err(e) => return fail(RpcId::Null, RpcError::parse_error(e.to_string())),
+    };
+    let text = doc.get();
+    if text.starts_with('[') {
+        return fail(
+            RpcId::Null,
+            RpcError::invalid_request("Batch requests are not supported"),
+        );
+    }
+    // Members by name; a repeated one is its last value, as for any JSON object read here.
+    let Ok(members) = serde_json::from_str::<HashMap<String, &RawValue>>(text) else {
+        return fail(
+            RpcId::Null,
+            RpcError::invalid_request("Invalid request: expected a JSON object"),
+        );
+    };
+    let member = |k: &str| -> Option<Value> {
+        // Each member was read as JSON already; a value (not a raw one) only for the checks.
+        members
+            .get(k)
+            .and_then(|v| serde_json::from_str(v.get()).ok())
+    };
+    // An unusable id (bool, object, array) cannot be echoed, so the error goes out with null.
+    let id = match member("id") {
+        None | Some(Value::Null) => RpcId::Null,
+        Some(Value::String(s)) => RpcId::String(s),
+        Some(Value::Number(n)) => RpcId::Number(n),
+        Some(_) => {
+            let e =
+                RpcError::invalid_request("Invalid request: id must be a string, integer, or null");
+            return fail(RpcId::Null, e);
+        }
+    };
+    if member("jsonrpc").as_ref().and_then(Value::as_str) != Some("2.0") {
+        let e = RpcError::invalid_request("Invalid request: 'jsonrpc' must be exactly '2.0'");
+        return fail(id, e);
+    }
+    let method = match member("method") {
+        Some(Value::String(m)) if !m.is_empty() => m,
+        _ => return fail(id, RpcError::invalid_request("Method is required")),
+    };
+    let params = match members.get("params") {
+        None => None,
+        Some(p) if p.get() == "null" => None,
+        Some(p) if p.get().starts_with('{') => Some(*p),
+        // A2A params are always objects; positional params can't name a proto field.
+        Some(_) => return fail(id, RpcError::invalid_params("params must be a JSON object")),
+    };
+    Ok(RpcRequest { id, method, params })
+}
+
+/// A successful response, keys in sorted order (as the answers have always had them).
+#[derive(Serialize)]
+struct Success<'a, T> {
+    id: &'a RpcId,
+    jsonrpc: &'static str,
+    result: T,
+}
+
+/// A failed one.
+#[derive(Serialize)]
+struct Failure<'a> {
+    error: &'a RpcError,
+    id: &'a RpcId,
+    jsonrpc: &'static str,
+}
+
+/// Writes the successful response to the call `id` into `out`.
+pub(crate) fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
+    let response = Success {
+        id,
+        jsonrpc: "2.0",
+        result,
+    };
+    // Writing into a Vec cannot fail, and these types (string-keyed maps, no custom errors)
+    // always serialise.
+    let _ = serde_json::to_writer(out, &response);
+}
+
+/// Writes the error response to the call `id` into `out`.
+pub(crate) fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
+    let response = Failure {
+        error,
+        id,
+        jsonrpc: "2.0",
+    };
+    // As in `write_success`.
+    let _ = serde_json::to_writer(out, &response);
+}
+
+/// The bytes of a successful response.
+pub(crate) fn success_body(id: &RpcId, result: &impl Serialize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
+    write_success(&mut out, id, result);
+    out
+}
+
+/// The bytes of an error response.
+pub(crate) fn error_body(id: &RpcId, error: &RpcError) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    write_error(&mut out, id, error);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::a2a::errors::ErrorKind;
+    use crate::agent::a2a::params::SendMessageRequest;
+    use crate::agent::a2a::types::{Role, StreamResponse};
+    use serde_json::json;
+
+    fn parsed(body: &[u8]) -> Value {
+        serde_json::from_slice(body).unwrap()
+    }
+
+    #[test]
+    fn send_message_request_as_the_python_client_sends_it() {
+        // Captured from a2a-sdk 1.3.0 (reference §2); the client always sends `configuration`.
+        let req = json!({"method":"SendMessage","params":{"message":{"messageId":"2343","role":"ROLE_USER",
+            "parts":[{"text":"hi"}]},"configuration":{}},"id":"602cb691","jsonrpc":"2.0"});
+        let body = req.to_string();
+        let rpc = parse_request(body.as_bytes()).unwrap();
+        assert_eq!(rpc.id, RpcId::from("602cb691"));
+        assert_eq!(Method::from_name(&rpc.method), Some(Method::SendMessage));
+        let params: SendMessageRequest = rpc.params().unwrap();
+        assert_eq!(params.message.role, Role::User);
+        assert_eq!(params.message.text(), "hi");
+        assert!(!params.return_immediately());
+        assert_eq!(serde_json::to_value(&params).unwrap(), req["params"]);
+    }
+
+    #[test]
+    fn error_response_matches_reference_capture() {
+        let captured = json!({"error":{"code":-32002,"message":"Task cannot be canceled","data":[{
+            "@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_CANCELABLE",
+            "domain":"a2a-protocol.org","metadata":{}}]},"id":"1","jsonrpc":"2.0"});
+        let e = RpcError::new(ErrorKind::TaskNotCancelable, "Task cannot be canceled");
+        let body = error_body(&RpcId::from("1"), &e);
+        assert_eq!(parsed(&body), captured);
+        // Keys sorted, as the answers have always had them.
+        assert_eq!(body, serde_json::to_vec(&captured).unwrap());
+    }
+
+    #[test]
+    fn parse_request_classifies_envelope_errors_in_reference_order() {
+        let code = |body: &str| parse_request(body.as_bytes()).unwrap_err();
+        let (id, e) = code(r#"{"jsonrpc": "2.0", "id": 1, "method": "#);
+        assert_eq!((e.code, &id), (-32700, &RpcId::Null));
+        assert_eq!(
+            parsed(&error_body(&id, &e))["id"],
+            Value::Null,
+            "id is sent as null, not omitted"
+        );
+        assert!(e.data.is_empty());
+
+        let (_, e) = code(r#"[{"jsonrpc":"2.0","id":1,"method":"GetTask"}]"#);
+        assert_eq!(e.code, -32600);
+        let (_, e) = code(r#""just a string""#);
+        assert_eq!(e.code, -32600);
+
+        let (id, e) = code(r#"{"jsonrpc":"1.0","id":"x","method":"GetTask"}"#);
+        assert_eq!((e.code, id), (-32600, RpcId::from("x")));
+
+        let (id, e) = code(r#"{"jsonrpc":"2.0","id":true,"method":"GetTask"}"#);
+        assert_eq!((e.code, id), (-32600, RpcId::Null));
+
+        let (id, e) = code(r#"{"jsonrpc":"2.0","id":3,"method":""}"#);
+        assert_eq!((e.code, id), (-32600, RpcId::from(3)));
+
+        let (id, e) = code(r#"{"jsonrpc":"2.0","id":3,"method":"GetTask","params":[1]}"#);
+        assert_eq!((e.code, id), (-32602, RpcId::from(3)));
+
+        // Unknown methods pass the envelope check; the caller answers -32601.
+        let ok = parse_request(br#"{"jsonrpc":"2.0","id":7,"method":"message/send","params":{}}"#)
+            .unwrap();
+        assert_eq!(Method::from_name(&ok.method), None);
+        // A repeated member is its last value, as for any JSON object.
+        let twice = parse_request(br#"{"jsonrpc":"2.0","id":1,"id":"2","method":"GetTask"}"#);
+        assert_eq!(twice.unwrap().id, RpcId::from("2"));
+        let null = parse_request(br#" {"jsonrpc":"2.0","method":"GetTask","params":null} "#);
+        assert_eq!(null.unwrap().id, RpcId::Null);
+    }
+
+    #[test]
+    fn params_mismatch_is_invalid_params() {
+        let rpc = parse_request(
+            br#"{"jsonrpc":"2.0","id":"g","method":"GetTask","params":{"historyLength":2}}"#,
+        )
+        .unwrap();
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct NeedsId {
+            id: String,
+        }
+        let err = rpc.params::<NeedsId>().unwrap_err();
+        assert_eq!(err.code, -32602);
+        assert_eq!(
+            err.message,
+            "invalid params for GetTask: missing field `id`"
+        );
+        let meta = &err.data[0].metadata;
+        assert_eq!(meta["parseError"], "missing field `id`");
+    }
+
+    #[test]
+    fn rpc_ids_are_echoed_as_sent() {
+        for id in [json!("abc"), json!(42), json!(null), json!(1.5)] {
+            let rid: RpcId = serde_json::from_value(id.clone()).unwrap();
+            let body = success_body(&rid, &json!({}));
+            assert_eq!(
+                parsed(&body),
+                json!({"jsonrpc": "2.0", "result": {}, "id": id})
+            );
+        }
+    }
+
+    #[test]
+    fn delete_result_null_is_still_a_result() {
+        let body = success_body(&RpcId::from("d1"), &Value::Null);
+        assert_eq!(body, br#"{"id":"d1","jsonrpc":"2.0","result":null}"#);
+    }
+
+    #[test]
+    fn stream_events_from_reference_sse_capture() {
+        let submitted = json!({"result": {"task": {"id": "66e5", "contextId": "0546",
+            "status": {"state": "TASK_STATE_SUBMITTED"}, "history": [{"messageId": "m1", "contextId": "0546",
+            "taskId": "66e5", "role": "ROLE_USER", "parts": [{"text": "research vendor"}]}]}},
+            "id": "s1", "jsonrpc": "2.0"});
+        let artifact = json!({"result": {"artifactUpdate": {"taskId": "66e5", "contextId": "0546",
+            "artifact": {"artifactId": "a1", "name": "answer", "parts": [{"text": "result text"}]}}},
+            "id": "s1", "jsonrpc": "2.0"});
+        let completed = json!({"result": {"statusUpdate": {"taskId": "66e5", "contextId": "0546",
+            "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-11-30T08:20:56.819310Z"}}},
+            "id": "s1", "jsonrpc": "2.0"});
+        let mut ends = Vec::new();
+        for doc in [&submitted, &artifact, &completed] {
+            let ev: StreamResponse = serde_json::from_value(doc["result"].clone()).unwrap();
+            let body = success_body(&RpcId::from("s1"), &ev);
+            assert_eq!(parsed(&body), *doc);
+            assert_eq!(body, serde_json::to_vec(doc).unwrap(), "keys sorted");
+            ends.push(ev.ends_stream());
+        }
+        assert_eq!(ends, [false, false, true]);
+    }
+
+    #[test]
+    fn methods_by_name() {
+        for m in Method::ALL {
+            assert_eq!(Method::from_name(m.as_str()), Some(m));
+        }
+        for old in [
+            "message/send",
+            "message/stream",
+            "tasks/get",
+            "tasks/cancel",
+            "tasks/resubscribe",
+            "sendMessage",
+        ] {
+            assert_eq!(Method::from_name(old), None, "{old}");
+        }
+    }
+
+    #[test]
+    fn version_header_values() {
+        assert!(VERSION_HEADER.eq_ignore_ascii_case(VERSION_HEADER_NAME.as_str()));
+        for ok in ["1.0", "1.1", "1", "1.0.0", " 1.0 "] {
+            assert!(version_supported(Some(ok)), "{ok}");
+        }
+        for bad in [
+            None,
+            Some(""),
+            Some("0.3"),
+            Some("0.3.0"),
+            Some("2.0"),
+            Some("1.x"),
+            Some("v1"),
+        ] {
+            assert!(!version_supported(bad), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! The calls on a task once it exists: CancelTask (its policy decides), GetTask, ListTasks,
+//! SubscribeToTask, and the push-config methods. Each looks the task up under the table's lock
+//! and works under the task's own.
+
+use std::sync::MutexGuard;
+
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+use super::{entry_of, lock_entry, stamp, tasks, Entry};
+use crate::agent::a2a::detail::log;
+use crate::agent::a2a::errors::RpcError;
+use crate::agent::a2a::params::{
+    ListTasksRequest, ListTasksResponse, TaskPushNotificationConfig, LIST_TASKS_DEFAULT_PAGE_SIZE,
+    LIST_TASKS_MAX_PAGE_SIZE,
+};
+use crate::agent::a2a::push::{self, PushTarget};
+use crate::agent::a2a::types::{StreamResponse, Task, TaskState, TaskStatus};
+use crate::agent::Ctx;
+use crate::scenario::a2a::{A2aAgent, CancelPolicy};
+use crate::world::World;
+
+/// Cancellation is an attempt (REC-3): the policy decides, and the outcome is recorded apart
+/// from any state change.
+pub(crate) fn cancel(ctx: &Ctx<'_>, task_id: &str) -> Result<Task, RpcError> {
+    let world = &ctx.world;
+    let cell = entry_of(world, task_id);
+    let mut guard = cell.as_deref().map(lock_entry);
+    let Some(e) = guard.as_deref_mut().filter(|e| *e.agent == **ctx.name) else {
+        let detail = json!({"task_id": task_id, "outcome": "unknown-task"});
+        log(world, ctx.name, "cancel", Some(task_id), None, detail);
+        return Err(RpcError::task_not_found(task_id));
+    };
+    let state = e.task.status.state;
+    let now = world.clock.now();
+    let outcome = if state.is_terminal() {
+        "refused"
+    } else {
+        match e.cancel {
+            CancelPolicy::Honor => "honored",
+            CancelPolicy::TooLate => "refused",
+            CancelPolicy::AckThenComplete => "acknowledged",
+            CancelPolicy::HonorBefore(d) if now < e.start + d => "honored",
+            CancelPolicy::HonorBefore(_) => "refused",
+        }
+    };
+    e.log(
+        world,
+        "cancel",
+        json!({
+            "task_id": task_id,
+            "outcome": outcome,
+            "policy": e.cancel.name(),
+            "state": state.as_str(),
+        }),
+    );
+    match outcome {
+        "honored" => {
+            let status = TaskStatus::new(TaskState::Canceled, stamp(world, now));
+            e.set_status(world, status);
+            e.log_at(
+                world,
+                now,
+                "status",
+                json!({"state": TaskState::Canceled.as_str()}),
+            );
+            Ok(e.task.clone())
+        }
+        "acknowledged" => Ok(e.task.clone()),
+        _ => Err(RpcError::task_not_cancelable(task_id, state)),
+    }
+}
+
+pub(crate) fn get(
+    ctx: &Ctx<'_>,
+    task_id: &str,
+    history_length: Option<i32>,
+) -> Result<Task, RpcError> {
+    let cell = entry_of(&ctx.world, task_id);
+    let guard = cell.as_deref().map(lock_entry);
+    let e = guard
+        .as_deref()
+        .filter(|e| *e.agent == **ctx.name)
+        .ok_or_else(|| RpcError::task_not_found(task_id))?;
+    Ok(e.task.clone().with_history_length(history_length))
+}
+
+pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksResponse, RpcError> {
+    let page_size = match req.page_size {
+        None | Some(0) => LIST_TASKS_DEFAULT_PAGE_SIZE,
+        Some(n) if n < 0 => return Err(RpcError::invalid_params("pageSize must be positive")),
+        Some(n) => n.min(LIST_TASKS_MAX_PAGE_SIZE),
+    };
+    let offset: usize = match req.page_token.as_deref().filter(|t| !t.is_empty()) {
+        None => 0,
+        Some(t) => t
+            .parse()
+            .map_err(|_| RpcError::invalid_params(format!("invalid pageToken \"{t}\"")))?,
+    };
+    let after = match req.status_timestamp_after.as_deref() {
+        None => None,
+        Some(s) => Some(crate::clock::parse_rfc3339_ms(s).ok_or_else(|| {
+            RpcError::invalid_params(format!("statusTimestampAfter is not a timestamp: \"{s}\""))
+        })?),
+    };
+    let all = tasks(&ctx.world);
+    // The table's lock is held throughout and every task looked at stays locked until the page
+    // is made, so the listing is one snapshot, as it was when one lock covered every task.
+    let table = all.lock();
+    let mut found: Vec<(i64, u64, MutexGuard<'_, Entry>)> = table
+        .tasks
+        .values()
+        .map(|s| (s.created, lock_entry(&s.entry)))
+        .filter(|(_, e)| *e.agent == **ctx.name)
+        .filter(|(_, e)| {
+            req.context_id
+                .as_deref()
+                .is_none_or(|c| c.is_empty() || e.task.context_id == c)
+        })
+        .filter(|(_, e)| {
+            req.status
+                .is_none_or(|s| s == TaskState::Unspecified || e.task.status.state == s)
+        })
+        .map(|(i, e)| {
+            let ts = e
+                .task
+                .status
+                .timestamp
+                .as_deref()
+                .and_then(crate::clock::parse_rfc3339_ms)
+                .unwrap_or(0);
+            (ts, i, e)
+        })
+        .filter(|(ts, _, _)| after.is_none_or(|a| *ts > a))
+        .collect();
+    // Newest status first (SPEC §3.1.4); among equal timestamps, the newest task first.
+    found.sort_by_key(|(ts, i, _)| std::cmp::Reverse((*ts, *i)));
+    let total = found.len();
+    let include = req.include_artifacts.unwrap_or(false);
+    let page: Vec<Task> = found
+        .iter()
+        .skip(offset)
+        .take(page_size as usize)
+        .map(|(_, _, e)| {
+            let t = e.task.clone().with_history_length(req.history_length);
+            if include {
+                t
+            } else {
+                t.without_artifacts()
+            }
+        })
+        .collect();
+    let end = offset + page.len();
+    Ok(ListTasksResponse {
+        tasks: page,
+        next_page_token: if end < total {
+            end.to_string()
+        } else {
+            String::new()
+        },
+        page_size,
+        total_size: i32::try_from(total).unwrap_or(i32::MAX),
+    })
+}
+
+/// The task's current snapshot and a receiver for what comes next, taken together under the
+/// lock so no event is missed or seen twice.
+pub(crate) fn subscribe(
+    ctx: &Ctx<'_>,
+    task_id: &str,
+) -> Result<(Task, broadcast::Receiver<StreamResponse>), RpcError> {
+    let cell = entry_of(&ctx.world, task_id);
+    let mut guard = cell.as_deref().map(lock_entry);
+    let e = guard
+        .as_deref_mut()
+        .filter(|e| *e.agent == **ctx.name)
+        .ok_or_else(|| RpcError::task_not_found(task_id))?;
+    let state = e.task.status.state;
+    if state.is_terminal() {
+        return Err(RpcError::task_in_terminal_state(task_id, state));
+    }
+    e.log(&ctx.world, "subscribe", json!({"task_id": task_id}));
+    Ok((e.task.clone(), e.subscribe()))
+}
+
+/// A fresh snapshot (after a blocking call saw its task stop).
+pub(crate) fn snapshot(world: &World, task_id: &str) -> Option<Task> {
+    let cell = entry_of(world, task_id)?;
+    let task = lock_entry(&cell).task.clone();
+    Some(task)
+}
+
+/// Record a read (GetTask, ListTasks): an interaction like any other.
+pub(crate) fn log_read(ctx: &Ctx<'_>, event: &str, task_id: Option<&str>, detail: Value) {
+    log(&ctx.world, ctx.name, event, task_id, None, detail);
+}
+
+/// Runs `f` on the push targets of the agent's task `task_id`.
+pub(crate) fn with_push<T>(
+    ctx: &Ctx<'_>,
+    task_id: &str,
+    f: impl FnOnce(&mut Vec<PushTarget>, Option<&Value>) -> Result<T, RpcError>,
+) -> Result<T, RpcError> {
+    let cell = entry_of(&ctx.world, task_id);
+    let mut guard = cell.as_deref().map(lock_entry);
+    let e = guard
+        .as_deref_mut()
+        .filter(|e| *e.agent == **ctx.name)
+        .ok_or_else(|| RpcError::task_not_found(task_id))?;
+    let rev = e.revision.clone();
+    f(&mut e.push, rev.as_ref())
+}
+
+/// Adds a checked config to a task (CreateTaskPushNotificationConfig).
+pub(crate) fn add_push(
+    ctx: &Ctx<'_>,
+    spec: &A2aAgent,
+    task_id: &str,
+    cfg: TaskPushNotificationConfig,
+) -> Result<TaskPushNotificationConfig, RpcError> {
+    with_push(ctx, task_id, |targets, rev| {
+        Ok(push::add(
+            &ctx.world, spec.push, ctx.name, targets, cfg, task_id, rev,
+        ))
+    })
+}

@@ -1,0 +1,382 @@
+//! A task's script on the scenario clock: its timeline (every event as a deadline from the
+//! run's start), the runner that sleeps until the next one, and what each event does when it is
+//! due — a status change, a side-effect call through [`service::admit`], an artifact, the final
+//! state. The runner applies events while it holds the clock's [`Tick`], so on a manual clock
+//! an advance replays them in order, each at its own instant, and a side effect lands in the
+//! ledger at its scheduled time.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use hyper::body::Bytes;
+use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
+
+use super::{entry_of, lock_entry, stamp, Entry};
+use crate::agent::a2a::detail::{self, ArtifactDetail, ResultDetail, StatusDetail};
+use crate::agent::a2a::types::{
+    Artifact, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+};
+use crate::clock::{Clock, Tick};
+use crate::scenario::a2a::{CallStep, Outcome, Script, UpdateState};
+use crate::service;
+use crate::world::World;
+
+/// One scripted thing a task does: the index of the step in the task's [`Script`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Event {
+    Status(usize),
+    Call(usize),
+    Artifact(usize),
+    Final,
+}
+
+/// The events of a script as absolute deadlines from `start`, in the order they happen:
+/// by time, then updates, calls, artifacts and the final state.
+pub(crate) fn timeline(script: &Script, start: Duration) -> Vec<(Duration, Event)> {
+    let mut evs: Vec<(Duration, u8, usize, Event)> =
+        Vec::with_capacity(script.updates.len() + script.steps.len() + script.artifacts.len() + 1);
+    for (i, u) in script.updates.iter().enumerate() {
+        evs.push((start + u.at, 0, i, Event::Status(i)));
+    }
+    for (i, s) in script.steps.iter().enumerate() {
+        evs.push((start + s.at, 1, i, Event::Call(i)));
+    }
+    for (i, a) in script.artifacts.iter().enumerate() {
+        let at = a.at.unwrap_or(script.work);
+        evs.push((start + at, 2, i, Event::Artifact(i)));
+    }
+    evs.push((start + script.work, 3, 0, Event::Final));
+    evs.sort_by_key(|(t, rank, i, _)| (*t, *rank, *i));
+    evs.into_iter().map(|(t, _, _, e)| (t, e)).collect()
+}
+
+type Sleep = Pin<Box<dyn Future<Output = Option<Tick>> + Send>>;
+
+/// A sleep on the scenario clock, already registered with it.
+pub(crate) enum Armed {
+    Ready(Option<Tick>),
+    Waiting(Sleep),
+}
+
+/// Start sleeping until `deadline` *now*: the sleeper is registered with the clock before this
+/// returns, so an advance that is already under way (or starts next) sees it and wakes it at
+/// its own deadline instead of passing it by.
+pub(crate) fn arm(clock: Clock, deadline: Duration) -> Armed {
+    let mut fut: Sleep = Box::pin(async move { clock.sleep_until(deadline).await });
+    match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(t) => Armed::Ready(t),
+        Poll::Pending => Armed::Waiting(fut),
+    }
+}
+
+impl Armed {
+    pub(crate) async fn wait(self) -> Option<Tick> {
+        match self {
+            Armed::Ready(t) => t,
+            Armed::Waiting(f) => f.await,
+        }
+    }
+}
+
+/// Apply what is due now and hand the rest of the task's script to a runner.
+pub(crate) fn start(world: &Arc<World>, task_id: &str) {
+    if let Some(next) = run_due(world, task_id, None) {
+        hand_over(world, task_id, next);
+    }
+}
+
+/// After [`run_due`]: a runner for the rest of the script, if anything is left.
+pub(crate) fn hand_over(
+    world: &Arc<World>,
+    task_id: &str,
+    (generation, next): (u64, Option<Duration>),
+) {
+    let Some(deadline) = next else { return };
+    let armed = arm(world.clock.clone(), deadline);
+    tokio::spawn(drive(world.clone(), task_id.to_string(), generation, armed));
+}
+
+async fn drive(world: Arc<World>, task_id: String, generation: u64, mut armed: Armed) {
+    loop {
+        let tick = armed.wait().await;
+        // None: the world closed (reset, replaced, shut down).
+        let Some(tick) = tick else { return };
+        match run_due(&world, &task_id, Some(generation)) {
+            Some((_, Some(deadline))) => {
+                armed = arm(world.clock.clone(), deadline);
+                drop(tick);
+            }
+            _ => return,
+        }
+    }
+}
+
+/// Apply every event of the task due by now. Returns the task's generation and its next
+/// deadline; `None` if the task is gone or a newer run owns it.
+fn run_due(
+    world: &Arc<World>,
+    task_id: &str,
+    generation: Option<u64>,
+) -> Option<(u64, Option<Duration>)> {
+    let cell = entry_of(world, task_id)?;
+    let mut e = lock_entry(&cell);
+    run_due_in(world, &mut e, generation)
+}
+
+/// [`run_due`] on the task's entry, its lock held.
+pub(crate) fn run_due_in(
+    world: &Arc<World>,
+    e: &mut Entry,
+    generation: Option<u64>,
+) -> Option<(u64, Option<Duration>)> {
+    if generation.is_some_and(|g| g != e.generation) {
+        return None;
+    }
+    let now = world.clock.now();
+    // The timeline indexes into this script (a task without one has an empty timeline).
+    let script = e.script.clone();
+    loop {
+        // A canceled task does nothing more; its remaining steps never run.
+        if e.task.status.state.is_terminal() {
+            e.run_over();
+            return Some((e.generation, None));
+        }
+        let (Some(&(at, ev)), Some(script)) = (e.timeline.get(e.cursor), script.as_deref()) else {
+            e.run_over();
+            return Some((e.generation, None));
+        };
+        if at > now {
+            return Some((e.generation, Some(at)));
+        }
+        e.cursor += 1;
+        // One instant for every event found due: their status timestamps and their entries.
+        match ev {
+            Event::Status(i) => status(world, e, script, i, now),
+            Event::Call(i) => call(world, e, &script.steps[i], now),
+            Event::Artifact(i) => artifact(world, e, script, i, now),
+            Event::Final => finish(world, e, script, now),
+        }
+    }
+}
+
+/// A scripted status update.
+fn status(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, now: Duration) {
+    let step = &script.updates[i];
+    let r = e.render();
+    let text = step.message.as_ref().map(|t| r.text(t));
+    let used = r.used_canary.get();
+    let state = match step.state {
+        UpdateState::Submitted => TaskState::Submitted,
+        UpdateState::Working => TaskState::Working,
+    };
+    let id = text
+        .as_ref()
+        .map(|_| format!("{}-status-{}", e.task.id, e.cursor));
+    let message = id
+        .clone()
+        .zip(text.clone())
+        .map(|(id, t)| e.agent_message(id, t));
+    let status = TaskStatus {
+        message,
+        state,
+        timestamp: Some(stamp(world, now)),
+    };
+    e.set_status(world, status);
+    let detail = detail::value(&StatusDetail {
+        message: text.as_deref(),
+        message_id: id.as_deref(),
+        state: state.as_str(),
+    });
+    e.log_at(world, now, "status", detail);
+    e.note_canary(world, used, now);
+}
+
+/// A side-effect call, admitted synchronously while the runner holds the clock's tick: the
+/// effect is in the ledger at the step's scheduled time. The agent does not read the response.
+fn call(world: &Arc<World>, e: &mut Entry, step: &CallStep, now: Duration) {
+    let r = e.render();
+    let mut headers = hyper::HeaderMap::new();
+    for (k, v) in &step.headers {
+        // The scenario checked the names; a value rendered into something no header can hold
+        // is left out, as a real client would refuse to send it.
+        if let (Ok(k), Ok(v)) = (
+            HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(&r.text(v)),
+        ) {
+            headers.insert(k, v);
+        }
+    }
+    let body = match (&step.json, &step.body) {
+        (Some(j), _) => {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            match &step.fixed_json {
+                Some(fixed) => fixed.clone(),
+                None => r.json(j).to_string().into(),
+            }
+        }
+        (None, Some(b)) => r.text(b).into(),
+        (None, None) => Bytes::new(),
+    };
+    let used = r.used_canary.get();
+    service::admit(
+        world,
+        service::Request {
+            service: step.service.as_str().into(),
+            method: step.method.as_str().into(),
+            path: step.path.as_str().into(),
+            headers,
+            body,
+            actor: Some(["agent:", &e.agent].concat()),
+            work_id: Some(e.task.id.clone()),
+            revision: e.revision.clone(),
+            unread: true,
+            ..service::Request::default()
+        },
+    );
+    e.note_canary(world, used, now);
+}
+
+/// A scripted artifact (or chunk of one).
+fn artifact(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, now: Duration) {
+    let spec = &script.artifacts[i];
+    let r = e.render();
+    let artifact = Artifact {
+        artifact_id: spec.id.clone(),
+        description: spec.description.clone(),
+        extensions: Vec::new(),
+        metadata: e.meta(),
+        name: spec.name.clone(),
+        parts: spec.parts.iter().map(|p| r.part(p)).collect(),
+    };
+    let used = r.used_canary.get();
+    // The event (a copy of the artifact) is built only for someone who gets it.
+    if e.listened() {
+        let event = StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            append: spec.append,
+            artifact: artifact.clone(),
+            context_id: e.task.context_id.clone(),
+            last_chunk: spec.last_chunk,
+            metadata: e.meta(),
+            task_id: e.task.id.clone(),
+        });
+        e.emit(world, event);
+    }
+    // Written before the artifact is merged (and its parts possibly appended to another's):
+    // nobody sees the task in between, its lock is held.
+    let detail = detail::value(&ArtifactDetail {
+        append: spec.append,
+        artifact_id: &spec.id,
+        description: spec.description.as_deref(),
+        last_chunk: spec.last_chunk,
+        name: spec.name.as_deref(),
+        parts: &artifact.parts,
+    });
+    e.log_at(world, now, "artifact", detail);
+    merge_artifact(&mut e.task.artifacts, artifact, spec.append);
+    e.note_canary(world, used, now);
+}
+
+/// The script's outcome: the final (or interrupted) state.
+fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, now: Duration) {
+    let outcome = script.outcome;
+    let r = e.render();
+    let text = script.message.as_ref().map(|t| r.text(t));
+    let used = r.used_canary.get();
+    let state = outcome_state(outcome);
+    let status = TaskStatus {
+        message: text.map(|t| e.agent_message(format!("{}-final", e.task.id), t)),
+        state,
+        timestamp: Some(stamp(world, now)),
+    };
+    e.note_canary(world, used, now);
+    e.set_status(world, status);
+    // The message's text for the entry: the one text part of the status's message.
+    let status_message = e.task.status.message.as_ref();
+    let detail = detail::value(&ResultDetail {
+        artifacts: e.task.artifacts.iter().map(|a| &*a.artifact_id).collect(),
+        canary: e.canary_issued.then_some(&*e.canary),
+        message: status_message.and_then(|m| m.parts.first()?.as_text()),
+        outcome: outcome_name(outcome),
+        state: state.as_str(),
+        task_id: &e.task.id,
+    });
+    e.log_at(world, now, "result", detail);
+}
+
+/// Put an artifact event into a task's artifacts: a new id is added, a chunk with `append`
+/// extends the parts of the one it continues, any other replaces it.
+pub(crate) fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: bool) {
+    match artifacts
+        .iter_mut()
+        .find(|a| a.artifact_id == artifact.artifact_id)
+    {
+        Some(existing) if append => existing.parts.extend(artifact.parts),
+        Some(existing) => *existing = artifact,
+        None => {
+            // One more slot, not the four a first push gives: a task keeps its artifacts for
+            // the world's life.
+            artifacts.reserve_exact(1);
+            artifacts.push(artifact)
+        }
+    }
+}
+
+fn outcome_state(o: Outcome) -> TaskState {
+    match o {
+        Outcome::Completed => TaskState::Completed,
+        Outcome::Failed => TaskState::Failed,
+        Outcome::Rejected => TaskState::Rejected,
+        Outcome::InputRequired => TaskState::InputRequired,
+        Outcome::AuthRequired => TaskState::AuthRequired,
+    }
+}
+
+fn outcome_name(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Completed => "completed",
+        Outcome::Failed => "failed",
+        Outcome::Rejected => "rejected",
+        Outcome::InputRequired => "input-required",
+        Outcome::AuthRequired => "auth-required",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::a2a::ArtifactSpec;
+
+    #[test]
+    fn a_timeline_orders_by_time_then_updates_calls_artifacts_final() {
+        let mut s = Script {
+            work: Duration::from_secs(3),
+            ..Script::default()
+        };
+        s.artifacts.push(ArtifactSpec {
+            at: None,
+            id: "a".into(),
+            name: None,
+            description: None,
+            parts: vec![],
+            append: false,
+            last_chunk: false,
+        });
+        let t = timeline(&s, Duration::from_secs(10));
+        let kinds: Vec<(u64, &str)> = t
+            .iter()
+            .map(|(at, e)| {
+                let k = match e {
+                    Event::Status(_) => "status",
+                    Event::Call(_) => "call",
+                    Event::Artifact(_) => "artifact",
+                    Event::Final => "final",
+                };
+                (at.as_secs(), k)
+            })
+            .collect();
+        assert_eq!(kinds, [(10, "status"), (13, "artifact"), (13, "final")]);
+    }
+}
