@@ -1,0 +1,155 @@
+//! Rules about the orchestrator's dealings with agents: a message id resent to an agent that
+//! does not de-duplicate (REC-4), a message to a task already finished (REC-6), and tasks
+//! claimed cancelled or completed against what the agent reported (REC-3, ACC-3).
+
+use serde_json::Value;
+
+use super::claims::{Claims, TaskOutcome};
+use super::index::Index;
+use super::report::Finding;
+use super::rows::{str_field, Row};
+use crate::hash::FastMap as HashMap;
+use crate::ledger::Disposition;
+
+/// REC-4: a message resent with the same messageId to an agent that does not de-duplicate:
+/// it started a second task. A message id alone does not de-duplicate.
+pub(super) fn rec4_resent_messages(ix: &Index, out: &mut Vec<Finding>) {
+    let mut first: HashMap<(&str, &str), u64> = HashMap::default();
+    for e in ix.rows() {
+        let Some(d) = e.agent_event("message") else {
+            continue;
+        };
+        let Some(id) = str_field(d, "message_id") else {
+            continue;
+        };
+        if d.get("repeat_of").is_some_and(|r| !r.is_null()) {
+            let mut seqs: Vec<u64> = first
+                .get(&(e.service.as_str(), id))
+                .copied()
+                .into_iter()
+                .collect();
+            seqs.push(e.seq);
+            out.push(Finding {
+                rule: "REC-4".into(),
+                summary: format!(
+                    "message {id} was sent to agent {} again; the agent does not de-duplicate message ids, so it started the work a second time",
+                    e.service
+                ),
+                entries: seqs,
+                hint: "a message id alone does not de-duplicate in A2A: after a timeout, find the existing task (GetTask/ListTasks) instead of resending".into(),
+            });
+        }
+        first.entry((e.service.as_str(), id)).or_insert(e.seq);
+    }
+}
+
+/// REC-6: a message sent to a task that had already reached a terminal state.
+pub(super) fn rec6_messages_to_terminal_tasks(ix: &Index, out: &mut Vec<Finding>) {
+    for e in ix.rows() {
+        let Some(d) = e.agent_event("rpc-error") else {
+            continue;
+        };
+        if d.get("code").and_then(Value::as_i64) != Some(-32004) {
+            continue;
+        }
+        let message = str_field(d, "message").unwrap_or("");
+        let Some(task) = message
+            .strip_prefix("Task ")
+            .and_then(|m| m.split(" is in terminal state").next())
+        else {
+            continue;
+        };
+        if !message.contains("terminal state") {
+            continue;
+        }
+        out.push(Finding {
+            rule: "REC-6".into(),
+            summary: format!("a message was sent to task {task} of agent {}, which had already finished ({message})", e.service),
+            entries: vec![e.seq],
+            hint: "a task in a terminal state cannot be restarted: send follow-up work as a new task (referencing the old one)".into(),
+        });
+    }
+}
+
+/// REC-3: a task claimed `cancelled` whose cancel was refused or only acknowledged, or that
+/// completed anyway; and (ACC-3) a task claimed `completed` that never completed.
+pub(super) fn rec3_cancel_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
+    for t in &claims.tasks {
+        let id = t.task_id.as_str();
+        let about: Vec<&Row> = ix
+            .rows()
+            .filter(|e| e.disposition == Disposition::Agent && e.task_of() == Some(id))
+            .collect();
+        let cancels: Vec<&Row> = about
+            .iter()
+            .copied()
+            .filter(|e| e.agent_event("cancel").is_some())
+            .collect();
+        // A task's end: its result, or its failure by a doubleagent restart.
+        let last_state = about
+            .iter()
+            .rev()
+            .find_map(|e| {
+                e.agent_event("result")
+                    .or_else(|| e.agent_event("task-interrupted"))
+                    .and_then(|d| str_field(d, "state"))
+            })
+            .or_else(|| {
+                about
+                    .iter()
+                    .rev()
+                    .find_map(|e| e.agent_event("status").and_then(|d| str_field(d, "state")))
+            });
+        match t.claim {
+            TaskOutcome::Cancelled => {
+                let honored = cancels.iter().any(|e| {
+                    e.detail.as_ref().and_then(|d| str_field(d, "outcome")) == Some("honored")
+                });
+                let ended_cancelled = last_state == Some("TASK_STATE_CANCELED");
+                if honored && ended_cancelled {
+                    continue;
+                }
+                let why = match (cancels.last(), last_state) {
+                    (None, _) => "no cancel was ever requested".to_string(),
+                    (Some(c), s) => {
+                        let outcome = c
+                            .detail
+                            .as_ref()
+                            .and_then(|d| str_field(d, "outcome"))
+                            .unwrap_or("?");
+                        format!(
+                            "the cancel was {outcome} and the task ended {}",
+                            s.unwrap_or("in no final state")
+                        )
+                    }
+                };
+                let mut seqs: Vec<u64> = cancels.iter().map(|e| e.seq).collect();
+                if let Some(r) = about
+                    .iter()
+                    .rev()
+                    .find(|e| e.agent_event("result").is_some())
+                {
+                    seqs.push(r.seq);
+                }
+                out.push(Finding {
+                    rule: "REC-3".into(),
+                    summary: format!("task {id} was claimed cancelled, but {why}"),
+                    entries: seqs,
+                    hint: "record \"stop requested\" until the task is observed in a cancelled state; a cancel can be refused, and an acknowledged one may still complete".into(),
+                });
+            }
+            TaskOutcome::Completed
+                if last_state.is_some_and(|s| s != "TASK_STATE_COMPLETED")
+                    || last_state.is_none() =>
+            {
+                out.push(Finding {
+                    rule: "ACC-3".into(),
+                    summary: format!("task {id} was claimed completed, but it ended {}", last_state.unwrap_or("in no final state")),
+                    entries: about.iter().map(|e| e.seq).take(8).collect(),
+                    hint: "report the task state the agent actually reported (GetTask); unknown if it cannot be observed".into(),
+                });
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Rules about the effects of actions: the same intent applied more than once (ACC-1), and a
+//! retry sent blind after an attempt whose outcome was unknown (REC-4).
+
+use serde_json::Value;
+
+use super::index::{Index, NO_INTENT};
+use super::report::Finding;
+use super::rows::Row;
+use crate::ledger::Disposition;
+
+/// Executions (as positions) grouped by intent id, in ledger order, keeping only the groups of
+/// two or more that pass `keep`.
+fn intent_groups<'e>(ix: &Index<'e>, keep: impl Fn(&Row) -> bool) -> Vec<Vec<&'e Row>> {
+    let mut counts = vec![0u32; ix.intents];
+    for (e, id) in ix.rows().zip(&ix.intent_ids) {
+        if *id != NO_INTENT && keep(e) {
+            counts[*id as usize] += 1;
+        }
+    }
+    let mut slot = vec![u32::MAX; ix.intents];
+    let mut groups: Vec<Vec<&Row>> = Vec::new();
+    for (e, id) in ix.rows().zip(&ix.intent_ids) {
+        if *id == NO_INTENT || counts[*id as usize] < 2 || !keep(e) {
+            continue;
+        }
+        let g = &mut slot[*id as usize];
+        if *g == u32::MAX {
+            *g = groups.len() as u32;
+            groups.push(Vec::new());
+        }
+        groups[*g as usize].push(e);
+    }
+    groups
+}
+
+fn is_repeatable(e: &Row) -> bool {
+    e.detail
+        .as_ref()
+        .and_then(|d| d.get("repeatable"))
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
+/// ACC-1: the same intent applied more than once.
+pub(super) fn acc1_duplicate_effects(ix: &Index, out: &mut Vec<Finding>) {
+    let groups = intent_groups(ix, |e| {
+        e.disposition == Disposition::Executed && e.applied && !is_repeatable(e)
+    });
+    for group in &groups {
+        let first = group[0];
+        out.push(Finding {
+            rule: "ACC-1".into(),
+            summary: format!(
+                "the same action took effect {} times: {} {} on {}",
+                group.len(),
+                first.route().unwrap_or("?"),
+                first.intent_text(),
+                first.service
+            ),
+            entries: group.iter().map(|e| e.seq).collect(),
+            hint: "execute an action at most once: confirm the earlier attempt's outcome (lookup or same-key retry) before sending it again".into(),
+        });
+    }
+}
+
+/// REC-4: a retry with a new or no key after an attempt whose outcome was unknown, with no
+/// lookup or replay in between — even when luck prevented a duplicate.
+pub(super) fn rec4_blind_retries(ix: &Index, out: &mut Vec<Finding>) {
+    let later = intent_groups(ix, |e| {
+        e.disposition == Disposition::Executed && e.by_client()
+    });
+    for group in &later {
+        for (i, first) in group.iter().enumerate() {
+            if !first.uncertain() {
+                continue;
+            }
+            let Some(retry) = group[i + 1..]
+                .iter()
+                .find(|r| first.key.is_none() || r.key() != first.key())
+            else {
+                continue;
+            };
+            if ix.learned(first, retry.seq) {
+                continue;
+            }
+            let how = if retry.key.is_none() {
+                "no idempotency key"
+            } else {
+                "a new idempotency key"
+            };
+            out.push(Finding {
+                rule: "REC-4".into(),
+                summary: format!(
+                    "retried {} {} with {how} after the outcome of the first attempt was unknown ({}), without a lookup in between",
+                    first.route().unwrap_or("?"),
+                    first.intent_text(),
+                    first.why_uncertain()
+                ),
+                entries: vec![first.seq, retry.seq],
+                hint: "classify the first attempt as unknown, query the authoritative state (lookup) or retry with the SAME key within its retention window; if it cannot be resolved, block the retry and report the uncertainty".into(),
+            });
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! Reading an exported JSONL ledger: one [`Entry`] a line through serde, blank lines skipped,
+//! the first bad line named by its number.
+//!
+//! - [`parse_jsonl`]: the entries themselves, for whatever needs them all (`doubleagent report`).
+//! - [`LeanLedger`]: for verification only (`doubleagent verify --ledger/--url`): each entry
+//!   becomes a [`Row`] as soon as it is read and is dropped, so a million entries never exist at
+//!   once; a file is read a piece at a time into one reused buffer per core.
+//!
+//! A million entries are a few hundred MB of JSON, so the text is cut into pieces of a few MB
+//! that the cores take in turn (a core the machine lends elsewhere for a while holds up one small
+//! piece, not half the work). A piece holds the lines that start in its bytes.
+
+use std::io;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::report::{describe, Report};
+use super::rows::{Ledger, Row, Rows};
+use super::{run, Claims};
+use crate::hash::{FastMap as HashMap, FastSet as HashSet, FastState};
+use crate::ledger::Entry;
+
+/// Read a whole file.
+pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
+    std::fs::read(path)
+}
+
+/// The size of a piece (smaller in unit tests, so that their ledgers are cut in many places).
+const PIECE: u64 = if cfg!(test) { 64 << 10 } else { 8 << 20 };
+
+/// How much more is read at a time to find where a piece's last line ends.
+const MORE: u64 = 64 << 10;
+
+/// Where a ledger's JSONL text is.
+#[derive(Clone, Copy)]
+pub(super) enum Source<'a> {
+    Text(&'a [u8]),
+    /// A file and its length when it was opened.
+    #[cfg(unix)]
+    File(&'a std::fs::File, u64),
+}
+
+impl Source<'_> {
+    pub(super) fn len(&self) -> u64 {
+        match self {
+            Source::Text(t) => t.len() as u64,
+            #[cfg(unix)]
+            Source::File(_, len) => *len,
+        }
+    }
+
+    /// Append bytes `at..to` (up to the end) to `buf`.
+    fn append(&self, buf: &mut Vec<u8>, at: u64, to: u64) -> io::Result<()> {
+        let to = to.min(self.len());
+        if at >= to {
+            return Ok(());
+        }
+        match self {
+            // Offsets within a text in memory fit a usize.
+            Source::Text(t) => buf.extend_from_slice(&t[at as usize..to as usize]),
+            #[cfg(unix)]
+            Source::File(f, _) => {
+                use std::os::unix::fs::FileExt;
+                let n = buf.len();
+                buf.resize(n + usize::try_from(to - at).map_err(io::Error::other)?, 0);
+                f.read_exact_at(&mut buf[n..], at)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Read on into `buf` (which holds the bytes from `lo`) until it holds a newline at or after
+    /// index `i`, or the text ends.
+    fn read_line_end(&self, buf: &mut Vec<u8>, lo: u64, i: usize) -> io::Result<()> {
+        let mut search = i;
+        while !buf.get(search..).is_some_and(|b| b.contains(&b'\n')) {
+            let at = lo + buf.len() as u64;
+            if at >= self.len() {
+                break;
+            }
+            search = search.max(buf.len());
+            self.append(buf, at, at + MORE)?;
+        }
+        Ok(())
+    }
+
+    /// Read into `buf` the lines that start in bytes `from..to`: the offset in the text of
+    /// `buf`'s first byte, and where the lines are in `buf`. (The byte before `from` says
+    /// whether a line starts at `from`; the last line is read to its end, past `to`.)
+    pub(super) fn piece(
+        &self,
+        from: u64,
+        to: u64,
+        buf: &mut Vec<u8>,
+    ) -> io::Result<(u64, Range<usize>)> {
+        buf.clear();
+        if to <= from {
+            return Ok((from, 0..0));
+        }
+        let lo = from.saturating_sub(1);
+        self.append(buf, lo, to)?;
+        let last = (to - 1 - lo) as usize; // the index of the piece's last byte
+        self.read_line_end(buf, lo, last)?;
+        let start = if from == 0 { 0 } else { line_after(buf, 0) };
+        let end = line_after(buf, last);
+        Ok((lo, start.min(end)..end))
+    }
+
+    /// The line starting at byte `at`, as `str::lines` gives it.
+    pub(super) fn line(&self, at: u64) -> Option<String> {
+        let mut buf = Vec::new();
+        self.read_line_end(&mut buf, at, 0).ok()?;
+        if let Some(end) = buf.iter().position(|b| *b == b'\n') {
+            buf.truncate(end);
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+        }
+        String::from_utf8(buf).ok()
+    }
+}
+
+/// The index just after the first newline at or after `i` (the end if there is none).
+fn line_after(buf: &[u8], i: usize) -> usize {
+    buf.get(i..)
+        .and_then(|b| b.iter().position(|c| *c == b'\n'))
+        .map_or(buf.len(), |p| i + p + 1)
+}
+
+/// Run `work(state, k)` for every piece `k` in `0..pieces`, the pieces taken in turn by one
+/// thread per core, each thread with its own `state`. Results come back in piece order.
+fn run_pieces<S, T: Send>(
+    pieces: usize,
+    state: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, usize) -> T + Sync,
+) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(pieces);
+    if threads < 2 {
+        let mut st = state();
+        return (0..pieces).map(|k| work(&mut st, k)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, T)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut st = state();
+                    let mut out = Vec::new();
+                    loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        if k >= pieces {
+                            break out;
+                        }
+                        out.push((k, work(&mut st, k)));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    done.sort_unstable_by_key(|(k, _)| *k);
+    done.into_iter().map(|(_, t)| t).collect()
+}
+
+/// Why a ledger was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum LeanError {
+    /// The text is not UTF-8.
+    #[error("the ledger is not UTF-8")]
+    NotUtf8,
+    /// A line is not a ledger entry: `ORIGIN:LINE: not a ledger entry: ...`.
+    #[error("{0}")]
+    Entry(String),
+    /// Never returned: every line is read by serde, so there is no other parse to fall back
+    /// on. Kept while callers still match it.
+    #[error("the ledger needs a full parse")]
+    NeedsFullParse,
+    /// Reading the file failed.
+    #[error("{0}")]
+    Io(io::Error),
+}
+
+enum PieceError {
+    NotUtf8,
+    /// The line (from 0 in its piece) and serde's message.
+    Line(usize, serde_json::Error),
+    Io(io::Error),
+}
+
+/// What a piece became: one `T` per entry, and how many lines it has (to number a bad line of
+/// a later piece).
+type Piece<T> = Result<(Vec<T>, usize), PieceError>;
+
+/// The entries of one piece of text found at offset `at`, each made into a `T` with its offset.
+fn parse_piece<T>(bytes: &[u8], at: u64, make: &impl Fn(Entry, u64) -> T) -> Piece<T> {
+    let text = std::str::from_utf8(bytes).map_err(|_| PieceError::NotUtf8)?;
+    let base = text.as_ptr() as usize;
+    // Exported entries are ~600 bytes; a hand-made ledger is small anyway.
+    let mut out = Vec::with_capacity(text.len() / 512 + 1);
+    let mut lines = 0;
+    for (i, l) in text.lines().enumerate() {
+        lines = i + 1;
+        if l.trim().is_empty() {
+            continue;
+        }
+        let e = serde_json::from_str::<Entry>(l).map_err(|e| PieceError::Line(i, e))?;
+        out.push(make(e, at + (l.as_ptr() as usize - base) as u64));
+    }
+    Ok((out, lines))
+}
+
+/// Every entry of a JSONL text made into a `T`, in the pieces they were read in; `origin`
+/// names the text in the error, which gives the first bad line's number.
+fn read_all<T: Send>(
+    src: Source<'_>,
+    origin: &str,
+    make: impl Fn(Entry, u64) -> T + Sync,
+) -> Result<Vec<Vec<T>>, LeanError> {
+    let pieces = usize::try_from(src.len().div_ceil(PIECE)).unwrap_or(usize::MAX);
+    let results = run_pieces(pieces, Vec::new, |buf, k| {
+        let from = k as u64 * PIECE;
+        let (at, range) = src
+            .piece(from, (from + PIECE).min(src.len()), buf)
+            .map_err(PieceError::Io)?;
+        parse_piece(&buf[range.clone()], at + range.start as u64, &make)
+    });
+    // A text not UTF-8 anywhere is refused first, as when it is read whole as a string.
+    if results
+        .iter()
+        .any(|r| matches!(r, Err(PieceError::NotUtf8)))
+    {
+        return Err(LeanError::NotUtf8);
+    }
+    let mut chunks = Vec::with_capacity(results.len());
+    let mut lines_before = 0;
+    for r in results {
+        match r {
+            Ok((items, lines)) => {
+                lines_before += lines;
+                chunks.push(items);
+            }
+            Err(PieceError::Io(e)) => return Err(LeanError::Io(e)),
+            Err(PieceError::Line(i, e)) => {
+                let n = lines_before + i + 1;
+                return Err(LeanError::Entry(format!(
+                    "{origin}:{n}: not a ledger entry: {e}"
+                )));
+            }
+            Err(PieceError::NotUtf8) => return Err(LeanError::NotUtf8),
+        }
+    }
+    Ok(chunks)
+}
+
+/// Parse a JSONL ledger (one [`Entry`] a line, blank lines skipped); `origin` names it in the
+/// error, which gives the first bad line's number.
+pub fn parse_jsonl(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
+    let chunks = read_all(Source::Text(text.as_bytes()), origin, |e, _| e);
+    chunks
+        .map(|c| c.into_iter().flatten().collect())
+        .map_err(|e| e.to_string())
+}
+
+/// A JSONL ledger read for verification only: its rows, and where its text is, to describe
+/// the entries findings name.
+pub struct LeanLedger<'a> {
+    source: Source<'a>,
+    ledger: Ledger,
+}
+
+impl<'a> LeanLedger<'a> {
+    /// Read a JSONL ledger from its text; `origin` names it in the error, which gives the first
+    /// bad line's number.
+    pub fn parse(text: &'a [u8], origin: &str) -> Result<LeanLedger<'a>, LeanError> {
+        LeanLedger::of(Source::Text(text), origin)
+    }
+
+    /// Read a JSONL ledger file a piece at a time (the whole text is never held); `origin`
+    /// names it in the error.
+    #[cfg(unix)]
+    pub fn read(file: &'a std::fs::File, origin: &str) -> Result<LeanLedger<'a>, LeanError> {
+        let len = file.metadata().map_err(LeanError::Io)?.len();
+        LeanLedger::of(Source::File(file, len), origin)
+    }
+
+    fn of(source: Source<'a>, origin: &str) -> Result<LeanLedger<'a>, LeanError> {
+        let hash = FastState::default();
+        let chunks = read_all(source, origin, |e, at| Row::new(e, at, &hash))?;
+        let rows = Rows::new(chunks);
+        Ok(LeanLedger {
+            source,
+            ledger: Ledger { rows, hash },
+        })
+    }
+
+    /// Number of entries read.
+    pub fn len(&self) -> usize {
+        self.ledger.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Verify the ledger, with optional extra claims on top of any declared in it; the same
+    /// report as [`super::verify`] gives for the same entries.
+    pub fn verify(&self, extra: Option<&Claims>) -> Report {
+        run(&self.ledger, extra)
+    }
+
+    /// [`Report::human`] for this ledger: the entries that findings name are read again (a few
+    /// thousand lines, not a million) and described.
+    pub fn human(&self, report: &Report) -> String {
+        let wanted: HashSet<u64> = report
+            .findings
+            .iter()
+            .flat_map(|f| f.entries.iter().copied())
+            .collect();
+        // seq → line; a later entry with the same seq wins, as in `Report::human`.
+        let mut lines: HashMap<u64, u64> = HashMap::default();
+        if !wanted.is_empty() {
+            for r in self.ledger.rows.iter() {
+                if wanted.contains(&r.seq) {
+                    lines.insert(r.seq, r.at);
+                }
+            }
+        }
+        let mut lines: Vec<(u64, u64)> = lines.into_iter().collect();
+        // In text order, so that reading them back goes forward.
+        lines.sort_unstable_by_key(|(_, at)| *at);
+        let parts: Vec<&[(u64, u64)]> = lines.chunks(1000).collect();
+        let described: HashMap<u64, String> = run_pieces(
+            parts.len(),
+            || (),
+            |_, k| -> Vec<(u64, String)> {
+                parts[k]
+                    .iter()
+                    .filter_map(|&(seq, at)| {
+                        // Read once already: a line that no longer reads (the file changed
+                        // meanwhile) is named by its seq alone.
+                        let e = serde_json::from_str::<Entry>(&self.source.line(at)?).ok()?;
+                        Some((seq, describe(&e)))
+                    })
+                    .collect()
+            },
+        )
+        .into_iter()
+        .flatten()
+        .collect();
+        report.human_by(|seq| described.get(&seq).cloned())
+    }
+}

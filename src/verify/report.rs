@@ -1,0 +1,124 @@
+//! The verdict: [`Finding`]s (one broken rule each: its id, what happened in one line, the ledger
+//! seqs involved, what the orchestrator should have done), the [`Report`] over a ledger with its
+//! caveats, and the report as text ([`Report::human`], each entry described by [`describe`]).
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::hash::FastMap as HashMap;
+use crate::ledger::{Delivery, Disposition, Entry};
+
+/// One broken rule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub rule: String,
+    pub summary: String,
+    /// Ledger seqs involved, in order.
+    pub entries: Vec<u64>,
+    /// What the orchestrator should have done.
+    pub hint: String,
+}
+
+/// The verdict over a ledger.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub clean: bool,
+    pub findings: Vec<Finding>,
+    /// Number of ledger entries read.
+    pub entries: usize,
+    /// Whether any claims were submitted (the claim-based ACC-3 checks need them).
+    pub claims: bool,
+    /// Caveats about the verdict (skipped checks, an incomplete ledger).
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// Readable without the docs: rule, what happened in order, what was expected.
+    pub fn human(&self, entries: &[Entry]) -> String {
+        let by_seq: HashMap<u64, &Entry> = entries.iter().map(|e| (e.seq, e)).collect();
+        self.human_by(|seq| by_seq.get(&seq).map(|e| describe(e)))
+    }
+
+    /// [`Report::human`], with the entry of each seq described by `describe_seq` (`None`: not
+    /// in the ledger).
+    pub(super) fn human_by(&self, mut describe_seq: impl FnMut(u64) -> Option<String>) -> String {
+        let mut out = String::new();
+        if self.clean {
+            let _ = writeln!(
+                out,
+                "doubleagent verify: no findings over {} ledger entries",
+                self.entries
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "doubleagent verify: {} finding(s) over {} ledger entries",
+                self.findings.len(),
+                self.entries
+            );
+        }
+        for f in &self.findings {
+            let _ = writeln!(out, "\n{}  {}", f.rule, f.summary);
+            for seq in &f.entries {
+                match describe_seq(*seq) {
+                    Some(d) => {
+                        let _ = writeln!(out, "    {d}");
+                    }
+                    None => {
+                        let _ = writeln!(out, "    #{seq}");
+                    }
+                }
+            }
+            let _ = writeln!(out, "    expected: {}", f.hint);
+        }
+        for n in &self.notes {
+            let _ = writeln!(out, "\nnote: {n}");
+        }
+        out
+    }
+}
+
+/// `#3 12:00:01.250 POST /payments/v1/transfers key=k-2 rev=1 → executed, applied, 201`
+pub fn describe(e: &Entry) -> String {
+    let time = e.received_at.get(11..23).unwrap_or(&e.received_at);
+    let mut s = format!("#{} {time} ", e.seq);
+    if e.disposition == Disposition::Agent || e.disposition == Disposition::Declaration {
+        let _ = write!(s, "{} {}", e.service, e.event.as_deref().unwrap_or("event"));
+        if let Some(d) = &e.detail {
+            let _ = write!(s, " {d}");
+        }
+        return s;
+    }
+    let _ = write!(s, "{} /{}{}", e.method, e.service, e.path);
+    if let Some(a) = &e.actor {
+        let _ = write!(s, " by {a}");
+    }
+    if let Some(k) = &e.idempotency_key {
+        let _ = write!(s, " key={k}");
+    }
+    if let Some(r) = &e.revision {
+        let _ = write!(s, " rev={r}");
+    }
+    let disp = e.disposition.as_str();
+    let _ = write!(s, " → {disp}");
+    if e.disposition == Disposition::Executed {
+        if let Some(f) = &e.fate {
+            let _ = write!(s, " ({f})");
+        }
+        s.push_str(if e.applied {
+            ", applied"
+        } else {
+            ", not applied"
+        });
+    }
+    match (e.response.delivery, e.response.status) {
+        (Delivery::Sent, Some(st)) => {
+            let _ = write!(s, ", {st}");
+        }
+        (d, _) => {
+            let _ = write!(s, ", response {}", d.as_str());
+        }
+    }
+    s
+}
