@@ -321,9 +321,6 @@ pub struct Route {
     pub path: PathTemplate,
     pub kind: RouteKind,
     pub intent: Vec<String>,
-    /// For each of `intent`'s pointers, in the same order: what writing an intent needs of it,
-    /// worked out once here instead of for every action.
-    pub intent_keys: Vec<IntentKey>,
     pub fates: FateSchedule,
     pub per: Per,
     pub respond: Respond,
@@ -336,26 +333,6 @@ pub struct Route {
     pub of: Option<Vec<String>>,
     /// The same intent may legitimately apply more than once (the verifier won't flag it).
     pub repeatable: bool,
-}
-
-/// An intent pointer as an action's intent text uses it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IntentKey {
-    /// The pointer as a JSON object key, with its quotes and the colon after them.
-    pub json: Vec<u8>,
-    /// The top-level member it names (its one token, unescaped), if it names one: a flat body
-    /// (`compact::Flat`) has nothing deeper.
-    pub member: Option<String>,
-}
-
-impl IntentKey {
-    pub fn of(pointer: &str) -> IntentKey {
-        let mut json = Vec::with_capacity(pointer.len() + 3);
-        crate::template::write_json_str(&mut json, pointer);
-        json.push(b':');
-        let member = crate::compact::pointer_member(pointer).map(|m| m.into_owned());
-        IntentKey { json, member }
-    }
 }
 
 /// The canned response of an action route; strings may hold `{{...}}` placeholders.
@@ -876,7 +853,6 @@ fn compile_route(
         method: r.method,
         path: path?,
         kind: r.kind,
-        intent_keys: intent.iter().map(|p| IntentKey::of(p)).collect(),
         intent,
         fates: r.fates.unwrap_or_default(),
         per: r.per.unwrap_or_default(),
