@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::route::{header_text, header_value};
+use super::route::{header_text, header_value, pointer};
 use super::target::action_view;
 use super::{Plan, Request, Response};
 use crate::fate::Fate;
@@ -33,12 +33,12 @@ impl Prepared {
         let intent = if route.intent.is_empty() {
             json.cloned()
         } else {
-            let at = |p: &str| json.and_then(|j| j.pointer(p)).cloned();
-            let picked = route
-                .intent
-                .iter()
-                .map(|p| (p.clone(), at(p).unwrap_or_default()));
-            Some(Value::Object(picked.collect()))
+            let mut picked = serde_json::Map::new();
+            for p in &route.intent {
+                let at = json.and_then(|j| pointer(j, p)).cloned();
+                picked.insert(p.clone(), at.unwrap_or_default());
+            }
+            Some(Value::Object(picked))
         };
         Prepared {
             key: header_value(&req.headers, &policy.header_name)
@@ -317,6 +317,12 @@ struct Ctx<'a> {
 }
 
 impl template::Vars for Ctx<'_> {
+    fn write(&self, name: &str, out: &mut Vec<u8>) -> bool {
+        use std::io::Write as _;
+        // In nearly every response: written without making a `Value` (a `Vec` takes any write).
+        name == "action.id" && write!(out, "\"act_{}\"", self.record.seq).is_ok()
+    }
+
     fn var(&self, name: &str) -> Option<Value> {
         let r = self.record;
         Some(match name {
@@ -330,7 +336,7 @@ impl template::Vars for Ctx<'_> {
             "request.path" => Value::from(r.path.as_str()),
             _ => {
                 if let Some(p) = name.strip_prefix("body.") {
-                    self.json?.pointer(p)?.clone()
+                    pointer(self.json?, p)?.clone()
                 } else if let Some(seg) = name.strip_prefix("path.") {
                     let route = self
                         .world
