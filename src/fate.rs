@@ -169,7 +169,10 @@ impl fmt::Display for Fate {
 
 impl serde::Serialize for Fate {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        match self.plain_name() {
+            Some(name) => s.serialize_str(name),
+            None => s.collect_str(self),
+        }
     }
 }
 

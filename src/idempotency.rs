@@ -498,26 +498,6 @@ impl KeyStore {
         }
     }
 
-    /// The decision [`decide`](Self::decide) would take, when it is a replay of the very same
-    /// route and body bytes (`raw`, from [`raw_id`]): the replayed seq and its stored response.
-    /// `None` means "take the ordinary path", never "not a replay".
-    pub fn replay_of_same(
-        &self,
-        policy: &Policy,
-        service: &str,
-        key: &str,
-        raw: u64,
-        now: Duration,
-    ) -> Option<(u64, Stored<'_>)> {
-        if policy.mode != Mode::Honor {
-            return None;
-        }
-        let rec = self.find(service, key)?;
-        let slot = rec.slot;
-        let fresh = now < slot.created_at() + policy.retention && now >= slot.completes_at();
-        (fresh && slot.raw == raw).then(|| (slot.seq, rec.stored()))
-    }
-
     /// Remember an execution's outcome under its key (replacing an expired record).
     pub fn remember(&mut self, service: &str, key: &str, record: KeyRecord) {
         self.remember_parts(service, key, record.kept());

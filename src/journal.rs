@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::ClockKind;
 use crate::idempotency::KeyRecord;
 use crate::ledger::{Record, Sink};
+use crate::world::unpoisoned;
 
 /// When the journal asks the OS to make its bytes durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -134,7 +135,7 @@ impl Journal {
             }
         };
         buf.push(b'\n');
-        let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = unpoisoned(self.file.lock());
         // One write call per line, so a crash tears at most the last line.
         if let Err(e) = f.write_all(&buf) {
             tracing::error!(error = %e, path = %self.path.display(), "journal: write failed");
@@ -153,14 +154,14 @@ impl Journal {
 
     fn sync_if_dirty(&self) {
         if self.dirty.swap(false, Ordering::AcqRel) {
-            let f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+            let f = unpoisoned(self.file.lock());
             let _ = f.sync_data();
         }
     }
 
     /// Make everything written so far durable (at shutdown).
     pub fn flush(&self) {
-        let f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let f = unpoisoned(self.file.lock());
         let _ = f.sync_data();
         self.dirty.store(false, Ordering::Release);
     }

@@ -7,9 +7,9 @@
 //! JSON type (`amount = "{{body./amount}}"` stays a number). Unknown placeholders are left as
 //! written, so a typo shows up in the output instead of vanishing.
 //!
-//! [`Compiled`] is a fake service's JSON response body compiled once at load;
-//! [`write_json_str`] writes a JSON string as serde_json would, faster, for it and for the
-//! agents' hand-written JSON.
+//! [`Compiled`] is a fake service's JSON response body compiled once at load.
+//! [`json_escapes`] and [`escape_at`] remain only for the agents' and verifier's own JSON
+//! readers, which are on their way out.
 //!
 //! Sits beside `clock` and `fate` at the bottom: it imports nothing from the crate.
 
@@ -221,44 +221,9 @@ pub(crate) fn escape_at(b: &[u8]) -> Option<usize> {
     }
 }
 
-/// Whether `s` holds a byte JSON escapes (`"`, `\\`, a control character), eight at a time:
-/// strings written on every request (response templates, agents' events and ledger details)
-/// mostly need nothing.
-fn needs_escape(s: &[u8]) -> bool {
-    let mut chunks = s.chunks_exact(8);
-    for c in &mut chunks {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(c);
-        if json_escapes(u64::from_le_bytes(b)) != 0 {
-            return true;
-        }
-    }
-    // The tail: the last eight bytes again where there are eight (no copy of a variable length,
-    // which is a `memcpy` call per string), else byte by byte.
-    let rest = chunks.remainder();
-    if rest.is_empty() {
-        return false;
-    }
-    if let Some(last) = s.len().checked_sub(8).and_then(|at| s.get(at..)) {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(last);
-        return json_escapes(u64::from_le_bytes(b)) != 0;
-    }
-    rest.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\')
-}
-
-/// A JSON string as serde_json writes it: copied as is when no byte needs escaping (no `"`,
-/// `\\` or control character; serde_json escapes nothing else), else by serde_json.
-#[inline]
+/// A JSON string, written by serde_json.
 pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
-    if needs_escape(s.as_bytes()) {
-        write_escaped(out, s);
-    } else {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    }
+    put(out, s);
 }
 
 /// `[a,b,...]`, each item written by `write` (shared by the agents' hand-written JSON).
@@ -276,15 +241,6 @@ pub fn write_json_array<T>(
         write(out, item);
     }
     out.push(b']');
-}
-
-/// The rare string with something to escape, kept out of [`write_json_str`]'s way: its
-/// callers (some thirty per A2A round trip) then inline a short copy instead of calling a
-/// function that saves and restores registers for serde_json's sake.
-#[cold]
-#[inline(never)]
-fn write_escaped(out: &mut Vec<u8>, s: &str) {
-    let _ = serde_json::to_writer(&mut *out, s);
 }
 
 /// Serialising strings and JSON values into a byte buffer cannot fail (no I/O, no non-string
@@ -360,21 +316,6 @@ mod tests {
                             }
                         }
                     }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn json_strings_are_escaped_as_serde_json_escapes_them() {
-        for c in ['"', '\\', '\n', '\u{0}', '\u{1f}', '\u{7f}', '\u{e9}', 'x'] {
-            for len in 0..20 {
-                for at in 0..=len {
-                    let mut s: String = "a".repeat(len);
-                    s.insert(at, c);
-                    let mut out = Vec::new();
-                    write_json_str(&mut out, &s);
-                    assert_eq!(out, serde_json::to_vec(&s).unwrap(), "{s:?}");
                 }
             }
         }

@@ -21,6 +21,13 @@ use crate::journal::{Journal, Line, RecordSink};
 use crate::ledger::{Counts, Entry, Filter, Ledger, Record};
 use crate::scenario::Scenario;
 
+/// A lock's guard whether or not a thread panicked while holding it: the one place the crate
+/// deals with poison. Every lock guards state that each critical section leaves whole (a panic
+/// in one, itself a bug, leaves nothing half-written that the next holder could misread).
+pub fn unpoisoned<G>(r: std::sync::LockResult<G>) -> G {
+    r.unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The mutable part of a world.
 #[derive(Default)]
 pub struct State {
@@ -145,11 +152,7 @@ impl World {
     /// found there, made by a caller that got the lock first).
     #[cold]
     fn make_extension<T: Default + Send + Sync + 'static>(&self) -> &T {
-        let _making = self
-            .extensions
-            .making
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _making = unpoisoned(self.extensions.making.lock());
         for slot in &self.extensions.slots {
             if let Some(t) = slot
                 .get_or_init(|| Box::new(T::default()))
@@ -158,11 +161,7 @@ impl World {
                 return t;
             }
         }
-        let mut more = self
-            .extensions
-            .more
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut more = unpoisoned(self.extensions.more.lock());
         let any: &'static (dyn Any + Send + Sync) = *more
             .entry(TypeId::of::<T>())
             .or_insert_with(|| Box::leak(Box::new(T::default())));
@@ -173,8 +172,7 @@ impl World {
 
     /// Lock the state. Keep the guard out of any `.await`.
     pub fn lock(&self) -> MutexGuard<'_, State> {
-        // The state stays consistent across a panic in a reader, so poison is not fatal here.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        unpoisoned(self.state.lock())
     }
 
     /// Close the world: sleepers wake, hung connections are released.
@@ -353,7 +351,7 @@ impl Host {
 
     /// Remember the findings of the latest verification, per rule.
     pub fn record_findings<'a>(&self, rules: impl Iterator<Item = &'a str>) {
-        let mut m = self.last_findings.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = unpoisoned(self.last_findings.lock());
         m.clear();
         for r in rules {
             *m.entry(r.to_string()).or_insert(0) += 1;
@@ -361,17 +359,14 @@ impl Host {
     }
 
     pub fn last_findings(&self) -> std::collections::BTreeMap<String, u64> {
-        self.last_findings
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        unpoisoned(self.last_findings.lock()).clone()
     }
 
     /// Fold a world's counts into the retired totals and close it.
     fn retire(&self, world: &World, dropped_session: bool) {
         {
             let st = world.lock();
-            let mut r = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+            let mut r = unpoisoned(self.retired.lock());
             r.counts.merge(st.ledger.counts());
             r.evicted += st.ledger.evicted();
             r.sessions_dropped += u64::from(dropped_session);
@@ -382,7 +377,7 @@ impl Host {
     /// Totals over live and retired worlds: (counts, evicted entries, sessions dropped).
     pub fn totals(&self) -> (Counts, u64, u64) {
         let (mut counts, mut evicted, dropped) = {
-            let r = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+            let r = unpoisoned(self.retired.lock());
             (r.counts.clone(), r.evicted, r.sessions_dropped)
         };
         for w in self.worlds() {
@@ -399,10 +394,7 @@ impl Host {
 
     /// The default session's world.
     pub fn world(&self) -> Arc<World> {
-        self.default
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        unpoisoned(self.default.read()).clone()
     }
 
     /// The world of a session (`None` or `"default"`: the default one), created on first use.
@@ -436,7 +428,7 @@ impl Host {
     }
 
     fn lock_sessions(&self) -> MutexGuard<'_, HashMap<String, Session>> {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+        unpoisoned(self.sessions.lock())
     }
 
     /// Replace a session's world with a fresh one from `scenario` and close the old one.
@@ -455,7 +447,7 @@ impl Host {
         ));
         let old = match name {
             None => Some(std::mem::replace(
-                &mut *self.default.write().unwrap_or_else(|e| e.into_inner()),
+                &mut *unpoisoned(self.default.write()),
                 fresh.clone(),
             )),
             Some(n) => {

@@ -1,0 +1,75 @@
+//! How the ledger keeps its records in memory: each [`Record`] in its serde form, encoded as
+//! MessagePack (structs as arrays, so field names are not repeated per record), back to back in
+//! chunks that never move ([`Chunks`]).
+//!
+//! A `Record` as a Rust value costs ~2.5 KB for a request with a small body (its strings and
+//! JSON trees); encoded it is a few hundred bytes at most. The encoding is derived from the
+//! record's own definition, so a field added to `Record` is stored without a change here; it is
+//! private to a running process (the journal and every API use `Record` and `Entry`).
+
+use std::collections::VecDeque;
+
+use super::Record;
+use crate::chunks::Chunks;
+
+const CHUNK: usize = 1 << 20;
+
+/// The encoded records of one ledger, oldest first.
+pub(super) struct Store {
+    chunks: Chunks,
+    /// Where each record starts (a place in `chunks`).
+    index: VecDeque<u64>,
+    /// Reused for each record's encoding before it is copied into the chunks.
+    scratch: Vec<u8>,
+}
+
+impl Default for Store {
+    fn default() -> Store {
+        Store {
+            chunks: Chunks::new(CHUNK, CHUNK),
+            index: VecDeque::new(),
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl Store {
+    pub(super) fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Append an encoded copy of `r`.
+    pub(super) fn push(&mut self, r: &Record) {
+        let at = self.write(r);
+        self.index.push_back(at);
+    }
+
+    /// Encode `r` again for position `i` (the old bytes stay, unused, until their chunk goes).
+    pub(super) fn replace(&mut self, i: usize, r: &Record) {
+        let at = self.write(r);
+        if let Some(slot) = self.index.get_mut(i) {
+            *slot = at;
+        }
+    }
+
+    /// Forget the oldest record, and the chunks no remaining record starts in.
+    pub(super) fn pop_front(&mut self) {
+        self.index.pop_front();
+        self.chunks.release_before(self.index.front().copied());
+    }
+
+    /// The record at position `i`, decoded.
+    pub(super) fn get(&self, i: usize) -> Option<Record> {
+        let bytes = self.chunks.from(*self.index.get(i)?)?;
+        // Only bytes this store encoded from a `Record` are read: a failure would be a bug in
+        // the format crate, and the record is then reported missing rather than panicking.
+        rmp_serde::from_slice(bytes).ok()
+    }
+
+    fn write(&mut self, r: &Record) -> u64 {
+        self.scratch.clear();
+        // Writing into a `Vec` cannot fail, and every field of a `Record` has a MessagePack form.
+        let _ = rmp_serde::encode::write(&mut self.scratch, r);
+        self.chunks.place(&[&self.scratch])
+    }
+}

@@ -1,0 +1,404 @@
+//! Compiling a parsed scenario: every name, header and pointer checked (all problems at once),
+//! routes' policies resolved and their per-request facts worked out once, at load.
+
+use std::collections::BTreeMap;
+
+use super::*;
+
+pub(super) fn compile(
+    raw: RawScenario,
+    default_name: Option<&str>,
+    origin: &str,
+    source: &str,
+) -> Result<Scenario, Issues> {
+    let mut issues: Issues = Vec::new();
+    let mut services = Vec::new();
+    for (sname, rs) in raw.services {
+        services.push(compile_service(sname, rs, &mut issues));
+    }
+    let agents = compile_agents(&raw.agents, &services, &mut issues);
+    if !issues.is_empty() {
+        return Err(issues);
+    }
+    Ok(Scenario {
+        agents,
+        name: raw
+            .name
+            .or(default_name.map(str::to_string))
+            .unwrap_or_else(|| "scenario".into()),
+        seed: raw.seed.unwrap_or(0),
+        clock: raw.clock.unwrap_or(ClockKind::Real),
+        max_body_bytes: raw.max_body_bytes.unwrap_or(1 << 20),
+        ledger_body_bytes: raw.ledger_body_bytes.unwrap_or(64 << 10),
+        services,
+        origin: origin.to_string(),
+        source: source.to_string(),
+    })
+}
+
+/// One service: its name, headers and routes, checked together (duplicates, `of` targets).
+fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Service {
+    let spath = format!("services.{sname}");
+    if RESERVED.contains(&sname.as_str()) {
+        issues.push((spath.clone(), format!("\"{sname}\" is reserved for doubleagent's own endpoints; pick another service name")));
+    } else if sname.is_empty()
+        || !sname
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        issues.push((spath.clone(), "a service name may use only letters, digits, '-' and '_' (it becomes a URL path segment)".into()));
+    }
+    let headers = [
+        ("work_id_header", rs.work_id_header.as_deref()),
+        ("revision_header", rs.revision_header.as_deref()),
+    ];
+    for (key, h) in headers {
+        if let Some(h) = h {
+            check_header(h, &format!("{spath}.{key}"), issues);
+        }
+    }
+    let svc_idem = rs.idempotency.clone().unwrap_or_default();
+    if let Some(h) = &svc_idem.header {
+        check_header(h, &format!("{spath}.idempotency.header"), issues);
+    }
+    let mut routes: Vec<Route> = Vec::new();
+    for (i, r) in rs.routes.into_iter().enumerate() {
+        let rpath = format!("{spath}.routes[{i}]");
+        if let Some(route) = compile_route(r, &rpath, &svc_idem, issues) {
+            if routes.iter().any(|o| o.name == route.name) {
+                issues.push((
+                    format!("{rpath}.name"),
+                    format!(
+                        "duplicate route name \"{}\" in service \"{sname}\"",
+                        route.name
+                    ),
+                ));
+            }
+            if let Some(o) = routes.iter().find(|o| {
+                o.method == route.method
+                    && o.path.raw == route.path.raw
+                    && o.matcher == route.matcher
+            }) {
+                issues.push((format!("{rpath}.path"), format!("duplicate route: {} {} is already served by route \"{}\" (add a `match` to tell them apart)", route.method, route.path.raw, o.name)));
+            }
+            routes.push(route);
+        }
+    }
+    // `of` must name action routes of the same service.
+    for (i, r) in routes.iter().enumerate() {
+        for target in r.of.iter().flatten() {
+            match routes.iter().find(|o| &o.name == target) {
+                Some(o) if o.kind == RouteKind::Action => {}
+                Some(_) => issues.push((
+                    format!("{spath}.routes[{i}].of"),
+                    format!("\"{target}\" is not an action route"),
+                )),
+                None => issues.push((
+                    format!("{spath}.routes[{i}].of"),
+                    format!(
+                        "no route named \"{target}\" in service \"{sname}\"{}",
+                        did_you_mean(target, routes.iter().map(|o| o.name.as_str()))
+                    ),
+                )),
+            }
+        }
+    }
+    Service {
+        name: sname,
+        // An invalid name was reported above (and the scenario is refused).
+        work_id_header: header_name(rs.work_id_header.as_deref(), "x-work-id"),
+        revision_header: header_name(rs.revision_header.as_deref(), "x-revision"),
+        routes,
+    }
+}
+
+/// The agents, each compiled by its protocol's module.
+fn compile_agents(
+    raw: &BTreeMap<String, toml::Table>,
+    services: &[Service],
+    issues: &mut Issues,
+) -> Vec<Agent> {
+    let mut agents = Vec::new();
+    for (aname, table) in raw {
+        let apath = format!("agents.{aname}");
+        if aname.is_empty()
+            || !aname
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            issues.push((apath.clone(), "an agent name may use only letters, digits, '-' and '_' (it becomes a URL path segment)".into()));
+        }
+        if services.iter().any(|s| &s.name == aname) {
+            issues.push((apath.clone(), format!("\"{aname}\" is already a service name; agents and services share the ledger's `service` field, so pick another name")));
+        }
+        let spec = match table.get("protocol").map(|p| p.as_str()) {
+            Some(Some("a2a")) => a2a::compile(table, &apath, services, issues).map(AgentSpec::A2a),
+            Some(Some("ag-ui")) => {
+                agui::compile(table, &apath, services, issues).map(AgentSpec::AgUi)
+            }
+            Some(Some(other)) => {
+                let hint = did_you_mean(other, ["a2a", "ag-ui"].into_iter());
+                issues.push((
+                    format!("{apath}.protocol"),
+                    format!("unknown protocol \"{other}\"{hint}; expected \"a2a\" or \"ag-ui\""),
+                ));
+                None
+            }
+            Some(None) => {
+                issues.push((
+                    format!("{apath}.protocol"),
+                    "expected a string: \"a2a\" or \"ag-ui\"".into(),
+                ));
+                None
+            }
+            None => {
+                issues.push((
+                    apath.clone(),
+                    "missing key `protocol` (\"a2a\" or \"ag-ui\")".into(),
+                ));
+                None
+            }
+        };
+        if let Some(spec) = spec {
+            agents.push(Agent {
+                name: aname.as_str().into(),
+                spec,
+            });
+        }
+    }
+    agents
+}
+
+pub(crate) fn check_header(h: &str, path: &str, issues: &mut Issues) {
+    if hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
+        issues.push((
+            path.to_string(),
+            format!("\"{h}\" is not a valid HTTP header name"),
+        ));
+    }
+}
+
+fn compile_route(
+    r: RawRoute,
+    rpath: &str,
+    svc_idem: &RawIdempotency,
+    issues: &mut Issues,
+) -> Option<Route> {
+    let start = issues.len();
+    const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+    if !METHODS.contains(&r.method.as_str()) {
+        issues.push((
+            format!("{rpath}.method"),
+            format!(
+                "expected one of {}, found \"{}\"",
+                METHODS.join(", "),
+                r.method
+            ),
+        ));
+    }
+    let path = PathTemplate::parse(&r.path)
+        .map_err(|e| issues.push((format!("{rpath}.path"), e)))
+        .ok();
+    if r.name.is_empty() {
+        issues.push((
+            format!("{rpath}.name"),
+            "a route needs a non-empty name".into(),
+        ));
+    }
+    check_kind_keys(&r, rpath, path.as_ref(), issues);
+    let respond = compile_respond(r.respond, rpath, issues);
+    let (policy, pol_issues) = resolve_policy(svc_idem, r.idempotency.as_ref());
+    for (k, m) in pol_issues {
+        issues.push((format!("{rpath}.idempotency.{k}"), m));
+    }
+    let matcher = match r.matcher {
+        Some(m) => {
+            for h in m.headers.keys() {
+                check_header(h, &format!("{rpath}.match.headers"), issues);
+            }
+            Matcher {
+                headers: m.headers.into_iter().collect(),
+                json: m.json.into_iter().map(|(p, v)| (p.0, v)).collect(),
+            }
+        }
+        None => Matcher::default(),
+    };
+    if issues.len() > start {
+        return None;
+    }
+    // In byte order, each once: the order and count of an intent's keys in the ledger (a map
+    // of pointer to value), worked out here rather than per request.
+    let intent = {
+        let mut pointers: Vec<String> = r
+            .intent
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| p.0)
+            .collect();
+        pointers.sort_unstable();
+        pointers.dedup();
+        pointers
+    };
+    Some(Route {
+        name: r.name,
+        method: r.method,
+        path: path?,
+        kind: r.kind,
+        intent,
+        fates: r.fates.unwrap_or_default(),
+        per: r.per.unwrap_or_default(),
+        respond,
+        idempotency: policy,
+        matcher,
+        lag: r.lag.map(|d| d.0).unwrap_or_default(),
+        available: r.available.unwrap_or(true),
+        cancel_policy: r.policy.unwrap_or_default(),
+        of: r.of,
+        repeatable: r.repeatable.unwrap_or(false),
+    })
+}
+
+/// Keys that only make sense for some kinds of route: rejected rather than silently ignored.
+fn check_kind_keys(r: &RawRoute, rpath: &str, path: Option<&PathTemplate>, issues: &mut Issues) {
+    let only = |present: bool, key: &str, kinds: &[RouteKind], issues: &mut Issues| {
+        if present && !kinds.contains(&r.kind) {
+            let names: Vec<String> = kinds
+                .iter()
+                .map(|k| format!("{k:?}").to_lowercase())
+                .collect();
+            issues.push((
+                format!("{rpath}.{key}"),
+                format!(
+                    "`{key}` applies only to {} routes; this route is kind = \"{}\"",
+                    names.join(" and "),
+                    format!("{:?}", r.kind).to_lowercase()
+                ),
+            ));
+        }
+    };
+    use RouteKind::*;
+    only(r.intent.is_some(), "intent", &[Action], issues);
+    only(r.fates.is_some(), "fates", &[Action], issues);
+    only(r.per.is_some(), "per", &[Action], issues);
+    only(r.respond.is_some(), "respond", &[Action], issues);
+    only(r.idempotency.is_some(), "idempotency", &[Action], issues);
+    only(r.repeatable.is_some(), "repeatable", &[Action], issues);
+    only(r.lag.is_some(), "lag", &[Lookup], issues);
+    only(r.available.is_some(), "available", &[Lookup], issues);
+    only(r.policy.is_some(), "policy", &[Cancel], issues);
+    only(r.of.is_some(), "of", &[Lookup, Cancel], issues);
+    if let Some(p) = path {
+        if matches!(r.kind, Lookup | Cancel) && !p.has_param("id") {
+            issues.push((format!("{rpath}.path"), format!("a {} route's path needs an {{id}} segment (an action id or idempotency key), e.g. \"/v1/transfers/{{id}}\"", format!("{:?}", r.kind).to_lowercase())));
+        }
+    }
+}
+
+/// An action route's canned response (its JSON body compiled as a template).
+fn compile_respond(respond: Option<RawRespond>, rpath: &str, issues: &mut Issues) -> Respond {
+    match respond {
+        Some(rr) => {
+            if rr.json.is_some() && rr.body.is_some() {
+                issues.push((
+                    format!("{rpath}.respond"),
+                    "give either `json` or `body`, not both".into(),
+                ));
+            }
+            for h in rr.headers.keys() {
+                check_header(h, &format!("{rpath}.respond.headers"), issues);
+            }
+            Respond {
+                status: rr.status.map(|s| s.0).unwrap_or(200),
+                headers: rr.headers.into_iter().collect(),
+                body: match (rr.json, rr.body) {
+                    (_, Some(text)) => RespondBody::Text(text),
+                    (Some(json), None) => RespondBody::json(json),
+                    (None, None) => default_body(),
+                },
+            }
+        }
+        None => Respond {
+            status: 200,
+            headers: Vec::new(),
+            body: default_body(),
+        },
+    }
+}
+
+fn default_body() -> RespondBody {
+    RespondBody::json(serde_json::json!({"id": "{{action.id}}", "status": "succeeded"}))
+}
+
+/// Preset first (the route's, else the service's), then the service's fields, then the route's.
+fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> (Policy, Issues) {
+    let preset = route.and_then(|r| r.preset).or(svc.preset);
+    let mut p = match preset {
+        Some(preset) => preset.policy(),
+        // An idempotency table without a preset means "honour keys, IETF style".
+        None if route.is_some()
+            || svc.mode.is_some()
+            || svc.header.is_some()
+            || svc.retention.is_some() =>
+        {
+            Preset::Ietf.policy()
+        }
+        None => Policy::default(),
+    };
+    let mut issues = Vec::new();
+    for layer in std::iter::once(svc).chain(route) {
+        if let Some(m) = layer.mode {
+            p.mode = m;
+        }
+        if let Some(h) = &layer.header {
+            match hyper::header::HeaderName::from_bytes(h.as_bytes()) {
+                Ok(name) => p.header_name = name,
+                Err(_) => issues.push((
+                    "header".to_string(),
+                    format!("\"{h}\" is not a valid HTTP header name"),
+                )),
+            }
+            p.header = h.clone();
+        }
+        if let Some(r) = layer.required {
+            p.required = r;
+        }
+        if let Some(r) = layer.retention {
+            p.retention = r.0;
+        }
+        if let Some(f) = &layer.fingerprint {
+            p.fingerprint = match f {
+                RawFingerprint::Body => Fingerprint::Body,
+                RawFingerprint::None => Fingerprint::None,
+                RawFingerprint::Pointers(ps) => Fingerprint::Pointers(ps.clone()),
+            };
+        }
+        if let Some(c) = layer.cache {
+            p.cache = c;
+        }
+        if let Some(h) = &layer.replay_header {
+            if !h.is_empty() && hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
+                issues.push((
+                    "replay_header".to_string(),
+                    format!("\"{h}\" is not a valid HTTP header name (\"\" for none)"),
+                ));
+            }
+            p.replay_header = (!h.is_empty()).then(|| h.clone().into());
+        }
+        if let Some(e) = layer.echo_key {
+            p.echo_key = e;
+        }
+        if let Some(s) = layer.mismatch_status {
+            p.mismatch_status = s.0;
+        }
+        if let Some(s) = layer.conflict_status {
+            p.conflict_status = s.0;
+        }
+        if let Some(s) = layer.missing_status {
+            p.missing_status = s.0;
+        }
+    }
+    (p, issues)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Locating problems in the source

@@ -1,0 +1,259 @@
+//! A scenario's problems, located in its source: every issue found while loading, reported as
+//! `file:line:col: key.path: message`, with "did you mean" hints for misspelled names.
+
+use std::fmt;
+
+use super::Issues;
+
+/// One problem in a scenario, located in its source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub line: usize,
+    pub col: usize,
+    /// `services.payments.routes[0].fates`; empty for document-level syntax errors.
+    pub path: String,
+    pub message: String,
+}
+
+/// A scenario that failed to load: every problem found, with the file it came from.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ScenarioError {
+    pub file: String,
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{}:{}:{}: ", self.file, p.line, p.col)?;
+            if !p.path.is_empty() {
+                write!(f, "{}: ", p.path)?;
+            }
+            write!(f, "{}", p.message)?;
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn path_string(p: &serde_path_to_error::Path) -> String {
+    let mut out = String::new();
+    for seg in p.iter() {
+        match seg {
+            serde_path_to_error::Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            serde_path_to_error::Segment::Map { key }
+            | serde_path_to_error::Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            serde_path_to_error::Segment::Unknown => {}
+        }
+    }
+    out
+}
+
+pub(super) fn locate_serde_error(src: &str, path: &str, e: &toml::de::Error) -> Problem {
+    let (path, message) = explain(path, e);
+    let offset = match e.span() {
+        Some(span) => Some(span.start),
+        None => find_path(src, &path),
+    };
+    let (line, col) = offset.map(|o| line_col(src, o)).unwrap_or((1, 1));
+    Problem {
+        line,
+        col,
+        path,
+        message,
+    }
+}
+
+/// A serde error as a (key path, message) pair, with the unknown key named in the path and a
+/// "did you mean" where one is close.
+pub(crate) fn explain(path: &str, e: &toml::de::Error) -> (String, String) {
+    let mut message = e.message().trim().to_string();
+    let mut path = path.to_string();
+    if let Some((field, expected)) = parse_unknown(&message) {
+        if !path.ends_with(&field) {
+            path = if path.is_empty() {
+                field.clone()
+            } else {
+                format!("{path}.{field}")
+            };
+        }
+        message = format!(
+            "unknown key `{field}`{}",
+            did_you_mean(&field, expected.iter().map(String::as_str))
+        );
+        if !expected.is_empty() {
+            message.push_str(&format!(" (expected one of: {})", expected.join(", ")));
+        }
+    } else if let Some(hint) = parse_unknown_variant(&message) {
+        message.push_str(&hint);
+    } else if let Some(rest) = message.strip_prefix("unknown fate \"") {
+        let name = rest.split(['"', ':']).next().unwrap_or_default();
+        let hint = did_you_mean(name, crate::fate::NAMES.iter().copied());
+        if let Some(at) = message.find("; expected") {
+            message.insert_str(at, &hint);
+        }
+    }
+    (path, message)
+}
+
+/// Deserialize one sub-table of the document (an agent's table) into its protocol's raw model,
+/// reporting failures under `prefix` (e.g. `agents.researcher`).
+pub(crate) fn sub_table<T: serde::de::DeserializeOwned>(
+    table: &toml::Table,
+    prefix: &str,
+    issues: &mut Issues,
+) -> Option<T> {
+    match serde_path_to_error::deserialize(toml::Value::Table(table.clone())) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            let sub = path_string(e.path());
+            let full = if sub.is_empty() {
+                prefix.to_string()
+            } else if sub.starts_with('[') {
+                format!("{prefix}{sub}")
+            } else {
+                format!("{prefix}.{sub}")
+            };
+            issues.push(explain(&full, e.inner()));
+            None
+        }
+    }
+}
+
+/// `unknown field `x`, expected one of `a`, `b`` → ("x", ["a", "b"]).
+fn parse_unknown(msg: &str) -> Option<(String, Vec<String>)> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    Some((field.to_string(), backticked(rest)))
+}
+
+fn parse_unknown_variant(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("unknown variant `")?;
+    let (found, rest) = rest.split_once('`')?;
+    let hint = did_you_mean(found, backticked(rest).iter().map(String::as_str));
+    (!hint.is_empty()).then_some(hint)
+}
+
+fn backticked(s: &str) -> Vec<String> {
+    s.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// `; did you mean `fates`?` when a candidate is within a small edit distance.
+pub fn did_you_mean<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> String {
+    candidates
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
+        .min()
+        .map(|(_, c)| format!("; did you mean `{c}`?"))
+        .unwrap_or_default()
+}
+
+/// Optimal-string-alignment distance: like Levenshtein, but a swap of two neighbours (`nmae`)
+/// costs one edit, the commonest typo.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+pub(super) fn locate(src: &str, path: String, message: String) -> Problem {
+    let (line, col) = find_path(src, &path)
+        .map(|o| line_col(src, o))
+        .unwrap_or((1, 1));
+    Problem {
+        line,
+        col,
+        path,
+        message,
+    }
+}
+
+/// Byte offset of the value (or key) at a `a.b[2].c` path in the document, if it exists.
+fn find_path(src: &str, path: &str) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    let doc = DeTable::parse(src).ok()?;
+    let mut segs = Vec::new();
+    for part in path.split('.') {
+        let (key, mut rest) = part
+            .split_once('[')
+            .map(|(k, r)| (k, Some(r)))
+            .unwrap_or((part, None));
+        if !key.is_empty() {
+            segs.push(Err(key.to_string()));
+        }
+        while let Some(r) = rest {
+            let (idx, after) = r.split_once(']')?;
+            segs.push(Ok(idx.parse::<usize>().ok()?));
+            rest = after.strip_prefix('[');
+        }
+    }
+    let mut best = doc.span().start;
+    let mut table = Some(doc.get_ref());
+    let mut array: Option<&toml::de::DeArray> = None;
+    for seg in segs {
+        let value = match (seg, table, array) {
+            (Err(key), Some(t), _) => {
+                let (k, v) = t.iter().find(|(k, _)| k.get_ref() == &key)?;
+                best = k.span().start;
+                v
+            }
+            (Ok(i), _, Some(a)) => {
+                let v = a.get(i)?;
+                best = v.span().start;
+                v
+            }
+            _ => return Some(best),
+        };
+        table = None;
+        array = None;
+        match value.get_ref() {
+            DeValue::Table(t) => table = Some(t),
+            DeValue::Array(a) => array = Some(a),
+            _ => {}
+        }
+    }
+    Some(best)
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub(super) fn line_col(src: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(src.len());
+    let before = &src[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, col)
+}

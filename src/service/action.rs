@@ -1,0 +1,358 @@
+//! An action's part of admission: what it reads from its request (key, fingerprint, intent), the
+//! idempotency decision, and for an execution its fate, its rendered response and the key store
+//! remembering it.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::route::{header_text, header_value, pointer};
+use super::target::action_view;
+use super::{Plan, Request, Response};
+use crate::fate::Fate;
+use crate::idempotency::{fingerprint, raw_id, Cache, Decision, Kept, Mode, StoredResponse};
+use crate::journal::Line;
+use crate::ledger::{Disposition, Record};
+use crate::scenario::{Per, RespondBody, Route, Service};
+use crate::template;
+use crate::world::{State, World};
+
+/// What an action reads from its request, worked out before the world is locked.
+pub(super) struct Prepared {
+    pub key: Option<String>,
+    pub fingerprint: Option<String>,
+    /// The body itself when the route names no pointers, else an object of the values at them
+    /// (null where absent).
+    pub intent: Option<Value>,
+}
+
+impl Prepared {
+    pub fn of(route: &Route, req: &Request<'_>, json: Option<&Value>) -> Prepared {
+        let policy = &route.idempotency;
+        let intent = if route.intent.is_empty() {
+            json.cloned()
+        } else {
+            let mut picked = serde_json::Map::new();
+            for p in &route.intent {
+                let at = json.and_then(|j| pointer(j, p)).cloned();
+                picked.insert(p.clone(), at.unwrap_or_default());
+            }
+            Some(Value::Object(picked))
+        };
+        Prepared {
+            key: header_value(&req.headers, &policy.header_name)
+                .map(|v| header_text(v).into_owned()),
+            fingerprint: fingerprint(&policy.fingerprint, &req.body, json),
+            intent,
+        }
+    }
+}
+
+/// Admit an action (its key, fingerprint and intent are in `record`): decide by its key, and
+/// execute it if the decision says so.
+pub(super) fn action(
+    world: &World,
+    st: &mut State,
+    svc: &Service,
+    route: &Route,
+    req: &Request<'_>,
+    json: Option<&Value>,
+    record: &mut Record,
+) -> (Response, Plan) {
+    let now = record.received_at;
+    let policy = &route.idempotency;
+    let decision = st.keys.decide(
+        policy,
+        &svc.name,
+        record.idempotency_key.as_deref(),
+        record.fingerprint.as_deref(),
+        now,
+    );
+    let (mut response, plan) = match decision {
+        Decision::Execute { after_expiry } => {
+            record.disposition = Disposition::Executed;
+            record.executed_after_expiry = after_expiry;
+            execute(world, st, svc, route, req, json, record)
+        }
+        Decision::Replay { of, response } => {
+            (replay(world, st, route, of, response, record), Plan::Now)
+        }
+        Decision::Missing => {
+            record.disposition = Disposition::MissingKey;
+            let text = format!(
+                "this endpoint requires an idempotency key in the {} header",
+                policy.header
+            );
+            (error(policy.missing_status, &text), Plan::Now)
+        }
+        Decision::Conflict { of } => {
+            record.disposition = Disposition::Conflict;
+            record.detail = Some(json!({"key_owner": of}));
+            let text = "a request with this idempotency key is still in progress; retry later";
+            (error(policy.conflict_status, text), Plan::Now)
+        }
+        Decision::Mismatch { of } => {
+            record.disposition = Disposition::Mismatch;
+            record.detail = Some(json!({"key_owner": of}));
+            let r = Response::json(policy.mismatch_status, &policy.mismatch_body);
+            (r, Plan::Now)
+        }
+    };
+    // Providers that echo the key do so on every answer to a keyed request, replays included;
+    // stored responses are kept without it, so a replay carries it once.
+    if let (true, Some(k)) = (policy.echo_key, &record.idempotency_key) {
+        response
+            .headers
+            .push((policy.header.clone().into(), k.clone().into()));
+    }
+    (response, plan)
+}
+
+fn error(status: u16, text: &str) -> Response {
+    Response::json(status, &json!({"error": text, "status": status}))
+}
+
+/// The answer to a replay of `of`: its stored response, or (for a route whose cache is
+/// `latest`) the action's state now.
+fn replay(
+    world: &World,
+    st: &mut State,
+    route: &Route,
+    of: u64,
+    stored: StoredResponse,
+    record: &mut Record,
+) -> Response {
+    let policy = &route.idempotency;
+    record.disposition = Disposition::Replayed;
+    record.replay_of = Some(of);
+    let now = record.received_at;
+    let latest = match policy.cache {
+        Cache::Latest => st.ledger.get(of),
+        _ => None,
+    };
+    let mut r = match latest {
+        Some(orig) => Response::json(200, &action_view(world, &orig, orig.state_at(now))),
+        None => Response::from_stored(stored.view()),
+    };
+    if let Some(h) = &policy.replay_header {
+        r.headers.push((h.clone(), "true".into()));
+    }
+    r
+}
+
+/// Execute an action: its fate, the response that fate gives, and the key store remembering it.
+fn execute(
+    world: &World,
+    st: &mut State,
+    svc: &Service,
+    route: &Route,
+    req: &Request<'_>,
+    json: Option<&Value>,
+    record: &mut Record,
+) -> (Response, Plan) {
+    let now = record.received_at;
+    if route.repeatable {
+        // Carried in the entry so an exported ledger can be verified without the scenario.
+        record.detail = Some(json!({"repeatable": true}));
+    }
+    let fate = pick_fate(world, st, svc, route, record);
+    record.fate = Some(fate);
+    record.applies_at = match fate {
+        Fate::ApplyLater(d) => Some(now + d),
+        f if f.applies() => Some(now),
+        _ => None,
+    };
+    // Rendering is most of what answering costs; an answer nobody reads and no key store keeps
+    // needs only its status.
+    let ok = if req.unread && record.idempotency_key.is_none() {
+        Response {
+            status: route.respond.status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    } else {
+        render_respond(world, route, json, record)
+    };
+    let (response, plan, completes_at) = fated(fate, ok, now, record);
+    // A provider remembers a key only once execution began (Stripe: "saves only after endpoint
+    // execution begins"), and only responses its cache policy keeps.
+    if let Some(k) = &record.idempotency_key {
+        let policy = &route.idempotency;
+        if policy.mode == Mode::Honor && fate.applies() && policy.caches(response.status) {
+            let (headers, body) = response.kept();
+            let kept = Kept {
+                fingerprint: record.fingerprint.as_deref(),
+                seq: record.seq,
+                created_at: now,
+                completes_at,
+                status: response.status,
+                headers,
+                body,
+                raw: raw_id(route.name.as_str(), &req.body),
+            };
+            world.note(|session| Line::Key {
+                session,
+                service: svc.name.clone(),
+                key: k.clone(),
+                record: Box::new(kept.to_record()),
+            });
+            st.keys.remember_parts(&svc.name, k, kept);
+        }
+        if fate.applies() {
+            st.by_key.insert(&svc.name, k, record.seq);
+        }
+    }
+    (response, plan)
+}
+
+/// The fate of this attempt: the next of its stream (the route's, or per intent or key).
+fn pick_fate(world: &World, st: &mut State, svc: &Service, route: &Route, record: &Record) -> Fate {
+    let intent = match route.per {
+        Per::Intent => record
+            .intent
+            .as_ref()
+            .and_then(|v| serde_json::to_vec(v).ok()),
+        _ => None,
+    };
+    let mut stream = std::mem::take(&mut st.stream_buf);
+    route.write_fate_stream(
+        &mut stream,
+        &svc.name,
+        intent.as_deref(),
+        record.idempotency_key.as_deref(),
+    );
+    let ordinal = match st.counters.get_mut(stream.as_str()) {
+        Some(counter) => {
+            *counter += 1;
+            *counter - 1
+        }
+        None => {
+            st.counters.insert(stream.clone(), 1);
+            0
+        }
+    };
+    let fate = route.fates.pick(world.seed, &stream, ordinal);
+    st.stream_buf = stream;
+    fate
+}
+
+/// The response a fate gives (`ok`, the route's own, where the client gets it), how it is
+/// delivered, and when the attempt completes (for the key store).
+fn fated(fate: Fate, ok: Response, now: Duration, record: &Record) -> (Response, Plan, Duration) {
+    let error = |s: u16| Response::json(s, &json!({"error": error_text(s), "status": s}));
+    match fate {
+        Fate::Respond => (ok, Plan::Now, now),
+        Fate::Delay(d) => (ok, Plan::At(now + d), now + d),
+        Fate::DropAfterApply | Fate::DropBeforeApply => (ok, Plan::Drop, now),
+        Fate::HangAfterApply => (ok, Plan::Hang, now),
+        Fate::ResetAfterApply => (ok, Plan::Reset, now),
+        Fate::ErrorBeforeApply(s) => {
+            let mut r = error(s);
+            if s == 429 || s == 503 {
+                r.headers.push(("retry-after".into(), "1".into()));
+            }
+            (r, Plan::Now, now)
+        }
+        Fate::ErrorAfterApply(s) => (error(s), Plan::Now, now),
+        Fate::ApplyLater(_) => {
+            let r = Response::json(202, &json!({"id": record.action_id(), "status": "pending"}));
+            (r, Plan::Now, now)
+        }
+    }
+}
+
+fn error_text(status: u16) -> &'static str {
+    match status {
+        429 => "too many requests",
+        500 => "internal server error",
+        502 => "bad gateway",
+        503 => "service unavailable",
+        504 => "gateway timeout",
+        _ => "request failed",
+    }
+}
+
+/// The route's `respond`, its placeholders filled from the request and its record.
+fn render_respond(world: &World, route: &Route, json: Option<&Value>, record: &Record) -> Response {
+    let ctx = Ctx {
+        world,
+        json,
+        record,
+    };
+    let mut headers: Vec<(Cow<'static, str>, Cow<'static, str>)> = route
+        .respond
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone().into(), template::text(v, &ctx).into()))
+        .collect();
+    let body = match &route.respond.body {
+        RespondBody::Json(_, compiled) => {
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            {
+                headers.push(("content-type".into(), "application/json".into()));
+            }
+            let mut out = Vec::new();
+            compiled.write(&ctx, &mut out);
+            out
+        }
+        RespondBody::Text(t) => template::text(t, &ctx).into_bytes(),
+    };
+    Response {
+        status: route.respond.status,
+        headers,
+        body,
+    }
+}
+
+/// Placeholder context: `{{action.id}}`, `{{action.seq}}`, `{{key}}`, `{{work_id}}`,
+/// `{{revision}}`, `{{now}}`, `{{body./pointer}}`, `{{path.NAME}}`.
+struct Ctx<'a> {
+    world: &'a World,
+    /// The request's body, parsed.
+    json: Option<&'a Value>,
+    record: &'a Record,
+}
+
+impl template::Vars for Ctx<'_> {
+    fn write(&self, name: &str, out: &mut Vec<u8>) -> bool {
+        use std::io::Write as _;
+        // In nearly every response: written without making a `Value` (a `Vec` takes any write).
+        name == "action.id" && write!(out, "\"act_{}\"", self.record.seq).is_ok()
+    }
+
+    fn var(&self, name: &str) -> Option<Value> {
+        let r = self.record;
+        Some(match name {
+            "action.id" => Value::from(r.action_id()),
+            "action.seq" => Value::from(r.seq),
+            "key" => Value::from(r.idempotency_key.clone()?),
+            "work_id" => Value::from(r.work_id.clone()?),
+            "revision" => r.revision.clone()?,
+            "now" => Value::from(self.world.clock.rfc3339(r.received_at)),
+            "request.method" => Value::from(r.method.as_str()),
+            "request.path" => Value::from(r.path.as_str()),
+            _ => {
+                if let Some(p) = name.strip_prefix("body.") {
+                    pointer(self.json?, p)?.clone()
+                } else if let Some(seg) = name.strip_prefix("path.") {
+                    let route = self
+                        .world
+                        .scenario
+                        .service(&r.service)?
+                        .route(r.route.as_deref()?)?;
+                    let (_, v) = route
+                        .path
+                        .matches(&r.path)?
+                        .into_iter()
+                        .find(|(k, _)| k == seg)?;
+                    Value::from(v)
+                } else {
+                    return None;
+                }
+            }
+        })
+    }
+}
