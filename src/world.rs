@@ -11,7 +11,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::clock::Clock;
@@ -56,20 +56,9 @@ pub struct World {
     journal: Option<Arc<Journal>>,
 }
 
-/// How many kinds of extension a world looks up without a lock (doubleagent has two).
-const EXTENSION_SLOTS: usize = 8;
-
-/// A world's extensions. Every agent call looks its protocol's up, from both workers: a lookup
-/// takes no lock and writes nothing (a mutex and a reference count were two cache lines both
-/// workers wrote on every call).
-#[derive(Default)]
-struct Extensions {
-    /// Filled in order, under `making`, and never emptied: a lookup reads them as they are.
-    slots: [OnceLock<Box<dyn Any + Send + Sync>>; EXTENSION_SLOTS],
-    making: Mutex<()>,
-    /// Kinds beyond the slots, made once and kept for the process's life.
-    more: Mutex<HashMap<TypeId, &'static (dyn Any + Send + Sync)>>,
-}
+/// A world's extensions: one value per type, made on first use and kept while the world lives
+/// (an append-only map hands out references that stay valid).
+type Extensions = elsa::sync::FrozenMap<TypeId, Box<dyn Any + Send + Sync>>;
 
 impl World {
     pub fn new(scenario: Arc<Scenario>, seed: Option<u64>) -> World {
@@ -137,35 +126,12 @@ impl World {
     /// This world's instance of `T`, created with `T::default()` on first use. Lock order: an
     /// extension's own lock may be taken before [`World::lock`], never the other way round.
     pub fn extension<T: Default + Send + Sync + 'static>(&self) -> &T {
-        for slot in &self.extensions.slots {
-            match slot.get().map(|v| v.downcast_ref::<T>()) {
-                Some(Some(t)) => return t,
-                Some(None) => continue,
-                // Slots fill in order: none after this one is filled either.
-                None => break,
-            }
-        }
-        self.make_extension()
-    }
-
-    /// [`World::extension`] the first time: made under the lock, in the first free slot (or
-    /// found there, made by a caller that got the lock first).
-    #[cold]
-    fn make_extension<T: Default + Send + Sync + 'static>(&self) -> &T {
-        let _making = unpoisoned(self.extensions.making.lock());
-        for slot in &self.extensions.slots {
-            if let Some(t) = slot
-                .get_or_init(|| Box::new(T::default()))
-                .downcast_ref::<T>()
-            {
-                return t;
-            }
-        }
-        let mut more = unpoisoned(self.extensions.more.lock());
-        let any: &'static (dyn Any + Send + Sync) = *more
-            .entry(TypeId::of::<T>())
-            .or_insert_with(|| Box::leak(Box::new(T::default())));
-        // Kept under its own type's id.
+        let id = TypeId::of::<T>();
+        let any = match self.extensions.get(&id) {
+            Some(any) => any,
+            None => self.extensions.insert_with(id, || Box::new(T::default())),
+        };
+        // Kept under its own type's id, so the downcast holds; a fresh value would do otherwise.
         any.downcast_ref::<T>()
             .unwrap_or_else(|| Box::leak(Box::new(T::default())))
     }
@@ -659,13 +625,13 @@ mod tests {
     struct Second(u8);
 
     #[test]
-    fn an_extension_is_made_once_and_then_found_in_its_slot() {
+    fn an_extension_is_made_once_and_then_found() {
         let world = World::new(Arc::new(Scenario::quickstart()), None);
         let a = world.extension::<First>();
         a.0.store(7, std::sync::atomic::Ordering::Relaxed);
         let b = world.extension::<Second>();
         assert_eq!(b.0, 0);
-        // The same instance every time, from the slots (not the overflow kept past them).
+        // The same instance every time.
         assert!(std::ptr::eq(a, world.extension::<First>()));
         assert_eq!(
             world
@@ -675,14 +641,10 @@ mod tests {
             7
         );
         assert!(std::ptr::eq(b, world.extension::<Second>()));
-        assert!(world.extensions.slots[0].get().is_some());
-        assert!(world.extensions.slots[1].get().is_some());
-        assert!(world.extensions.slots[2].get().is_none());
-        assert!(world.extensions.more.lock().unwrap().is_empty());
     }
 
     #[test]
-    fn kinds_beyond_the_slots_are_still_one_instance_each() {
+    fn many_kinds_are_one_instance_each() {
         macro_rules! kinds {
             ($($k:ident),*) => { $( #[derive(Default)] struct $k(u8); )* };
         }
@@ -699,7 +661,7 @@ mod tests {
             &world.extension::<K7>().0,
             &world.extension::<K8>().0,
         ];
-        assert_eq!(world.extensions.more.lock().unwrap().len(), 1);
+        assert_eq!(world.extensions.len(), 9);
         assert_eq!(firsts[8], &world.extension::<K8>().0 as *const u8);
         assert_eq!(firsts[0], &world.extension::<K0>().0 as *const u8);
     }

@@ -318,9 +318,15 @@ struct Ctx<'a> {
 
 impl template::Vars for Ctx<'_> {
     fn write(&self, name: &str, out: &mut Vec<u8>) -> bool {
-        use std::io::Write as _;
-        // In nearly every response: written without making a `Value` (a `Vec` takes any write).
-        name == "action.id" && write!(out, "\"act_{}\"", self.record.seq).is_ok()
+        // In nearly every response: written without making a `Value`.
+        if name != "action.id" {
+            return false;
+        }
+        out.extend_from_slice(b"\"act_");
+        // Serialising a number into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut *out, &self.record.seq);
+        out.push(b'"');
+        true
     }
 
     fn var(&self, name: &str) -> Option<Value> {
