@@ -23,11 +23,7 @@ pub(super) fn rec4_resent_messages(ix: &Index, out: &mut Vec<Finding>) {
             continue;
         };
         if d.get("repeat_of").is_some_and(|r| !r.is_null()) {
-            let mut seqs: Vec<u64> = first
-                .get(&(e.service.as_str(), id))
-                .copied()
-                .into_iter()
-                .collect();
+            let mut seqs: Vec<u64> = first.get(&(&*e.service, id)).copied().into_iter().collect();
             seqs.push(e.seq);
             out.push(Finding {
                 rule: "REC-4".into(),
@@ -39,7 +35,7 @@ pub(super) fn rec4_resent_messages(ix: &Index, out: &mut Vec<Finding>) {
                 hint: "a message id alone does not de-duplicate in A2A: after a timeout, find the existing task (GetTask/ListTasks) instead of resending".into(),
             });
         }
-        first.entry((e.service.as_str(), id)).or_insert(e.seq);
+        first.entry((&*e.service, id)).or_insert(e.seq);
     }
 }
 

@@ -257,7 +257,7 @@ impl<'e> Index<'e> {
                     }
                     if let Some(id) = d.get("id").and_then(Value::as_str) {
                         lookups_by_id
-                            .entry((e.service.as_str(), id))
+                            .entry((&*e.service, id))
                             .or_default()
                             .push(e.seq);
                     }
@@ -298,6 +298,6 @@ impl<'e> Index<'e> {
         let ids = [e.key(), e.action_id.as_deref()];
         ids.iter()
             .flatten()
-            .any(|id| within(self.lookups_by_id.get(&(e.service.as_str(), *id))))
+            .any(|id| within(self.lookups_by_id.get(&(&*e.service, *id))))
     }
 }

@@ -197,8 +197,11 @@ enum PieceError {
 /// a later piece).
 type Piece<T> = Result<(Vec<T>, usize), PieceError>;
 
-/// The entries of one piece of text found at offset `at`, each made into a `T` with its offset.
-fn parse_piece<T>(bytes: &[u8], at: u64, make: &impl Fn(Entry, u64) -> T) -> Piece<T> {
+type Parsed<T> = Result<T, serde_json::Error>;
+
+/// The entries of one piece of text found at offset `at`, each line read by `read_line` with
+/// its offset.
+fn parse_piece<T>(bytes: &[u8], at: u64, read_line: &impl Fn(&str, u64) -> Parsed<T>) -> Piece<T> {
     let text = std::str::from_utf8(bytes).map_err(|_| PieceError::NotUtf8)?;
     let base = text.as_ptr() as usize;
     // Exported entries are ~600 bytes; a hand-made ledger is small anyway.
@@ -209,18 +212,19 @@ fn parse_piece<T>(bytes: &[u8], at: u64, make: &impl Fn(Entry, u64) -> T) -> Pie
         if l.trim().is_empty() {
             continue;
         }
-        let e = serde_json::from_str::<Entry>(l).map_err(|e| PieceError::Line(i, e))?;
-        out.push(make(e, at + (l.as_ptr() as usize - base) as u64));
+        let offset = at + (l.as_ptr() as usize - base) as u64;
+        out.push(read_line(l, offset).map_err(|e| PieceError::Line(i, e))?);
     }
     Ok((out, lines))
 }
 
-/// Every entry of a JSONL text made into a `T`, in the pieces they were read in; `origin`
-/// names the text in the error, which gives the first bad line's number.
+/// Every line of a JSONL text read by `read_line` (given the line and its offset), in the
+/// pieces they were read in; `origin` names the text in the error, which gives the first bad
+/// line's number.
 fn read_all<T: Send>(
     src: Source<'_>,
     origin: &str,
-    make: impl Fn(Entry, u64) -> T + Sync,
+    read_line: impl Fn(&str, u64) -> Parsed<T> + Sync,
 ) -> Result<Vec<Vec<T>>, LeanError> {
     let pieces = usize::try_from(src.len().div_ceil(PIECE)).unwrap_or(usize::MAX);
     let results = run_pieces(pieces, Vec::new, |buf, k| {
@@ -228,7 +232,7 @@ fn read_all<T: Send>(
         let (at, range) = src
             .piece(from, (from + PIECE).min(src.len()), buf)
             .map_err(PieceError::Io)?;
-        parse_piece(&buf[range.clone()], at + range.start as u64, &make)
+        parse_piece(&buf[range.clone()], at + range.start as u64, &read_line)
     });
     // A text not UTF-8 anywhere is refused first, as when it is read whole as a string.
     if results
@@ -261,7 +265,9 @@ fn read_all<T: Send>(
 /// Parse a JSONL ledger (one [`Entry`] a line, blank lines skipped); `origin` names it in the
 /// error, which gives the first bad line's number.
 pub fn parse_jsonl(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
-    let chunks = read_all(Source::Text(text.as_bytes()), origin, |e, _| e);
+    let chunks = read_all(Source::Text(text.as_bytes()), origin, |l, _| {
+        serde_json::from_str::<Entry>(l)
+    });
     chunks
         .map(|c| c.into_iter().flatten().collect())
         .map_err(|e| e.to_string())
@@ -291,7 +297,9 @@ impl<'a> LeanLedger<'a> {
 
     fn of(source: Source<'a>, origin: &str) -> Result<LeanLedger<'a>, LeanError> {
         let hash = FastState::default();
-        let chunks = read_all(source, origin, |e, at| Row::new(e, at, &hash))?;
+        let chunks = read_all(source, origin, |l, at| {
+            Ok(Row::new(serde_json::from_str::<Entry>(l)?, at, &hash))
+        })?;
         let rows = Rows::new(chunks);
         Ok(LeanLedger {
             source,
