@@ -12,7 +12,6 @@ pub mod chunks;
 pub mod cli;
 pub mod client;
 pub mod clock;
-pub mod compact;
 pub mod fate;
 pub mod hash;
 pub mod idempotency;

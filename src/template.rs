@@ -8,8 +8,6 @@
 //! written, so a typo shows up in the output instead of vanishing.
 //!
 //! [`Compiled`] is a fake service's JSON response body compiled once at load.
-//! [`json_escapes`] and [`escape_at`] remain only for the agents' and verifier's own JSON
-//! readers, which are on their way out.
 //!
 //! Sits beside `clock` and `fate` at the bottom: it imports nothing from the crate.
 
@@ -175,52 +173,6 @@ fn find2(s: &str, pat: &[u8; 2]) -> Option<usize> {
     s.as_bytes().windows(2).position(|w| w == pat)
 }
 
-/// The bytes of a word (eight bytes, little-endian) that JSON escapes (`"`, `\\`, a control
-/// character), each flagged by its high bit. A byte of `v - n * ONES` borrows (its high bit set
-/// where `v`'s was not) if some byte of `v` is below `n`; a borrow can only flag a byte above a
-/// true one, so the lowest flag is exact (and the mask is exact as an "any" test).
-pub(crate) fn json_escapes(v: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let below = |v: u64, n: u64| v.wrapping_sub(n * ONES) & !v;
-    let quote = v ^ (b'"' as u64 * ONES);
-    let backslash = v ^ (b'\\' as u64 * ONES);
-    (below(v, 0x20) | below(quote, 1) | below(backslash, 1)) & HIGH
-}
-
-/// Where the first byte JSON escapes (`"`, `\\`, a control character) is in `b`, if anywhere:
-/// where a string's text stops for the readers of JSON text that take plain strings as they are
-/// (request bodies in `compact`, A2A and AG-UI requests, ledger lines in `verify`). Eight bytes at
-/// a time ([`json_escapes`]: its lowest flag is the first); a tail of fewer than eight by looking
-/// at the last eight again, which holds no stop before the tail.
-#[inline]
-pub(crate) fn escape_at(b: &[u8]) -> Option<usize> {
-    let word = |w: &[u8]| {
-        let mut v = [0u8; 8];
-        v.copy_from_slice(w);
-        json_escapes(u64::from_le_bytes(v))
-    };
-    let mut words = b.chunks_exact(8);
-    let mut at = 0;
-    for w in words.by_ref() {
-        let stops = word(w);
-        if stops != 0 {
-            return Some(at + (stops.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    if words.remainder().is_empty() {
-        return None;
-    }
-    match b.len().checked_sub(8) {
-        Some(last) => {
-            let stops = word(&b[last..]);
-            (stops != 0).then(|| last + (stops.trailing_zeros() / 8) as usize)
-        }
-        None => b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20),
-    }
-}
-
 /// A JSON string, written by serde_json.
 pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
     put(out, s);
@@ -292,32 +244,6 @@ mod tests {
             let mut out = Vec::new();
             Compiled::of(&t).write(&V, &mut out);
             assert_eq!(String::from_utf8(out).unwrap(), json(&t, &V).to_string());
-        }
-    }
-
-    #[test]
-    fn a_strings_stop_is_found_a_word_at_a_time_where_a_byte_at_a_time_search_finds_it() {
-        let naive = |b: &[u8]| b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20);
-        // Every byte value (stops, their neighbours, UTF-8 bytes with the high bit set) at every
-        // place in and around two words, over fills that are not stops.
-        for len in 0..20 {
-            assert_eq!(escape_at(&vec![b'x'; len]), None);
-            for at in 0..len {
-                for stop in 0..=0xffu8 {
-                    for &fill in &[b'x', 0xe2, 0x7f, 0x20] {
-                        let mut b = vec![fill; len];
-                        b[at] = stop;
-                        assert_eq!(escape_at(&b), naive(&b), "{b:?}");
-                        // A second candidate later on must not be taken for the first.
-                        for later in [at + 1, at + 3] {
-                            if later < len {
-                                b[later] = b'"';
-                                assert_eq!(escape_at(&b), naive(&b), "{b:?}");
-                            }
-                        }
-                    }
-                }
-            }
         }
     }
 }
