@@ -275,30 +275,6 @@ impl Record {
     }
 }
 
-/// An agent's event as [`Record::agent_event`] makes it (plus `work_id` and `revision`), borrowed,
-/// with its detail as compact JSON text: what the agents' callers of
-/// [`Ledger::append_agent_event`] still hand over (see there).
-pub struct AgentEvent<'a> {
-    pub agent: &'a str,
-    pub event: &'a str,
-    pub at: Duration,
-    pub work_id: Option<&'a str>,
-    pub revision: Option<&'a Value>,
-    /// A JSON object as `serde_json` writes the `Value` it stands for: compact, keys in order.
-    pub detail: &'a [u8],
-}
-
-impl AgentEvent<'_> {
-    /// The record this event stands for.
-    pub fn record(&self) -> Record {
-        let detail = serde_json::from_slice(self.detail).unwrap_or(Value::Null);
-        let mut rec = Record::agent_event(self.agent, self.event, self.at, detail);
-        rec.work_id = self.work_id.map(str::to_string);
-        rec.revision = self.revision.cloned();
-        rec
-    }
-}
-
 impl Record {
     /// A declaration made through the admin API (`service` is `_admin`, no actor).
     pub fn declaration(event: &str, at: Duration, detail: Value) -> Record {
@@ -471,29 +447,6 @@ impl Ledger {
             self.appended.send_replace(seq);
         }
         seq
-    }
-
-    /// [`append`](Self::append) of `ev.record()`. Transitional: kept for the agents' callers
-    /// until they build the `Record` themselves.
-    pub fn append_agent_event(&mut self, ev: &AgentEvent<'_>) -> u64 {
-        self.append(ev.record())
-    }
-
-    /// [`append`](Self::append) of `ev.record()` with the request's `method`, `path` and `body`
-    /// (compact JSON text; `null` for none). Transitional, as [`Ledger::append_agent_event`].
-    pub fn append_agent_request(
-        &mut self,
-        ev: &AgentEvent<'_>,
-        method: &str,
-        path: &str,
-        body: &[u8],
-    ) -> u64 {
-        let mut record = ev.record();
-        record.method = method.to_string();
-        record.path = path.to_string();
-        // The agents pass text they wrote with serde_json: it parses.
-        record.body = serde_json::from_slice(body).unwrap_or(Value::Null);
-        self.append(record)
     }
 
     fn evict(&mut self) {
