@@ -3,7 +3,7 @@
 //!
 //! Loading is two passes. Serde (with `deny_unknown_fields` everywhere) reads the document into
 //! `Raw*` structs, and `serde_path_to_error` names the key path of the first failure; then
-//! [`compile`] checks what serde cannot (duplicates, kind-specific keys, reserved names) and
+//! `compile` checks what serde cannot (duplicates, kind-specific keys, reserved names) and
 //! builds the [`Scenario`]. Every problem is reported as `file:line:col: key.path: message`, the
 //! position found from the error's span or, for semantic problems, by walking the parsed document
 //! to the key path. A scenario that fails validation never reaches a world.

@@ -27,8 +27,8 @@ pub enum StartError {
 /// A doubleagent server running inside the current tokio runtime, for Rust tests.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), doubleagent::server::StartError> {
-/// let server = doubleagent::Server::start_toml(doubleagent::scenario::QUICKSTART).await?;
+/// # async fn demo() -> Result<(), doubleagent::StartError> {
+/// let server = doubleagent::Server::start_toml(doubleagent::QUICKSTART).await?;
 /// let payments = server.service_url("payments").unwrap();
 /// // ... point the code under test at `payments`, then:
 /// let applied = server.ledger().iter().filter(|e| e.applied).count();

@@ -2,7 +2,7 @@
 //!
 //! An agent serves its card at `/agents/NAME/.well-known/agent-card.json` ([`card`]; its one
 //! JSON-RPC interface `url` is the agent's real address, [`Ctx::url`]) and the JSON-RPC 2.0
-//! binding at `POST /agents/NAME`. This module reads the call ([`rpc`]), checks the
+//! binding at `POST /agents/NAME`. This module reads the call (`rpc`), checks the
 //! `A2A-Version`, dispatches the eleven 1.0 methods and frames the answer: one JSON body (errors
 //! included, always HTTP 200) or an SSE stream ([`stream`]). The wire vocabulary is [`types`],
 //! [`params`] and [`errors`]; what the calls *do* lives in [`task`] (the task table and the scripted
