@@ -228,11 +228,9 @@ impl FateSchedule {
 /// A seed for one draw, independent of every other (stream, ordinal) pair: FNV-1a over the
 /// stream name, mixed with seed and ordinal by SplitMix64.
 pub fn stream_seed(seed: u64, stream: &str, ordinal: u64) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in stream.bytes() {
-        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-    }
-    splitmix(splitmix(seed ^ h) ^ ordinal)
+    let mut h = fnv::FnvHasher::default();
+    std::hash::Hasher::write(&mut h, stream.as_bytes());
+    splitmix(splitmix(seed ^ std::hash::Hasher::finish(&h)) ^ ordinal)
 }
 
 fn splitmix(mut z: u64) -> u64 {

@@ -656,16 +656,13 @@ impl KeyIndex {
     }
 }
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-
-/// FNV-1a as an `io::Write`, to hash serialized JSON without building the text.
-struct Fnv(u64);
+/// FNV-1a (the `fnv` crate) as an `io::Write`, to hash serialized JSON without building the text.
+#[derive(Default)]
+struct Fnv(fnv::FnvHasher);
 
 impl std::io::Write for Fnv {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        for b in buf {
-            self.0 = (self.0 ^ *b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
+        std::hash::Hasher::write(&mut self.0, buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -675,9 +672,9 @@ impl std::io::Write for Fnv {
 
 /// A stable 64-bit fingerprint (FNV-1a), printed as 16 hex digits.
 pub fn fingerprint_bytes(bytes: &[u8]) -> String {
-    let mut h = Fnv(FNV_OFFSET);
+    let mut h = Fnv::default();
     let _ = std::io::Write::write(&mut h, bytes);
-    crate::hash::hex16(h.0)
+    crate::hash::hex16(std::hash::Hasher::finish(&h.0))
 }
 
 /// The fingerprint of a request body under a policy: canonical JSON when the body parses (so key
@@ -688,9 +685,9 @@ pub fn fingerprint(how: &Fingerprint, raw: &[u8], json: Option<&Value>) -> Optio
         Fingerprint::Body => Some(match json {
             // The same bytes as `v.to_string()`, hashed as they are written.
             Some(v) => {
-                let mut h = Fnv(FNV_OFFSET);
+                let mut h = Fnv::default();
                 let _ = serde_json::to_writer(&mut h, v);
-                crate::hash::hex16(h.0)
+                crate::hash::hex16(std::hash::Hasher::finish(&h.0))
             }
             None => fingerprint_bytes(raw),
         }),
@@ -948,6 +945,12 @@ mod tests {
         assert_eq!(ix.get("pay", "k-4001"), Some(9001), "the latest execution");
         assert_eq!(ix.get("pay", "k-8000"), None);
         assert_eq!(ix.get("pay", "k-8001"), Some(8001));
+    }
+
+    #[test]
+    fn fingerprints_are_fnv_1a_so_a_journal_from_an_older_build_still_matches() {
+        // FNV-1a 64 of "a", the published test vector.
+        assert_eq!(fingerprint_bytes(b"a"), "af63dc4c8601ec8c");
     }
 
     #[test]
