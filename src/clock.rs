@@ -18,6 +18,7 @@
 //!
 //! Sits at the bottom of the module graph: it imports nothing from the crate.
 
+use crate::sync::unpoisoned;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -157,7 +158,7 @@ impl Clock {
 
     fn state(&self) -> MutexGuard<'_, State> {
         // A poisoned clock only means a panic elsewhere; the time value itself is still valid.
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+        unpoisoned(self.inner.state.lock())
     }
 
     /// Scenario time elapsed since the world started.

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::ClockKind;
 use crate::idempotency::KeyRecord;
 use crate::ledger::{Record, Sink};
-use crate::world::unpoisoned;
+use crate::sync::unpoisoned;
 
 /// When the journal asks the OS to make its bytes durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -85,6 +85,8 @@ pub mod server;
 #[doc(hidden)]
 pub mod service;
 #[doc(hidden)]
+pub mod sync;
+#[doc(hidden)]
 pub mod template;
 #[doc(hidden)]
 pub mod verify;

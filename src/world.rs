@@ -20,13 +20,7 @@ use crate::idempotency::{KeyIndex, KeyStore};
 use crate::journal::{Journal, Line, RecordSink};
 use crate::ledger::{Counts, Entry, Filter, Ledger, Record};
 use crate::scenario::Scenario;
-
-/// A lock's guard whether or not a thread panicked while holding it: the one place the crate
-/// deals with poison. Every lock guards state that each critical section leaves whole (a panic
-/// in one, itself a bug, leaves nothing half-written that the next holder could misread).
-pub fn unpoisoned<G>(r: std::sync::LockResult<G>) -> G {
-    r.unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+use crate::sync::unpoisoned;
 
 /// The mutable part of a world.
 #[derive(Default)]

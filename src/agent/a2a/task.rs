@@ -31,6 +31,7 @@
 //! a message), [`run`] (the timeline and its runner), [`calls`] (cancel, get, list, subscribe,
 //! push configs) and [`restore`].
 
+use crate::sync::unpoisoned;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -69,7 +70,7 @@ pub(crate) struct Tasks {
 impl Tasks {
     fn lock(&self) -> MutexGuard<'_, Table> {
         // Every mutation keeps the table consistent before it can panic, so poison is harmless.
-        self.table.lock().unwrap_or_else(|e| e.into_inner())
+        unpoisoned(self.table.lock())
     }
 }
 
@@ -84,7 +85,7 @@ type Shared = Arc<Mutex<Entry>>;
 /// A task's entry, locked. Every mutation of an entry keeps it consistent before it can panic,
 /// so poison is harmless (as for the table).
 fn lock_entry(cell: &Mutex<Entry>) -> MutexGuard<'_, Entry> {
-    cell.lock().unwrap_or_else(|e| e.into_inner())
+    unpoisoned(cell.lock())
 }
 
 /// The task `task_id`, looked up under the table's lock, which is released before the caller

@@ -46,6 +46,7 @@ mod sse;
 mod start;
 mod tanstack;
 
+use crate::sync::unpoisoned;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -112,7 +113,7 @@ pub(crate) struct Threads {
 impl Threads {
     fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), Checkpoint>> {
         // The map holds plain values; a panic elsewhere cannot leave one half-written.
-        self.open.lock().unwrap_or_else(|e| e.into_inner())
+        unpoisoned(self.open.lock())
     }
 
     pub(crate) fn store(&self, agent: &str, thread: &str, cp: Checkpoint) {
@@ -230,7 +231,7 @@ fn play(world: Arc<World>, name: String, spec: &AgUiAgent, admitted: admit::Admi
         ("cache-control".into(), "no-cache".into()),
     ];
     // Only the run and this handler touch the outlet, one after the other.
-    let rx = outlet.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let rx = unpoisoned(outlet.lock()).take();
     match (whole, rx) {
         (_, Some(body)) => Reply::Stream {
             status,

@@ -15,6 +15,7 @@
 //! response. A send that fails means the client went away; the run then stops before doing
 //! anything else.
 
+use crate::sync::unpoisoned;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -486,7 +487,7 @@ impl Run {
         self.tx.get_or_insert_with(|| {
             let (tx, rx) = mpsc::channel(64);
             // Only the run and the request handler touch it, one after the other.
-            *self.outlet.lock().unwrap_or_else(|e| e.into_inner()) = Some(rx);
+            *unpoisoned(self.outlet.lock()) = Some(rx);
             tx
         })
     }
