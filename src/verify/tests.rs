@@ -133,43 +133,7 @@ fn busy_ledger() -> (String, Claims) {
             ));
         }
         if i % 70 == 3 {
-            let t = format!("t-{i}");
-            let agent = |seq: u64, event: &str, detail: String| {
-                format!(
-                    r#"{{"seq":{seq},"service":"researcher","received_at":"2026-01-01T00:00:00.000Z","disposition":"agent","actor":"agent:researcher","event":"{event}","detail":{detail},"work_id":"{t}"}}"#
-                )
-            };
-            lines.push(agent(
-                next(),
-                "task-created",
-                format!(r#"{{"task_id":"{t}","revision":{rev}}}"#),
-            ));
-            lines.push(agent(
-                next(),
-                "canary",
-                format!(r#"{{"task_id":"{t}","canary":"cny-{i:016x}","revision":{rev}}}"#),
-            ));
-            lines.push(agent(next(), "message", format!(r#"{{"message_id":"m-{i}","task_id":"{t}","repeat_of":null,"text":"use cny-{:016x}"}}"#, i.saturating_sub(70))));
-            lines.push(agent(
-                next(),
-                "message",
-                format!(r#"{{"message_id":"m-{i}","task_id":"{t}","repeat_of":"m-{i}"}}"#),
-            ));
-            lines.push(agent(
-                next(),
-                "cancel",
-                format!(r#"{{"task_id":"{t}","outcome":"acknowledged"}}"#),
-            ));
-            lines.push(agent(
-                next(),
-                "result",
-                format!(r#"{{"task_id":"{t}","state":"TASK_STATE_COMPLETED"}}"#),
-            ));
-            lines.push(agent(
-                next(),
-                "rpc-error",
-                format!(r#"{{"code":-32004,"message":"Task {t} is in terminal state completed"}}"#),
-            ));
+            task_lines(&mut lines, i, rev, &mut next);
         }
         if i % 10 == 0 {
             lines.push(String::new()); // blank lines are skipped
@@ -200,6 +164,55 @@ fn busy_ledger() -> (String, Claims) {
     let mut text = lines.join("\n");
     text.push('\n');
     (text, claims)
+}
+
+/// An agent's task in the busy ledger: created with a canary, a message and its resend, a cancel
+/// acknowledged, a result anyway, and an error for a message to the finished task.
+fn task_lines(lines: &mut Vec<String>, i: u64, rev: i64, next: &mut impl FnMut() -> u64) {
+    let t = format!("t-{i}");
+    let agent = |seq: u64, event: &str, detail: String| {
+        format!(
+            r#"{{"seq":{seq},"service":"researcher","received_at":"2026-01-01T00:00:00.000Z","disposition":"agent","actor":"agent:researcher","event":"{event}","detail":{detail},"work_id":"{t}"}}"#
+        )
+    };
+    lines.push(agent(
+        next(),
+        "task-created",
+        format!(r#"{{"task_id":"{t}","revision":{rev}}}"#),
+    ));
+    lines.push(agent(
+        next(),
+        "canary",
+        format!(r#"{{"task_id":"{t}","canary":"cny-{i:016x}","revision":{rev}}}"#),
+    ));
+    lines.push(agent(
+        next(),
+        "message",
+        format!(
+            r#"{{"message_id":"m-{i}","task_id":"{t}","repeat_of":null,"text":"use cny-{:016x}"}}"#,
+            i.saturating_sub(70)
+        ),
+    ));
+    lines.push(agent(
+        next(),
+        "message",
+        format!(r#"{{"message_id":"m-{i}","task_id":"{t}","repeat_of":"m-{i}"}}"#),
+    ));
+    lines.push(agent(
+        next(),
+        "cancel",
+        format!(r#"{{"task_id":"{t}","outcome":"acknowledged"}}"#),
+    ));
+    lines.push(agent(
+        next(),
+        "result",
+        format!(r#"{{"task_id":"{t}","state":"TASK_STATE_COMPLETED"}}"#),
+    ));
+    lines.push(agent(
+        next(),
+        "rpc-error",
+        format!(r#"{{"code":-32004,"message":"Task {t} is in terminal state completed"}}"#),
+    ));
 }
 
 #[test]
