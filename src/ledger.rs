@@ -128,6 +128,9 @@ pub struct Record {
     pub revision: Option<Value>,
     pub body: Value,
     pub body_truncated: bool,
+    /// The text of a body that `body` holds decoded (a form), cut as `body` would be.
+    #[serde(default)]
+    pub raw_body: Option<String>,
     pub disposition: Disposition,
     pub replay_of: Option<u64>,
     pub executed_after_expiry: bool,
@@ -216,6 +219,7 @@ impl Record {
             revision: self.revision.clone(),
             body: self.body.clone(),
             body_truncated: self.body_truncated,
+            raw_body: self.raw_body.clone(),
             disposition: self.disposition,
             replay_of: self.replay_of,
             executed_after_expiry: self.executed_after_expiry,
@@ -257,6 +261,7 @@ impl Record {
             revision: None,
             body: Value::Null,
             body_truncated: false,
+            raw_body: None,
             disposition: Disposition::Agent,
             replay_of: None,
             executed_after_expiry: false,
@@ -317,6 +322,9 @@ pub struct Entry {
     pub body: Value,
     #[serde(default)]
     pub body_truncated: bool,
+    /// The body as sent when `body` is its decoded form (`application/x-www-form-urlencoded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_body: Option<String>,
     pub disposition: Disposition,
     pub replay_of: Option<u64>,
     pub executed_after_expiry: bool,

@@ -26,6 +26,7 @@ use crate::world::{State, World};
 
 mod action;
 mod canary;
+mod form;
 mod route;
 mod target;
 
@@ -160,9 +161,10 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
     let now = world.clock.now();
     let scenario: &crate::scenario::Scenario = &world.scenario;
     let service = scenario.service(&req.service);
+    let encoding = form::encoding(&req.headers);
     let json = match req.too_large {
         true => None,
-        false => serde_json::from_slice::<Value>(&req.body).ok(),
+        false => form::decode(encoding, &req.body),
     };
     let (work_id, revision) = route::work_of(
         service,
@@ -234,8 +236,13 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
             }
         }
     };
+    let decoded = encoding == form::Encoding::Form && json.is_some();
     (record.body, record.body_truncated) =
         ledger_body(&req.body, json, scenario.ledger_body_bytes, req.too_large);
+    if decoded {
+        let cut = req.body.len().min(scenario.ledger_body_bytes);
+        record.raw_body = Some(String::from_utf8_lossy(&req.body[..cut]).into_owned());
+    }
     finish(world, st, record, response, plan, canaries)
 }
 
@@ -263,6 +270,7 @@ fn new_record(
         // Filled in last, from the parsed body, which is then no longer needed: moved, not copied.
         body: Value::Null,
         body_truncated: false,
+        raw_body: None,
         disposition: Disposition::Unmatched,
         replay_of: None,
         executed_after_expiry: false,
