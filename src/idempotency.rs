@@ -15,7 +15,7 @@ use std::hash::BuildHasher;
 use std::time::Duration;
 
 use hyper::header::HeaderName;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::chunks::Chunks;
 use crate::hash::{FastMap, FastState};
@@ -70,13 +70,32 @@ pub struct Policy {
     pub replay_header: Option<Cow<'static, str>>,
     /// Echo the key header on every response (Adyen's replay marker).
     pub echo_key: bool,
-    /// Status and body for "same key, different payload".
+    /// Status for "same key, different payload".
     pub mismatch_status: u16,
-    pub mismatch_body: Value,
     /// Status for "same key while the first request is still in flight".
     pub conflict_status: u16,
     /// Status for a missing key when `required`.
     pub missing_status: u16,
+    /// How the errors doubleagent produces on this route are written.
+    pub errors: ErrorShape,
+}
+
+/// The shape of an error body, as a provider writes it (see `service::errors`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorShape {
+    /// doubleagent's own `{"error": "...", "status": N}`.
+    Generic,
+    /// RFC 9457 problem details (the IETF draft's choice).
+    Problem,
+    /// `{"error": {"type", "code", "message"}}`.
+    Stripe,
+    /// `{"status", "errorCode", "message", "errorType"}`.
+    Adyen,
+    /// `{"name", "message", "debug_id", "details"}`.
+    Paypal,
+    /// `{"request_id", "error_type", "error_codes"}`.
+    Checkout,
 }
 
 /// The providers whose behaviour a preset copies.
@@ -105,11 +124,9 @@ impl Preset {
             replay_header: None,
             echo_key: false,
             mismatch_status: 422,
-            mismatch_body: json!({
-                "error": "idempotency key reused with a different request payload"
-            }),
             conflict_status: 409,
             missing_status: 400,
+            errors: ErrorShape::Problem,
         };
         match self {
             // The draft's codes: 409 in flight, 422 mismatch, 400 missing (when required).
@@ -117,15 +134,13 @@ impl Preset {
             Preset::Stripe => Policy {
                 replay_header: Some(Cow::Borrowed("Idempotent-Replayed")),
                 mismatch_status: 400,
-                mismatch_body: json!({"error": {
-                    "type": "idempotency_error",
-                    "message": "Keys for idempotent requests can only be used with the same parameters they were first used with."
-                }}),
+                errors: ErrorShape::Stripe,
                 ..base
             },
             Preset::Adyen => Policy {
                 retention: Duration::from_secs(31 * 24 * 3600),
                 echo_key: true,
+                errors: ErrorShape::Adyen,
                 ..base
             },
             Preset::Paypal => Policy {
@@ -133,18 +148,19 @@ impl Preset {
                 header_name: HeaderName::from_static("paypal-request-id"),
                 retention: Duration::from_secs(72 * 3600),
                 cache: Cache::Latest,
-                mismatch_body: json!({"name": "DUPLICATE_REQUEST_ID",
-                    "message": "The value of PayPal-Request-Id header has already been used"}),
+                errors: ErrorShape::Paypal,
                 ..base
             },
             Preset::Checkout => Policy {
                 header: "Cko-Idempotency-Key".into(),
                 header_name: HeaderName::from_static("cko-idempotency-key"),
                 cache: Cache::TwoXx,
+                errors: ErrorShape::Checkout,
                 ..base
             },
             Preset::None => Policy {
                 mode: Mode::Ignore,
+                errors: ErrorShape::Generic,
                 ..base
             },
         }

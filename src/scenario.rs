@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::clock::{parse_duration, ClockKind};
 use crate::fate::FateSchedule;
-use crate::idempotency::{Cache, Fingerprint, Mode, Policy, Preset};
+use crate::idempotency::{Cache, ErrorShape, Fingerprint, Mode, Policy, Preset};
 
 pub mod a2a;
 pub mod agui;
@@ -111,6 +111,7 @@ struct RawIdempotency {
     mismatch_status: Option<Status>,
     conflict_status: Option<Status>,
     missing_status: Option<Status>,
+    errors: Option<ErrorShape>,
 }
 
 #[derive(Clone)]
@@ -277,6 +278,8 @@ pub struct Service {
     pub work_id_header: hyper::header::HeaderName,
     pub revision_header: hyper::header::HeaderName,
     pub routes: Vec<Route>,
+    /// How errors of a request no route matched are written (the service's own policy's).
+    pub errors: ErrorShape,
 }
 
 fn header_name(given: Option<&str>, default: &'static str) -> hyper::header::HeaderName {

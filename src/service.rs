@@ -19,16 +19,19 @@ use hyper::HeaderMap;
 use serde_json::{json, Value};
 
 use crate::fate::Fate;
-use crate::idempotency::{Stored, JSON_HEADERS};
+use crate::idempotency::{ErrorShape, Stored, JSON_HEADERS};
 use crate::ledger::{Delivery, Disposition, Record, ResponsePlan};
 use crate::scenario::RouteKind;
 use crate::world::{State, World};
 
 mod action;
 mod canary;
+mod errors;
 mod form;
 mod route;
 mod target;
+
+use errors::{Failure, Kind};
 
 pub use route::header_value;
 
@@ -193,25 +196,22 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
     };
     let mut st = world.lock();
     record.seq = st.ledger.next_seq();
+    let shape = service.map_or(ErrorShape::Generic, |s| s.errors);
     let (response, plan) = if req.too_large {
         record.disposition = Disposition::TooLarge;
         let error = format!(
             "request body is larger than the scenario's max_body_bytes ({} bytes)",
             scenario.max_body_bytes
         );
-        (
-            Response::json(413, &json!({"error": error, "status": 413})),
-            Plan::Now,
-        )
+        let f = Failure::new(413, Kind::TooLarge, error);
+        (f.respond(shape, record.seq), Plan::Now)
     } else if req.incomplete {
         // Malformed at the HTTP level (disposition stays `unmatched`): no provider acts on a
         // request it never fully received, and nobody is left to answer.
         let reason = "incomplete body: the client closed the connection before sending all of it";
         record.detail = Some(json!({ "reason": reason }));
-        (
-            Response::json(400, &json!({"error": reason, "status": 400})),
-            Plan::Drop,
-        )
+        let f = Failure::new(400, Kind::Incomplete, reason);
+        (f.respond(shape, record.seq), Plan::Drop)
     } else {
         match found {
             None => (

@@ -109,6 +109,7 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
         work_id_header: header_name(rs.work_id_header.as_deref(), "x-work-id"),
         revision_header: header_name(rs.revision_header.as_deref(), "x-revision"),
         routes,
+        errors: resolve_policy(&svc_idem, None).0.errors,
     }
 }
 
@@ -395,6 +396,9 @@ fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> (Poli
         }
         if let Some(s) = layer.missing_status {
             p.missing_status = s.0;
+        }
+        if let Some(e) = layer.errors {
+            p.errors = e;
         }
     }
     (p, issues)

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::errors::{Failure, Kind};
 use super::route::{header_text, header_value, pointer};
 use super::target::action_view;
 use super::{Plan, Request, Response};
@@ -84,19 +85,24 @@ pub(super) fn action(
                 "this endpoint requires an idempotency key in the {} header",
                 policy.header
             );
-            (error(policy.missing_status, &text), Plan::Now)
+            let f = Failure::new(policy.missing_status, Kind::MissingKey, text);
+            (f.respond(policy.errors, record.seq), Plan::Now)
         }
         Decision::Conflict { of } => {
             record.disposition = Disposition::Conflict;
             record.detail = Some(json!({"key_owner": of}));
             let text = "a request with this idempotency key is still in progress; retry later";
-            (error(policy.conflict_status, text), Plan::Now)
+            let f = Failure::new(policy.conflict_status, Kind::Conflict, text);
+            (f.respond(policy.errors, record.seq), Plan::Now)
         }
         Decision::Mismatch { of } => {
             record.disposition = Disposition::Mismatch;
             record.detail = Some(json!({"key_owner": of}));
-            let r = Response::json(policy.mismatch_status, &policy.mismatch_body);
-            (r, Plan::Now)
+            let text = "idempotency key reused with a different request payload: keys for \
+                        idempotent requests can only be used with the same parameters they were \
+                        first used with";
+            let f = Failure::new(policy.mismatch_status, Kind::Mismatch, text);
+            (f.respond(policy.errors, record.seq), Plan::Now)
         }
     };
     // Providers that echo the key do so on every answer to a keyed request, replays included;
@@ -107,10 +113,6 @@ pub(super) fn action(
             .push((policy.header.clone().into(), k.clone().into()));
     }
     (response, plan)
-}
-
-fn error(status: u16, text: &str) -> Response {
-    Response::json(status, &json!({"error": text, "status": status}))
 }
 
 /// The answer to a replay of `of`: its stored response, or (for a route whose cache is
@@ -174,7 +176,7 @@ fn execute(
     } else {
         render_respond(world, route, json, record)
     };
-    let (response, plan, completes_at) = fated(fate, ok, now, record);
+    let (response, plan, completes_at) = fated(fate, ok, now, route, record);
     // A provider remembers a key only once execution began (Stripe: "saves only after endpoint
     // execution begins"), and only responses its cache policy keeps.
     if let Some(k) = &record.idempotency_key {
@@ -239,8 +241,15 @@ fn pick_fate(world: &World, st: &mut State, svc: &Service, route: &Route, record
 
 /// The response a fate gives (`ok`, the route's own, where the client gets it), how it is
 /// delivered, and when the attempt completes (for the key store).
-fn fated(fate: Fate, ok: Response, now: Duration, record: &Record) -> (Response, Plan, Duration) {
-    let error = |s: u16| Response::json(s, &json!({"error": error_text(s), "status": s}));
+fn fated(
+    fate: Fate,
+    ok: Response,
+    now: Duration,
+    route: &Route,
+    record: &Record,
+) -> (Response, Plan, Duration) {
+    let shape = route.idempotency.errors;
+    let error = |s: u16| Failure::new(s, Kind::Fate, error_text(s)).respond(shape, record.seq);
     match fate {
         Fate::Respond => (ok, Plan::Now, now),
         Fate::Delay(d) => (ok, Plan::At(now + d), now + d),

@@ -5,9 +5,11 @@ use std::borrow::Cow;
 
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::HeaderMap;
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::errors::{Failure, Kind};
 use super::{Request, Response};
+use crate::idempotency::ErrorShape;
 use crate::ledger::Record;
 use crate::scenario::{did_you_mean, Route, Service};
 
@@ -80,14 +82,15 @@ pub(super) fn unmatched(all: &[Service], service: Option<&Service>, req: &Record
     match service {
         None => {
             let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
-            Response::json(
-                404,
-                &json!({
-                    "error": format!("no service named \"{}\"{}", req.service, did_you_mean(&req.service, names.iter().copied())),
-                    "status": 404,
-                    "services": names,
-                }),
-            )
+            let message = format!(
+                "no service named \"{}\"{}",
+                req.service,
+                did_you_mean(&req.service, names.iter().copied())
+            );
+            // No service, no provider: doubleagent's own shape.
+            Failure::new(404, Kind::Unmatched, message)
+                .with("services", names)
+                .respond(ErrorShape::Generic, req.seq)
         }
         Some(svc) => {
             let mut closest: Vec<(usize, String)> = svc
@@ -99,14 +102,11 @@ pub(super) fn unmatched(all: &[Service], service: Option<&Service>, req: &Record
                 })
                 .collect();
             closest.sort();
-            Response::json(
-                404,
-                &json!({
-                    "error": format!("no route of service \"{}\" matches {asked}", svc.name),
-                    "status": 404,
-                    "closest": closest.into_iter().take(3).map(|(_, c)| c).collect::<Vec<_>>(),
-                }),
-            )
+            let message = format!("no route of service \"{}\" matches {asked}", svc.name);
+            let closest: Vec<String> = closest.into_iter().take(3).map(|(_, c)| c).collect();
+            Failure::new(404, Kind::Unmatched, message)
+                .with("closest", closest)
+                .respond(svc.errors, req.seq)
         }
     }
 }

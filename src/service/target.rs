@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use super::errors::{Failure, Kind};
 use super::Response;
 use crate::journal::Line;
 use crate::ledger::{parse_action_id, ActionState, Disposition, Record};
@@ -53,7 +54,8 @@ pub(super) fn lookup(
         .unwrap_or("");
     if !route.available {
         record.detail = Some(json!({"id": id, "answer": "unavailable"}));
-        return Response::json(503, &json!({"error": "lookup unavailable", "status": 503}));
+        return Failure::new(503, Kind::Unavailable, "lookup unavailable")
+            .respond(route.idempotency.errors, record.seq);
     }
     // As of `lag` ago; before time zero nothing existed yet.
     let as_of = record.received_at.checked_sub(route.lag);
@@ -71,10 +73,10 @@ pub(super) fn lookup(
         }
         None => {
             record.detail = Some(json!({"id": id, "answer": "unknown"}));
-            Response::json(
-                404,
-                &json!({"error": format!("no action \"{id}\""), "id": id, "state": "unknown", "status": 404}),
-            )
+            Failure::new(404, Kind::NotFound, format!("no action \"{id}\""))
+                .with("id", id)
+                .with("state", "unknown")
+                .respond(route.idempotency.errors, record.seq)
         }
     }
 }
@@ -99,10 +101,9 @@ pub(super) fn cancel(
         resolve_target(st, svc, route, &id).and_then(|r| r.state_at(now).map(|s| (r.seq, s)));
     let Some(target) = target else {
         record.detail = Some(json!({"id": id, "outcome": "unknown"}));
-        return Response::json(
-            404,
-            &json!({"error": format!("no action \"{id}\""), "id": id, "status": 404}),
-        );
+        return Failure::new(404, Kind::NotFound, format!("no action \"{id}\""))
+            .with("id", id)
+            .respond(route.idempotency.errors, record.seq);
     };
     let (seq, state) = target;
     let (outcome, resp) = match (route.cancel_policy, state) {
@@ -129,10 +130,10 @@ pub(super) fn cancel(
         ),
         (CancelPolicy::Honor, ActionState::Applied) => (
             "too-late",
-            Response::json(
-                409,
-                &json!({"error": "the action has already been applied", "id": id, "state": "applied", "status": 409}),
-            ),
+            Failure::new(409, Kind::TooLate, "the action has already been applied")
+                .with("id", id.as_str())
+                .with("state", "applied")
+                .respond(route.idempotency.errors, record.seq),
         ),
     };
     record.detail = Some(json!({"id": id, "target": seq, "outcome": outcome}));
