@@ -131,6 +131,9 @@ pub struct Record {
     /// The text of a body that `body` holds decoded (a form), cut as `body` would be.
     #[serde(default)]
     pub raw_body: Option<String>,
+    /// An action's own id, read from its response at the route's `id` pointer.
+    #[serde(default)]
+    pub object_id: Option<String>,
     pub disposition: Disposition,
     pub replay_of: Option<u64>,
     pub executed_after_expiry: bool,
@@ -220,6 +223,7 @@ impl Record {
             body: self.body.clone(),
             body_truncated: self.body_truncated,
             raw_body: self.raw_body.clone(),
+            object_id: self.object_id.clone(),
             disposition: self.disposition,
             replay_of: self.replay_of,
             executed_after_expiry: self.executed_after_expiry,
@@ -262,6 +266,7 @@ impl Record {
             body: Value::Null,
             body_truncated: false,
             raw_body: None,
+            object_id: None,
             disposition: Disposition::Agent,
             replay_of: None,
             executed_after_expiry: false,
@@ -325,6 +330,9 @@ pub struct Entry {
     /// The body as sent when `body` is its decoded form (`application/x-www-form-urlencoded`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_body: Option<String>,
+    /// An action's own id in its response (the route's `id` pointer), which lookups also know.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_id: Option<String>,
     pub disposition: Disposition,
     pub replay_of: Option<u64>,
     pub executed_after_expiry: bool,

@@ -215,6 +215,7 @@ struct RawRoute {
     policy: Option<CancelPolicy>,
     of: Option<Vec<String>>,
     repeatable: Option<bool>,
+    id: Option<Pointer>,
 }
 
 #[derive(Deserialize)]
@@ -307,6 +308,11 @@ pub struct Route {
     pub of: Option<Vec<String>>,
     /// The same intent may legitimately apply more than once (the verifier won't flag it).
     pub repeatable: bool,
+    /// For action routes: where the action's own id is in its response (a JSON pointer, e.g.
+    /// `/id` when the response hands out `pi_1`): lookups and cancels find it by that id too.
+    pub id: Option<String>,
+    /// For lookup routes: the answer found actions get (a template over the action found).
+    pub lookup_respond: Option<Respond>,
 }
 
 /// The canned response of an action route; strings may hold `{{...}}` placeholders.

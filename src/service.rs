@@ -271,6 +271,7 @@ fn new_record(
         body: Value::Null,
         body_truncated: false,
         raw_body: None,
+        object_id: None,
         disposition: Disposition::Unmatched,
         replay_of: None,
         executed_after_expiry: false,
@@ -366,6 +367,7 @@ fn forget_evicted(st: &mut State) {
         st.ledger.len(),
     );
     st.by_key.forget_before(first, held);
+    st.by_object.forget_before(first, held);
 }
 
 /// What the ledger keeps of a body: the JSON itself when it parses and fits, else (a prefix of)

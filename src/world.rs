@@ -34,6 +34,8 @@ pub struct State {
     /// Latest execution (seq) per (service, idempotency key), whatever the idempotency mode:
     /// lookups and cancels accept a key as the action's id.
     pub by_key: KeyIndex,
+    /// Latest execution (seq) per (service, the action's own id from its response).
+    pub by_object: KeyIndex,
 }
 
 pub struct World {
@@ -578,6 +580,9 @@ fn replay(
                     }
                     if let (Some(k), Some(_)) = (&record.idempotency_key, record.applies_at) {
                         st.by_key.insert(&record.service, k, record.seq);
+                    }
+                    if let (Some(id), Some(_)) = (&record.object_id, record.applies_at) {
+                        st.by_object.insert(&record.service, id, record.seq);
                     }
                 }
                 w.clock.restore_now(record.received_at);

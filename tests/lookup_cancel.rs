@@ -321,3 +321,77 @@ fn rec3_ack_only_acknowledges_the_stop_while_the_action_still_takes_effect() {
     assert_eq!(action["applied"], true);
     assert_eq!(action["cancelled_at"], Value::Null);
 }
+
+/// A Stripe-shaped service: its actions hand out `pi_N`, and a retrieve answers the object.
+const OWN_IDS: &str = r#"
+name = "own-ids"
+seed = 1
+clock = "manual"
+
+[services.payments]
+idempotency = { preset = "stripe" }
+
+[[services.payments.routes]]
+name = "create-intent"
+method = "POST"
+path = "/v1/payment_intents"
+kind = "action"
+id = "/id"
+respond = { status = 200, json = { id = "pi_{{action.seq}}", object = "payment_intent", amount = "{{body./amount}}" } }
+
+[[services.payments.routes]]
+name = "retrieve-intent"
+method = "GET"
+path = "/v1/payment_intents/{id}"
+kind = "lookup"
+respond = { json = { id = "{{id}}", object = "payment_intent", amount = "{{body./amount}}", state = "{{state}}", lookup = "{{path.id}}" } }
+
+[[services.payments.routes]]
+name = "cancel-intent"
+method = "POST"
+path = "/v1/payment_intents/{id}/cancel"
+kind = "cancel"
+"#;
+
+#[test]
+fn acc3_a_lookup_finds_an_action_by_the_id_its_own_response_handed_out() {
+    let da = Da::start(OWN_IDS);
+    let created = da
+        .post_json(
+            "/payments/v1/payment_intents",
+            &[("Idempotency-Key", "k-1")],
+            &json!({"amount": 100}),
+        )
+        .unwrap();
+    assert_eq!(created.json()["id"], "pi_1");
+    assert_eq!(da.ledger()[0]["object_id"], "pi_1");
+
+    let got = da.get("/payments/v1/payment_intents/pi_1");
+    assert_eq!(got.status, 200, "{}", got.text());
+    assert_eq!(
+        got.json(),
+        json!({"id": "pi_1", "object": "payment_intent", "amount": 100, "state": "applied", "lookup": "pi_1"}),
+        "the lookup's own template, over the action found"
+    );
+    // Still found by its action id and its key, answered the same way.
+    for other in ["act_1", "k-1"] {
+        assert_eq!(
+            da.get(&format!("/payments/v1/payment_intents/{other}"))
+                .json()["id"],
+            "pi_1"
+        );
+    }
+    let missing = da.get("/payments/v1/payment_intents/pi_9");
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.json()["error"]["code"], "resource_missing");
+}
+
+#[test]
+fn rec3_a_cancel_names_an_action_by_its_own_id_too() {
+    let da = Da::start(OWN_IDS);
+    da.post_json("/payments/v1/payment_intents", &[], &json!({"amount": 5}))
+        .unwrap();
+    let r = da.call("POST", "/payments/v1/payment_intents/pi_1/cancel", &[], "");
+    assert_eq!(r.status, 409, "applied at once, so too late: {}", r.text());
+    assert_eq!(da.ledger()[1]["detail"]["target"], 1);
+}

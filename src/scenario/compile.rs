@@ -207,7 +207,13 @@ fn compile_route(
         ));
     }
     check_kind_keys(&r, rpath, path.as_ref(), issues);
-    let respond = compile_respond(r.respond, rpath, issues);
+    let (respond, lookup_respond) = match r.kind {
+        RouteKind::Lookup => (
+            compile_respond(None, rpath, issues),
+            r.respond.map(|rr| compile_respond(Some(rr), rpath, issues)),
+        ),
+        _ => (compile_respond(r.respond, rpath, issues), None),
+    };
     let (policy, pol_issues) = resolve_policy(svc_idem, r.idempotency.as_ref());
     for (k, m) in pol_issues {
         issues.push((format!("{rpath}.idempotency.{k}"), m));
@@ -256,6 +262,8 @@ fn compile_route(
         cancel_policy: r.policy.unwrap_or_default(),
         of: r.of,
         repeatable: r.repeatable.unwrap_or(false),
+        id: r.id.map(|p| p.0),
+        lookup_respond,
     })
 }
 
@@ -281,7 +289,8 @@ fn check_kind_keys(r: &RawRoute, rpath: &str, path: Option<&PathTemplate>, issue
     only(r.intent.is_some(), "intent", &[Action], issues);
     only(r.fates.is_some(), "fates", &[Action], issues);
     only(r.per.is_some(), "per", &[Action], issues);
-    only(r.respond.is_some(), "respond", &[Action], issues);
+    only(r.respond.is_some(), "respond", &[Action, Lookup], issues);
+    only(r.id.is_some(), "id", &[Action], issues);
     only(r.idempotency.is_some(), "idempotency", &[Action], issues);
     only(r.repeatable.is_some(), "repeatable", &[Action], issues);
     only(r.lag.is_some(), "lag", &[Lookup], issues);

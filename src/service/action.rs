@@ -167,7 +167,7 @@ fn execute(
     };
     // Rendering is most of what answering costs; an answer nobody reads and no key store keeps
     // needs only its status.
-    let ok = if req.unread && record.idempotency_key.is_none() {
+    let ok = if req.unread && record.idempotency_key.is_none() && route.id.is_none() {
         Response {
             status: route.respond.status,
             headers: Vec::new(),
@@ -176,6 +176,10 @@ fn execute(
     } else {
         render_respond(world, route, json, record)
     };
+    record.object_id = route.id.as_deref().and_then(|p| object_id(&ok.body, p));
+    if let (Some(id), true) = (&record.object_id, fate.applies()) {
+        st.by_object.insert(&svc.name, id, record.seq);
+    }
     let (response, plan, completes_at) = fated(fate, ok, now, route, record);
     // A provider remembers a key only once execution began (Stripe: "saves only after endpoint
     // execution begins"), and only responses its cache policy keeps.
@@ -237,6 +241,16 @@ fn pick_fate(world: &World, st: &mut State, svc: &Service, route: &Route, record
     let fate = route.fates.pick(world.seed, &stream, ordinal);
     st.stream_buf = stream;
     fate
+}
+
+/// The action's own id in its rendered response: a string, or a number as its text.
+fn object_id(body: &[u8], pointer: &str) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    match v.pointer(pointer)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
 }
 
 /// The response a fate gives (`ok`, the route's own, where the client gets it), how it is

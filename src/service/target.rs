@@ -1,5 +1,7 @@
 //! Lookups and cancels: requests about an earlier action, named by its action id or its
-//! idempotency key, answered from the ledger as of the request's time (a lookup's `lag` ago).
+//! idempotency key or its own id (an action route's `id` pointer into its response), answered
+//! from the ledger as of the request's time (a lookup's `lag` ago), in the lookup route's
+//! `respond` template when it has one.
 
 use serde_json::{json, Value};
 
@@ -7,22 +9,111 @@ use super::errors::{Failure, Kind};
 use super::Response;
 use crate::journal::Line;
 use crate::ledger::{parse_action_id, ActionState, Disposition, Record};
-use crate::scenario::{CancelPolicy, Route, Service};
+use crate::scenario::{CancelPolicy, Respond, RespondBody, Route, Service};
+use crate::template;
 use crate::world::{State, World};
 
 /// Resolve a lookup/cancel `{id}`: an action id of this service or an idempotency key.
 fn resolve_target(st: &mut State, svc: &Service, route: &Route, id: &str) -> Option<Record> {
     let by_id = parse_action_id(id);
-    let seq = by_id.or_else(|| st.by_key.get(&svc.name, id))?;
+    let seq = by_id
+        .or_else(|| st.by_key.get(&svc.name, id))
+        .or_else(|| st.by_object.get(&svc.name, id))?;
     let rec = st.ledger.get(seq)?;
     let visible = rec.service == svc.name
-        && (by_id.is_some() || rec.idempotency_key.as_deref() == Some(id))
+        && (by_id.is_some()
+            || rec.idempotency_key.as_deref() == Some(id)
+            || rec.object_id.as_deref() == Some(id))
         && rec.is_action()
         && route
             .of
             .as_ref()
             .is_none_or(|of| rec.route.as_ref().is_some_and(|r| of.contains(r)));
     visible.then_some(rec)
+}
+
+/// A lookup route's own answer for the action found (its `respond`, as a template).
+fn render_lookup(
+    world: &World,
+    respond: &Respond,
+    target: &Record,
+    state: ActionState,
+    params: &[(String, String)],
+) -> Response {
+    let vars = Found {
+        world,
+        target,
+        state,
+        params,
+    };
+    let mut headers: Vec<(
+        std::borrow::Cow<'static, str>,
+        std::borrow::Cow<'static, str>,
+    )> = respond
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone().into(), template::text(v, &vars).into()))
+        .collect();
+    let body = match &respond.body {
+        RespondBody::Json(v, _) => {
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            {
+                headers.push(("content-type".into(), "application/json".into()));
+            }
+            serde_json::to_vec(&template::json(v, &vars)).unwrap_or_default()
+        }
+        RespondBody::Text(t) => template::text(t, &vars).into_bytes(),
+    };
+    Response {
+        status: respond.status,
+        headers,
+        body,
+    }
+}
+
+/// Placeholders of a lookup's answer, about the action found: `{{action.id}}`,
+/// `{{action.seq}}`, `{{id}}` (its own id, else its action id), `{{state}}`, `{{key}}`,
+/// `{{applied_at}}`, `{{received_at}}`, `{{now}}`, `{{body./pointer}}` (its request's body),
+/// `{{intent}}`, `{{path.NAME}}` (the lookup's path).
+struct Found<'a> {
+    world: &'a World,
+    target: &'a Record,
+    state: ActionState,
+    params: &'a [(String, String)],
+}
+
+impl template::Vars for Found<'_> {
+    fn var(&self, name: &str) -> Option<Value> {
+        let r = self.target;
+        let clock = &self.world.clock;
+        Some(match name {
+            "action.id" => Value::from(r.action_id()),
+            "action.seq" => Value::from(r.seq),
+            "id" => Value::from(r.object_id.clone().unwrap_or_else(|| r.action_id())),
+            "state" => serde_json::to_value(self.state).ok()?,
+            "key" => Value::from(r.idempotency_key.clone()?),
+            "applied_at" => Value::from(
+                r.applied_at(clock.now())
+                    .filter(|_| self.state == ActionState::Applied)
+                    .map(|t| clock.rfc3339(t))?,
+            ),
+            "received_at" => Value::from(clock.rfc3339(r.received_at)),
+            "now" => Value::from(clock.rfc3339(clock.now())),
+            "intent" => r.intent.clone()?,
+            _ => {
+                if let Some(p) = name.strip_prefix("body.") {
+                    r.body.pointer(p)?.clone()
+                } else if let Some(seg) = name.strip_prefix("path.") {
+                    let (_, v) = self.params.iter().find(|(k, _)| k == seg)?;
+                    Value::from(v.as_str())
+                } else {
+                    return None;
+                }
+            }
+        })
+    }
 }
 
 pub(super) fn action_view(world: &World, rec: &Record, state: Option<ActionState>) -> Value {
@@ -65,6 +156,9 @@ pub(super) fn lookup(
     match found {
         Some((rec, state)) => {
             record.detail = Some(json!({"id": id, "target": rec.seq, "answer": state}));
+            if let Some(respond) = &route.lookup_respond {
+                return render_lookup(world, respond, &rec, state, params);
+            }
             let mut v = action_view(world, &rec, Some(state));
             if state != ActionState::Applied {
                 v["applied_at"] = Value::Null;
