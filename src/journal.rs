@@ -60,6 +60,12 @@ pub enum Line {
         seq: u64,
         at: Duration,
     },
+    /// The client of `seq` went away at `at`, before its response was written.
+    Abandoned {
+        session: Option<String>,
+        seq: u64,
+        at: Duration,
+    },
     Key {
         session: Option<String>,
         service: String,

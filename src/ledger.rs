@@ -86,6 +86,7 @@ impl Delivery {
             Delivery::Reset => "reset",
             Delivery::Hung => "hung",
             Delivery::Pending => "pending",
+            Delivery::Abandoned => "abandoned",
         }
     }
 }
@@ -100,6 +101,8 @@ pub enum Delivery {
     Reset,
     Hung,
     Pending,
+    /// The client closed its connection before its (delayed) response was written.
+    Abandoned,
 }
 
 /// The response part of a record, as scheduled.
@@ -207,7 +210,8 @@ impl Record {
         };
         let sent = delivery == Delivery::Sent
             || delivery == Delivery::Dropped
-            || delivery == Delivery::Reset;
+            || delivery == Delivery::Reset
+            || delivery == Delivery::Abandoned;
         Entry {
             seq: self.seq,
             service: self.service.clone(),
@@ -282,6 +286,17 @@ impl Record {
             event: Some(event.to_string()),
             detail: Some(detail),
         }
+    }
+}
+
+impl Record {
+    /// The client went away at `at` without its response: nothing was written to it.
+    pub fn abandon(&mut self, at: Duration) {
+        self.response = ResponsePlan {
+            delivery: Delivery::Abandoned,
+            status: None,
+            at: Some(at),
+        };
     }
 }
 

@@ -119,6 +119,15 @@ impl World {
         }
     }
 
+    /// Record that the client of `seq` went away before its response was written (REC-4: the
+    /// outcome is unknown to it), and journal it.
+    pub fn abandon(&self, seq: u64) {
+        let at = self.clock.now();
+        if self.lock().ledger.update(seq, |r| r.abandon(at)) {
+            self.note(|session| Line::Abandoned { session, seq, at });
+        }
+    }
+
     /// This world's instance of `T`, created with `T::default()` on first use. Lock order: an
     /// extension's own lock may be taken before [`World::lock`], never the other way round.
     pub fn extension<T: Default + Send + Sync + 'static>(&self) -> &T {
@@ -592,6 +601,10 @@ fn replay(
                 let w = world_of(&mut worlds, &session);
                 let mut st = w.lock();
                 st.ledger.update(seq, |r| r.cancelled_at = Some(at));
+            }
+            Line::Abandoned { session, seq, at } => {
+                let w = world_of(&mut worlds, &session);
+                w.lock().ledger.update(seq, |r| r.abandon(at));
             }
             Line::Key {
                 session,

@@ -241,3 +241,61 @@ fn the_same_seed_gives_the_same_fates_and_another_seed_does_not() {
     assert_ne!(a, seeded_run("43"));
     assert!(a.iter().any(|f| f == "respond") && a.iter().any(|f| f != "respond"));
 }
+
+/// A client that gives up on a delayed response (an `AbortSignal.timeout`, a read timeout) is
+/// recorded as `abandoned`, not `sent`, and the verdict does not change with when it is
+/// verified (REC-4, ACC-3).
+#[test]
+fn rec4_a_client_that_closes_before_a_delayed_response_is_recorded_as_abandoned() {
+    let da = Da::start(&payments(
+        r#"idempotency = { preset = "stripe" }"#,
+        r#"fates = ["delay:3s", "respond"]"#,
+    ));
+    let body = transfer().to_string();
+    let req = format!(
+        "POST /payments/v1/transfers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: k-1\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let s = send_raw(&da.url, req.as_bytes());
+    da.wait_for("service=payments", 1);
+    drop(s); // the client gives up
+    let abandoned = || da.ledger()[0]["response"]["delivery"] == "abandoned";
+    let mut polls = 0;
+    while !abandoned() {
+        polls += 1;
+        assert!(
+            polls < 2000,
+            "never marked abandoned: {:?}",
+            da.ledger()[0]["response"]
+        );
+        std::thread::yield_now();
+    }
+    // A new-key retry of the same transfer: a blind retry of an outcome the client never saw.
+    da.post_json(
+        "/payments/v1/transfers",
+        &[("Idempotency-Key", "k-2")],
+        &transfer(),
+    )
+    .unwrap();
+    let rules = |v: serde_json::Value| -> Vec<String> {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["rule"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let before = rules(da.get("/_admin/verify").json());
+    assert!(before.iter().any(|r| r == "REC-4"), "{before:?}");
+    da.advance("5s");
+    assert_eq!(
+        da.ledger()[0]["response"]["delivery"],
+        "abandoned",
+        "still, after its time passed"
+    );
+    assert_eq!(
+        rules(da.get("/_admin/verify").json()),
+        before,
+        "the same verdict whenever verified"
+    );
+}

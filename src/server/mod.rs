@@ -281,7 +281,28 @@ async fn handle(
     match out.plan {
         Plan::Now => to_hyper(out.response),
         // Boxed for the same reason as the agents' futures: only these wait.
-        plan => Box::pin(deliver(app, &world, ctl, plan, out.response)).await,
+        plan => Box::pin(deliver(app, &world, ctl, plan, out.seq, out.response)).await,
+    }
+}
+
+/// Marks a delayed response abandoned when its future is dropped before the response is handed
+/// to hyper (which drops a request's future when its client closes the connection).
+struct Abandon<'a> {
+    world: &'a World,
+    seq: Option<u64>,
+}
+
+impl Abandon<'_> {
+    fn disarm(mut self) {
+        self.seq = None;
+    }
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        if let Some(seq) = self.seq {
+            self.world.abandon(seq);
+        }
     }
 }
 
@@ -290,6 +311,7 @@ async fn deliver(
     world: &World,
     ctl: &AtomicU8,
     plan: Plan,
+    seq: u64,
     response: Response,
 ) -> hyper::Response<HttpBody> {
     let sabotage = |how| {
@@ -298,11 +320,20 @@ async fn deliver(
     };
     match plan {
         Plan::Now => to_hyper(response),
-        // The response is already recorded: no need to hold the clock while it goes out.
-        Plan::At(t) => match world.clock.wait_until(t).await {
-            true => to_hyper(response),
-            false => sabotage(DROP),
-        },
+        // The response is already recorded: no need to hold the clock while it goes out. If
+        // hyper drops this future first, the client closed its connection: abandoned.
+        Plan::At(t) => {
+            let guard = Abandon {
+                world,
+                seq: Some(seq),
+            };
+            let out = match world.clock.wait_until(t).await {
+                true => to_hyper(response),
+                false => sabotage(DROP),
+            };
+            guard.disarm();
+            out
+        }
         Plan::Drop => sabotage(DROP),
         Plan::Reset => sabotage(RESET),
         Plan::Hang => {

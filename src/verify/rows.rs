@@ -125,7 +125,11 @@ impl Row {
         self.disposition == Disposition::Executed
             && (matches!(
                 self.delivery,
-                Delivery::Dropped | Delivery::Reset | Delivery::Hung | Delivery::Pending
+                Delivery::Dropped
+                    | Delivery::Reset
+                    | Delivery::Hung
+                    | Delivery::Pending
+                    | Delivery::Abandoned
             ) || self.error_after_apply)
     }
 
@@ -143,6 +147,7 @@ impl Row {
             Delivery::Reset => "its connection was reset",
             Delivery::Hung => "its response never came",
             Delivery::Pending => "its response was still pending",
+            Delivery::Abandoned => "its client went away before the response was sent",
             Delivery::Sent => "it answered with an error although the effect happened",
         }
     }
