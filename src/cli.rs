@@ -98,7 +98,7 @@ pub struct RunArgs {
     /// Override the scenario's seed.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Print the report as JSON instead of text.
+    /// Print the report as JSON instead of text; CMD's stdout then goes to stderr.
     #[arg(long)]
     pub json: bool,
     /// The command to run, after `--`.
@@ -231,15 +231,26 @@ pub async fn fetch_admin(
     }
 }
 
+/// Write to stdout. A reader that went away (`| head -1`) only ends the output: the command still
+/// runs to its end and exits with its own code (no panic, no 101).
+fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: cannot write to stdout: {e}");
+        }
+        _ => {}
+    }
+}
+
 /// Exit code of a verdict: 0 clean, 1 findings. `human`: the report as text, if asked for.
 fn verdict(report: &Report, human: impl FnOnce() -> String, json: bool) -> ExitCode {
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(report).unwrap_or_default()
-        );
+        let mut text = serde_json::to_string_pretty(report).unwrap_or_default();
+        text.push('\n');
+        say(&text);
     } else {
-        print!("{}", human());
+        say(&human());
     }
     if report.clean {
         ExitCode::SUCCESS
@@ -322,8 +333,10 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
     let file;
     let fetched;
     let (parsed, origin) = match &args.ledger {
+        // Read in pieces by position: only a regular file can be (a pipe, `/dev/stdin` or
+        // `<(curl …)` would read as empty), so anything else is read whole.
         #[cfg(unix)]
-        Some(path) => {
+        Some(path) if std::fs::metadata(path).is_ok_and(|m| m.is_file()) => {
             let origin = path.display().to_string();
             file = match std::fs::File::open(path) {
                 Ok(f) => f,
@@ -442,6 +455,10 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
     let mut cmd = tokio::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
         .env("DOUBLEAGENT_URL", &app.base_url);
+    if args.json {
+        // The verdict alone on stdout, so `run --json -- CMD | jq` reads one JSON document.
+        cmd.stdout(std::process::Stdio::from(std::io::stderr()));
+    }
     for s in &world.scenario.services {
         cmd.env(env_name(&s.name), format!("{}/{}", app.base_url, s.name));
     }
@@ -495,12 +512,12 @@ fn check(files: &[PathBuf]) -> ExitCode {
     let mut bad = false;
     for f in files {
         match Scenario::from_file(f) {
-            Ok(s) => println!(
-                "{}: ok (scenario \"{}\", {} service(s))",
+            Ok(s) => say(&format!(
+                "{}: ok (scenario \"{}\", {} service(s))\n",
                 f.display(),
                 s.name,
                 s.services.len()
-            ),
+            )),
             Err(e) => {
                 eprintln!("{e}");
                 bad = true;
