@@ -18,6 +18,7 @@ use tokio::sync::watch;
 
 use crate::clock::Clock;
 use crate::fate::Fate;
+use crate::revision::Revision;
 
 mod counts;
 mod store;
@@ -125,7 +126,7 @@ pub struct Record {
     pub fingerprint: Option<String>,
     pub intent: Option<Value>,
     pub work_id: Option<String>,
-    pub revision: Option<Value>,
+    pub revision: Option<Revision>,
     pub body: Value,
     pub body_truncated: bool,
     pub disposition: Disposition,
@@ -313,7 +314,7 @@ pub struct Entry {
     pub fingerprint: Option<String>,
     pub intent: Option<Value>,
     pub work_id: Option<String>,
-    pub revision: Option<Value>,
+    pub revision: Option<Revision>,
     pub body: Value,
     #[serde(default)]
     pub body_truncated: bool,

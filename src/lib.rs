@@ -18,6 +18,7 @@ pub mod idempotency;
 pub mod journal;
 pub mod ledger;
 pub mod report;
+pub mod revision;
 pub mod scenario;
 pub mod server;
 pub mod service;

@@ -336,7 +336,7 @@ impl template::Vars for Ctx<'_> {
             "action.seq" => Value::from(r.seq),
             "key" => Value::from(r.idempotency_key.clone()?),
             "work_id" => Value::from(r.work_id.clone()?),
-            "revision" => r.revision.clone()?,
+            "revision" => r.revision.as_ref()?.to_value(),
             "now" => Value::from(self.world.clock.rfc3339(r.received_at)),
             "request.method" => Value::from(r.method.as_str()),
             "request.path" => Value::from(r.path.as_str()),

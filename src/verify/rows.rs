@@ -11,12 +11,14 @@ use serde_json::Value;
 
 use crate::hash::FastState;
 use crate::ledger::{Delivery, Disposition, Entry};
+use crate::revision::Revision;
 
 /// One ledger entry, as verification reads it.
 pub(super) struct Row {
     pub seq: u64,
     pub replay_of: Option<u64>,
-    /// The revision if it is an integer (what `Value::as_i64` gives), else `None`.
+    /// The revision's place in the order of revisions ([`Revision::ordinal`]); `None` without a
+    /// revision or with one that cannot be ordered (see `unordered`).
     pub revision: Option<i64>,
     pub service: Box<str>,
     pub route: Option<Box<str>>,
@@ -50,7 +52,7 @@ impl Row {
         Row {
             seq: e.seq,
             replay_of: e.replay_of,
-            revision: e.revision.as_ref().and_then(Value::as_i64),
+            revision: e.revision.as_ref().and_then(Revision::ordinal),
             intent_hash: intent.as_deref().map_or(0, |t| text_hash(hash, t)),
             key_hash: e
                 .idempotency_key
