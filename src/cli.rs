@@ -1,5 +1,6 @@
 //! The command line: `serve` and `check`, their flags, and their exit codes
-//! (0 ok, 1 runtime failure, 2 bad input — clap's own usage errors exit 2 as well).
+//! (0 ok, 1 runtime failure, 2 bad input — clap's own usage errors exit 2 as well; a verdict of
+//! `verify`/`run`: 0 clean, 1 findings, [`INCOMPLETE`] incomplete).
 //!
 //! `serve` binds the listener itself, prints the ready line as the first line on stdout, and
 //! owns shutdown (SIGINT/SIGTERM), handing both to [`crate::server::serve`].
@@ -18,7 +19,7 @@ use crate::journal::{self, Fsync, Journal};
 use crate::ledger::Filter;
 use crate::scenario::Scenario;
 use crate::server::{serve, App};
-use crate::verify::{parse_jsonl, verify, Claims, LeanError, LeanLedger, Report};
+use crate::verify::{parse_jsonl, verify, Claims, LeanError, LeanLedger, Report, State};
 use crate::world::{Host, Limits};
 
 #[derive(Parser, Debug)]
@@ -86,6 +87,9 @@ pub struct VerifyArgs {
     /// With --url: the server's admin token.
     #[arg(long, env = "DOUBLEAGENT_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Exit 0, not 3, when the verdict has no findings but could not judge everything.
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -101,6 +105,9 @@ pub struct RunArgs {
     /// Print the report as JSON instead of text; CMD's stdout then goes to stderr.
     #[arg(long)]
     pub json: bool,
+    /// Exit 0, not 3, when the verdict has no findings but could not judge everything.
+    #[arg(long)]
+    pub allow_incomplete: bool,
     /// The command to run, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -243,8 +250,27 @@ fn say(text: &str) {
     }
 }
 
-/// Exit code of a verdict: 0 clean, 1 findings. `human`: the report as text, if asked for.
-fn verdict(report: &Report, human: impl FnOnce() -> String, json: bool) -> ExitCode {
+/// Exit code of a verdict that found nothing but could not judge everything (see
+/// [`crate::verify::State`]); `--allow-incomplete` makes it 0.
+pub const INCOMPLETE: u8 = 3;
+
+/// Exit code of a verdict: 0 clean, 1 findings, [`INCOMPLETE`] (or 0 when allowed).
+fn verdict_code(report: &Report, allow_incomplete: bool) -> ExitCode {
+    match report.state {
+        State::Clean => ExitCode::SUCCESS,
+        State::Findings => ExitCode::from(1),
+        State::Incomplete if allow_incomplete => ExitCode::SUCCESS,
+        State::Incomplete => ExitCode::from(INCOMPLETE),
+    }
+}
+
+/// Print a verdict; its exit code. `human`: the report as text, if asked for.
+fn verdict(
+    report: &Report,
+    human: impl FnOnce() -> String,
+    json: bool,
+    allow_incomplete: bool,
+) -> ExitCode {
     if json {
         let mut text = serde_json::to_string_pretty(report).unwrap_or_default();
         text.push('\n');
@@ -252,11 +278,7 @@ fn verdict(report: &Report, human: impl FnOnce() -> String, json: bool) -> ExitC
     } else {
         say(&human());
     }
-    if report.clean {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    verdict_code(report, allow_incomplete)
 }
 
 fn read_claims(path: Option<&PathBuf>) -> Result<Option<Claims>, String> {
@@ -358,7 +380,12 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
     let code = match parsed {
         Ok(ledger) => {
             let report = ledger.verify(claims.as_ref());
-            let code = verdict(&report, || ledger.human(&report), args.json);
+            let code = verdict(
+                &report,
+                || ledger.human(&report),
+                args.json,
+                args.allow_incomplete,
+            );
             // The process ends next: freeing a million rows one by one would only delay it.
             std::mem::forget(ledger);
             code
@@ -373,7 +400,12 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
                 Ok((verify(&entries, claims.as_ref()), entries))
             });
             match report {
-                Ok((report, entries)) => verdict(&report, || report.human(&entries), args.json),
+                Ok((report, entries)) => verdict(
+                    &report,
+                    || report.human(&entries),
+                    args.json,
+                    args.allow_incomplete,
+                ),
                 Err(e) => fail(e),
             }
         }
@@ -494,7 +526,12 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
         }
     };
     let report = verify(&entries, claims.as_ref());
-    let code = verdict(&report, || report.human(&entries), args.json);
+    let code = verdict(
+        &report,
+        || report.human(&entries),
+        args.json,
+        args.allow_incomplete,
+    );
     if !status.success() {
         eprintln!("doubleagent: the command failed ({status})");
         return ExitCode::from(

@@ -43,12 +43,19 @@ pub(super) struct Row {
     pub executed_after_expiry: bool,
     /// Its fate answered with an error although the effect happened (`error-after-apply:*`).
     pub error_after_apply: bool,
+    /// It carries a revision that cannot be ordered (`"rev-b"`): the revision rules skip it.
+    pub unordered_revision: bool,
+    /// An execution whose body was recorded as text, not JSON: its intent could not be read.
+    pub body_unread: bool,
 }
 
 impl Row {
     /// The row of an entry found at `at`.
     pub fn new(e: Entry, at: u64, hash: &FastState) -> Row {
         let intent = e.intent.as_ref().map(Value::to_string);
+        let unordered_revision = e.revision.as_ref().is_some_and(|r| r.ordinal().is_none());
+        let body_unread = e.disposition == Disposition::Executed
+            && matches!(&e.body, Value::String(s) if !s.is_empty());
         Row {
             seq: e.seq,
             replay_of: e.replay_of,
@@ -73,6 +80,8 @@ impl Row {
             applied: e.applied,
             executed_after_expiry: e.executed_after_expiry,
             error_after_apply: e.fate.is_some_and(|f| f.starts_with("error-after-apply")),
+            unordered_revision,
+            body_unread,
         }
     }
 
