@@ -437,10 +437,11 @@ async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
         return ExitCode::from(1);
     }
     eprintln!(
-        "wrote {} ({} entries, {} finding(s))",
+        "wrote {} ({} entries, {} finding(s), {})",
         output.display(),
         entries.len(),
-        report.findings.len()
+        report.findings.len(),
+        report.state.as_str()
     );
     ExitCode::SUCCESS
 }

@@ -142,3 +142,25 @@ fn acc3_run_exits_3_on_an_incomplete_verdict_and_0_when_allowed() {
     assert!(text.contains("cannot be ordered"), "{text}");
     assert_eq!(run(&["--allow-incomplete"]).status.code(), Some(0));
 }
+
+#[test]
+fn acc2_rec3_tasks_of_a_superseded_revision_and_cancels_without_claims_are_incomplete() {
+    let lines = [
+        r#"{"seq": 1, "service": "researcher", "received_at": "2026-11-30T10:00:01.000Z", "disposition": "agent", "actor": "agent:researcher", "event": "task-created", "detail": {"task_id": "t-1", "revision": 1}, "work_id": "t-1", "revision": 1}"#,
+        r#"{"seq": 2, "service": "_admin", "method": "POST", "path": "/revision", "received_at": "2026-11-30T10:00:02.000Z", "disposition": "declaration", "event": "revision", "detail": {"revision": 2}, "revision": 2}"#,
+        r#"{"seq": 3, "service": "researcher", "received_at": "2026-11-30T10:00:03.000Z", "disposition": "agent", "actor": "agent:researcher", "event": "cancel", "detail": {"task_id": "t-1", "outcome": "acknowledged"}, "work_id": "t-1", "revision": 1}"#,
+    ]
+    .map(str::to_string);
+    let (code, r) = verify(&lines, &[]);
+    assert_eq!((code, r["state"].as_str()), (3, Some("incomplete")), "{r}");
+    let n = notes(&r);
+    assert!(
+        n.contains("1 task (#1) started under a superseded revision"),
+        "{n}"
+    );
+    assert!(n.contains("1 cancel (#3) (REC-3)"), "{n}");
+    // With claims (even empty ones) both are judged: nothing was adopted or claimed cancelled.
+    let claims = temp_file("claims.json", r#"{"adopted": []}"#);
+    let (code, r) = verify(&lines, &["--claims", claims.to_str().unwrap()]);
+    assert_eq!((code, r["state"].as_str()), (0, Some("clean")), "{r}");
+}

@@ -83,12 +83,33 @@ fn run(l: &Ledger, extra: Option<&Claims>) -> Report {
             "no claims were submitted (POST /_admin/claims or --claims FILE): the ACC-3 \
                         checks of what the orchestrator reported were skipped"
                 .to_string();
-        let unjudged = outcomes::never_learned(&ix);
+        let mut unjudged = Vec::new();
+        let unlearned = outcomes::never_learned(&ix);
+        if !unlearned.is_empty() {
+            unjudged.push(format!(
+                "whether the outcome of {} the orchestrator never learned was reported as unknown (ACC-3)",
+                seqs(unlearned.iter().map(|e| e.seq), "attempt")
+            ));
+        }
+        let cancels = ix.rows().filter(|e| e.agent_event("cancel").is_some());
+        if cancels.clone().next().is_some() {
+            unjudged.push(format!(
+                "what the orchestrator believed of {} (REC-3)",
+                seqs(cancels.map(|e| e.seq), "cancel")
+            ));
+        }
+        let superseded = revisions::superseded_tasks(&ix);
+        if !superseded.is_empty() {
+            unjudged.push(format!(
+                "whether the results of {} started under a superseded revision were adopted (ACC-2)",
+                seqs(superseded.into_iter(), "task")
+            ));
+        }
         if !unjudged.is_empty() {
             incomplete = true;
             note.push_str(&format!(
-                ", so whether the outcome of {} the orchestrator never learned was reported as unknown was not judged",
-                seqs(unjudged.iter().map(|e| e.seq), "attempt")
+                ". Not judged for want of claims: {}",
+                unjudged.join("; ")
             ));
         }
         notes.push(note);

@@ -125,6 +125,21 @@ fn task_revisions<'e>(ix: &Index<'e>) -> HashMap<&'e str, (u64, i64)> {
     m
 }
 
+/// The `task-created` seqs of tasks started under a revision that has since been superseded:
+/// whether their results were adopted (ACC-2) only the claims can say.
+pub(super) fn superseded_tasks(ix: &Index) -> Vec<u64> {
+    let Some((force, _)) = ix.final_force else {
+        return Vec::new();
+    };
+    let mut seqs: Vec<u64> = task_revisions(ix)
+        .values()
+        .filter(|(_, rev)| *rev < force)
+        .map(|(seq, _)| *seq)
+        .collect();
+    seqs.sort_unstable();
+    seqs
+}
+
 /// ACC-2: a task claimed as adopted whose result was produced under a superseded revision.
 pub(super) fn acc2_adopted(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
     let revs = task_revisions(ix);
