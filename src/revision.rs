@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, Visitor};
+use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
@@ -24,7 +24,16 @@ impl Revision {
         match v {
             Value::Null => None,
             Value::String(s) => Some(Revision::parse(s)),
-            Value::Number(n) => Some(number(n.as_i64(), n.as_f64(), || n.to_string())),
+            Value::Number(n) => Some(match (n.as_i64(), n.as_f64()) {
+                (Some(i), _) => Revision::Number(i),
+                // An integral float within `i64` is that number (`1.0` is 1).
+                (None, Some(f))
+                    if f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64 =>
+                {
+                    Revision::Number(f as i64)
+                }
+                _ => Revision::Text(n.to_string().into()),
+            }),
             other => Some(Revision::Text(other.to_string().into())),
         }
     }
@@ -55,19 +64,6 @@ impl Revision {
     }
 }
 
-/// An integral float within `i64` is that number (`1.0` is 1); any other number is text.
-fn number(int: Option<i64>, float: Option<f64>, text: impl FnOnce() -> String) -> Revision {
-    if let Some(n) = int {
-        return Revision::Number(n);
-    }
-    match float {
-        Some(f) if f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64 => {
-            Revision::Number(f as i64)
-        }
-        _ => Revision::Text(text().into()),
-    }
-}
-
 impl fmt::Display for Revision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -86,32 +82,11 @@ impl Serialize for Revision {
     }
 }
 
+/// Read as [`Revision::of`] reads a JSON value: any JSON but `null` is a revision.
 impl<'de> Deserialize<'de> for Revision {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Revision, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Revision;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a revision: a whole number, or a string")
-            }
-            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Revision, E> {
-                Ok(Revision::Number(n))
-            }
-            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Revision, E> {
-                Ok(number(i64::try_from(n).ok(), None, || n.to_string()))
-            }
-            fn visit_f64<E: de::Error>(self, f: f64) -> Result<Revision, E> {
-                let text = || Value::from(f).to_string();
-                Ok(number(None, Some(f), text))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Revision, E> {
-                Ok(Revision::parse(s))
-            }
-            fn visit_bool<E: de::Error>(self, b: bool) -> Result<Revision, E> {
-                Ok(Revision::Text(b.to_string().into()))
-            }
-        }
-        d.deserialize_any(V)
+        let v = Value::deserialize(d)?;
+        Revision::of(&v).ok_or_else(|| de::Error::custom("a revision cannot be null"))
     }
 }
 
@@ -144,6 +119,9 @@ mod tests {
             let read: Revision = serde_json::from_value(v).unwrap();
             assert_eq!(read, r);
         }
+        let object: Revision = serde_json::from_str(r#"{"v": 1}"#).unwrap();
+        assert_eq!(object, Revision::Text(r#"{"v":1}"#.into()));
+        assert!(serde_json::from_str::<Revision>("null").is_err());
         assert_eq!(Revision::of(&Value::Null), None);
         assert_eq!(Revision::Text("rev-b".into()).to_string(), "\"rev-b\"");
     }
