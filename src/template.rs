@@ -6,7 +6,8 @@
 //! would look up), [`json`] walks a JSON value and expands its strings — where a string is
 //! exactly one placeholder, it takes the value's own JSON type (`amount = "{{body./amount}}"`
 //! stays a number). Unknown placeholders are left as written, so a typo shows up in the output
-//! instead of vanishing; a fake service's response names are checked at load (`check`) besides.
+//! instead of vanishing. (A fake service's response is stricter: its names are checked at
+//! load, and one a request has no value for is `null`, see `service::action`.)
 //!
 //! [`Compiled`] is a fake service's JSON response body compiled once at load.
 //!
