@@ -51,7 +51,7 @@ pub enum Command {
     Report {
         #[command(flatten)]
         source: VerifyArgs,
-        /// Where to write the page.
+        /// Where to write the page (`-`: stdout).
         #[arg(short = 'o', long = "output", default_value = "report.html")]
         output: PathBuf,
     },
@@ -432,7 +432,10 @@ async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
         .map(|p| p.display().to_string())
         .or(args.url.clone())
         .unwrap_or_default();
-    if let Err(e) = std::fs::write(output, crate::report::render(&title, &entries, &report)) {
+    let page = crate::report::render(&title, &entries, &report);
+    if output == std::path::Path::new("-") {
+        say(&page);
+    } else if let Err(e) = std::fs::write(output, page) {
         eprintln!("error: cannot write {}: {e}", output.display());
         return ExitCode::from(1);
     }

@@ -197,3 +197,20 @@ fn check_reports_problems_of_every_file_and_a_missing_file_without_a_position() 
     assert!(!err.contains(":0:0"), "{err}");
     assert!(err.contains("is reserved"), "{err}");
 }
+
+#[test]
+fn report_to_a_closed_stdout_ends_quietly_and_to_an_open_one_writes_the_page() {
+    let fixture = format!(
+        "{}/tests/fixtures/verify/acc1_same_intent_applied_twice.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let ledger = std::fs::read_to_string(&fixture).unwrap();
+    let out = with_closed_stdout(&["report", "--ledger", "/dev/stdin", "-o", "-"], &ledger);
+    assert_quiet(&out, 0);
+    let out = Command::new(bin())
+        .args(["report", "--ledger", &fixture, "-o", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("<html"));
+}
