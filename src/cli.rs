@@ -1,5 +1,6 @@
 //! The command line: `serve` and `check`, their flags, and their exit codes
-//! (0 ok, 1 runtime failure, 2 bad input — clap's own usage errors exit 2 as well).
+//! (0 ok, 1 runtime failure, 2 bad input — clap's own usage errors exit 2 as well; a verdict of
+//! `verify`/`run`: 0 clean, 1 findings, [`INCOMPLETE`] incomplete).
 //!
 //! `serve` binds the listener itself, prints the ready line as the first line on stdout, and
 //! owns shutdown (SIGINT/SIGTERM), handing both to [`crate::server::serve`].
@@ -18,7 +19,7 @@ use crate::journal::{self, Fsync, Journal};
 use crate::ledger::Filter;
 use crate::scenario::Scenario;
 use crate::server::{serve, App};
-use crate::verify::{parse_jsonl, verify, Claims, LeanError, LeanLedger, Report};
+use crate::verify::{parse_jsonl, verify, Claims, LeanError, LeanLedger, Report, State};
 use crate::world::{Host, Limits};
 
 #[derive(Parser, Debug)]
@@ -50,7 +51,7 @@ pub enum Command {
     Report {
         #[command(flatten)]
         source: VerifyArgs,
-        /// Where to write the page.
+        /// Where to write the page (`-`: stdout).
         #[arg(short = 'o', long = "output", default_value = "report.html")]
         output: PathBuf,
     },
@@ -86,6 +87,9 @@ pub struct VerifyArgs {
     /// With --url: the server's admin token.
     #[arg(long, env = "DOUBLEAGENT_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Exit 0, not 3, when the verdict has no findings but could not judge everything.
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -98,9 +102,12 @@ pub struct RunArgs {
     /// Override the scenario's seed.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Print the report as JSON instead of text.
+    /// Print the report as JSON instead of text; CMD's stdout then goes to stderr.
     #[arg(long)]
     pub json: bool,
+    /// Exit 0, not 3, when the verdict has no findings but could not judge everything.
+    #[arg(long)]
+    pub allow_incomplete: bool,
     /// The command to run, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -231,21 +238,47 @@ pub async fn fetch_admin(
     }
 }
 
-/// Exit code of a verdict: 0 clean, 1 findings. `human`: the report as text, if asked for.
-fn verdict(report: &Report, human: impl FnOnce() -> String, json: bool) -> ExitCode {
+/// Write to stdout. A reader that went away (`| head -1`) only ends the output: the command still
+/// runs to its end and exits with its own code (no panic, no 101).
+fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: cannot write to stdout: {e}");
+        }
+        _ => {}
+    }
+}
+
+/// Exit code of a verdict that found nothing but could not judge everything (see
+/// [`crate::verify::State`]); `--allow-incomplete` makes it 0.
+pub const INCOMPLETE: u8 = 3;
+
+/// Exit code of a verdict: 0 clean, 1 findings, [`INCOMPLETE`] (or 0 when allowed).
+fn verdict_code(report: &Report, allow_incomplete: bool) -> ExitCode {
+    match report.state {
+        State::Clean => ExitCode::SUCCESS,
+        State::Findings => ExitCode::from(1),
+        State::Incomplete if allow_incomplete => ExitCode::SUCCESS,
+        State::Incomplete => ExitCode::from(INCOMPLETE),
+    }
+}
+
+/// Print a verdict; its exit code. `human`: the report as text, if asked for.
+fn verdict(
+    report: &Report,
+    human: impl FnOnce() -> String,
+    json: bool,
+    allow_incomplete: bool,
+) -> ExitCode {
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(report).unwrap_or_default()
-        );
+        let mut text = serde_json::to_string_pretty(report).unwrap_or_default();
+        text.push('\n');
+        say(&text);
     } else {
-        print!("{}", human());
+        say(&human());
     }
-    if report.clean {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    verdict_code(report, allow_incomplete)
 }
 
 fn read_claims(path: Option<&PathBuf>) -> Result<Option<Claims>, String> {
@@ -322,8 +355,10 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
     let file;
     let fetched;
     let (parsed, origin) = match &args.ledger {
+        // Read in pieces by position: only a regular file can be (a pipe, `/dev/stdin` or
+        // `<(curl …)` would read as empty), so anything else is read whole.
         #[cfg(unix)]
-        Some(path) => {
+        Some(path) if std::fs::metadata(path).is_ok_and(|m| m.is_file()) => {
             let origin = path.display().to_string();
             file = match std::fs::File::open(path) {
                 Ok(f) => f,
@@ -345,7 +380,12 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
     let code = match parsed {
         Ok(ledger) => {
             let report = ledger.verify(claims.as_ref());
-            let code = verdict(&report, || ledger.human(&report), args.json);
+            let code = verdict(
+                &report,
+                || ledger.human(&report),
+                args.json,
+                args.allow_incomplete,
+            );
             // The process ends next: freeing a million rows one by one would only delay it.
             std::mem::forget(ledger);
             code
@@ -360,7 +400,12 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
                 Ok((verify(&entries, claims.as_ref()), entries))
             });
             match report {
-                Ok((report, entries)) => verdict(&report, || report.human(&entries), args.json),
+                Ok((report, entries)) => verdict(
+                    &report,
+                    || report.human(&entries),
+                    args.json,
+                    args.allow_incomplete,
+                ),
                 Err(e) => fail(e),
             }
         }
@@ -387,15 +432,19 @@ async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
         .map(|p| p.display().to_string())
         .or(args.url.clone())
         .unwrap_or_default();
-    if let Err(e) = std::fs::write(output, crate::report::render(&title, &entries, &report)) {
+    let page = crate::report::render(&title, &entries, &report);
+    if output == std::path::Path::new("-") {
+        say(&page);
+    } else if let Err(e) = std::fs::write(output, page) {
         eprintln!("error: cannot write {}: {e}", output.display());
         return ExitCode::from(1);
     }
     eprintln!(
-        "wrote {} ({} entries, {} finding(s))",
+        "wrote {} ({} entries, {} finding(s), {})",
         output.display(),
         entries.len(),
-        report.findings.len()
+        report.findings.len(),
+        report.state.as_str()
     );
     ExitCode::SUCCESS
 }
@@ -442,6 +491,10 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
     let mut cmd = tokio::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
         .env("DOUBLEAGENT_URL", &app.base_url);
+    if args.json {
+        // The verdict alone on stdout, so `run --json -- CMD | jq` reads one JSON document.
+        cmd.stdout(std::process::Stdio::from(std::io::stderr()));
+    }
     for s in &world.scenario.services {
         cmd.env(env_name(&s.name), format!("{}/{}", app.base_url, s.name));
     }
@@ -477,7 +530,12 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
         }
     };
     let report = verify(&entries, claims.as_ref());
-    let code = verdict(&report, || report.human(&entries), args.json);
+    let code = verdict(
+        &report,
+        || report.human(&entries),
+        args.json,
+        args.allow_incomplete,
+    );
     if !status.success() {
         eprintln!("doubleagent: the command failed ({status})");
         return ExitCode::from(
@@ -495,12 +553,12 @@ fn check(files: &[PathBuf]) -> ExitCode {
     let mut bad = false;
     for f in files {
         match Scenario::from_file(f) {
-            Ok(s) => println!(
-                "{}: ok (scenario \"{}\", {} service(s))",
+            Ok(s) => say(&format!(
+                "{}: ok (scenario \"{}\", {} service(s))\n",
                 f.display(),
                 s.name,
                 s.services.len()
-            ),
+            )),
             Err(e) => {
                 eprintln!("{e}");
                 bad = true;

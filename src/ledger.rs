@@ -18,6 +18,7 @@ use tokio::sync::watch;
 
 use crate::clock::Clock;
 use crate::fate::Fate;
+use crate::revision::Revision;
 
 mod counts;
 mod store;
@@ -128,7 +129,7 @@ pub struct Record {
     pub fingerprint: Option<String>,
     pub intent: Option<Value>,
     pub work_id: Option<String>,
-    pub revision: Option<Value>,
+    pub revision: Option<Revision>,
     pub body: Value,
     pub body_truncated: bool,
     /// The text of a body that `body` holds decoded (a form), cut as `body` would be.
@@ -338,7 +339,7 @@ pub struct Entry {
     pub fingerprint: Option<String>,
     pub intent: Option<Value>,
     pub work_id: Option<String>,
-    pub revision: Option<Value>,
+    pub revision: Option<Revision>,
     pub body: Value,
     #[serde(default)]
     pub body_truncated: bool,

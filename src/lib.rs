@@ -79,6 +79,8 @@ pub mod ledger;
 #[doc(hidden)]
 pub mod report;
 #[doc(hidden)]
+pub mod revision;
+#[doc(hidden)]
 pub mod scenario;
 #[doc(hidden)]
 pub mod server;

@@ -2,9 +2,11 @@
 //! world runs on.
 //!
 //! Loading is two passes. Serde (with `deny_unknown_fields` everywhere) reads the document into
-//! `Raw*` structs, and `serde_path_to_error` names the key path of the first failure; then
-//! `compile` checks what serde cannot (duplicates, kind-specific keys, reserved names) and
-//! builds the [`Scenario`]. Every problem is reported as `file:line:col: key.path: message`, the
+//! `Raw*` structs, and `serde_path_to_error` names the key path of each failure (serde stops at
+//! the first; the others are found by reading the document again without it, see
+//! `problems::every_shape_problem`); then, if the shape is right, `compile` checks what serde
+//! cannot (duplicates, kind-specific keys, reserved names) and builds the [`Scenario`]. Every
+//! problem is reported as `file:line:col: key.path: message`, the
 //! position found from the error's span or, for semantic problems, by walking the parsed document
 //! to the key path. A scenario that fails validation never reaches a world.
 //!
@@ -32,7 +34,7 @@ pub(crate) use compile::check_header;
 use compile::compile;
 pub(crate) use problems::sub_table;
 pub use problems::{did_you_mean, Problem, ScenarioError};
-use problems::{line_col, locate, locate_serde_error, path_string};
+use problems::{every_shape_problem, line_col, locate, locate_serde_error, path_string};
 
 /// The built-in quickstart, served when `serve` is given no file.
 pub const QUICKSTART: &str = include_str!("../scenarios/quickstart.toml");
@@ -439,12 +441,7 @@ impl Scenario {
         let file = path.display().to_string();
         let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
             file: file.clone(),
-            problems: vec![Problem {
-                line: 0,
-                col: 0,
-                path: String::new(),
-                message: format!("cannot read the scenario: {e}"),
-            }],
+            problems: vec![Problem::unlocated(format!("cannot read the scenario: {e}"))],
         })?;
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
         Scenario::parse(&src, &file, stem.as_deref())
@@ -478,7 +475,10 @@ impl Scenario {
         let raw: RawScenario = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = path_string(e.path());
             let inner = e.into_inner();
-            fail(vec![locate_serde_error(src, &path, &inner)])
+            fail(every_shape_problem::<RawScenario>(
+                src,
+                locate_serde_error(src, &path, &inner),
+            ))
         })?;
         compile(raw, default_name, file, src).map_err(|issues| {
             fail(

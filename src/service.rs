@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use crate::fate::Fate;
 use crate::idempotency::{ErrorShape, Stored, JSON_HEADERS};
 use crate::ledger::{Delivery, Disposition, Record, ResponsePlan};
+use crate::revision::Revision;
 use crate::scenario::RouteKind;
 use crate::world::{State, World};
 
@@ -55,7 +56,7 @@ pub struct Request<'a> {
     pub actor: Option<String>,
     /// Set by in-process callers (an agent's task id and revision) instead of headers.
     pub work_id: Option<String>,
-    pub revision: Option<Value>,
+    pub revision: Option<Revision>,
     /// The caller never reads the response's headers or body (an A2A agent's side-effect step):
     /// an executed action's response is then rendered only when a key store keeps it. Its status
     /// is decided, and recorded, all the same.
@@ -252,7 +253,7 @@ fn new_record(
     req: &mut Request<'_>,
     now: Duration,
     work_id: Option<String>,
-    revision: Option<Value>,
+    revision: Option<Revision>,
 ) -> Record {
     let take = |s: &mut Cow<'_, str>| std::mem::take(s).into_owned();
     Record {

@@ -2,10 +2,12 @@
 //! action's id and body for a fake service's response; a task's id, revision and canary for an
 //! agent's result).
 //!
-//! A caller implements [`Vars`]; [`text`] interpolates into a string, [`json`] walks a JSON value
-//! and expands its strings — where a string is exactly one placeholder, it takes the value's own
-//! JSON type (`amount = "{{body./amount}}"` stays a number). Unknown placeholders are left as
-//! written, so a typo shows up in the output instead of vanishing.
+//! A caller implements [`Vars`]; [`text`] interpolates into a string ([`names`] lists what it
+//! would look up), [`json`] walks a JSON value and expands its strings — where a string is
+//! exactly one placeholder, it takes the value's own JSON type (`amount = "{{body./amount}}"`
+//! stays a number). Unknown placeholders are left as written, so a typo shows up in the output
+//! instead of vanishing. (A fake service's response is stricter: its names are checked at
+//! load, and one a request has no value for is `null`, see `service::action`.)
 //!
 //! [`Compiled`] is a fake service's JSON response body compiled once at load.
 //!
@@ -44,6 +46,20 @@ pub fn text(s: &str, vars: &dyn Vars) -> String {
         rest = &rest[start + len + 2..];
     }
     out.push_str(rest);
+    out
+}
+
+/// The names of the placeholders in a string, trimmed, as [`text`] finds them.
+pub fn names(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(start) = find2(rest, b"{{") {
+        let Some(len) = find2(&rest[start..], b"}}") else {
+            break;
+        };
+        out.push(rest[start + 2..start + len].trim());
+        rest = &rest[start + len + 2..];
+    }
     out
 }
 

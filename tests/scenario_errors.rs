@@ -173,3 +173,18 @@ fn an_agent_needs_a_known_protocol() {
         "bad.toml:1:9: agents.researcher: missing key `protocol` (\"a2a\" or \"ag-ui\")",
     );
 }
+
+/// A response placeholder that can name nothing is refused at load rather than sent to the
+/// client verbatim (issue 27, item 6).
+#[test]
+fn a_response_placeholder_that_names_nothing_is_located_and_gets_a_hint() {
+    golden(
+        &route("respond = { json = { id = \"{{action.id}}\", n = \"{{acton.seq}}\" } }"),
+        "bad.toml:7:44: services.payments.routes[0].respond.json.n: `{{acton.seq}}` names nothing; did you mean `action.seq`? (a response can use action.id, action.seq, key, work_id, revision, now, request.method, request.path, body./POINTER, path.NAME)",
+    );
+    golden(
+        &route("respond = { body = \"{{path.id}} {{body.amount}}\" }"),
+        "bad.toml:7:13: services.payments.routes[0].respond.body: `{{path.id}}`: the route's path has no parameter `{id}`\n\
+         bad.toml:7:13: services.payments.routes[0].respond.body: `{{body.amount}}`: `body.` takes a JSON pointer, like `{{body./amount}}`",
+    );
+}

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::clock::{format_duration, parse_duration, ClockError};
 use crate::ledger::{Disposition, Filter, Record};
+use crate::revision::Revision;
 use crate::scenario::Scenario;
 use crate::service::Response;
 use crate::verify::{self, Claims};
@@ -392,20 +393,25 @@ fn declare_revision(world: &World, body: &[u8]) -> Result<Response, AdminError> 
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Decl {
-        revision: i64,
+        revision: Revision,
         work_id: Option<String>,
     }
-    let d: Decl = serde_json::from_slice(body).map_err(|e| {
-        AdminError::BadRequest(format!(
-            "expected a JSON body like {{\"revision\": 2, \"work_id\": \"optional\"}}: {e}"
-        ))
-    })?;
+    let expected = "expected a JSON body like {\"revision\": 2, \"work_id\": \"optional\"}";
+    let d: Decl = serde_json::from_slice(body)
+        .map_err(|e| AdminError::BadRequest(format!("{expected}: {e}")))?;
+    // A declaration is the order itself: one that cannot be ordered would declare nothing.
+    if d.revision.ordinal().is_none() {
+        return Err(AdminError::BadRequest(format!(
+            "{expected}: the revision must be a whole number (2, 2.0 or \"2\"), found {}",
+            d.revision
+        )));
+    }
     let mut rec = Record::declaration(
         "revision",
         world.clock.now(),
         json!({"revision": d.revision, "work_id": d.work_id}),
     );
-    rec.revision = Some(Value::from(d.revision));
+    rec.revision = Some(d.revision.clone());
     rec.work_id = d.work_id.clone();
     let seq = world.lock().ledger.append(rec);
     Ok(Response::json(

@@ -124,7 +124,7 @@ fn full(seq: u64) -> Record {
         fingerprint: Some("00ff00ff00ff00ff".into()),
         intent: Some(json!({"/to": "a", "/n": seq})),
         work_id: Some("w".into()),
-        revision: Some(json!(2)),
+        revision: Some(crate::revision::Revision::Number(2)),
         body: json!({"to": "a", "n": seq, "f": 1.5, "neg": -3, "big": u64::MAX, "l": [null, true]}),
         body_truncated: true,
         raw_body: None,

@@ -8,11 +8,25 @@ use super::Issues;
 /// One problem in a scenario, located in its source.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
+    /// 1-based; 0 (with `col` 0) for a problem with no place in the source, e.g. a file that
+    /// could not be read: it is printed without a position.
     pub line: usize,
     pub col: usize,
     /// `services.payments.routes[0].fates`; empty for document-level syntax errors.
     pub path: String,
     pub message: String,
+}
+
+impl Problem {
+    /// A problem of the whole file, not of a place in it.
+    pub fn unlocated(message: String) -> Problem {
+        Problem {
+            line: 0,
+            col: 0,
+            path: String::new(),
+            message,
+        }
+    }
 }
 
 /// A scenario that failed to load: every problem found, with the file it came from.
@@ -28,7 +42,11 @@ impl fmt::Display for ScenarioError {
             if i > 0 {
                 writeln!(f)?;
             }
-            write!(f, "{}:{}:{}: ", self.file, p.line, p.col)?;
+            if p.line == 0 {
+                write!(f, "{}: ", self.file)?;
+            } else {
+                write!(f, "{}:{}:{}: ", self.file, p.line, p.col)?;
+            }
             if !p.path.is_empty() {
                 write!(f, "{}: ", p.path)?;
             }
@@ -256,4 +274,163 @@ pub(super) fn line_col(src: &str, offset: usize) -> (usize, usize) {
         .unwrap_or(0)
         + 1;
     (line, col)
+}
+
+/// One step of a key path: a table key (or an enum's variant) or an array index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// Every shape problem of a document (unknown keys, wrong types, bad values), not only the
+/// first: serde stops at the first failure, so the offending value is taken out of a copy of the
+/// document and the copy is read again, until it reads or nothing more can be taken out.
+/// `first` is the failure already found (located by its span); the rest are located by path.
+/// A value that a required key needed goes with its table: the "missing field" that taking it
+/// out causes is not reported, only a missing field the author left out is.
+pub(super) fn every_shape_problem<T: serde::de::DeserializeOwned>(
+    src: &str,
+    first: Problem,
+) -> Vec<Problem> {
+    const MAX_PROBLEMS: usize = 100;
+    let mut problems = vec![first];
+    let Ok(mut doc) = src.parse::<toml::Table>() else {
+        return problems;
+    };
+    // Array elements taken out, by the array's original path: later paths are reported in the
+    // document's own indices, not the shrunk copy's.
+    let mut holes: Vec<(Vec<Step>, usize)> = Vec::new();
+    let mut taken: Vec<Vec<Step>> = Vec::new();
+    while problems.len() < MAX_PROBLEMS {
+        let Err(e) = serde_path_to_error::deserialize::<_, T>(toml::Value::Table(doc.clone()))
+        else {
+            break;
+        };
+        let Some(current) = steps(e.path()) else {
+            break;
+        };
+        let at = original(&current, &holes);
+        let inner = e.into_inner();
+        let message = inner.message().trim().to_string();
+        let missing = message
+            .strip_prefix("missing field `")
+            .and_then(|r| r.split('`').next());
+        let ours = missing.is_some_and(|f| {
+            let mut p = at.clone();
+            p.push(Step::Key(f.to_string()));
+            taken.contains(&p)
+        });
+        if !ours {
+            let p = locate_serde_error(src, &steps_string(&at), &inner);
+            if !problems
+                .iter()
+                .any(|q| q.path == p.path && q.message == p.message)
+            {
+                problems.push(p);
+            }
+        }
+        // An unknown key goes itself; a missing one takes its table; a bad value goes.
+        let (mut current, mut at) = (current, at);
+        if missing.is_none() {
+            let named = |p: &[Step], f: &str| matches!(p.last(), Some(Step::Key(k)) if k == f);
+            if let Some((field, _)) = parse_unknown(&message).filter(|(f, _)| !named(&current, f)) {
+                current.push(Step::Key(field.clone()));
+                at.push(Step::Key(field));
+            }
+        }
+        if current.is_empty() || !take_out(&mut doc, &current) {
+            break;
+        }
+        if let (Some(Step::Index(i)), Some(Step::Index(_))) = (at.last(), current.last()) {
+            holes.push((at[..at.len() - 1].to_vec(), *i));
+        }
+        taken.push(at);
+    }
+    // Top to bottom, as a reader fixes them.
+    problems.sort_by_key(|p| (p.line, p.col));
+    problems
+}
+
+fn steps(p: &serde_path_to_error::Path) -> Option<Vec<Step>> {
+    p.iter()
+        .map(|seg| match seg {
+            serde_path_to_error::Segment::Seq { index } => Some(Step::Index(*index)),
+            serde_path_to_error::Segment::Map { key }
+            | serde_path_to_error::Segment::Enum { variant: key } => Some(Step::Key(key.clone())),
+            serde_path_to_error::Segment::Unknown => None,
+        })
+        .collect()
+}
+
+fn steps_string(steps: &[Step]) -> String {
+    let mut out = String::new();
+    for s in steps {
+        match s {
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+            Step::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+        }
+    }
+    out
+}
+
+/// A path in the shrunk copy, in the document's original array indices.
+fn original(current: &[Step], holes: &[(Vec<Step>, usize)]) -> Vec<Step> {
+    let mut out = Vec::with_capacity(current.len());
+    for s in current {
+        let step = match s {
+            Step::Key(_) => s.clone(),
+            Step::Index(i) => {
+                let mut gone: Vec<usize> = holes
+                    .iter()
+                    .filter(|(array, _)| *array == out)
+                    .map(|(_, j)| *j)
+                    .collect();
+                gone.sort_unstable();
+                let mut at = *i;
+                for j in gone {
+                    if j <= at {
+                        at += 1;
+                    }
+                }
+                Step::Index(at)
+            }
+        };
+        out.push(step);
+    }
+    out
+}
+
+/// Remove the value at `path` from the document; false if there is none.
+fn take_out(doc: &mut toml::Table, path: &[Step]) -> bool {
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut value: Option<&mut toml::Value> = None;
+    for (n, step) in parents.iter().enumerate() {
+        let next = match (step, value.take()) {
+            (Step::Key(k), None) if n == 0 => doc.get_mut(k),
+            (Step::Key(k), Some(toml::Value::Table(t))) => t.get_mut(k),
+            (Step::Index(i), Some(toml::Value::Array(a))) => a.get_mut(*i),
+            _ => None,
+        };
+        match next {
+            Some(v) => value = Some(v),
+            None => return false,
+        }
+    }
+    match (last, value) {
+        (Step::Key(k), None) => doc.remove(k).is_some(),
+        (Step::Key(k), Some(toml::Value::Table(t))) => t.remove(k).is_some(),
+        (Step::Index(i), Some(toml::Value::Array(a))) if *i < a.len() => {
+            a.remove(*i);
+            true
+        }
+        _ => false,
+    }
 }

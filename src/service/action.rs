@@ -3,6 +3,7 @@
 //! remembering it.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -174,7 +175,9 @@ fn execute(
             body: Vec::new(),
         }
     } else {
-        render_respond(world, route, json, record)
+        let (ok, unfilled) = render_respond(world, route, json, record);
+        note_unfilled(record, unfilled);
+        ok
     };
     record.object_id = route.id.as_deref().and_then(|p| object_id(&ok.body, p));
     if let (Some(id), true) = (&record.object_id, fate.applies()) {
@@ -296,12 +299,19 @@ fn error_text(status: u16) -> &'static str {
     }
 }
 
-/// The route's `respond`, its placeholders filled from the request and its record.
-fn render_respond(world: &World, route: &Route, json: Option<&Value>, record: &Record) -> Response {
+/// The route's `respond`, its placeholders filled from the request and its record; and the
+/// placeholders this request had no value for (sent as `null`).
+fn render_respond(
+    world: &World,
+    route: &Route,
+    json: Option<&Value>,
+    record: &Record,
+) -> (Response, Vec<String>) {
     let ctx = Ctx {
         world,
         json,
         record,
+        unfilled: RefCell::new(Vec::new()),
     };
     let mut headers: Vec<(Cow<'static, str>, Cow<'static, str>)> = route
         .respond
@@ -323,20 +333,45 @@ fn render_respond(world: &World, route: &Route, json: Option<&Value>, record: &R
         }
         RespondBody::Text(t) => template::text(t, &ctx).into_bytes(),
     };
-    Response {
+    let response = Response {
         status: route.respond.status,
         headers,
         body,
+    };
+    (response, ctx.unfilled.into_inner())
+}
+
+/// A warning in the entry for each placeholder the request had no value for: the client got
+/// `null` there, and whoever reads the ledger should know it was not the scenario's intent.
+fn note_unfilled(record: &mut Record, unfilled: Vec<String>) {
+    if unfilled.is_empty() {
+        return;
+    }
+    let warnings: Vec<Value> = unfilled
+        .iter()
+        .map(|n| {
+            Value::from(format!(
+                "`{{{{{n}}}}}` had no value in this request: sent as null"
+            ))
+        })
+        .collect();
+    match &mut record.detail {
+        Some(Value::Object(d)) => {
+            d.insert("warnings".into(), Value::from(warnings));
+        }
+        _ => record.detail = Some(json!({ "warnings": warnings })),
     }
 }
 
 /// Placeholder context: `{{action.id}}`, `{{action.seq}}`, `{{key}}`, `{{work_id}}`,
-/// `{{revision}}`, `{{now}}`, `{{body./pointer}}`, `{{path.NAME}}`.
+/// `{{revision}}`, `{{now}}`, `{{body./pointer}}`, `{{path.NAME}}`. Every name is known (checked
+/// at load); one this request has no value for is `null`, and noted in `unfilled`.
 struct Ctx<'a> {
     world: &'a World,
     /// The request's body, parsed.
     json: Option<&'a Value>,
     record: &'a Record,
+    unfilled: RefCell<Vec<String>>,
 }
 
 impl template::Vars for Ctx<'_> {
@@ -353,13 +388,25 @@ impl template::Vars for Ctx<'_> {
     }
 
     fn var(&self, name: &str) -> Option<Value> {
+        Some(self.value(name).unwrap_or_else(|| {
+            let mut unfilled = self.unfilled.borrow_mut();
+            if !unfilled.iter().any(|n| n == name) {
+                unfilled.push(name.to_string());
+            }
+            Value::Null
+        }))
+    }
+}
+
+impl Ctx<'_> {
+    fn value(&self, name: &str) -> Option<Value> {
         let r = self.record;
         Some(match name {
             "action.id" => Value::from(r.action_id()),
             "action.seq" => Value::from(r.seq),
             "key" => Value::from(r.idempotency_key.clone()?),
             "work_id" => Value::from(r.work_id.clone()?),
-            "revision" => r.revision.clone()?,
+            "revision" => r.revision.as_ref()?.to_value(),
             "now" => Value::from(self.world.clock.rfc3339(r.received_at)),
             "request.method" => Value::from(r.method.as_str()),
             "request.path" => Value::from(r.path.as_str()),

@@ -11,6 +11,7 @@ use super::errors::{Failure, Kind};
 use super::{Request, Response};
 use crate::idempotency::ErrorShape;
 use crate::ledger::Record;
+use crate::revision::Revision;
 use crate::scenario::{did_you_mean, Route, Service};
 
 /// The first route of `svc` that matches the request (method, path template, header and body
@@ -45,20 +46,15 @@ pub(super) fn work_of(
     service: Option<&Service>,
     headers: &HeaderMap,
     work_id: Option<String>,
-    revision: Option<Value>,
-) -> (Option<String>, Option<Value>) {
+    revision: Option<Revision>,
+) -> (Option<String>, Option<Revision>) {
     let Some(s) = service else {
         return (work_id, revision);
     };
     let text = |v: &HeaderValue| header_text(v).into_owned();
     let work_id = work_id.or_else(|| header_value(headers, &s.work_id_header).map(text));
     let revision = revision.or_else(|| {
-        header_value(headers, &s.revision_header)
-            .map(text)
-            .map(|r| match r.trim().parse::<i64>() {
-                Ok(n) => Value::from(n),
-                Err(_) => Value::String(r),
-            })
+        header_value(headers, &s.revision_header).map(|v| Revision::parse(&header_text(v)))
     });
     (work_id, revision)
 }

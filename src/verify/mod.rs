@@ -27,7 +27,7 @@ mod rows;
 
 pub use claims::{ActionClaim, ActionOutcome, Claims, ClaimsError, TaskClaim, TaskOutcome};
 pub use read::{parse_jsonl, read_file, LeanError, LeanLedger};
-pub use report::{describe, Finding, Report};
+pub use report::{describe, Finding, Report, State};
 
 use index::{Index, PARALLEL_ROWS};
 use rows::Ledger;
@@ -74,16 +74,49 @@ fn run(l: &Ledger, extra: Option<&Claims>) -> Report {
         None => (of_ledger(&ix), None),
     };
     let mut notes = Vec::new();
+    // Whether a skipped check had something to judge: then the verdict is incomplete.
+    let mut incomplete = false;
     if let Some(more) = of_claims {
         findings.extend(more);
     } else {
-        notes.push(
-            "no claims were submitted (POST /_admin/claims or --claims FILE): the ACC-3 checks of \
-             what the orchestrator reported were skipped"
-                .to_string(),
-        );
+        let mut note =
+            "no claims were submitted (POST /_admin/claims or --claims FILE): the ACC-3 \
+                        checks of what the orchestrator reported were skipped"
+                .to_string();
+        let mut unjudged = Vec::new();
+        let unlearned = outcomes::never_learned(&ix);
+        if !unlearned.is_empty() {
+            unjudged.push(format!(
+                "whether the outcome of {} the orchestrator never learned was reported as unknown (ACC-3)",
+                seqs(unlearned.iter().map(|e| e.seq), "attempt")
+            ));
+        }
+        let cancels = ix.rows().filter(|e| e.agent_event("cancel").is_some());
+        if cancels.clone().next().is_some() {
+            unjudged.push(format!(
+                "what the orchestrator believed of {} (REC-3)",
+                seqs(cancels.map(|e| e.seq), "cancel")
+            ));
+        }
+        let superseded = revisions::superseded_tasks(&ix);
+        if !superseded.is_empty() {
+            unjudged.push(format!(
+                "whether the results of {} started under a superseded revision were adopted (ACC-2)",
+                seqs(superseded.into_iter(), "task")
+            ));
+        }
+        if !unjudged.is_empty() {
+            incomplete = true;
+            note.push_str(&format!(
+                ". Not judged for want of claims: {}",
+                unjudged.join("; ")
+            ));
+        }
+        notes.push(note);
     }
+    notes.extend(unjudged_rows(l, &mut incomplete));
     if let Some(first) = l.rows.first().filter(|e| e.seq > 1) {
+        incomplete = true;
         notes.push(format!(
             "the ledger is incomplete: it starts at entry #{} (the {} oldest were evicted, see --max-entries), so findings involving them cannot be seen",
             first.seq,
@@ -96,13 +129,58 @@ fn run(l: &Ledger, extra: Option<&Claims>) -> Report {
             .cmp(&b.entries.first())
             .then(a.rule.cmp(&b.rule))
     });
+    let state = if !findings.is_empty() {
+        State::Findings
+    } else if incomplete {
+        State::Incomplete
+    } else {
+        State::Clean
+    };
     Report {
+        state,
         clean: findings.is_empty(),
         findings,
         entries: l.rows.len(),
         claims: ix.claims.is_some(),
         notes,
     }
+}
+
+/// The notes on entries some rule could not read: revisions that cannot be ordered, bodies that
+/// are not JSON. Each sets `incomplete`.
+fn unjudged_rows(l: &Ledger, incomplete: &mut bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    let unordered = l.rows.iter().filter(|e| e.unordered_revision);
+    if unordered.clone().next().is_some() {
+        notes.push(format!(
+            "{} carry a revision that cannot be ordered (not a whole number like 1, 1.0 or \"1\"): REC-2, ACC-2 and ACC-3's check of effects under a superseded revision did not judge them",
+            seqs(unordered.map(|e| e.seq), "entry")
+        ));
+    }
+    let unread = l.rows.iter().filter(|e| e.body_unread);
+    if unread.clone().next().is_some() {
+        notes.push(format!(
+            "the bodies of {} are not JSON, so their intents could not be read: ACC-1 and REC-4 compared them by their recorded intents only",
+            seqs(unread.map(|e| e.seq), "action")
+        ));
+    }
+    *incomplete |= !notes.is_empty();
+    notes
+}
+
+/// `2 attempts (#3, #5)`; the first ten seqs, then how many more.
+fn seqs(seqs: impl Iterator<Item = u64>, what: &str) -> String {
+    let all: Vec<u64> = seqs.collect();
+    let mut list: Vec<String> = all.iter().take(10).map(|s| format!("#{s}")).collect();
+    if all.len() > 10 {
+        list.push(format!("and {} more", all.len() - 10));
+    }
+    let plural = match (all.len(), what) {
+        (1, _) => what.to_string(),
+        (_, "entry") => "entries".to_string(),
+        _ => format!("{what}s"),
+    };
+    format!("{} {plural} ({})", all.len(), list.join(", "))
 }
 
 #[cfg(test)]

@@ -134,6 +134,31 @@ fn intent_matches(claimed: &Value, recorded: Option<&str>) -> bool {
     }
 }
 
+/// The client's executions whose outcome it never learned: no answer, no replay or lookup of
+/// them, and no later execution under the same key that answered. ACC-3 needs the claims to
+/// judge them (reported as unknown, or not).
+pub(super) fn never_learned<'e>(ix: &Index<'e>) -> Vec<&'e Row> {
+    // The last execution per (service, key) that got an answer: a later same-key execution
+    // that answered also told the client the outcome.
+    let mut answered: Vec<Option<u64>> = vec![None; ix.keys];
+    for (x, kid) in ix.rows().zip(&ix.key_ids) {
+        if *kid != NO_KEY && x.disposition == Disposition::Executed && !x.uncertain() {
+            answered[*kid as usize] = Some(x.seq);
+        }
+    }
+    ix.rows()
+        .zip(&ix.key_ids)
+        .filter(|(e, kid)| {
+            let answered_by_retry = (**kid != NO_KEY)
+                .then(|| answered[**kid as usize])
+                .flatten()
+                .is_some_and(|last| last > e.seq);
+            e.by_client() && e.uncertain() && !ix.learned(e, u64::MAX) && !answered_by_retry
+        })
+        .map(|(e, _)| e)
+        .collect()
+}
+
 /// ACC-3: claims contradicted by the ledger, unknown outcomes not reported, and effects applied
 /// under a superseded revision that the claims do not mention.
 pub(super) fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
@@ -178,25 +203,7 @@ pub(super) fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
             });
         }
     }
-    // The last execution per (service, key) that got an answer: a later same-key execution
-    // that answered also told the client the outcome.
-    let mut answered: Vec<Option<u64>> = vec![None; ix.keys];
-    for (x, kid) in ix.rows().zip(&ix.key_ids) {
-        if *kid != NO_KEY && x.disposition == Disposition::Executed && !x.uncertain() {
-            answered[*kid as usize] = Some(x.seq);
-        }
-    }
-    for (e, kid) in ix.rows().zip(&ix.key_ids) {
-        if !e.by_client() || !e.uncertain() || ix.learned(e, u64::MAX) {
-            continue;
-        }
-        let answered_by_retry = (*kid != NO_KEY)
-            .then(|| answered[*kid as usize])
-            .flatten()
-            .is_some_and(|last| last > e.seq);
-        if answered_by_retry {
-            continue;
-        }
+    for e in never_learned(ix) {
         match covered.get(&e.seq) {
             None => out.push(Finding {
                 rule: "ACC-3".into(),

@@ -20,17 +20,45 @@ pub struct Finding {
     pub hint: String,
 }
 
+/// What a verdict says (ACC-3 of the verifier itself: what it could not judge, it says).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// No findings, and every check judged everything it reads.
+    #[default]
+    Clean,
+    /// At least one broken rule (the findings stand whatever could not be judged).
+    Findings,
+    /// No findings, but some check could not judge part of the ledger: the notes say which
+    /// and why.
+    Incomplete,
+}
+
 /// The verdict over a ledger.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// The verdict: clean, findings, or incomplete.
+    #[serde(default)]
+    pub state: State,
+    /// No findings (also when `state` is incomplete).
     pub clean: bool,
     pub findings: Vec<Finding>,
     /// Number of ledger entries read.
     pub entries: usize,
     /// Whether any claims were submitted (the claim-based ACC-3 checks need them).
     pub claims: bool,
-    /// Caveats about the verdict (skipped checks, an incomplete ledger).
+    /// Caveats about the verdict: every check skipped, and why.
     pub notes: Vec<String>,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Clean => "clean",
+            State::Findings => "findings",
+            State::Incomplete => "incomplete",
+        }
+    }
 }
 
 impl Report {
@@ -44,7 +72,13 @@ impl Report {
     /// in the ledger).
     pub(super) fn human_by(&self, mut describe_seq: impl FnMut(u64) -> Option<String>) -> String {
         let mut out = String::new();
-        if self.clean {
+        if self.state == State::Incomplete {
+            let _ = writeln!(
+                out,
+                "doubleagent verify: incomplete: no findings over {} ledger entries, but not everything could be judged (see the notes)",
+                self.entries
+            );
+        } else if self.clean {
             let _ = writeln!(
                 out,
                 "doubleagent verify: no findings over {} ledger entries",

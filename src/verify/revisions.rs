@@ -9,6 +9,7 @@ use super::report::Finding;
 use super::rows::str_field;
 use crate::hash::FastMap as HashMap;
 use crate::ledger::Disposition;
+use crate::revision::Revision;
 
 /// REC-2: an action the orchestrator sent under a revision older than the one in force.
 pub(super) fn rec2_stale_admissions(ix: &Index, out: &mut Vec<Finding>) {
@@ -55,7 +56,7 @@ pub(super) fn acc2_stale_results(ix: &Index, out: &mut Vec<Finding>) {
     for (i, e) in ix.rows().enumerate() {
         if let Some(d) = e.agent_event("canary") {
             if let Some(c) = str_field(d, "canary") {
-                let rev = d.get("revision").and_then(Value::as_i64).or(e.revision);
+                let rev = detail_revision(d).or(e.revision);
                 issued
                     .entry(c)
                     .or_insert((e.seq, str_field(d, "task_id"), rev));
@@ -100,6 +101,13 @@ pub(super) fn acc2_stale_results(ix: &Index, out: &mut Vec<Finding>) {
     }
 }
 
+/// The ordered revision an agent event's detail names, read as every revision is.
+fn detail_revision(d: &Value) -> Option<i64> {
+    d.get("revision")
+        .and_then(Revision::of)
+        .and_then(|r| r.ordinal())
+}
+
 /// The revision each task was started under (from its `task-created` entry).
 fn task_revisions<'e>(ix: &Index<'e>) -> HashMap<&'e str, (u64, i64)> {
     let mut m = HashMap::default();
@@ -107,18 +115,29 @@ fn task_revisions<'e>(ix: &Index<'e>) -> HashMap<&'e str, (u64, i64)> {
         if e.agent_event("task-created").is_some() {
             if let (Some(t), Some(r)) = (
                 e.task_of(),
-                e.revision.or_else(|| {
-                    e.detail
-                        .as_ref()
-                        .and_then(|d| d.get("revision"))
-                        .and_then(Value::as_i64)
-                }),
+                e.revision
+                    .or_else(|| e.detail.as_ref().and_then(detail_revision)),
             ) {
                 m.entry(t).or_insert((e.seq, r));
             }
         }
     }
     m
+}
+
+/// The `task-created` seqs of tasks started under a revision that has since been superseded:
+/// whether their results were adopted (ACC-2) only the claims can say.
+pub(super) fn superseded_tasks(ix: &Index) -> Vec<u64> {
+    let Some((force, _)) = ix.final_force else {
+        return Vec::new();
+    };
+    let mut seqs: Vec<u64> = task_revisions(ix)
+        .values()
+        .filter(|(_, rev)| *rev < force)
+        .map(|(seq, _)| *seq)
+        .collect();
+    seqs.sort_unstable();
+    seqs
 }
 
 /// ACC-2: a task claimed as adopted whose result was produced under a superseded revision.

@@ -11,12 +11,14 @@ use serde_json::Value;
 
 use crate::hash::FastState;
 use crate::ledger::{Delivery, Disposition, Entry};
+use crate::revision::Revision;
 
 /// One ledger entry, as verification reads it.
 pub(super) struct Row {
     pub seq: u64,
     pub replay_of: Option<u64>,
-    /// The revision if it is an integer (what `Value::as_i64` gives), else `None`.
+    /// The revision's place in the order of revisions ([`Revision::ordinal`]); `None` without a
+    /// revision or with one that cannot be ordered (see `unordered`).
     pub revision: Option<i64>,
     pub service: Box<str>,
     pub route: Option<Box<str>>,
@@ -41,16 +43,23 @@ pub(super) struct Row {
     pub executed_after_expiry: bool,
     /// Its fate answered with an error although the effect happened (`error-after-apply:*`).
     pub error_after_apply: bool,
+    /// It carries a revision that cannot be ordered (`"rev-b"`): the revision rules skip it.
+    pub unordered_revision: bool,
+    /// An execution whose body was recorded as text, not JSON: its intent could not be read.
+    pub body_unread: bool,
 }
 
 impl Row {
     /// The row of an entry found at `at`.
     pub fn new(e: Entry, at: u64, hash: &FastState) -> Row {
         let intent = e.intent.as_ref().map(Value::to_string);
+        let unordered_revision = e.revision.as_ref().is_some_and(|r| r.ordinal().is_none());
+        let body_unread = e.disposition == Disposition::Executed
+            && matches!(&e.body, Value::String(s) if !s.is_empty());
         Row {
             seq: e.seq,
             replay_of: e.replay_of,
-            revision: e.revision.as_ref().and_then(Value::as_i64),
+            revision: e.revision.as_ref().and_then(Revision::ordinal),
             intent_hash: intent.as_deref().map_or(0, |t| text_hash(hash, t)),
             key_hash: e
                 .idempotency_key
@@ -71,6 +80,8 @@ impl Row {
             applied: e.applied,
             executed_after_expiry: e.executed_after_expiry,
             error_after_apply: e.fate.is_some_and(|f| f.starts_with("error-after-apply")),
+            unordered_revision,
+            body_unread,
         }
     }
 

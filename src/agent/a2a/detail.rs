@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::errors::RpcError;
 use super::types::{Message, Metadata, Part, Role};
 use crate::ledger::Record;
+use crate::revision::Revision;
 use crate::world::World;
 
 /// Append an agent entry at scenario time `at` with the task as work id and its revision. A
@@ -27,7 +28,7 @@ pub(crate) fn log_at(
 ) -> u64 {
     let mut rec = Record::agent_event(agent, event, at, detail);
     rec.work_id = task.map(str::to_string);
-    rec.revision = revision.cloned();
+    rec.revision = revision.and_then(Revision::of);
     world.lock().ledger.append(rec)
 }
 

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::Entry;
 use crate::agent::a2a::types::Part;
+use crate::revision::Revision;
 use crate::scenario::a2a::{PartContent, PartSpec};
 use crate::template;
 use crate::world::World;
@@ -80,7 +81,11 @@ impl Entry {
 /// A token unique to (world seed, task, revision), `cny-` and 16 hex digits: it lets a later
 /// check tell which task and revision produced a value that shows up somewhere else.
 pub(crate) fn canary(world: &World, task_id: &str, revision: Option<&Value>) -> String {
-    let rev = revision.map(Value::to_string).unwrap_or_default();
+    // The same token for the same revision however it was written (`1`, `1.0`, `"1"`).
+    let rev = revision
+        .and_then(Revision::of)
+        .map(|r| serde_json::to_string(&r).unwrap_or_default())
+        .unwrap_or_default();
     let h = crate::fate::stream_seed(world.seed, &format!("canary/{task_id}/{rev}"), 0);
     format!("cny-{h:016x}")
 }

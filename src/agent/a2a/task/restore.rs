@@ -30,6 +30,7 @@ use crate::agent::a2a::params::{AuthenticationInfo, TaskPushNotificationConfig};
 use crate::agent::a2a::push;
 use crate::agent::a2a::types::{Artifact, Message, Part, Role, Task, TaskState, TaskStatus};
 use crate::ledger::{Disposition, Record};
+use crate::revision::Revision;
 use crate::scenario::a2a::{A2aAgent, CancelPolicy, STREAM_BUFFER};
 use crate::scenario::AgentSpec;
 use crate::world::World;
@@ -363,8 +364,8 @@ impl Rebuild<'_> {
         let revision = d
             .get("revision")
             .filter(|v| !v.is_null())
-            .or(r.revision.as_ref())
-            .cloned();
+            .cloned()
+            .or_else(|| r.revision.as_ref().map(Revision::to_value));
         let mut first_message = None;
         let (history, text) = match self.created_by.remove(&task_id) {
             Some((mut m, text)) => {
@@ -419,7 +420,8 @@ impl Rebuild<'_> {
         };
         let mut reply = Message::agent(reply_id, parse(d.get("parts")).unwrap_or_default());
         reply.context_id = str_of(d, "context_id").map(str::to_string);
-        reply.metadata = revision_meta(&spec.revision_key, r.revision.as_ref());
+        let revision = r.revision.as_ref().map(Revision::to_value);
+        reply.metadata = revision_meta(&spec.revision_key, revision.as_ref());
         self.table.note_seen(&r.service, in_reply_to, true, || {
             Seen::Message(Box::new(reply))
         });

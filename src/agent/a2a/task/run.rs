@@ -20,6 +20,7 @@ use crate::agent::a2a::types::{
     Artifact, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
 };
 use crate::clock::{Clock, Tick};
+use crate::revision::Revision;
 use crate::scenario::a2a::{CallStep, Outcome, Script, UpdateState};
 use crate::service;
 use crate::world::World;
@@ -231,7 +232,7 @@ fn call(world: &Arc<World>, e: &mut Entry, step: &CallStep, now: Duration) {
             body,
             actor: Some(["agent:", &e.agent].concat()),
             work_id: Some(e.task.id.clone()),
-            revision: e.revision.clone(),
+            revision: e.revision.as_ref().and_then(Revision::of),
             unread: true,
             ..service::Request::default()
         },

@@ -101,11 +101,12 @@ fn send_locked(
         Some(c) => Some(push::check(spec, c.clone())?),
         None => None,
     };
-    let revision = msg
-        .metadata
-        .as_ref()
-        .and_then(|m| m.get(&*spec.revision_key))
-        .filter(|v| !v.is_null())
+    // The message's own metadata first, then the request's (SendMessageRequest.metadata): SDKs
+    // put it in either. Kept as sent, to be echoed as sent; read as a `Revision` where compared.
+    let revision = [msg.metadata.as_ref(), req.metadata.as_ref()]
+        .into_iter()
+        .flatten()
+        .find_map(|m| m.get(&*spec.revision_key).filter(|v| !v.is_null()))
         .cloned();
     let text = msg.text();
     let (behavior, script) = spec.script_for(&text, &msg.message_id, msg.metadata.as_ref());

@@ -1,0 +1,128 @@
+//! An orchestrator's instruction revision, read as a value (REC-2, REC-6, ACC-2): an integral
+//! JSON number (`1`, or `1.0` as a protobuf `Struct` carries a Python int) and a string of digits
+//! (`"1"`) are the same revision wherever one is read — A2A metadata, headers, the admin API's
+//! declarations, the ledger, canaries. Anything else (`"rev-b"`, `1.5`) is kept as it was sent:
+//! recorded, but not ordered, and the verifier says which checks it therefore could not make.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Revision {
+    /// A whole number, however it was written: revisions in this form are ordered.
+    Number(i64),
+    /// Anything else, as its text (a JSON string's content, or other JSON's text).
+    Text(Box<str>),
+}
+
+impl Revision {
+    /// The revision a JSON value names; `None` for `null` (no revision).
+    pub fn of(v: &Value) -> Option<Revision> {
+        match v {
+            Value::Null => None,
+            Value::String(s) => Some(Revision::parse(s)),
+            Value::Number(n) => Some(match (n.as_i64(), n.as_f64()) {
+                (Some(i), _) => Revision::Number(i),
+                // An integral float within `i64` is that number (`1.0` is 1).
+                (None, Some(f))
+                    if f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64 =>
+                {
+                    Revision::Number(f as i64)
+                }
+                _ => Revision::Text(n.to_string().into()),
+            }),
+            other => Some(Revision::Text(other.to_string().into())),
+        }
+    }
+
+    /// The revision a text names (a header's value, a JSON string): a string of digits, with an
+    /// optional sign and surrounding spaces, is a number.
+    pub fn parse(s: &str) -> Revision {
+        match s.trim().parse::<i64>() {
+            Ok(n) => Revision::Number(n),
+            Err(_) => Revision::Text(s.into()),
+        }
+    }
+
+    /// Its place in the order of revisions, if it has one.
+    pub fn ordinal(&self) -> Option<i64> {
+        match self {
+            Revision::Number(n) => Some(*n),
+            Revision::Text(_) => None,
+        }
+    }
+
+    /// As JSON: a number, or a string.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Revision::Number(n) => Value::from(*n),
+            Revision::Text(t) => Value::String(t.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Revision::Number(n) => write!(f, "{n}"),
+            Revision::Text(t) => write!(f, "{t:?}"),
+        }
+    }
+}
+
+impl Serialize for Revision {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Revision::Number(n) => s.serialize_i64(*n),
+            Revision::Text(t) => s.serialize_str(t),
+        }
+    }
+}
+
+/// Read as [`Revision::of`] reads a JSON value: any JSON but `null` is a revision.
+impl<'de> Deserialize<'de> for Revision {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Revision, D::Error> {
+        let v = Value::deserialize(d)?;
+        Revision::of(&v).ok_or_else(|| de::Error::custom("a revision cannot be null"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rec2_a_whole_number_is_the_same_revision_however_it_is_written() {
+        for v in [json!(1), json!(1.0), json!("1"), json!(" 1 ")] {
+            assert_eq!(Revision::of(&v), Some(Revision::Number(1)), "{v}");
+            let read: Revision = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(read, Revision::Number(1), "{v}");
+        }
+        assert_eq!(Revision::parse("1"), Revision::Number(1));
+        assert_eq!(serde_json::to_string(&Revision::Number(1)).unwrap(), "1");
+    }
+
+    #[test]
+    fn rec2_other_revisions_are_kept_but_not_ordered() {
+        for (v, text) in [
+            (json!("rev-b"), "rev-b"),
+            (json!(1.5), "1.5"),
+            (json!(true), "true"),
+        ] {
+            let r = Revision::of(&v).unwrap();
+            assert_eq!(r, Revision::Text(text.into()));
+            assert_eq!(r.ordinal(), None);
+            let read: Revision = serde_json::from_value(v).unwrap();
+            assert_eq!(read, r);
+        }
+        let object: Revision = serde_json::from_str(r#"{"v": 1}"#).unwrap();
+        assert_eq!(object, Revision::Text(r#"{"v":1}"#.into()));
+        assert!(serde_json::from_str::<Revision>("null").is_err());
+        assert_eq!(Revision::of(&Value::Null), None);
+        assert_eq!(Revision::Text("rev-b".into()).to_string(), "\"rev-b\"");
+    }
+}

@@ -1,0 +1,53 @@
+//! A response placeholder the request has no value for (`{{key}}` without a key,
+//! `{{body./x}}` where the body has no `/x`) is sent as JSON `null`, never as its own text,
+//! and the ledger entry says so (issue 27, item 6: ACC-3's "state it explicitly" for the
+//! scenario's own output).
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+const SCENARIO: &str = r#"
+name = "t"
+[services.payments]
+[[services.payments.routes]]
+name = "create-transfer"
+method = "POST"
+path = "/v1/transfers"
+kind = "action"
+respond = { status = 201, json = { id = "{{action.id}}", key = "{{key}}", memo = "{{body./memo}}", text = "k={{key}}" } }
+"#;
+
+#[test]
+fn acc3_a_placeholder_without_a_value_is_sent_as_null_and_noted_in_the_ledger() {
+    let da = Da::start(SCENARIO);
+    let r = da
+        .post_json("/payments/v1/transfers", &[], &json!({"amount": 1}))
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        r.json(),
+        json!({"id": "act_1", "key": null, "memo": null, "text": "k=null"})
+    );
+    let entry = &da.ledger()[0];
+    assert_eq!(
+        entry["detail"]["warnings"],
+        json!([
+            "`{{key}}` had no value in this request: sent as null",
+            "`{{body./memo}}` had no value in this request: sent as null"
+        ]),
+        "{entry}"
+    );
+    // With values, no warnings.
+    let r = da
+        .post_json(
+            "/payments/v1/transfers",
+            &[("Idempotency-Key", "k-1")],
+            &json!({"amount": 2, "memo": "rent"}),
+        )
+        .unwrap();
+    assert_eq!(r.json()["key"], "k-1");
+    assert_eq!(r.json()["memo"], "rent");
+    assert!(da.ledger()[1]["detail"].get("warnings").is_none());
+}
