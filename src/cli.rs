@@ -302,7 +302,7 @@ struct Loaded {
 async fn load(args: &VerifyArgs) -> Result<Loaded, String> {
     let claims = read_claims(args.claims.as_ref())?;
     let (text, origin) = if let Some(path) = &args.ledger {
-        let text = crate::verify::read_file(path)
+        let text = std::fs::read(path)
             .map_err(|e| format!("cannot read the ledger {}: {e}", path.display()))?;
         (text, path.display().to_string())
     } else {
@@ -393,22 +393,6 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
         Err(LeanError::Io(e)) => fail(format!("cannot read the ledger {origin}: {e}")),
         Err(LeanError::NotUtf8) => fail(not_utf8(&args, &origin)),
         Err(LeanError::Entry(e)) => fail(e),
-        Err(LeanError::NeedsFullParse) => {
-            let report = load(&args).await.and_then(|l| {
-                let text = std::str::from_utf8(&l.text).map_err(|_| not_utf8(&args, &origin))?;
-                let entries = parse_jsonl(text, &origin)?;
-                Ok((verify(&entries, claims.as_ref()), entries))
-            });
-            match report {
-                Ok((report, entries)) => verdict(
-                    &report,
-                    || report.human(&entries),
-                    args.json,
-                    args.allow_incomplete,
-                ),
-                Err(e) => fail(e),
-            }
-        }
     };
     code
 }

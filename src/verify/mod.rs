@@ -26,7 +26,7 @@ mod revisions;
 mod rows;
 
 pub use claims::{ActionClaim, ActionOutcome, Claims, ClaimsError, TaskClaim, TaskOutcome};
-pub use read::{parse_jsonl, read_file, LeanError, LeanLedger};
+pub use read::{parse_jsonl, LeanError, LeanLedger};
 pub use report::{describe, Finding, Report, State};
 
 use index::{Index, PARALLEL_ROWS};

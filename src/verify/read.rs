@@ -12,7 +12,6 @@
 
 use std::io;
 use std::ops::Range;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::report::{describe, Report};
@@ -20,11 +19,6 @@ use super::rows::{Ledger, Row, Rows};
 use super::{run, Claims};
 use crate::hash::{FastMap as HashMap, FastSet as HashSet, FastState};
 use crate::ledger::Entry;
-
-/// Read a whole file.
-pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
-    std::fs::read(path)
-}
 
 /// The size of a piece (smaller in unit tests, so that their ledgers are cut in many places).
 const PIECE: u64 = if cfg!(test) { 64 << 10 } else { 8 << 20 };
@@ -177,10 +171,6 @@ pub enum LeanError {
     /// A line is not a ledger entry: `ORIGIN:LINE: not a ledger entry: ...`.
     #[error("{0}")]
     Entry(String),
-    /// Never returned: every line is read by serde, so there is no other parse to fall back
-    /// on. Kept while callers still match it.
-    #[error("the ledger needs a full parse")]
-    NeedsFullParse,
     /// Reading the file failed.
     #[error("{0}")]
     Io(io::Error),
