@@ -94,6 +94,8 @@ struct RawService {
     idempotency: Option<RawIdempotency>,
     work_id_header: Option<String>,
     revision_header: Option<String>,
+    /// A JSON template for doubleagent's own errors on this service (overrides the preset's shape).
+    error: Option<Value>,
     #[serde(default)]
     routes: Vec<RawRoute>,
 }
@@ -218,6 +220,7 @@ struct RawRoute {
     of: Option<Vec<String>>,
     repeatable: Option<bool>,
     id: Option<Pointer>,
+    error: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -281,8 +284,25 @@ pub struct Service {
     pub work_id_header: hyper::header::HeaderName,
     pub revision_header: hyper::header::HeaderName,
     pub routes: Vec<Route>,
-    /// How errors of a request no route matched are written (the service's own policy's).
-    pub errors: ErrorShape,
+    /// How errors of a request no route matched are written (the service's own).
+    pub errors: ErrorStyle,
+}
+
+/// How doubleagent writes its own errors on a service or route: the provider's shape, unless
+/// the scenario gives an `error` template (placeholders `{{error.status}}`, `{{error.message}}`,
+/// `{{error.kind}}`, and the facts a kind has, e.g. `{{error.id}}`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ErrorStyle {
+    pub shape: ErrorShape,
+    pub template: Option<Value>,
+}
+
+impl ErrorStyle {
+    /// doubleagent's own shape, for requests to no service.
+    pub const GENERIC: ErrorStyle = ErrorStyle {
+        shape: ErrorShape::Generic,
+        template: None,
+    };
 }
 
 fn header_name(given: Option<&str>, default: &'static str) -> hyper::header::HeaderName {
@@ -315,6 +335,8 @@ pub struct Route {
     pub id: Option<String>,
     /// For lookup routes: the answer found actions get (a template over the action found).
     pub lookup_respond: Option<Respond>,
+    /// How doubleagent's own errors on this route are written.
+    pub errors: ErrorStyle,
 }
 
 /// The canned response of an action route; strings may hold `{{...}}` placeholders.

@@ -19,10 +19,10 @@ use hyper::HeaderMap;
 use serde_json::{json, Value};
 
 use crate::fate::Fate;
-use crate::idempotency::{ErrorShape, Stored, JSON_HEADERS};
+use crate::idempotency::{Stored, JSON_HEADERS};
 use crate::ledger::{Delivery, Disposition, Record, ResponsePlan};
 use crate::revision::Revision;
-use crate::scenario::RouteKind;
+use crate::scenario::{ErrorStyle, RouteKind};
 use crate::world::{State, World};
 
 mod action;
@@ -197,7 +197,7 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
     };
     let mut st = world.lock();
     record.seq = st.ledger.next_seq();
-    let shape = service.map_or(ErrorShape::Generic, |s| s.errors);
+    let shape = service.map_or(&ErrorStyle::GENERIC, |s| &s.errors);
     let (response, plan) = if req.too_large {
         record.disposition = Disposition::TooLarge;
         let error = format!(

@@ -113,3 +113,25 @@ fn a_service_can_choose_another_shape_and_a_service_without_one_keeps_the_generi
     let da = scenario("", r#""error-after-apply:500""#);
     assert_eq!(post(&da, "k-1").json()["error"], "internal server error");
 }
+
+#[test]
+fn an_error_template_on_the_service_or_route_replaces_the_shape() {
+    let da = Da::start(&payments(
+        r#"idempotency = { preset = "stripe" }
+error = { fault = { code = "{{error.status}}", text = "{{error.message}}", kind = "{{error.kind}}" } }"#,
+        r#"fates = ["error-after-apply:503"]"#,
+    ));
+    let r = post(&da, "k-1");
+    assert_eq!(r.status, 503);
+    assert_eq!(
+        r.json(),
+        json!({"fault": {"code": 503, "text": "service unavailable", "kind": "fate"}})
+    );
+    let miss = da.get("/payments/v1/transfers/act_9");
+    assert_eq!(miss.status, 404);
+    assert_eq!(
+        miss.json()["fault"]["kind"],
+        "not-found",
+        "the lookup route inherits the service's"
+    );
+}

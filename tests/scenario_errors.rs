@@ -38,7 +38,7 @@ fn golden(toml: &str, expected: &str) {
 fn a_misspelt_key_is_located_and_gets_a_hint() {
     golden(
         &route("fatez = [\"respond\"]"),
-        "bad.toml:7:1: services.payments.routes[0].fatez: unknown key `fatez`; did you mean `fates`? (expected one of: name, method, path, kind, intent, fates, per, respond, idempotency, match, lag, available, policy, of, repeatable, id)",
+        "bad.toml:7:1: services.payments.routes[0].fatez: unknown key `fatez`; did you mean `fates`? (expected one of: name, method, path, kind, intent, fates, per, respond, idempotency, match, lag, available, policy, of, repeatable, id, error)",
     );
     golden(
         "nmae = \"x\"\n",

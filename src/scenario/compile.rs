@@ -64,7 +64,7 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
     let mut routes: Vec<Route> = Vec::new();
     for (i, r) in rs.routes.into_iter().enumerate() {
         let rpath = format!("{spath}.routes[{i}]");
-        if let Some(route) = compile_route(r, &rpath, &svc_idem, issues) {
+        if let Some(route) = compile_route(r, &rpath, &svc_idem, rs.error.as_ref(), issues) {
             if routes.iter().any(|o| o.name == route.name) {
                 issues.push((
                     format!("{rpath}.name"),
@@ -109,7 +109,10 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
         work_id_header: header_name(rs.work_id_header.as_deref(), "x-work-id"),
         revision_header: header_name(rs.revision_header.as_deref(), "x-revision"),
         routes,
-        errors: resolve_policy(&svc_idem, None).0.errors,
+        errors: ErrorStyle {
+            shape: resolve_policy(&svc_idem, None).0.errors,
+            template: rs.error,
+        },
     }
 }
 
@@ -183,6 +186,7 @@ fn compile_route(
     r: RawRoute,
     rpath: &str,
     svc_idem: &RawIdempotency,
+    svc_error: Option<&Value>,
     issues: &mut Issues,
 ) -> Option<Route> {
     let start = issues.len();
@@ -216,6 +220,7 @@ fn compile_route(
     };
     check_placeholders(&respond, path.as_ref(), rpath, issues);
     let (policy, pol_issues) = resolve_policy(svc_idem, r.idempotency.as_ref());
+    let error_shape = policy.errors;
     for (k, m) in pol_issues {
         issues.push((format!("{rpath}.idempotency.{k}"), m));
     }
@@ -265,6 +270,10 @@ fn compile_route(
         repeatable: r.repeatable.unwrap_or(false),
         id: r.id.map(|p| p.0),
         lookup_respond,
+        errors: ErrorStyle {
+            shape: error_shape,
+            template: r.error.or_else(|| svc_error.cloned()),
+        },
     })
 }
 

@@ -87,14 +87,14 @@ pub(super) fn action(
                 policy.header
             );
             let f = Failure::new(policy.missing_status, Kind::MissingKey, text);
-            (f.respond(policy.errors, record.seq), Plan::Now)
+            (f.respond(&route.errors, record.seq), Plan::Now)
         }
         Decision::Conflict { of } => {
             record.disposition = Disposition::Conflict;
             record.detail = Some(json!({"key_owner": of}));
             let text = "a request with this idempotency key is still in progress; retry later";
             let f = Failure::new(policy.conflict_status, Kind::Conflict, text);
-            (f.respond(policy.errors, record.seq), Plan::Now)
+            (f.respond(&route.errors, record.seq), Plan::Now)
         }
         Decision::Mismatch { of } => {
             record.disposition = Disposition::Mismatch;
@@ -103,7 +103,7 @@ pub(super) fn action(
                         idempotent requests can only be used with the same parameters they were \
                         first used with";
             let f = Failure::new(policy.mismatch_status, Kind::Mismatch, text);
-            (f.respond(policy.errors, record.seq), Plan::Now)
+            (f.respond(&route.errors, record.seq), Plan::Now)
         }
     };
     // Providers that echo the key do so on every answer to a keyed request, replays included;
@@ -265,8 +265,8 @@ fn fated(
     route: &Route,
     record: &Record,
 ) -> (Response, Plan, Duration) {
-    let shape = route.idempotency.errors;
-    let error = |s: u16| Failure::new(s, Kind::Fate, error_text(s)).respond(shape, record.seq);
+    let error =
+        |s: u16| Failure::new(s, Kind::Fate, error_text(s)).respond(&route.errors, record.seq);
     match fate {
         Fate::Respond => (ok, Plan::Now, now),
         Fate::Delay(d) => (ok, Plan::At(now + d), now + d),

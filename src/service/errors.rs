@@ -12,6 +12,8 @@ use serde_json::{json, Map, Value};
 
 use super::Response;
 use crate::idempotency::ErrorShape;
+use crate::scenario::ErrorStyle;
+use crate::template;
 
 /// What went wrong, and the status it is answered with.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,10 +66,14 @@ impl Failure {
         self
     }
 
-    /// The response, in `shape`; `seq` makes a provider's request id (stable for a run).
-    pub fn respond(self, shape: ErrorShape, seq: u64) -> Response {
+    /// The response in the route's style; `seq` makes a provider's request id (stable for a
+    /// run).
+    pub fn respond(self, style: &ErrorStyle, seq: u64) -> Response {
+        if let Some(t) = &style.template {
+            return Response::json(self.status, &template::json(t, &self));
+        }
         let status = self.status;
-        let (mut body, content_type) = match shape {
+        let (mut body, content_type) = match style.shape {
             ErrorShape::Generic => (json!({"error": self.message, "status": status}), JSON),
             ErrorShape::Problem => (
                 json!({
@@ -134,6 +140,37 @@ impl Failure {
 }
 
 const JSON: &str = "application/json";
+
+/// An `error` template's placeholders: `{{error.status}}`, `{{error.message}}`,
+/// `{{error.kind}}`, and `{{error.NAME}}` for the facts this failure has (`id`, `state`...).
+impl template::Vars for Failure {
+    fn var(&self, name: &str) -> Option<Value> {
+        Some(match name.strip_prefix("error.")? {
+            "status" => self.status.into(),
+            "message" => self.message.as_str().into(),
+            "kind" => self.kind.as_str().into(),
+            fact => self.extra.get(fact)?.clone(),
+        })
+    }
+}
+
+impl Kind {
+    /// Its name in an `error` template.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Fate => "fate",
+            Kind::Unmatched => "unmatched",
+            Kind::NotFound => "not-found",
+            Kind::Unavailable => "unavailable",
+            Kind::TooLate => "too-late",
+            Kind::Conflict => "conflict",
+            Kind::Mismatch => "mismatch",
+            Kind::MissingKey => "missing-key",
+            Kind::TooLarge => "too-large",
+            Kind::Incomplete => "incomplete",
+        }
+    }
+}
 
 /// Stripe's `error.type` and `error.code` for a failure (types: api_error, card_error,
 /// idempotency_error, invalid_request_error).
@@ -212,7 +249,17 @@ mod tests {
     use super::*;
 
     fn body(shape: ErrorShape, f: Failure) -> Value {
-        serde_json::from_slice(&f.respond(shape, 7).body).unwrap()
+        serde_json::from_slice(
+            &f.respond(
+                &ErrorStyle {
+                    shape,
+                    template: None,
+                },
+                7,
+            )
+            .body,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -250,7 +297,13 @@ mod tests {
 
     #[test]
     fn problem_details_are_served_as_problem_json() {
-        let r = Failure::new(422, Kind::Mismatch, "m").respond(ErrorShape::Problem, 1);
+        let r = Failure::new(422, Kind::Mismatch, "m").respond(
+            &ErrorStyle {
+                shape: ErrorShape::Problem,
+                template: None,
+            },
+            1,
+        );
         assert_eq!(r.headers[0].1, "application/problem+json");
         let b: Value = serde_json::from_slice(&r.body).unwrap();
         assert_eq!(

@@ -9,10 +9,9 @@ use serde_json::Value;
 
 use super::errors::{Failure, Kind};
 use super::{Request, Response};
-use crate::idempotency::ErrorShape;
 use crate::ledger::Record;
 use crate::revision::Revision;
-use crate::scenario::{did_you_mean, Route, Service};
+use crate::scenario::{did_you_mean, ErrorStyle, Route, Service};
 
 /// The first route of `svc` that matches the request (method, path template, header and body
 /// matchers), with the path's parameters.
@@ -86,7 +85,7 @@ pub(super) fn unmatched(all: &[Service], service: Option<&Service>, req: &Record
             // No service, no provider: doubleagent's own shape.
             Failure::new(404, Kind::Unmatched, message)
                 .with("services", names)
-                .respond(ErrorShape::Generic, req.seq)
+                .respond(&ErrorStyle::GENERIC, req.seq)
         }
         Some(svc) => {
             let mut closest: Vec<(usize, String)> = svc
@@ -102,7 +101,7 @@ pub(super) fn unmatched(all: &[Service], service: Option<&Service>, req: &Record
             let closest: Vec<String> = closest.into_iter().take(3).map(|(_, c)| c).collect();
             Failure::new(404, Kind::Unmatched, message)
                 .with("closest", closest)
-                .respond(svc.errors, req.seq)
+                .respond(&svc.errors, req.seq)
         }
     }
 }

@@ -146,7 +146,7 @@ pub(super) fn lookup(
     if !route.available {
         record.detail = Some(json!({"id": id, "answer": "unavailable"}));
         return Failure::new(503, Kind::Unavailable, "lookup unavailable")
-            .respond(route.idempotency.errors, record.seq);
+            .respond(&route.errors, record.seq);
     }
     // As of `lag` ago; before time zero nothing existed yet.
     let as_of = record.received_at.checked_sub(route.lag);
@@ -170,7 +170,7 @@ pub(super) fn lookup(
             Failure::new(404, Kind::NotFound, format!("no action \"{id}\""))
                 .with("id", id)
                 .with("state", "unknown")
-                .respond(route.idempotency.errors, record.seq)
+                .respond(&route.errors, record.seq)
         }
     }
 }
@@ -197,7 +197,7 @@ pub(super) fn cancel(
         record.detail = Some(json!({"id": id, "outcome": "unknown"}));
         return Failure::new(404, Kind::NotFound, format!("no action \"{id}\""))
             .with("id", id)
-            .respond(route.idempotency.errors, record.seq);
+            .respond(&route.errors, record.seq);
     };
     let (seq, state) = target;
     let (outcome, resp) = match (route.cancel_policy, state) {
@@ -227,7 +227,7 @@ pub(super) fn cancel(
             Failure::new(409, Kind::TooLate, "the action has already been applied")
                 .with("id", id.as_str())
                 .with("state", "applied")
-                .respond(route.idempotency.errors, record.seq),
+                .respond(&route.errors, record.seq),
         ),
     };
     record.detail = Some(json!({"id": id, "target": seq, "outcome": outcome}));
