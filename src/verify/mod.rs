@@ -1,5 +1,5 @@
 //! Verification: rules that read a ledger (and the orchestrator's own claims) and name every
-//! broken rule of `shared/spec/rules.md`.
+//! broken rule of `docs/rules.md`.
 //!
 //! Everything here reads the ledger in its serialized form, [`Entry`], so the same code verifies
 //! a live world (`GET /_admin/verify`), a ledger fetched over HTTP (`doubleagent verify --url`)

@@ -2,7 +2,7 @@
 //! events (the methods' params and results are [`super::params`]).
 //!
 //! What this encodes, and why it matters to a real client (source of truth:
-//! `shared/reference/a2a-1.0.md`, checked against the a2a-sdk 1.3.0 client and server):
+//! the A2A 1.0 specification, checked against the a2a-sdk 1.3.0 client and server):
 //!
 //! * **ProtoJSON.** Fields are camelCase, enums are their proto names (`TASK_STATE_COMPLETED`,
 //!   `ROLE_AGENT`). The Python client silently turns a lowercase `"completed"` into

@@ -3,7 +3,7 @@
 //! serde helpers the wire types share for the schema's "absent, never `null`" optionals.
 //!
 //! Source of truth: `@ag-ui/core@1.0.0` `src/generated/schemas.ts` (zod, generated from the
-//! published 1.0 JSON Schema), digested in `shared/reference/ag-ui-1.0.md`. Conventions, all
+//! published 1.0 JSON Schema). Conventions, all
 //! taken from that schema:
 //! - field names are camelCase;
 //! - an optional field is **left out, never `null`**: every `Option` here is skipped when

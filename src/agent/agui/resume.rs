@@ -2,7 +2,7 @@
 //! HTTP, no clock of its own (the caller passes "now" in ms since the epoch, read from the
 //! scenario clock).
 //!
-//! Rules (`shared/spec/rules.md`, section A):
+//! Rules (`docs/rules.md`, interrupts and resume):
 //! - PROD-1: a producer treats resume entries as the answers it paused for, and need keep
 //!   nothing across the gap ([`Knowledge::Stateless`]).
 //! - PROD-2 / ERR-1: an entry naming an interrupt the producer did not raise, or any entry of
