@@ -146,6 +146,10 @@ pub struct ServeArgs {
     /// Append ledger entries and resumable state to this file, and restore from it at start.
     #[arg(long)]
     pub journal: Option<PathBuf>,
+    /// Start even if the journal has damaged lines: keep every readable entry, set the damaged
+    /// file aside, and report what was lost (seqs are never reused).
+    #[arg(long, requires = "journal")]
+    pub journal_recover: bool,
     /// How often the journal is made durable on disk.
     #[arg(long, value_enum, default_value_t = Fsync::Batch)]
     pub fsync: Fsync,
@@ -562,10 +566,14 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
     let host = match &args.journal {
         None => Host::with_limits(scenario, limits),
         Some(path) => {
-            let opened =
-                journal::read(path).and_then(|lines| Ok((lines, Journal::open(path, args.fsync)?)));
+            let opened = journal::load(path, args.journal_recover)
+                .and_then(|loaded| Ok((loaded, Journal::open(path, args.fsync)?)));
             match opened {
-                Ok((lines, j)) => {
+                Ok((journal::Loaded { lines, lost }, j)) => {
+                    if let Some(lost) = lost {
+                        tracing::warn!("{lost}");
+                        eprintln!("doubleagent: {lost}");
+                    }
                     if !lines.is_empty() {
                         tracing::info!(path = %path.display(), lines = lines.len(), "resuming from the journal");
                     }

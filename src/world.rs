@@ -308,6 +308,11 @@ impl Host {
         }
     }
 
+    /// Whether the journal is keeping up (`None` without a journal).
+    pub fn journal_status(&self) -> Option<crate::journal::Status> {
+        self.journal.as_ref().map(|j| j.status())
+    }
+
     /// Make the journal durable (at shutdown).
     pub fn flush_journal(&self) {
         if let Some(j) = &self.journal {

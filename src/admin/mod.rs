@@ -164,10 +164,13 @@ fn health(host: &Host, world: &World) -> Response {
         let state = world.lock();
         (state.ledger.len(), state.ledger.evicted())
     };
+    let journal = host.journal_status();
+    let failing = journal.as_ref().is_some_and(|j| j.failing);
     Response::json(
-        200,
+        if failing { 503 } else { 200 },
         &json!({
-            "status": "ok",
+            "status": if failing { "journal-failing" } else { "ok" },
+            "journal": journal,
             "scenario": world.scenario.name,
             "clock": world.clock.kind(),
             "now": world.clock.rfc3339(world.clock.now()),

@@ -135,7 +135,9 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
                 let app = app.clone();
                 let svc = service_fn(move |req| {
                     let (app, ctl) = (app.clone(), ctl.clone());
-                    async move { Ok::<_, Infallible>(handle(&app, &ctl, req).await) }
+                    crate::journal::scope(async move {
+                        Ok::<_, Infallible>(journaled(handle(&app, &ctl, req).await))
+                    })
                 });
                 let conn = http1::Builder::new().keep_alive(true).serve_connection(io, svc);
                 let fut = graceful.watch(conn);
@@ -158,6 +160,19 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
         tracing::warn!(drain = ?app.drain, "drain timeout: closing connections with responses still pending");
     }
     app.host.close_all();
+}
+
+/// A request's answer, unless the journal failed to take a line its handling wrote: then 503,
+/// so nothing is acknowledged that a restart would not find (the ledger in memory records the
+/// 503). Called inside [`crate::journal::scope`].
+fn journaled(response: hyper::Response<HttpBody>) -> hyper::Response<HttpBody> {
+    if !crate::journal::write_failed() {
+        return response;
+    }
+    to_hyper(Response::json(
+        503,
+        &json!({"error": "the journal could not write this request's entry (is the disk full?); it was not acknowledged, retry later", "status": 503}),
+    ))
 }
 
 async fn handle(
