@@ -548,6 +548,19 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if args
+        .admin_token
+        .as_deref()
+        .is_some_and(|t| t.trim().is_empty())
+    {
+        // An empty Kubernetes secret must not quietly turn auth off.
+        eprintln!(
+            "error: the admin token is empty (--admin-token or DOUBLEAGENT_ADMIN_TOKEN): \
+             refusing to start with auth silently off.\n\
+             fix: give a non-empty token, or unset it (and pass --insecure-admin off loopback)"
+        );
+        return ExitCode::from(2);
+    }
     if !addr.ip().is_loopback() && args.admin_token.is_none() && !args.insecure_admin {
         eprintln!(
             "error: refusing to serve the admin API on non-loopback address {addr} without a token: \
@@ -595,7 +608,7 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
     };
     let app = Arc::new(App {
         drain: args.drain_timeout,
-        admin_token: args.admin_token.clone().filter(|t| !t.is_empty()),
+        admin_token: args.admin_token.clone(),
         ..App::new(host, format!("http://{addr}"))
     });
     let signals = shutdown_signal();

@@ -299,3 +299,94 @@ fn a_torn_tail_is_cut_off_before_appending_acc_1() {
     );
     assert_eq!(r.json()["id"], id);
 }
+
+/// `serve ARGS...` with `env`, expected to refuse to start: its exit code and stderr.
+fn refused_with(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let out = Command::new(bin())
+        .arg("serve")
+        .args(args)
+        .env_remove("DOUBLEAGENT_ADMIN_TOKEN")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.stdout.is_empty(), "it served");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// Issue 30 item 2: an empty token (an empty Kubernetes secret) is refused like a bad argument,
+/// on loopback and off it (it must not pass the "no non-loopback listen without a token" guard).
+#[test]
+fn an_empty_admin_token_is_refused_at_start_by_flag_and_by_env() {
+    let scenario = temp_file("s.toml", &payments("", ""));
+    let s = scenario.to_str().unwrap();
+    for (args, env) in [
+        (
+            vec![s, "--admin-token", "", "--listen", "127.0.0.1:0"],
+            vec![],
+        ),
+        (
+            vec![s, "--listen", "0.0.0.0:0"],
+            vec![("DOUBLEAGENT_ADMIN_TOKEN", "")],
+        ),
+        (
+            vec![s, "--listen", "127.0.0.1:0"],
+            vec![("DOUBLEAGENT_ADMIN_TOKEN", "  ")],
+        ),
+    ] {
+        let (code, err) = refused_with(&args, &env);
+        assert_eq!(code, Some(2), "{args:?} {env:?}: {err}");
+        assert!(err.contains("admin token is empty"), "{err}");
+    }
+}
+
+/// Issue 30 item 2: with a token, an unauthenticated health check (or root) naming a session
+/// creates none, so nobody without the token can use up the session slots; wrong tokens of any
+/// length are refused.
+#[test]
+fn without_the_token_no_request_to_admin_or_root_creates_a_session() {
+    let scenario = temp_file("s.toml", &payments("", ""));
+    let da = Da::start_args(&[
+        scenario.to_str().unwrap(),
+        "--admin-token",
+        "s3cret",
+        "--max-sessions",
+        "1",
+    ]);
+    let auth = [("Authorization", "Bearer s3cret")];
+    for i in 0..5 {
+        let r = da.get(&format!("/_admin/health?session=probe-{i}"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        let r = da.call("GET", "/", &[("X-Doubleagent-Session", "root-probe")], "");
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let listed = da.call("GET", "/_admin/sessions", &auth, "").json();
+    assert_eq!(listed["sessions"], serde_json::json!([]), "{listed}");
+    // The one slot is still free for a real test.
+    let r = da.call(
+        "GET",
+        "/payments/v1/transfers/x",
+        &[("X-Doubleagent-Session", "real")],
+        "",
+    );
+    assert_eq!(r.status, 404, "a lookup of nothing: {}", r.text());
+    for wrong in [
+        "",
+        "Bearer ",
+        "Bearer s3cre",
+        "Bearer s3cret2",
+        "Bearer S3CRET",
+        "s3cret",
+    ] {
+        let h = [("Authorization", wrong)];
+        assert_eq!(
+            da.call("GET", "/_admin/ledger", &h, "").status,
+            401,
+            "{wrong:?}"
+        );
+    }
+    assert_eq!(da.call("GET", "/_admin/ledger", &auth, "").status, 200);
+}
