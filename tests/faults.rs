@@ -390,3 +390,42 @@ fn without_the_token_no_request_to_admin_or_root_creates_a_session() {
     }
     assert_eq!(da.call("GET", "/_admin/ledger", &auth, "").status, 200);
 }
+
+/// Issue 30 item 6, ACC-1: idempotency keys are compared as the bytes sent. Three keys that are
+/// not UTF-8 (and read the same with replacement characters) are three keys, each replayed only
+/// by itself.
+#[test]
+fn keys_that_are_not_utf8_are_compared_as_bytes_acc_1() {
+    let da = Da::start(&payments("idempotency = { preset = \"stripe\" }", ""));
+    let send = |key: &[u8]| {
+        let body = br#"{"to":"acct-9","amount":100}"#;
+        let mut req = b"POST /payments/v1/transfers HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nIdempotency-Key: ".to_vec();
+        req.extend_from_slice(key);
+        req.extend_from_slice(format!("\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes());
+        req.extend_from_slice(body);
+        raw_request(&da.url, &req).unwrap()
+    };
+    let keys: [&[u8]; 3] = [b"k\xff", b"k\xfe", b"k\xc3"];
+    let ids: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            let r = send(k);
+            assert_eq!(r.status, 201, "{}", r.text());
+            assert_eq!(r.header("Idempotent-Replayed"), None, "{}", r.text());
+            r.json()["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(ids, ["act_1", "act_2", "act_3"]);
+    for (k, id) in keys.iter().zip(&ids) {
+        let r = send(k);
+        assert_eq!(r.header("Idempotent-Replayed"), Some("true"));
+        assert_eq!(r.json()["id"], id.as_str());
+    }
+    let shown: Vec<String> = da
+        .ledger()
+        .iter()
+        .take(3)
+        .map(|e| e["idempotency_key"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(shown[0], "k\u{fffd}\u{7f}6bff");
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::route::{header_text, header_value, pointer};
+use super::route::{header_value, key_text, pointer};
 use super::target::action_view;
 use super::{Plan, Request, Response};
 use crate::fate::Fate;
@@ -41,8 +41,7 @@ impl Prepared {
             Some(Value::Object(picked))
         };
         Prepared {
-            key: header_value(&req.headers, &policy.header_name)
-                .map(|v| header_text(v).into_owned()),
+            key: header_value(&req.headers, &policy.header_name).map(key_text),
             fingerprint: fingerprint(&policy.fingerprint, &req.body, json),
             intent,
         }
