@@ -153,6 +153,10 @@ pub struct ServeArgs {
     /// Append ledger entries and resumable state to this file, and restore from it at start.
     #[arg(long)]
     pub journal: Option<PathBuf>,
+    /// Start even if the journal has damaged lines: keep every readable entry, set the damaged
+    /// file aside, and report what was lost (seqs are never reused).
+    #[arg(long, requires = "journal")]
+    pub journal_recover: bool,
     /// How often the journal is made durable on disk.
     #[arg(long, value_enum, default_value_t = Fsync::Batch)]
     pub fsync: Fsync,
@@ -586,6 +590,19 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if args
+        .admin_token
+        .as_deref()
+        .is_some_and(|t| t.trim().is_empty())
+    {
+        // An empty Kubernetes secret must not quietly turn auth off.
+        eprintln!(
+            "error: the admin token is empty (--admin-token or DOUBLEAGENT_ADMIN_TOKEN): \
+             refusing to start with auth silently off.\n\
+             fix: give a non-empty token, or unset it (and pass --insecure-admin off loopback)"
+        );
+        return ExitCode::from(2);
+    }
     if !addr.ip().is_loopback() && args.admin_token.is_none() && !args.insecure_admin {
         eprintln!(
             "error: refusing to serve the admin API on non-loopback address {addr} without a token: \
@@ -604,10 +621,14 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
     let host = match &args.journal {
         None => Host::with_limits(scenario, limits),
         Some(path) => {
-            let opened =
-                journal::read(path).and_then(|lines| Ok((lines, Journal::open(path, args.fsync)?)));
+            let opened = journal::load(path, args.journal_recover)
+                .and_then(|loaded| Ok((loaded, Journal::open(path, args.fsync)?)));
             match opened {
-                Ok((lines, j)) => {
+                Ok((journal::Loaded { lines, lost }, j)) => {
+                    if let Some(lost) = lost {
+                        tracing::warn!("{lost}");
+                        eprintln!("doubleagent: {lost}");
+                    }
                     if !lines.is_empty() {
                         tracing::info!(path = %path.display(), lines = lines.len(), "resuming from the journal");
                     }
@@ -629,7 +650,7 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
     };
     let app = Arc::new(App {
         drain: args.drain_timeout,
-        admin_token: args.admin_token.clone().filter(|t| !t.is_empty()),
+        admin_token: args.admin_token.clone(),
         ..App::new(host, format!("http://{addr}"))
     });
     let signals = shutdown_signal();

@@ -7,27 +7,38 @@
 //! sent, so a process killed with SIGKILL loses no entry a client saw answered. `--fsync` decides
 //! how often the OS is also told to put the bytes on disk: every line, in batches, or never.
 //!
-//! Replaying is the other half: [`read`] parses the file, skipping a torn last line (and any
-//! other unreadable line) with a warning, and the world module applies the lines in order.
+//! Each line carries the CRC-32 of its content. A write that fails (a full disk) is cut back off
+//! the file and answered 503 by the request that made it (see [`scope`]), so nothing is
+//! acknowledged that the journal does not hold.
+//!
+//! Replaying is the other half: [`load`] checks the file (cutting off a torn last line, refusing
+//! a damaged one elsewhere unless told to recover) and the world module applies the lines in
+//! order.
 //! Agents' state is not journaled apart from their ledger entries: after the worlds are rebuilt,
 //! `agent::restore` derives it from them (A2A tasks, those in flight failed; AG-UI threads, runs
 //! streaming at the crash ended as if their client had gone away).
 //!
 //! Sits above `ledger`, `idempotency`, `clock` and `scenario`; `world` owns the handle.
 
+use std::cell::Cell;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::future::Future;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use crate::clock::ClockKind;
 use crate::idempotency::KeyRecord;
 use crate::ledger::{Record, Sink};
 use crate::sync::unpoisoned;
+
+mod load;
+pub use load::{load, Loaded};
 
 /// When the journal asks the OS to make its bytes durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -81,37 +92,141 @@ pub enum Line {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("journal {path}: {source}")]
-pub struct JournalError {
-    pub path: PathBuf,
-    pub source: std::io::Error,
+pub enum JournalError {
+    #[error("journal {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A line other than the last one cannot be trusted: starting would silently lose it and
+    /// every seq after it could be handed out again.
+    #[error(
+        "journal {}: line {line} is damaged ({reason}); {seq}.\n\
+         Nothing was served. Fix the file, or start with --journal-recover to keep every readable \
+         entry (the damaged lines are set aside in a copy of the file, their seqs are not reused)",
+        path.display()
+    )]
+    Damaged {
+        path: PathBuf,
+        line: usize,
+        /// Which seq it was (as far as can be told).
+        seq: String,
+        reason: String,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> JournalError + '_ {
+    move |source| JournalError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A line as it is on disk: the fact's JSON and the CRC-32 of exactly those bytes, so a changed
+/// byte is detected instead of loaded.
+#[derive(Serialize, Deserialize)]
+struct Framed<'a> {
+    #[serde(borrow)]
+    line: &'a RawValue,
+    crc32: u32,
+}
+
+/// One line's bytes, newline included.
+fn encode(line: &Line) -> Result<Vec<u8>, serde_json::Error> {
+    let raw = serde_json::value::to_raw_value(line)?;
+    let crc32 = crc32fast::hash(raw.get().as_bytes());
+    let mut buf = serde_json::to_vec(&Framed { line: &raw, crc32 })?;
+    buf.push(b'\n');
+    Ok(buf)
+}
+
+tokio::task_local! {
+    /// Set when a journal write made while handling one request failed (see [`scope`]).
+    static WRITE_FAILED: Cell<bool>;
+}
+
+/// Run `f` (one request's handling) with its own record of journal failures, read inside it by
+/// [`write_failed`]: an answer must not claim what the journal does not hold.
+pub fn scope<F: Future>(f: F) -> impl Future<Output = F::Output> {
+    WRITE_FAILED.scope(Cell::new(false), f)
+}
+
+/// Whether a journal write made so far by the request being handled (see [`scope`]) failed.
+pub fn write_failed() -> bool {
+    WRITE_FAILED.try_with(Cell::get).unwrap_or(false)
+}
+
+/// The file and how many bytes of it are whole lines.
+struct Tail {
+    file: File,
+    len: u64,
+    /// A failed write left bytes past `len` that could not be cut yet.
+    ragged: bool,
+}
+
+impl Tail {
+    fn append(&mut self, buf: &[u8], fsync: Fsync) -> std::io::Result<()> {
+        if self.ragged {
+            self.file.set_len(self.len)?;
+            self.ragged = false;
+        }
+        // One write call per line, so a crash tears at most the last line.
+        if let Err(e) = self.file.write_all(buf) {
+            // A short write (a full disk) must not leave half a line for the next one to merge
+            // with: cut back to the last whole line, now or before the next write.
+            self.ragged = self.file.set_len(self.len).is_err();
+            return Err(e);
+        }
+        self.len += buf.len() as u64;
+        if fsync == Fsync::Always {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether the journal is keeping up (for health and metrics).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Status {
+    /// The last write failed: answers are 503 until one succeeds.
+    pub failing: bool,
+    pub failed_writes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 /// The open journal file.
 pub struct Journal {
     path: PathBuf,
-    file: Mutex<File>,
+    tail: Mutex<Tail>,
     fsync: Fsync,
     dirty: AtomicBool,
+    failing: AtomicBool,
+    failed_writes: AtomicU64,
+    last_error: Mutex<Option<String>>,
 }
 
 impl Journal {
     /// Open (creating if needed) for appending. With `Fsync::Batch`, a background thread syncs.
     pub fn open(path: &Path, fsync: Fsync) -> Result<Arc<Journal>, JournalError> {
-        let err = |source| JournalError {
-            path: path.to_path_buf(),
-            source,
-        };
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-            .map_err(err)?;
+            .map_err(io_err(path))?;
+        let len = file.metadata().map_err(io_err(path))?.len();
         let j = Arc::new(Journal {
             path: path.to_path_buf(),
-            file: Mutex::new(file),
+            tail: Mutex::new(Tail {
+                file,
+                len,
+                ragged: false,
+            }),
             fsync,
             dirty: AtomicBool::new(false),
+            failing: AtomicBool::new(false),
+            failed_writes: AtomicU64::new(0),
+            last_error: Mutex::new(None),
         });
         if fsync == Fsync::Batch {
             let weak = Arc::downgrade(&j);
@@ -130,45 +245,59 @@ impl Journal {
         &self.path
     }
 
-    /// Append one line. Errors are logged, not returned: a full disk must not take the fake
-    /// services down with it.
-    pub fn write(&self, line: &Line) {
-        let mut buf = match serde_json::to_vec(line) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::error!(error = %e, "journal: cannot encode a line");
-                return;
-            }
-        };
-        buf.push(b'\n');
-        let mut f = unpoisoned(self.file.lock());
-        // One write call per line, so a crash tears at most the last line.
-        if let Err(e) = f.write_all(&buf) {
-            tracing::error!(error = %e, path = %self.path.display(), "journal: write failed");
-            return;
-        }
-        match self.fsync {
-            Fsync::Always => {
-                if let Err(e) = f.sync_data() {
-                    tracing::error!(error = %e, "journal: fsync failed");
+    /// Append one line. A failure (a full disk, an I/O error) is logged, counted, shown by
+    /// [`Journal::status`] and flagged to the request being handled (see [`scope`]), which
+    /// then answers 503 instead of acknowledging what was not written.
+    pub fn write(&self, line: &Line) -> bool {
+        let written = encode(line)
+            .map_err(std::io::Error::other)
+            .and_then(|buf| unpoisoned(self.tail.lock()).append(&buf, self.fsync));
+        match written {
+            Ok(()) => {
+                if self.fsync == Fsync::Batch {
+                    self.dirty.store(true, Ordering::Release);
                 }
+                self.failing.store(false, Ordering::Release);
+                true
             }
-            Fsync::Batch => self.dirty.store(true, Ordering::Release),
-            Fsync::Never => {}
+            Err(e) => {
+                self.failed(&e);
+                let _ = WRITE_FAILED.try_with(|f| f.set(true));
+                false
+            }
+        }
+    }
+
+    fn failed(&self, e: &std::io::Error) {
+        tracing::error!(error = %e, path = %self.path.display(), "journal: write failed");
+        self.failing.store(true, Ordering::Release);
+        self.failed_writes.fetch_add(1, Ordering::Relaxed);
+        *unpoisoned(self.last_error.lock()) = Some(e.to_string());
+    }
+
+    /// Whether writes are failing, and how many have.
+    pub fn status(&self) -> Status {
+        Status {
+            failing: self.failing.load(Ordering::Acquire),
+            failed_writes: self.failed_writes.load(Ordering::Relaxed),
+            last_error: unpoisoned(self.last_error.lock()).clone(),
         }
     }
 
     fn sync_if_dirty(&self) {
         if self.dirty.swap(false, Ordering::AcqRel) {
-            let f = unpoisoned(self.file.lock());
-            let _ = f.sync_data();
+            let t = unpoisoned(self.tail.lock());
+            if let Err(e) = t.file.sync_data() {
+                drop(t);
+                self.failed(&e);
+            }
         }
     }
 
     /// Make everything written so far durable (at shutdown).
     pub fn flush(&self) {
-        let f = unpoisoned(self.file.lock());
-        let _ = f.sync_data();
+        let t = unpoisoned(self.tail.lock());
+        let _ = t.file.sync_data();
         self.dirty.store(false, Ordering::Release);
     }
 }
@@ -180,78 +309,84 @@ pub struct RecordSink {
 }
 
 impl Sink for RecordSink {
-    fn appended(&self, record: &Record) {
+    fn appended(&self, record: &Record) -> bool {
         self.journal.write(&Line::Record {
             session: self.session.clone(),
             record: Box::new(record.clone()),
-        });
+        })
     }
 }
-
-/// Read every readable line of a journal (a missing file is an empty journal). Unreadable lines
-/// are skipped with a warning; a torn last line is the expected case after a kill.
-pub fn read(path: &Path) -> Result<Vec<Line>, JournalError> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(JournalError {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
-    };
-    let mut lines = Vec::new();
-    let raw: Vec<String> = BufReader::new(file)
-        .split(b'\n')
-        .map(|l| l.map(|b| String::from_utf8_lossy(&b).into_owned()))
-        .collect::<Result<_, _>>()
-        .map_err(|source| JournalError {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    let last = raw.len().saturating_sub(1);
-    for (i, text) in raw.iter().enumerate() {
-        if text.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Line>(text) {
-            Ok(l) => lines.push(l),
-            Err(e) if i == last => {
-                tracing::warn!(path = %path.display(), line = i + 1, error = %e, "journal: skipping a torn last line (the process was probably killed mid-write)");
-            }
-            Err(e) => {
-                tracing::warn!(path = %path.display(), line = i + 1, error = %e, "journal: skipping an unreadable line");
-            }
-        }
-    }
-    Ok(lines)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_torn_last_line_is_skipped_and_the_rest_is_read() {
-        let dir = std::env::temp_dir().join(format!("da-journal-{}", std::process::id()));
+    fn fresh(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("da-journal-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("j.jsonl");
         let _ = std::fs::remove_file(&path);
-        let j = Journal::open(&path, Fsync::Never).unwrap();
-        j.write(&Line::Clock {
+        path
+    }
+
+    fn clock(secs: u64) -> Line {
+        Line::Clock {
             session: None,
-            now: Duration::from_secs(5),
-        });
-        j.write(&Line::Drop {
+            now: Duration::from_secs(secs),
+        }
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_off_the_file_and_the_rest_is_read() {
+        let path = fresh("torn");
+        let j = Journal::open(&path, Fsync::Never).unwrap();
+        assert!(j.write(&clock(5)));
+        assert!(j.write(&Line::Drop {
             session: "s".into(),
-        });
+        }));
         drop(j);
+        let whole = std::fs::metadata(&path).unwrap().len();
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(b"{\"t\":\"clock\",\"sess").unwrap();
-        let lines = read(&path).unwrap();
+        f.write_all(b"{\"line\":{\"t\":\"clock\",\"sess").unwrap();
+        let lines = load(&path, false).unwrap().lines;
         assert_eq!(lines.len(), 2);
         assert!(matches!(lines[0], Line::Clock { now, .. } if now == Duration::from_secs(5)));
-        assert!(read(&dir.join("missing.jsonl")).unwrap().is_empty());
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), whole);
+        assert!(load(&path.with_file_name("missing"), false)
+            .unwrap()
+            .lines
+            .is_empty());
+    }
+
+    #[test]
+    fn a_changed_byte_is_detected_by_the_checksum() {
+        let path = fresh("crc");
+        let j = Journal::open(&path, Fsync::Never).unwrap();
+        j.write(&clock(5));
+        j.write(&clock(6));
+        drop(j);
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Still valid JSON, still a valid line: only the checksum can tell.
+        std::fs::write(&path, text.replacen("\"secs\":5", "\"secs\":7", 1)).unwrap();
+        let err = load(&path, false).err().unwrap().to_string();
+        assert!(
+            err.contains("line 1 is damaged") && err.contains("checksum"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn lines_without_a_checksum_from_older_versions_still_load() {
+        let path = fresh("legacy");
+        let old = serde_json::to_string(&clock(3)).unwrap();
+        std::fs::write(&path, format!("{old}\n")).unwrap();
+        let j = Journal::open(&path, Fsync::Never).unwrap();
+        j.write(&clock(4));
+        drop(j);
+        assert_eq!(load(&path, false).unwrap().lines.len(), 2);
+        // After a checksummed line, one without is damage.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(format!("{old}\n").as_bytes()).unwrap();
+        f.write_all(&encode(&clock(9)).unwrap()).unwrap();
+        assert!(load(&path, false).is_err());
     }
 }

@@ -418,10 +418,15 @@ impl Filter {
     }
 }
 
+/// Placeholders at most for seqs lost in an unbounded ledger's journal (beyond, the held records
+/// are dropped instead).
+const MAX_PLACEHOLDERS: usize = 1_000_000;
+
 /// Where appended records are also sent (the journal), so that no code path that appends can
 /// forget to persist.
 pub trait Sink: Send + Sync {
-    fn appended(&self, record: &Record);
+    /// Persist `record`; false if it could not be.
+    fn appended(&self, record: &Record) -> bool;
 }
 
 /// The append-only list of records, with a watch that ticks on every append so waiters
@@ -468,7 +473,11 @@ impl Ledger {
         let seq = self.next_seq();
         record.seq = seq;
         if let Some(sink) = &self.sink {
-            sink.appended(&record);
+            if !sink.appended(&record) && record.response.delivery == Delivery::Sent {
+                // The server answers 503 instead of what was planned (nothing is acknowledged
+                // that the journal does not hold): the ledger in memory says so.
+                record.response.status = Some(503);
+            }
         }
         self.counts.add(&record);
         self.records.push(&record);
@@ -547,15 +556,39 @@ impl Ledger {
         self.sink = Some(sink);
     }
 
-    /// Put back a record read from the journal, with its own seq (replay after a restart).
+    /// Put back a record read from the journal, with its own seq (replay after a restart). A
+    /// record older than the next seq is ignored; one past it (lines lost to damage before it)
+    /// leaves the seqs between as placeholders, so no seq or action id is ever handed out twice.
     pub fn restore(&mut self, record: Record) {
         if self.records.len() == 0 && self.first_seq == 1 && record.seq > 1 {
             // The journal starts after evictions: keep numbering where it was.
             self.first_seq = record.seq;
         }
-        if record.seq != self.next_seq() {
+        let next = self.next_seq();
+        if record.seq < next {
             return;
         }
+        if record.seq - next > self.max.unwrap_or(MAX_PLACEHOLDERS) as u64 {
+            // More lost than could be held anyway: the held ones go as evicted.
+            self.evicted += self.records.len() as u64;
+            self.records = store::Store::default();
+            self.first_seq = record.seq;
+        }
+        for seq in self.next_seq()..record.seq {
+            let lost = Record {
+                seq,
+                ..Record::declaration(
+                    "journal-lost",
+                    record.received_at,
+                    serde_json::json!({"reason": "this entry's journal line was damaged and left out at a restart (--journal-recover)"}),
+                )
+            };
+            self.push_restored(lost);
+        }
+        self.push_restored(record);
+    }
+
+    fn push_restored(&mut self, record: Record) {
         self.counts.add(&record);
         self.records.push(&record);
         self.evict();

@@ -313,6 +313,11 @@ impl Host {
         }
     }
 
+    /// Whether the journal is keeping up (`None` without a journal).
+    pub fn journal_status(&self) -> Option<crate::journal::Status> {
+        self.journal.as_ref().map(|j| j.status())
+    }
+
     /// Make the journal durable (at shutdown).
     pub fn flush_journal(&self) {
         if let Some(j) = &self.journal {
@@ -396,6 +401,29 @@ impl Host {
             },
         );
         Ok(world)
+    }
+
+    /// A session's world to read from: its own if it exists, else a blank one that is not kept.
+    /// A read creates no session, so reads (and unauthenticated health checks) cannot use up
+    /// the session slots; at the cap an unknown session is refused as [`Host::world_for`] does.
+    pub fn view_of(&self, session: Option<&str>) -> Result<Arc<World>, SessionError> {
+        let Some(name) = named(session)? else {
+            return Ok(self.world());
+        };
+        let mut sessions = self.lock_sessions();
+        if let Some(s) = sessions.get_mut(name) {
+            s.last_used = std::time::Instant::now();
+            return Ok(s.world.clone());
+        }
+        if sessions.len() >= self.limits.max_sessions {
+            return Err(SessionError::TooMany(sessions.len()));
+        }
+        drop(sessions);
+        Ok(Arc::new(World::build(
+            self.base.clone(),
+            &self.limits,
+            Some(name.to_string()),
+        )))
     }
 
     fn lock_sessions(&self) -> MutexGuard<'_, HashMap<String, Session>> {

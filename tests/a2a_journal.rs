@@ -386,10 +386,11 @@ fn list_tasks_after_a_restart_orders_tasks_as_their_ids_were_handed_out_not_as_j
     let swapped: Vec<String> = text
         .lines()
         .map(|l| match l.contains("\"task-created\"") {
-            true => l
-                .replace("task-1", "task-#")
-                .replace("task-2", "task-1")
-                .replace("task-#", "task-2"),
+            true => rewrite_journal_line(l, |c| {
+                c.replace("task-1", "task-#")
+                    .replace("task-2", "task-1")
+                    .replace("task-#", "task-2")
+            }),
             false => l.to_string(),
         })
         .collect();

@@ -70,6 +70,22 @@ pub fn render(host: &Host) -> String {
         "Ledger entries evicted to respect --max-entries.",
         evicted,
     );
+    if let Some(j) = host.journal_status() {
+        metric(
+            &mut out,
+            "doubleagent_journal_failing",
+            "gauge",
+            "1 while the journal's last write failed (requests are answered 503).",
+            u64::from(j.failing),
+        );
+        metric(
+            &mut out,
+            "doubleagent_journal_write_failures_total",
+            "counter",
+            "Journal writes that failed (a full disk, an I/O error).",
+            j.failed_writes,
+        );
+    }
     metric(
         &mut out,
         "doubleagent_sessions",

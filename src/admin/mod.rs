@@ -31,6 +31,8 @@ pub struct AdminRequest<'a> {
     pub path: &'a str,
     pub query: Option<&'a str>,
     pub body: &'a [u8],
+    /// The request carried the admin token (or none is required): it may create a session.
+    pub authenticated: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -117,7 +119,23 @@ async fn route(
             &json!({"sessions": host.session_names(), "max": host.limits().max_sessions}),
         ));
     }
-    let world = host.world_for(session)?;
+    // Reads look at a session without creating it; what changes a world (or waits on one)
+    // creates it on first use, and only an authenticated request gets that far.
+    let reads = matches!(
+        req.path,
+        "/health"
+            | "/ledger"
+            | "/ledger.jsonl"
+            | "/clock"
+            | "/verify"
+            | "/report"
+            | "/openapi.json"
+    ) && req.method == "GET";
+    let world = if reads || !req.authenticated {
+        host.view_of(session)?
+    } else {
+        host.world_for(session)?
+    };
     match (req.method, req.path) {
         ("GET", "/health") => Ok(health(host, &world)),
         ("GET", "/ledger") => {
@@ -165,10 +183,13 @@ fn health(host: &Host, world: &World) -> Response {
         let state = world.lock();
         (state.ledger.len(), state.ledger.evicted())
     };
+    let journal = host.journal_status();
+    let failing = journal.as_ref().is_some_and(|j| j.failing);
     Response::json(
-        200,
+        if failing { 503 } else { 200 },
         &json!({
-            "status": "ok",
+            "status": if failing { "journal-failing" } else { "ok" },
+            "journal": journal,
             "scenario": world.scenario.name,
             "clock": world.clock.kind(),
             "now": world.clock.rfc3339(world.clock.now()),

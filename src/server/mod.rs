@@ -61,30 +61,23 @@ impl App {
         }
     }
 
-    /// Whether a request may use the admin API. Compared in constant time so the token cannot be
-    /// guessed byte by byte from response timings.
-    fn admin_allowed(&self, path: &str, headers: &hyper::HeaderMap) -> bool {
+    /// Whether a request carries the admin token (true when none is required). The SHA-256
+    /// digests are compared, with `subtle`'s constant-time equality: equal-length digests make
+    /// the time independent of both the content and the length of what was sent.
+    fn authenticated(&self, headers: &hyper::HeaderMap) -> bool {
+        use sha2::{Digest, Sha256};
+        use subtle::ConstantTimeEq;
         let Some(token) = &self.admin_token else {
             return true;
         };
-        if path == "/health" {
-            return true;
-        }
         let given = headers
             .get(hyper::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        constant_time_eq(given.as_bytes(), token.as_bytes())
+            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+            .unwrap_or(b"");
+        Sha256::digest(given)
+            .ct_eq(&Sha256::digest(token.as_bytes()))
+            .into()
     }
-}
-
-/// Equal-length inputs are compared in time independent of where they differ.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 static SESSION_HEADER: hyper::header::HeaderName =
@@ -135,7 +128,9 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
                 let app = app.clone();
                 let svc = service_fn(move |req| {
                     let (app, ctl) = (app.clone(), ctl.clone());
-                    async move { Ok::<_, Infallible>(handle(&app, &ctl, req).await) }
+                    crate::journal::scope(async move {
+                        Ok::<_, Infallible>(journaled(handle(&app, &ctl, req).await))
+                    })
                 });
                 let conn = http1::Builder::new().keep_alive(true).serve_connection(io, svc);
                 let fut = graceful.watch(conn);
@@ -160,6 +155,19 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
     app.host.close_all();
 }
 
+/// A request's answer, unless the journal failed to take a line its handling wrote: then 503,
+/// so nothing is acknowledged that a restart would not find (the ledger in memory records the
+/// 503). Called inside [`crate::journal::scope`].
+fn journaled(response: hyper::Response<HttpBody>) -> hyper::Response<HttpBody> {
+    if !crate::journal::write_failed() {
+        return response;
+    }
+    to_hyper(Response::json(
+        503,
+        &json!({"error": "the journal could not write this request's entry (is the disk full?); it was not acknowledged, retry later", "status": 503}),
+    ))
+}
+
 async fn handle(
     app: &App,
     ctl: &AtomicU8,
@@ -173,7 +181,9 @@ async fn handle(
     let method = parts.method.as_str();
     if let Some(rest) = path.strip_prefix("/_admin") {
         if rest.is_empty() || rest.starts_with('/') {
-            if !app.admin_allowed(rest, &parts.headers) {
+            let authenticated = app.authenticated(&parts.headers);
+            // Health stays open for probes (it creates no session without the token).
+            if !authenticated && rest != "/health" {
                 let mut r = Response::json(
                     401,
                     &json!({"error": "the admin API needs the admin token: send `Authorization: Bearer <token>` (the token given by --admin-token or DOUBLEAGENT_ADMIN_TOKEN)", "status": 401}),
@@ -195,13 +205,20 @@ async fn handle(
                 path: rest,
                 query,
                 body: &body,
+                authenticated,
             };
             // Boxed, as the agents' below: their futures are large, and kept inline they would
             // make every fake-service request's future as large (it is moved per request).
             return to_hyper(Box::pin(admin::handle(&app.host, &app.base_url, areq)).await);
         }
     }
-    let world = match app.host.world_for(session_of(&parts.headers)) {
+    // The root only describes a session: it creates none.
+    let session = session_of(&parts.headers);
+    let world = match if path == "/" {
+        app.host.view_of(session)
+    } else {
+        app.host.world_for(session)
+    } {
         Ok(w) => w,
         Err(e) => {
             let status = if matches!(e, crate::world::SessionError::TooMany(_)) {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::errors::{Failure, Kind};
-use super::route::{header_text, header_value, pointer};
+use super::route::{header_value, key_text, pointer};
 use super::target::action_view;
 use super::{Plan, Request, Response};
 use crate::fate::Fate;
@@ -43,8 +43,7 @@ impl Prepared {
             Some(Value::Object(picked))
         };
         Prepared {
-            key: header_value(&req.headers, &policy.header_name)
-                .map(|v| header_text(v).into_owned()),
+            key: header_value(&req.headers, &policy.header_name).map(key_text),
             fingerprint: fingerprint(&policy.fingerprint, &req.body, json),
             intent,
         }
@@ -111,7 +110,11 @@ pub(super) fn action(
     if let (true, Some(k)) = (policy.echo_key, &record.idempotency_key) {
         response
             .headers
-            .push((policy.header.clone().into(), k.clone().into()));
+            // A key that was not UTF-8 is echoed as its readable part (see `key_text`).
+            .push((
+                policy.header.clone().into(),
+                k.split('\u{7f}').next().unwrap_or("").to_string().into(),
+            ));
     }
     (response, plan)
 }

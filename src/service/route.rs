@@ -71,6 +71,23 @@ pub(super) fn header_text(v: &HeaderValue) -> Cow<'_, str> {
     }
 }
 
+/// An idempotency key as text that is equal for equal bytes and different for different ones:
+/// a key that is not UTF-8 is its lossy text, DEL (U+007F, a byte no header value can hold, so
+/// no UTF-8 key can end up the same) and the bytes in hex, e.g. `k\u{fffd}\u{7f}6bff`.
+pub(super) fn key_text(v: &HeaderValue) -> String {
+    match v.to_str() {
+        Ok(s) => s.to_string(),
+        Err(_) => {
+            let mut t = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            t.push('\u{7f}');
+            for b in v.as_bytes() {
+                t.push_str(&format!("{b:02x}"));
+            }
+            t
+        }
+    }
+}
+
 /// The 404 for a request no route matched: the services there are, or the routes nearest to it.
 pub(super) fn unmatched(all: &[Service], service: Option<&Service>, req: &Record) -> Response {
     let asked = format!("{} {}", req.method, req.path);

@@ -77,6 +77,15 @@ pub fn ready_of(child: &mut Child) -> Value {
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("ready line is not JSON ({e}): {line:?}"))
 }
 
+/// A journal line with its content changed by `edit` and its checksum made to match again: a
+/// test that means to rewrite history (not to damage it) writes lines the server accepts.
+pub fn rewrite_journal_line(line: &str, edit: impl Fn(&str) -> String) -> String {
+    let framed: Value = serde_json::from_str(line).expect("a journal line is JSON");
+    let content = edit(&framed["line"].to_string());
+    let crc = crc32fast::hash(content.as_bytes());
+    format!("{{\"line\":{content},\"crc32\":{crc}}}")
+}
+
 /// A running `doubleagent serve`.
 pub struct Da {
     pub child: Child,
