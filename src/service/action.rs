@@ -88,13 +88,13 @@ pub(super) fn action(
         }
         Decision::Conflict { of } => {
             record.disposition = Disposition::Conflict;
-            record.detail = Some(json!({"key_owner": of}));
+            record.detail = Some(json!({"key_owner": of}).into());
             let text = "a request with this idempotency key is still in progress; retry later";
             (error(policy.conflict_status, text), Plan::Now)
         }
         Decision::Mismatch { of } => {
             record.disposition = Disposition::Mismatch;
-            record.detail = Some(json!({"key_owner": of}));
+            record.detail = Some(json!({"key_owner": of}).into());
             let r = Response::json(policy.mismatch_status, &policy.mismatch_body);
             (r, Plan::Now)
         }
@@ -154,7 +154,7 @@ fn execute(
     let now = record.received_at;
     if route.repeatable {
         // Carried in the entry so an exported ledger can be verified without the scenario.
-        record.detail = Some(json!({"repeatable": true}));
+        record.detail = Some(json!({"repeatable": true}).into());
     }
     let fate = pick_fate(world, st, svc, route, record);
     record.fate = Some(fate);

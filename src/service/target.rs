@@ -52,7 +52,7 @@ pub(super) fn lookup(
         .map(|(_, v)| v.as_str())
         .unwrap_or("");
     if !route.available {
-        record.detail = Some(json!({"id": id, "answer": "unavailable"}));
+        record.detail = Some(json!({"id": id, "answer": "unavailable"}).into());
         return Response::json(503, &json!({"error": "lookup unavailable", "status": 503}));
     }
     // As of `lag` ago; before time zero nothing existed yet.
@@ -62,7 +62,7 @@ pub(super) fn lookup(
     });
     match found {
         Some((rec, state)) => {
-            record.detail = Some(json!({"id": id, "target": rec.seq, "answer": state}));
+            record.detail = Some(json!({"id": id, "target": rec.seq, "answer": state}).into());
             let mut v = action_view(world, &rec, Some(state));
             if state != ActionState::Applied {
                 v["applied_at"] = Value::Null;
@@ -70,7 +70,7 @@ pub(super) fn lookup(
             Response::json(200, &v)
         }
         None => {
-            record.detail = Some(json!({"id": id, "answer": "unknown"}));
+            record.detail = Some(json!({"id": id, "answer": "unknown"}).into());
             Response::json(
                 404,
                 &json!({"error": format!("no action \"{id}\""), "id": id, "state": "unknown", "status": 404}),
@@ -98,7 +98,7 @@ pub(super) fn cancel(
     let target =
         resolve_target(st, svc, route, &id).and_then(|r| r.state_at(now).map(|s| (r.seq, s)));
     let Some(target) = target else {
-        record.detail = Some(json!({"id": id, "outcome": "unknown"}));
+        record.detail = Some(json!({"id": id, "outcome": "unknown"}).into());
         return Response::json(
             404,
             &json!({"error": format!("no action \"{id}\""), "id": id, "status": 404}),
@@ -135,6 +135,6 @@ pub(super) fn cancel(
             ),
         ),
     };
-    record.detail = Some(json!({"id": id, "target": seq, "outcome": outcome}));
+    record.detail = Some(json!({"id": id, "target": seq, "outcome": outcome}).into());
     resp
 }
