@@ -12,7 +12,8 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -151,7 +152,67 @@ pub struct Record {
     /// For agent entries: what happened (`message`, `task-created`, `cancel`, `result`, `push`...).
     pub event: Option<String>,
     /// Kind-specific facts: a lookup's answer, a cancel's outcome, an unmatched request's reason.
-    pub detail: Option<Value>,
+    pub detail: Option<Detail>,
+}
+
+/// A record's `detail`: a JSON object kept as its text. Records are written far more often than
+/// read (several per agent call), and a detail serialised straight to text skips building a
+/// `Value` tree, encoding it field by field into the store and freeing it again. In JSON (the
+/// journal) it is the object itself; in the store's binary form, its text as one string.
+#[derive(Clone, Debug)]
+pub struct Detail(Box<RawValue>);
+
+impl Detail {
+    /// The detail `v` serialises to. Details are maps of strings, numbers and `Value`s, which
+    /// always serialise; should one not, it is recorded as `null`.
+    pub fn of(v: &(impl Serialize + ?Sized)) -> Detail {
+        // Written by serde_json, so not parsed again to be checked.
+        let raw = serde_json::value::to_raw_value(v);
+        Detail(raw.unwrap_or_else(|_| RawValue::NULL.to_owned()))
+    }
+
+    /// A detail from text read back (checked: a store's bytes could in principle be corrupt).
+    fn from_text(text: String) -> Detail {
+        Detail(RawValue::from_string(text).unwrap_or_else(|_| RawValue::NULL.to_owned()))
+    }
+
+    /// The detail as a JSON value.
+    pub fn value(&self) -> Value {
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+
+    /// Its JSON text.
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl From<Value> for Detail {
+    fn from(v: Value) -> Detail {
+        Detail::of(&v)
+    }
+}
+
+impl Serialize for Detail {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            self.0.serialize(s)
+        } else {
+            s.serialize_str(self.0.get())
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Detail {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Detail, D::Error> {
+        if d.is_human_readable() {
+            // Through a `Value`: the journal's lines are tagged enums, which serde buffers, and
+            // a raw value can be read only straight from JSON text.
+            Value::deserialize(d).map(|v| Detail::of(&v))
+        } else {
+            String::deserialize(d).map(Detail::from_text)
+        }
+    }
 }
 
 /// State of an action at some instant.
@@ -248,14 +309,14 @@ impl Record {
             },
             actor: self.actor.clone(),
             event: self.event.clone(),
-            detail: self.detail.clone(),
+            detail: self.detail.as_ref().map(Detail::value),
         }
     }
 }
 
 impl Record {
     /// A bare record for an agent event at time `at`: no body, no action, response "sent".
-    pub fn agent_event(agent: &str, event: &str, at: Duration, detail: Value) -> Record {
+    pub fn agent_event(agent: &str, event: &str, at: Duration, detail: impl Serialize) -> Record {
         Record {
             seq: 0,
             service: agent.to_string(),
@@ -283,9 +344,9 @@ impl Record {
                 status: None,
                 at: Some(at),
             },
-            actor: Some(format!("agent:{agent}")),
+            actor: Some(["agent:", agent].concat()),
             event: Some(event.to_string()),
-            detail: Some(detail),
+            detail: Some(Detail::of(&detail)),
         }
     }
 }
@@ -303,7 +364,7 @@ impl Record {
 
 impl Record {
     /// A declaration made through the admin API (`service` is `_admin`, no actor).
-    pub fn declaration(event: &str, at: Duration, detail: Value) -> Record {
+    pub fn declaration(event: &str, at: Duration, detail: impl Serialize) -> Record {
         Record {
             disposition: Disposition::Declaration,
             actor: None,

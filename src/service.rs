@@ -210,7 +210,7 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         // Malformed at the HTTP level (disposition stays `unmatched`): no provider acts on a
         // request it never fully received, and nobody is left to answer.
         let reason = "incomplete body: the client closed the connection before sending all of it";
-        record.detail = Some(json!({ "reason": reason }));
+        record.detail = Some(json!({ "reason": reason }).into());
         let f = Failure::new(400, Kind::Incomplete, reason);
         (f.respond(shape, record.seq), Plan::Drop)
     } else {

@@ -90,14 +90,14 @@ pub(super) fn action(
         }
         Decision::Conflict { of } => {
             record.disposition = Disposition::Conflict;
-            record.detail = Some(json!({"key_owner": of}));
+            record.detail = Some(json!({"key_owner": of}).into());
             let text = "a request with this idempotency key is still in progress; retry later";
             let f = Failure::new(policy.conflict_status, Kind::Conflict, text);
             (f.respond(&route.errors, record.seq), Plan::Now)
         }
         Decision::Mismatch { of } => {
             record.disposition = Disposition::Mismatch;
-            record.detail = Some(json!({"key_owner": of}));
+            record.detail = Some(json!({"key_owner": of}).into());
             let text = "idempotency key reused with a different request payload: keys for \
                         idempotent requests can only be used with the same parameters they were \
                         first used with";
@@ -160,7 +160,7 @@ fn execute(
     let now = record.received_at;
     if route.repeatable {
         // Carried in the entry so an exported ledger can be verified without the scenario.
-        record.detail = Some(json!({"repeatable": true}));
+        record.detail = Some(json!({"repeatable": true}).into());
     }
     let fate = pick_fate(world, st, svc, route, record);
     record.fate = Some(fate);
@@ -358,12 +358,13 @@ fn note_unfilled(record: &mut Record, unfilled: Vec<String>) {
             ))
         })
         .collect();
-    match &mut record.detail {
-        Some(Value::Object(d)) => {
-            d.insert("warnings".into(), Value::from(warnings));
-        }
-        _ => record.detail = Some(json!({ "warnings": warnings })),
-    }
+    // Rare (a scenario's placeholder the request could not fill): the detail is read back once.
+    let mut detail = match record.detail.as_ref().map(|d| d.value()) {
+        Some(Value::Object(d)) => d,
+        _ => serde_json::Map::new(),
+    };
+    detail.insert("warnings".into(), Value::from(warnings));
+    record.detail = Some(Value::Object(detail).into());
 }
 
 /// Placeholder context: `{{action.id}}`, `{{action.seq}}`, `{{key}}`, `{{work_id}}`,

@@ -49,10 +49,14 @@ pub(super) fn note_canaries(found: Vec<String>, record: &mut Record) {
     if found.is_empty() {
         return;
     }
-    let detail = record.detail.get_or_insert_with(|| json!({}));
+    let mut detail = record
+        .detail
+        .as_ref()
+        .map_or_else(|| json!({}), |d| d.value());
     if let Some(m) = detail.as_object_mut() {
         m.insert("canaries".into(), json!(found));
     }
+    record.detail = Some(detail.into());
 }
 
 /// Whether `bytes` contains "cny-" at all (the common answer is no). Eight bytes at a time are

@@ -144,7 +144,7 @@ pub(super) fn lookup(
         .map(|(_, v)| v.as_str())
         .unwrap_or("");
     if !route.available {
-        record.detail = Some(json!({"id": id, "answer": "unavailable"}));
+        record.detail = Some(json!({"id": id, "answer": "unavailable"}).into());
         return Failure::new(503, Kind::Unavailable, "lookup unavailable")
             .respond(&route.errors, record.seq);
     }
@@ -155,7 +155,7 @@ pub(super) fn lookup(
     });
     match found {
         Some((rec, state)) => {
-            record.detail = Some(json!({"id": id, "target": rec.seq, "answer": state}));
+            record.detail = Some(json!({"id": id, "target": rec.seq, "answer": state}).into());
             if let Some(respond) = &route.lookup_respond {
                 return render_lookup(world, respond, &rec, state, params);
             }
@@ -166,7 +166,7 @@ pub(super) fn lookup(
             Response::json(200, &v)
         }
         None => {
-            record.detail = Some(json!({"id": id, "answer": "unknown"}));
+            record.detail = Some(json!({"id": id, "answer": "unknown"}).into());
             Failure::new(404, Kind::NotFound, format!("no action \"{id}\""))
                 .with("id", id)
                 .with("state", "unknown")
@@ -194,7 +194,7 @@ pub(super) fn cancel(
     let target =
         resolve_target(st, svc, route, &id).and_then(|r| r.state_at(now).map(|s| (r.seq, s)));
     let Some(target) = target else {
-        record.detail = Some(json!({"id": id, "outcome": "unknown"}));
+        record.detail = Some(json!({"id": id, "outcome": "unknown"}).into());
         return Failure::new(404, Kind::NotFound, format!("no action \"{id}\""))
             .with("id", id)
             .respond(&route.errors, record.seq);
@@ -230,6 +230,6 @@ pub(super) fn cancel(
                 .respond(&route.errors, record.seq),
         ),
     };
-    record.detail = Some(json!({"id": id, "target": seq, "outcome": outcome}));
+    record.detail = Some(json!({"id": id, "target": seq, "outcome": outcome}).into());
     resp
 }

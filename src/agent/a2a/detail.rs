@@ -24,7 +24,7 @@ pub(crate) fn log_at(
     event: &str,
     task: Option<&str>,
     revision: Option<&Value>,
-    detail: Value,
+    detail: impl Serialize,
 ) -> u64 {
     let mut rec = Record::agent_event(agent, event, at, detail);
     rec.work_id = task.map(str::to_string);
@@ -39,7 +39,7 @@ pub(crate) fn log(
     event: &str,
     task: Option<&str>,
     revision: Option<&Value>,
-    detail: Value,
+    detail: impl Serialize,
 ) -> u64 {
     log_at(
         world,
@@ -56,12 +56,6 @@ pub(crate) fn log(
 pub(crate) fn log_error(world: &World, agent: &str, method: &str, err: &RpcError) {
     let detail = json!({"method": method, "code": err.code, "message": err.message});
     log(world, agent, "rpc-error", None, None, detail);
-}
-
-/// A detail struct as the `Value` a record holds.
-pub(crate) fn value(detail: &impl Serialize) -> Value {
-    // These structs hold strings, numbers and `Value`s only: serialising them cannot fail.
-    serde_json::to_value(detail).unwrap_or(Value::Null)
 }
 
 /// How a message was taken, for its `message` entry.
@@ -129,7 +123,7 @@ impl<'a> MessageCall<'a> {
         task_id: Option<&'a str>,
         context_id: Option<&'a str>,
         taken: Taken<'a>,
-    ) -> Value {
+    ) -> MessageDetail<'a> {
         let msg = self.msg;
         let one_plain_text =
             matches!(&msg.parts[..], [p] if p.as_text() == Some(self.text) && p.is_bare());
@@ -141,7 +135,7 @@ impl<'a> MessageCall<'a> {
             Taken::FollowUp { repeat_of, .. } => (None, Some(repeat_of)),
             Taken::Duplicate { .. } => (None, None),
         };
-        value(&MessageDetail {
+        MessageDetail {
             behavior,
             context_id,
             duplicate_of: match taken {
@@ -164,7 +158,7 @@ impl<'a> MessageCall<'a> {
             role: (msg.role != Role::User).then_some(msg.role),
             task_id,
             text: self.text,
-        })
+        }
     }
 }
 
@@ -192,6 +186,25 @@ pub(crate) struct ArtifactDetail<'a> {
     pub(crate) parts: &'a [Part],
 }
 
+/// A new task (`task-created`): how its script was chosen and runs.
+#[derive(Serialize)]
+pub(crate) struct CreatedDetail<'a> {
+    pub(crate) behavior: Option<usize>,
+    pub(crate) cancel: &'a str,
+    pub(crate) context_id: &'a str,
+    pub(crate) revision: Option<&'a Value>,
+    pub(crate) task_id: &'a str,
+    pub(crate) work: String,
+}
+
+/// A task's canary, the first time it was handed out (`canary`).
+#[derive(Serialize)]
+pub(crate) struct CanaryDetail<'a> {
+    pub(crate) canary: &'a str,
+    pub(crate) revision: Option<&'a Value>,
+    pub(crate) task_id: &'a str,
+}
+
 /// A task's final state (`result`).
 #[derive(Serialize)]
 pub(crate) struct ResultDetail<'a> {
@@ -207,6 +220,10 @@ pub(crate) struct ResultDetail<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn value(detail: &MessageDetail<'_>) -> Value {
+        serde_json::to_value(detail).unwrap()
+    }
 
     #[test]
     fn a_plain_user_message_is_recorded_by_its_text_alone() {
@@ -231,7 +248,7 @@ mod tests {
             repeat_of: None,
         };
         assert_eq!(
-            call.detail(Some("task-1"), Some("ctx-1"), new),
+            value(&call.detail(Some("task-1"), Some("ctx-1"), new)),
             json!({"behavior": null, "context_id": "ctx-1", "message_id": "m-1",
                 "method": "SendMessage", "repeat_of": null, "revision": null,
                 "task_id": "task-1", "text": "go"})
@@ -250,13 +267,13 @@ mod tests {
             ..call
         };
         assert_eq!(
-            call.detail(Some("task-1"), None, follow),
+            value(&call.detail(Some("task-1"), None, follow)),
             json!({"context_id": null, "follow_up": true, "message_id": "m-1",
                 "method": "SendMessage", "parts": [{"text": "go"}, {"url": "http://u"}],
                 "repeat_of": "task-0", "resumes": true, "revision": null, "role": "ROLE_AGENT",
                 "task_id": "task-1", "text": "go"})
         );
-        let dup = call.detail(None, Some("c"), Taken::Duplicate { of: "msg-2" });
+        let dup = value(&call.detail(None, Some("c"), Taken::Duplicate { of: "msg-2" }));
         assert_eq!(dup["duplicate_of"], "msg-2");
         assert!(dup.get("repeat_of").is_none() && dup.get("behavior").is_none());
     }

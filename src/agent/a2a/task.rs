@@ -35,6 +35,7 @@ use crate::sync::unpoisoned;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
@@ -294,7 +295,7 @@ impl Entry {
     }
 
     /// Record an entry of this task at `at`.
-    fn log_at(&self, world: &World, at: Duration, event: &str, detail: Value) -> u64 {
+    fn log_at(&self, world: &World, at: Duration, event: &str, detail: impl Serialize) -> u64 {
         let rev = self.revision.as_ref();
         detail::log_at(
             world,
@@ -307,7 +308,7 @@ impl Entry {
         )
     }
 
-    fn log(&self, world: &World, event: &str, detail: Value) -> u64 {
+    fn log(&self, world: &World, event: &str, detail: impl Serialize) -> u64 {
         self.log_at(world, world.clock.now(), event, detail)
     }
 
@@ -321,11 +322,11 @@ impl Entry {
     fn note_canary(&mut self, world: &World, used: bool, now: Duration) {
         if used && !self.canary_issued {
             self.canary_issued = true;
-            let detail = serde_json::json!({
-                "canary": self.canary,
-                "revision": self.revision,
-                "task_id": self.task.id,
-            });
+            let detail = detail::CanaryDetail {
+                canary: &self.canary,
+                revision: self.revision.as_ref(),
+                task_id: &self.task.id,
+            };
             self.log_at(world, now, "canary", detail);
         }
     }

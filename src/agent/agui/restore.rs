@@ -220,7 +220,7 @@ pub(super) fn restore(world: &Arc<World>) -> usize {
             r.event.as_deref(),
             r.detail.as_ref(),
         ) {
-            rb.apply(spec, event, r, d);
+            rb.apply(spec, event, r, &d.value());
         }
     }
 
@@ -547,11 +547,15 @@ tool_call = "pay"
             .lock()
             .ledger
             .iter()
-            .filter(|r| r.detail.as_ref().is_some_and(|d| d["cause"] == "restart"))
+            .filter(|r| {
+                r.detail
+                    .as_ref()
+                    .is_some_and(|d| d.value()["cause"] == "restart")
+            })
             .collect();
         assert_eq!(ended.len(), 1);
         assert_eq!(ended[0].work_id.as_deref(), Some("r2"));
-        let d = ended[0].detail.as_ref().unwrap();
+        let d = ended[0].detail.as_ref().unwrap().value();
         assert_eq!(d["restored_checkpoint"], "r1");
         assert_eq!(d["checkpoint"]["calls"][0]["done"], true);
         // Nothing more to do a second time.
@@ -561,7 +565,11 @@ tool_call = "pay"
             .lock()
             .ledger
             .iter()
-            .filter(|r| r.detail.as_ref().is_some_and(|d| d["cause"] == "restart"))
+            .filter(|r| {
+                r.detail
+                    .as_ref()
+                    .is_some_and(|d| d.value()["cause"] == "restart")
+            })
             .count();
         assert_eq!(n, 1);
         assert_eq!(

@@ -191,7 +191,12 @@ pub(crate) fn snapshot(world: &World, task_id: &str) -> Option<Task> {
 }
 
 /// Record a read (GetTask, ListTasks): an interaction like any other.
-pub(crate) fn log_read(ctx: &Ctx<'_>, event: &str, task_id: Option<&str>, detail: Value) {
+pub(crate) fn log_read(
+    ctx: &Ctx<'_>,
+    event: &str,
+    task_id: Option<&str>,
+    detail: impl serde::Serialize,
+) {
     log(&ctx.world, ctx.name, event, task_id, None, detail);
 }
 

@@ -227,7 +227,10 @@ impl Rebuild<'_> {
     }
 
     fn apply(&mut self, spec: &A2aAgent, event: &str, r: &Record) {
-        let Some(d) = r.detail.as_ref() else { return };
+        let Some(d) = r.detail.as_ref().map(|d| d.value()) else {
+            return;
+        };
+        let d = &d;
         let ts = self.world.clock.rfc3339(r.received_at);
         match event {
             "message" => self.message(r, d),

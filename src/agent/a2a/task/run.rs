@@ -15,7 +15,7 @@ use hyper::body::Bytes;
 use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 
 use super::{entry_of, lock_entry, stamp, Entry};
-use crate::agent::a2a::detail::{self, ArtifactDetail, ResultDetail, StatusDetail};
+use crate::agent::a2a::detail::{ArtifactDetail, ResultDetail, StatusDetail};
 use crate::agent::a2a::types::{
     Artifact, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
 };
@@ -186,11 +186,11 @@ fn status(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, now: Dur
         timestamp: Some(stamp(world, now)),
     };
     e.set_status(world, status);
-    let detail = detail::value(&StatusDetail {
+    let detail = StatusDetail {
         message: text.as_deref(),
         message_id: id.as_deref(),
         state: state.as_str(),
-    });
+    };
     e.log_at(world, now, "status", detail);
     e.note_canary(world, used, now);
 }
@@ -267,14 +267,14 @@ fn artifact(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, now: D
     }
     // Written before the artifact is merged (and its parts possibly appended to another's):
     // nobody sees the task in between, its lock is held.
-    let detail = detail::value(&ArtifactDetail {
+    let detail = ArtifactDetail {
         append: spec.append,
         artifact_id: &spec.id,
         description: spec.description.as_deref(),
         last_chunk: spec.last_chunk,
         name: spec.name.as_deref(),
         parts: &artifact.parts,
-    });
+    };
     e.log_at(world, now, "artifact", detail);
     merge_artifact(&mut e.task.artifacts, artifact, spec.append);
     e.note_canary(world, used, now);
@@ -296,14 +296,14 @@ fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, now: Duration) {
     e.set_status(world, status);
     // The message's text for the entry: the one text part of the status's message.
     let status_message = e.task.status.message.as_ref();
-    let detail = detail::value(&ResultDetail {
+    let detail = ResultDetail {
         artifacts: e.task.artifacts.iter().map(|a| &*a.artifact_id).collect(),
         canary: e.canary_issued.then_some(&*e.canary),
         message: status_message.and_then(|m| m.parts.first()?.as_text()),
         outcome: outcome_name(outcome),
         state: state.as_str(),
         task_id: &e.task.id,
-    });
+    };
     e.log_at(world, now, "result", detail);
 }
 

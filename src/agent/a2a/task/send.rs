@@ -14,7 +14,7 @@ use super::table::{Seen, Table};
 use super::{
     lock_entry, new_entry, revision_meta, stamp, tasks, Entry, Next, Sent, Shared, Tasks, Want,
 };
-use crate::agent::a2a::detail::{self, MessageCall, Taken};
+use crate::agent::a2a::detail::{self, CreatedDetail, MessageCall, Taken};
 use crate::agent::a2a::errors::RpcError;
 use crate::agent::a2a::params::{SendMessageRequest, TaskPushNotificationConfig};
 use crate::agent::a2a::push;
@@ -72,7 +72,7 @@ impl Incoming<'_> {
     }
 
     /// Record an entry of this message that names no task (a direct reply's).
-    fn log(&self, event: &str, detail: Value) {
+    fn log(&self, event: &str, detail: impl serde::Serialize) {
         let (world, rev) = (&self.ctx.world, self.revision.as_ref());
         detail::log_at(world, self.now, self.ctx.name, event, None, rev, detail);
     }
@@ -432,14 +432,15 @@ fn new_task(
         .call()
         .detail(Some(&entry.task.id), Some(&entry.task.context_id), taken);
     entry.log_at(world, now, "message", detail);
-    let created = json!({
-        "behavior": inc.behavior,
-        "cancel": inc.script.cancel.name(),
-        "context_id": entry.task.context_id,
-        "revision": inc.revision,
-        "task_id": entry.task.id,
-        "work": crate::clock::format_duration(inc.script.work),
-    });
+    let created = CreatedDetail {
+        behavior: inc.behavior,
+        cancel: &inc.script.cancel.name(),
+        context_id: &entry.task.context_id,
+        revision: inc.revision.as_ref(),
+        task_id: &entry.task.id,
+        work: crate::clock::format_duration(inc.script.work),
+    };
+    entry.log_at(world, now, "task-created", created);
     // Nobody has seen the entry yet: the message and its text move into it now.
     let (want, policy, push_config) = (inc.want, inc.spec.push, inc.push_config);
     let revision = inc.revision;
@@ -448,7 +449,6 @@ fn new_task(
     user.task_id = Some(entry.task.id.clone());
     user.context_id = Some(entry.task.context_id.clone());
     entry.task.history.push(user);
-    entry.log_at(world, now, "task-created", created);
     if let Some(cfg) = push_config {
         let id = entry.task.id.clone();
         push::add(
