@@ -34,7 +34,9 @@ pub type FastSet<K> = HashSet<K, FastState>;
 
 /// A number as exactly 16 lowercase hex digits (fingerprints, ids).
 pub fn hex16(v: u64) -> String {
-    format!("{v:016x}")
+    // The `hex` crate: a table lookup per byte, where `format!` runs the formatting machinery
+    // (a fingerprint is taken on every keyed request).
+    hex::encode(v.to_be_bytes())
 }
 
 #[cfg(test)]

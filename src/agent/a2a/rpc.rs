@@ -160,23 +160,20 @@ fn without_position(e: &serde_json::Error) -> String {
 /// On failure it returns the error with the id to answer it with, when one was readable.
 pub(crate) fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
     let fail = |id, e| Err((id, e));
-    let doc: &RawValue = match serde_json::from_slice(body) {
-        Ok(doc) => doc,
-        Err(e) => return fail(RpcId::Null, RpcError::parse_error(e.to_string())),
-    };
-    let text = doc.get();
-    if text.starts_with('[') {
-        return fail(
-            RpcId::Null,
-            RpcError::invalid_request("Batch requests are not supported"),
-        );
-    }
-    // Members by name; a repeated one is its last value, as for any JSON object read here.
-    let Ok(members) = serde_json::from_str::<HashMap<String, &RawValue>>(text) else {
-        return fail(
-            RpcId::Null,
-            RpcError::invalid_request("Invalid request: expected a JSON object"),
-        );
+    // Members by name, read in one pass; a repeated one is its last value, as for any JSON
+    // object read here. Only when that fails is the body looked at again, to say why.
+    let members = match serde_json::from_slice::<HashMap<String, &RawValue>>(body) {
+        Ok(members) => members,
+        Err(_) => {
+            let error = match serde_json::from_slice::<&RawValue>(body) {
+                Err(e) => RpcError::parse_error(e.to_string()),
+                Ok(doc) if doc.get().starts_with('[') => {
+                    RpcError::invalid_request("Batch requests are not supported")
+                }
+                Ok(_) => RpcError::invalid_request("Invalid request: expected a JSON object"),
+            };
+            return fail(RpcId::Null, error);
+        }
     };
     let member = |k: &str| -> Option<Value> {
         // Each member was read as JSON already; a value (not a raw one) only for the checks.
