@@ -203,6 +203,8 @@ impl<'e> Index<'e> {
         let mut lookups_by_target: HashMap<u64, Vec<u64>> = HashMap::default();
         let mut lookups_by_id: HashMap<(&str, &str), Vec<u64>> = HashMap::default();
         let mut replays_of: HashMap<u64, Vec<u64>> = HashMap::default();
+        // The executions whose answer was a lie (error-after-apply), with the status they lied with.
+        let mut lies: HashMap<u64, Option<u16>> = HashMap::default();
         let raise = |slot: &mut Option<(i64, u64)>, rev: i64, seq: u64| {
             if slot.is_none_or(|(r, _)| rev > r) {
                 *slot = Some((rev, seq));
@@ -263,7 +265,12 @@ impl<'e> Index<'e> {
                     }
                 }
             }
-            if let Some(of) = e.replay_of {
+            if e.error_after_apply {
+                lies.insert(e.seq, e.status);
+            }
+            // A replay of a lie repeats it (a preset that caches 5xx, as Stripe does): the client
+            // learns nothing from it, so it is no confirmation of the outcome (REC-4, ACC-3).
+            if let Some(of) = e.replay_of.filter(|of| lies.get(of) != Some(&e.status)) {
                 replays_of.entry(of).or_default().push(e.seq);
             }
         }

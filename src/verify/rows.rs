@@ -43,6 +43,8 @@ pub(super) struct Row {
     pub executed_after_expiry: bool,
     /// Its fate answered with an error although the effect happened (`error-after-apply:*`).
     pub error_after_apply: bool,
+    /// The status the client was answered with, if any.
+    pub status: Option<u16>,
     /// It carries a revision that cannot be ordered (`"rev-b"`): the revision rules skip it.
     pub unordered_revision: bool,
     /// An execution whose body was recorded as text, not JSON: its intent could not be read.
@@ -77,6 +79,7 @@ impl Row {
             at,
             disposition: e.disposition,
             delivery: e.response.delivery,
+            status: e.response.status,
             applied: e.applied,
             executed_after_expiry: e.executed_after_expiry,
             error_after_apply: e.fate.is_some_and(|f| f.starts_with("error-after-apply")),
