@@ -138,8 +138,9 @@ pub struct ServeArgs {
     #[arg(long, default_value = "30m", value_parser = parse_dur)]
     pub session_ttl: Duration,
     /// Ledger entries kept per session; the oldest are evicted (and counted) beyond it.
-    #[arg(long)]
-    pub max_entries: Option<usize>,
+    /// `0`: unbounded (memory grows with every request).
+    #[arg(long, default_value_t = crate::world::DEFAULT_MAX_ENTRIES)]
+    pub max_entries: usize,
     /// Idempotency keys kept per session; the oldest are forgotten beyond it.
     #[arg(long, default_value_t = 100_000)]
     pub max_keys: usize,
@@ -573,7 +574,7 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         seed: args.seed,
         max_sessions: args.max_sessions,
         session_ttl: args.session_ttl,
-        max_entries: args.max_entries,
+        max_entries: (args.max_entries > 0).then_some(args.max_entries),
         max_keys: args.max_keys,
     };
     let host = match &args.journal {
