@@ -496,3 +496,57 @@ fn a_100k_route_scenario_is_validated_in_linear_time_off_the_request_threads() {
     eprintln!("20k problems located in {took:?}");
     assert!(took < std::time::Duration::from_secs(30), "{took:?}");
 }
+
+/// Issue 30 item 3: a push target on loopback must be on a port the scenario lists, and never
+/// doubleagent's own listener (a push to its /_admin/reset wiped the ledger); each refusal is a
+/// JSON-RPC error and a ledger entry.
+#[test]
+fn push_targets_on_loopback_need_a_listed_port_and_never_reach_doubleagent_itself() {
+    let toml = std::fs::read_to_string(format!(
+        "{}/scenarios/late-result.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+    .replacen(
+        "[agents.researcher]\n",
+        "[agents.researcher]\npush_ports = [9]\n",
+        1,
+    );
+    let da = Da::start(&toml);
+    let own = da.url.rsplit(':').next().unwrap().to_string();
+    let create = |url: &str| {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1,
+            "method": "CreateTaskPushNotificationConfig",
+            "params": {"taskId": "task-404", "url": url,
+                "authentication": {"scheme": "Bearer", "credentials": "admin-token"}}});
+        da.post_json("/agents/researcher", &[("A2A-Version", "1.0")], &body)
+            .unwrap()
+            .json()
+    };
+    for url in [
+        format!("http://127.0.0.1:{own}/_admin/reset"),
+        format!("http://localhost:{own}/_admin/reset"),
+        format!("http://[::1]:{own}/_admin/reset"),
+        "http://127.0.0.1:8500/v1/kv".into(),
+        "http://127.0.0.1/hook".into(),
+        "http://0.0.0.0:9200/".into(),
+    ] {
+        let r = create(&url);
+        assert_eq!(r["error"]["code"], -32602, "{url}: {r}");
+    }
+    // A listed port passes the check (and then meets the unknown task).
+    let r = create("http://127.0.0.1:9/hook");
+    assert_ne!(r["error"]["code"], -32602, "{r}");
+    let refused = da
+        .get("/_admin/ledger?service=researcher&event=rpc-error")
+        .json()["entries"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(
+        refused, 7,
+        "every refusal (and the unknown task) is an entry"
+    );
+    // Nothing reached the admin API: the ledger is still there.
+    assert!(!da.ledger().is_empty());
+}
