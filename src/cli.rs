@@ -125,6 +125,13 @@ pub struct ServeArgs {
     /// On shutdown, how long delayed responses may still be sent.
     #[arg(long, default_value = "5s", value_parser = parse_dur)]
     pub drain_timeout: Duration,
+    /// Close a connection whose client takes longer than this to send a request's head, or
+    /// that waits longer for its next request (wall clock; hung fates are not affected).
+    #[arg(long, default_value = "30s", value_parser = parse_dur)]
+    pub header_read_timeout: Duration,
+    /// Connections open at once; more wait in the listen queue until one closes.
+    #[arg(long, default_value_t = 4096)]
+    pub max_connections: usize,
     /// Require `Authorization: Bearer TOKEN` on /_admin/* (health stays open).
     #[arg(long, env = "DOUBLEAGENT_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
@@ -609,6 +616,8 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
     };
     let app = Arc::new(App {
         drain: args.drain_timeout,
+        header_read_timeout: args.header_read_timeout,
+        max_connections: args.max_connections,
         admin_token: args.admin_token.clone(),
         ..App::new(host, format!("http://{addr}"))
     });

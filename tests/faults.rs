@@ -550,3 +550,93 @@ fn push_targets_on_loopback_need_a_listed_port_and_never_reach_doubleagent_itsel
     // Nothing reached the admin API: the ledger is still there.
     assert!(!da.ledger().is_empty());
 }
+
+fn addr(da: &Da) -> String {
+    da.url.trim_start_matches("http://").to_string()
+}
+
+/// Read until the server closes the connection (Ok(0) or a reset); how long it took.
+fn closed_within(s: &mut std::net::TcpStream) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return started.elapsed(),
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return started.elapsed(),
+            Err(e) => panic!("still open after {:?}: {e}", started.elapsed()),
+        }
+    }
+}
+
+/// Issue 30 item 4: a client dribbling its request head, and a kept-alive connection left
+/// idle, are closed after --header-read-timeout (wall clock); a hung fate's connection is kept.
+#[test]
+fn slow_and_idle_connections_are_closed_but_a_hung_fate_keeps_its_own() {
+    use std::io::Write;
+    let scenario = temp_file("s.toml", &payments("", "fates = [\"hang-after-apply\"]"));
+    let da = Da::start_args(&[scenario.to_str().unwrap(), "--header-read-timeout", "300ms"]);
+    let mut slow = std::net::TcpStream::connect(addr(&da)).unwrap();
+    slow.write_all(b"GET /_admin/health HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let took = closed_within(&mut slow);
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+
+    let mut idle = std::net::TcpStream::connect(addr(&da)).unwrap();
+    idle.write_all(b"GET /_admin/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let took = closed_within(&mut idle);
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+
+    let body = r#"{"to":"a","amount":1}"#;
+    let mut hung = std::net::TcpStream::connect(addr(&da)).unwrap();
+    hung.write_all(format!("POST /payments/v1/transfers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes()).unwrap();
+    da.wait_for("service=payments", 1);
+    // Several header timeouts later it is still open: nothing arrives, nothing closes.
+    hung.set_read_timeout(Some(std::time::Duration::from_millis(1500)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let r = hung.read(&mut buf);
+    assert!(
+        matches!(&r, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+        "the hung connection ended: {r:?}"
+    );
+}
+
+/// Issue 30 item 4: a client that half-closes after sending still gets its response.
+#[test]
+fn a_half_closed_client_still_gets_its_response() {
+    use std::io::Write;
+    let da = Da::start(&payments("", ""));
+    let body = r#"{"to":"a","amount":1}"#;
+    let mut s = std::net::TcpStream::connect(addr(&da)).unwrap();
+    s.write_all(format!("POST /payments/v1/transfers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes()).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let r = read_response(s).unwrap();
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(da.ledger().len(), 1);
+}
+
+/// Issue 30 item 4: beyond --max-connections, a new connection waits until one closes.
+#[test]
+fn connections_beyond_the_cap_wait_for_a_free_slot() {
+    use std::io::Write;
+    let scenario = temp_file("s.toml", &payments("", ""));
+    let da = Da::start_args(&[scenario.to_str().unwrap(), "--max-connections", "1"]);
+    let first = std::net::TcpStream::connect(addr(&da)).unwrap();
+    let mut second = std::net::TcpStream::connect(addr(&da)).unwrap();
+    second
+        .write_all(b"GET /_admin/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    second
+        .set_read_timeout(Some(std::time::Duration::from_millis(700)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    assert!(second.read(&mut buf).is_err(), "answered beyond the cap");
+    drop(first);
+    second.set_read_timeout(None).unwrap();
+    let r = read_response(second).unwrap();
+    assert_eq!(r.status, 200);
+}
