@@ -605,20 +605,6 @@ fn slow_and_idle_connections_are_closed_but_a_hung_fate_keeps_its_own() {
     );
 }
 
-/// Issue 30 item 4: a client that half-closes after sending still gets its response.
-#[test]
-fn a_half_closed_client_still_gets_its_response() {
-    use std::io::Write;
-    let da = Da::start(&payments("", ""));
-    let body = r#"{"to":"a","amount":1}"#;
-    let mut s = std::net::TcpStream::connect(addr(&da)).unwrap();
-    s.write_all(format!("POST /payments/v1/transfers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes()).unwrap();
-    s.shutdown(std::net::Shutdown::Write).unwrap();
-    let r = read_response(s).unwrap();
-    assert_eq!(r.status, 201, "{}", r.text());
-    assert_eq!(da.ledger().len(), 1);
-}
-
 /// Issue 30 item 4: beyond --max-connections, a new connection waits until one closes.
 #[test]
 fn connections_beyond_the_cap_wait_for_a_free_slot() {

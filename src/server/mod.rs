@@ -149,10 +149,8 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
                         Ok::<_, Infallible>(journaled(handle(&app, &ctl, req).await))
                     })
                 });
-                // half_close: a client that shut its side after sending still gets its answer.
                 let conn = http1::Builder::new()
                     .keep_alive(true)
-                    .half_close(true)
                     .timer(hyper_util::rt::TokioTimer::new())
                     .header_read_timeout(header_timeout)
                     .serve_connection(io, svc);
