@@ -132,6 +132,13 @@ pub struct ServeArgs {
     /// On shutdown, how long delayed responses may still be sent.
     #[arg(long, default_value = "5s", value_parser = parse_dur)]
     pub drain_timeout: Duration,
+    /// Close a connection whose client takes longer than this to send a request's head, or
+    /// that waits longer for its next request (wall clock; hung fates are not affected).
+    #[arg(long, default_value = "30s", value_parser = parse_dur)]
+    pub header_read_timeout: Duration,
+    /// Connections open at once; more wait in the listen queue until one closes.
+    #[arg(long, default_value_t = 4096)]
+    pub max_connections: usize,
     /// Require `Authorization: Bearer TOKEN` on /_admin/* (health stays open).
     #[arg(long, env = "DOUBLEAGENT_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
@@ -145,8 +152,9 @@ pub struct ServeArgs {
     #[arg(long, default_value = "30m", value_parser = parse_dur)]
     pub session_ttl: Duration,
     /// Ledger entries kept per session; the oldest are evicted (and counted) beyond it.
-    #[arg(long)]
-    pub max_entries: Option<usize>,
+    /// `0`: unbounded (memory grows with every request).
+    #[arg(long, default_value_t = crate::world::DEFAULT_MAX_ENTRIES)]
+    pub max_entries: usize,
     /// Idempotency keys kept per session; the oldest are forgotten beyond it.
     #[arg(long, default_value_t = 100_000)]
     pub max_keys: usize,
@@ -615,7 +623,7 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         seed: args.seed,
         max_sessions: args.max_sessions,
         session_ttl: args.session_ttl,
-        max_entries: args.max_entries,
+        max_entries: (args.max_entries > 0).then_some(args.max_entries),
         max_keys: args.max_keys,
     };
     let host = match &args.journal {
@@ -650,6 +658,8 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
     };
     let app = Arc::new(App {
         drain: args.drain_timeout,
+        header_read_timeout: args.header_read_timeout,
+        max_connections: args.max_connections,
         admin_token: args.admin_token.clone(),
         ..App::new(host, format!("http://{addr}"))
     });

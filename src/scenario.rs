@@ -34,7 +34,7 @@ pub(crate) use compile::check_header;
 use compile::compile;
 pub(crate) use problems::sub_table;
 pub use problems::{did_you_mean, Problem, ScenarioError};
-use problems::{every_shape_problem, line_col, locate, locate_serde_error, path_string};
+use problems::{every_shape_problem, line_col, locate_all, locate_serde_error, path_string};
 
 /// The built-in quickstart, served when `serve` is given no file.
 pub const QUICKSTART: &str = include_str!("../scenarios/quickstart.toml");
@@ -502,14 +502,7 @@ impl Scenario {
                 locate_serde_error(src, &path, &inner),
             ))
         })?;
-        compile(raw, default_name, file, src).map_err(|issues| {
-            fail(
-                issues
-                    .into_iter()
-                    .map(|(path, message)| locate(src, path, message))
-                    .collect(),
-            )
-        })
+        compile(raw, default_name, file, src).map_err(|issues| fail(locate_all(src, issues)))
     }
 
     pub fn service(&self, name: &str) -> Option<&Service> {

@@ -171,6 +171,10 @@ impl World {
     }
 }
 
+/// Ledger entries kept per world unless told otherwise: a sidecar left running under load keeps
+/// flat memory (an unbounded ledger also holds every A2A task it describes).
+pub const DEFAULT_MAX_ENTRIES: usize = 100_000;
+
 /// How a server's worlds are bounded.
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -192,7 +196,7 @@ impl Default for Limits {
             seed: None,
             max_sessions: 1000,
             session_ttl: Duration::from_secs(30 * 60),
-            max_entries: None,
+            max_entries: Some(DEFAULT_MAX_ENTRIES),
             max_keys: 100_000,
         }
     }

@@ -1016,11 +1016,12 @@ fn webhook() -> (String, mpsc::Receiver<(String, Value)>) {
 
 #[test]
 fn acct_push_notifications_arrive_late_and_twice_on_the_scenario_clock() {
+    let (hook, got) = webhook();
+    let port = hook.rsplit(':').next().unwrap().trim_end_matches("/hook");
     let da = Da::start(&ISSUE.replace(
         "revision_key = \"revision\"",
-        "revision_key = \"revision\"\npush = { delay = \"1s\", duplicates = 1 }",
+        &format!("revision_key = \"revision\"\npush = {{ delay = \"1s\", duplicates = 1 }}\npush_ports = [{port}]"),
     ));
-    let (hook, got) = webhook();
     let t = result(rpc(
         &da,
         "researcher",
@@ -1073,7 +1074,7 @@ fn acct_push_notifications_arrive_late_and_twice_on_the_scenario_clock() {
 fn acct_push_config_methods_and_the_loopback_only_rule() {
     let da = Da::start(&ISSUE.replace(
         "revision_key = \"revision\"",
-        "revision_key = \"revision\"\npush_hosts = [\"hooks.test\"]",
+        "revision_key = \"revision\"\npush_hosts = [\"hooks.test\"]\npush_ports = [9]",
     ));
     let t = start_task(&da, "researcher", msg("c-1", "go", Value::Null));
     let id = t["id"].clone();

@@ -19,6 +19,17 @@ fn late_result() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/late-result.toml")
 }
 
+/// A scenario text whose `researcher` may push to the loopback receiver at `hook` (issue 30
+/// item 3: loopback push targets only on ports the scenario lists).
+fn allowing_push_to(toml: &str, hook: &str) -> String {
+    let port = hook.rsplit(':').next().unwrap().trim_end_matches("/hook");
+    toml.replacen(
+        "[agents.researcher]\n",
+        &format!("[agents.researcher]\npush_ports = [{port}]\n"),
+        1,
+    )
+}
+
 fn fresh_journal() -> PathBuf {
     temp_file("placeholder", "").with_file_name("journal.jsonl")
 }
@@ -247,9 +258,9 @@ fn rec4_after_sigkill_dedupe_still_answers_with_the_first_reply_and_an_input_req
         .unwrap()
         .replace("dedupe_message_id = false", "dedupe_message_id = true ")
         + BEHAVIORS;
-    let scenario = temp_file("dedupe.toml", &toml);
-    let journal = scenario.with_file_name("journal.jsonl");
     let (hook, got) = webhook();
+    let scenario = temp_file("dedupe.toml", &allowing_push_to(&toml, &hook));
+    let journal = scenario.with_file_name("journal.jsonl");
     let da = serve(&scenario, &journal);
     let question = msg(
         "q-1",
@@ -330,9 +341,12 @@ fn rec4_after_sigkill_dedupe_still_answers_with_the_first_reply_and_an_input_req
 
 #[test]
 fn the_webhook_of_a_task_in_flight_at_sigkill_is_told_that_it_failed() {
-    let scenario = late_result();
-    let journal = fresh_journal();
     let (hook, got) = webhook();
+    let scenario = temp_file(
+        "late.toml",
+        &allowing_push_to(&std::fs::read_to_string(late_result()).unwrap(), &hook),
+    );
+    let journal = scenario.with_file_name("journal.jsonl");
     let da = serve(&scenario, &journal);
     let push = json!({"taskPushNotificationConfig": {"url": hook, "token": "tok-1"}});
     let id = send(&da, msg("w-1", "go", json!({"revision": 1})), push)["task"]["id"]

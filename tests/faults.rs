@@ -429,3 +429,200 @@ fn keys_that_are_not_utf8_are_compared_as_bytes_acc_1() {
         .collect();
     assert_eq!(shown[0], "k\u{fffd}\u{7f}6bff");
 }
+
+/// Issue 30 item 5: bounded by default — 100,000 entries per session unless told otherwise,
+/// `--max-entries 0` for unbounded.
+#[test]
+fn the_ledger_is_bounded_by_default_and_zero_means_unbounded() {
+    let da = Da::start(&payments("", ""));
+    assert_eq!(da.get("/_admin/health").json()["max_entries"], 100_000);
+    let scenario = temp_file("s.toml", &payments("", ""));
+    let da = Da::start_args(&[scenario.to_str().unwrap(), "--max-entries", "0"]);
+    assert_eq!(
+        da.get("/_admin/health").json()["max_entries"],
+        serde_json::Value::Null
+    );
+}
+
+/// Issue 30 item 5: a `ledger/wait` cannot park a connection for longer than 5 minutes.
+#[test]
+fn a_ledger_wait_longer_than_the_cap_is_a_400() {
+    let da = Da::start(&payments("", ""));
+    let r = da.get("/_admin/ledger/wait?count=1&timeout=301s");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("at most 5m"), "{}", r.text());
+    // At the cap it is accepted (and answers at once: the count is already met).
+    let r = da.get("/_admin/ledger/wait?count=0&timeout=5m");
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+fn routes(n: usize) -> String {
+    let mut toml = String::from("name = \"big\"\n[services.s]\n");
+    for i in 0..n {
+        toml.push_str(&format!(
+            "[[services.s.routes]]\nname = \"r{i}\"\nmethod = \"GET\"\npath = \"/p{i}/{{id}}\"\nkind = \"lookup\"\n"
+        ));
+    }
+    toml
+}
+
+/// Issue 30 item 5: validating a scenario is linear in its size, for a valid one and for one
+/// with a problem in every route (each problem used to re-parse the document), and
+/// `POST /_admin/scenario` validates off the request threads. (100k routes took over 60 s.)
+#[test]
+fn a_100k_route_scenario_is_validated_in_linear_time_off_the_request_threads() {
+    let da = Da::start(&payments("", ""));
+    let big = routes(100_000);
+    let started = std::time::Instant::now();
+    let r = da.call("POST", "/_admin/scenario", &[], &big);
+    let took = started.elapsed();
+    assert_eq!(r.status, 200, "{}", &r.text()[..200.min(r.text().len())]);
+    eprintln!("100k routes replaced in {took:?}");
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+    assert_eq!(da.get("/_admin/health").json()["scenario"], "big");
+
+    let bad = routes(20_000).replace("/{id}\"", "\"");
+    let file = temp_file("bad.toml", &bad);
+    let started = std::time::Instant::now();
+    let out = Command::new(bin())
+        .arg("check")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(2));
+    let problems = String::from_utf8_lossy(&out.stderr).lines().count();
+    assert_eq!(problems, 20_000);
+    eprintln!("20k problems located in {took:?}");
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+}
+
+/// Issue 30 item 3: a push target on loopback must be on a port the scenario lists, and never
+/// doubleagent's own listener (a push to its /_admin/reset wiped the ledger); each refusal is a
+/// JSON-RPC error and a ledger entry.
+#[test]
+fn push_targets_on_loopback_need_a_listed_port_and_never_reach_doubleagent_itself() {
+    let toml = std::fs::read_to_string(format!(
+        "{}/scenarios/late-result.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+    .replacen(
+        "[agents.researcher]\n",
+        "[agents.researcher]\npush_ports = [9]\n",
+        1,
+    );
+    let da = Da::start(&toml);
+    let own = da.url.rsplit(':').next().unwrap().to_string();
+    let create = |url: &str| {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1,
+            "method": "CreateTaskPushNotificationConfig",
+            "params": {"taskId": "task-404", "url": url,
+                "authentication": {"scheme": "Bearer", "credentials": "admin-token"}}});
+        da.post_json("/agents/researcher", &[("A2A-Version", "1.0")], &body)
+            .unwrap()
+            .json()
+    };
+    for url in [
+        format!("http://127.0.0.1:{own}/_admin/reset"),
+        format!("http://localhost:{own}/_admin/reset"),
+        format!("http://[::1]:{own}/_admin/reset"),
+        "http://127.0.0.1:8500/v1/kv".into(),
+        "http://127.0.0.1/hook".into(),
+        "http://0.0.0.0:9200/".into(),
+    ] {
+        let r = create(&url);
+        assert_eq!(r["error"]["code"], -32602, "{url}: {r}");
+    }
+    // A listed port passes the check (and then meets the unknown task).
+    let r = create("http://127.0.0.1:9/hook");
+    assert_ne!(r["error"]["code"], -32602, "{r}");
+    let refused = da
+        .get("/_admin/ledger?service=researcher&event=rpc-error")
+        .json()["entries"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(
+        refused, 7,
+        "every refusal (and the unknown task) is an entry"
+    );
+    // Nothing reached the admin API: the ledger is still there.
+    assert!(!da.ledger().is_empty());
+}
+
+fn addr(da: &Da) -> String {
+    da.url.trim_start_matches("http://").to_string()
+}
+
+/// Read until the server closes the connection (Ok(0) or a reset); how long it took.
+fn closed_within(s: &mut std::net::TcpStream) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return started.elapsed(),
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return started.elapsed(),
+            Err(e) => panic!("still open after {:?}: {e}", started.elapsed()),
+        }
+    }
+}
+
+/// Issue 30 item 4: a client dribbling its request head, and a kept-alive connection left
+/// idle, are closed after --header-read-timeout (wall clock); a hung fate's connection is kept.
+#[test]
+fn slow_and_idle_connections_are_closed_but_a_hung_fate_keeps_its_own() {
+    use std::io::Write;
+    let scenario = temp_file("s.toml", &payments("", "fates = [\"hang-after-apply\"]"));
+    let da = Da::start_args(&[scenario.to_str().unwrap(), "--header-read-timeout", "300ms"]);
+    let mut slow = std::net::TcpStream::connect(addr(&da)).unwrap();
+    slow.write_all(b"GET /_admin/health HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let took = closed_within(&mut slow);
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+
+    let mut idle = std::net::TcpStream::connect(addr(&da)).unwrap();
+    idle.write_all(b"GET /_admin/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let took = closed_within(&mut idle);
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+
+    let body = r#"{"to":"a","amount":1}"#;
+    let mut hung = std::net::TcpStream::connect(addr(&da)).unwrap();
+    hung.write_all(format!("POST /payments/v1/transfers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes()).unwrap();
+    da.wait_for("service=payments", 1);
+    // Several header timeouts later it is still open: nothing arrives, nothing closes.
+    hung.set_read_timeout(Some(std::time::Duration::from_millis(1500)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let r = hung.read(&mut buf);
+    assert!(
+        matches!(&r, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+        "the hung connection ended: {r:?}"
+    );
+}
+
+/// Issue 30 item 4: beyond --max-connections, a new connection waits until one closes.
+#[test]
+fn connections_beyond_the_cap_wait_for_a_free_slot() {
+    use std::io::Write;
+    let scenario = temp_file("s.toml", &payments("", ""));
+    let da = Da::start_args(&[scenario.to_str().unwrap(), "--max-connections", "1"]);
+    let first = std::net::TcpStream::connect(addr(&da)).unwrap();
+    let mut second = std::net::TcpStream::connect(addr(&da)).unwrap();
+    second
+        .write_all(b"GET /_admin/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    second
+        .set_read_timeout(Some(std::time::Duration::from_millis(700)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    assert!(second.read(&mut buf).is_err(), "answered beyond the cap");
+    drop(first);
+    second.set_read_timeout(None).unwrap();
+    let r = read_response(second).unwrap();
+    assert_eq!(r.status, 200);
+}

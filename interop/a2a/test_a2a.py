@@ -212,6 +212,10 @@ def final_state(events):
     return seen_states(events)[-1]
 
 
+# The scenario's `push_ports` (a2a-interop.toml).
+PUSH_PORTS = range(47801, 47809)
+
+
 class Webhook:
     """A push-notification receiver on loopback, recording (headers, JSON body) per POST."""
 
@@ -234,7 +238,15 @@ class Webhook:
             def log_message(self, *a):
                 pass
 
-        self.server = ThreadingHTTPServer(('127.0.0.1', 0), H)
+        # A loopback push target must be on a port the scenario lists (its `push_ports`).
+        for port in PUSH_PORTS:
+            try:
+                self.server = ThreadingHTTPServer(('127.0.0.1', port), H)
+                break
+            except OSError:
+                continue
+        else:
+            raise RuntimeError(f'none of the push ports {PUSH_PORTS} is free')
         self.url = f'http://127.0.0.1:{self.server.server_address[1]}/hook'
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 

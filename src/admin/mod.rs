@@ -155,7 +155,7 @@ async fn route(
         }
         ("GET", "/clock") => Ok(Response::json(200, &clock_view(&world))),
         ("POST", "/clock/advance") => advance(&world, req.body).await,
-        ("POST", "/scenario") => replace_scenario(host, session, base_url, req.body),
+        ("POST", "/scenario") => replace_scenario(host, session, base_url, req.body).await,
         ("POST", "/revision") => declare_revision(&world, req.body),
         ("POST", "/claims") => declare_claims(&world, req.body),
         ("GET", "/verify") => {
@@ -195,6 +195,7 @@ fn health(host: &Host, world: &World) -> Response {
             "now": world.clock.rfc3339(world.clock.now()),
             "entries": entries,
             "evicted": evicted,
+            "max_entries": host.limits().max_entries,
             "seed": world.seed,
             "session": world.session.as_deref().unwrap_or("default"),
             "sessions": host.session_names().len(),
@@ -243,7 +244,7 @@ async fn advance(world: &World, body: &[u8]) -> Result<Response, AdminError> {
     Ok(Response::json(200, &clock_view(world)))
 }
 
-fn replace_scenario(
+async fn replace_scenario(
     host: &Host,
     session: Option<&str>,
     base_url: &str,
@@ -257,8 +258,15 @@ fn replace_scenario(
             "the request body is empty: send the scenario's TOML text; nothing changed".into(),
         ));
     }
-    let scenario = Scenario::from_toml(text, "<request body>")
-        .map_err(|e| AdminError::BadRequest(e.to_string()))?;
+    // Validation is CPU work that grows with the scenario: off the threads serving requests.
+    let text = text.to_string();
+    let scenario =
+        tokio::task::spawn_blocking(move || Scenario::from_toml(&text, "<request body>"))
+            .await
+            .map_err(|e| {
+                AdminError::BadRequest(format!("the scenario could not be validated: {e}"))
+            })?
+            .map_err(|e| AdminError::BadRequest(e.to_string()))?;
     let w = host.replace(session, scenario.into())?;
     Ok(Response::json_of(200, &Ready::of(&w, base_url)))
 }
@@ -366,6 +374,9 @@ fn clock_view(world: &World) -> Value {
     })
 }
 
+/// The longest `ledger/wait` may park a connection.
+const MAX_WAIT: Duration = Duration::from_secs(300);
+
 async fn wait(world: &World, params: &[(String, String)]) -> Result<Response, AdminError> {
     let filter = filter_from(params, &["count", "timeout"])?;
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
@@ -381,6 +392,13 @@ async fn wait(world: &World, params: &[(String, String)]) -> Result<Response, Ad
         }
         None => Duration::from_secs(10),
     };
+    // Refused only when it would park: an already satisfied wait answers at once.
+    if timeout > MAX_WAIT && world.count(&filter) < count {
+        return Err(AdminError::BadRequest(format!(
+            "timeout: at most {} (a longer wait holds a connection for nothing; wait again instead)",
+            format_duration(MAX_WAIT)
+        )));
+    }
     let mut appended = world.lock().ledger.subscribe();
     let deadline = tokio::time::Instant::now() + timeout;
     loop {

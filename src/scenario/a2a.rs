@@ -38,6 +38,8 @@ pub struct A2aAgent {
     pub push: PushPolicy,
     /// Hosts push notifications may go to besides loopback.
     pub push_hosts: Vec<String>,
+    /// Loopback ports push targets may use (a test's own receiver); none by default.
+    pub push_ports: Vec<u16>,
     /// Refuse calls without an `A2A-Version: 1.x` header (-32009), as a strict 1.0 server does.
     pub strict_version: bool,
     /// Used when no behaviour matches. (Behind a pointer to keep `AgentSpec`'s variants of
@@ -347,6 +349,7 @@ struct RawAgent {
     revision_key: Option<String>,
     push: Option<RawPush>,
     push_hosts: Option<Vec<String>>,
+    push_ports: Option<Vec<u16>>,
     strict_version: Option<bool>,
     #[serde(default)]
     behaviors: Vec<RawBehavior>,
@@ -555,6 +558,7 @@ pub(crate) fn compile(
         revision_key: revision_key.into(),
         push: push.unwrap_or_default(),
         push_hosts: raw.push_hosts.unwrap_or_default(),
+        push_ports: raw.push_ports.unwrap_or_default(),
         strict_version: raw.strict_version.unwrap_or(false),
         stream_capacity: stream_capacity(
             behaviors

@@ -1,7 +1,7 @@
 //! Compiling a parsed scenario: every name, header and pointer checked (all problems at once),
 //! routes' policies resolved and their per-request facts worked out once, at load.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::*;
 
@@ -62,10 +62,15 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
         check_header(h, &format!("{spath}.idempotency.header"), issues);
     }
     let mut routes: Vec<Route> = Vec::new();
+    // Indexes, so that checking a route against those before it costs the same for the 100,000th
+    // route as for the first: by name, and by method and path (the few routes sharing those are
+    // then compared by matcher).
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut by_shape: HashMap<(String, String), Vec<usize>> = HashMap::new();
     for (i, r) in rs.routes.into_iter().enumerate() {
         let rpath = format!("{spath}.routes[{i}]");
         if let Some(route) = compile_route(r, &rpath, &svc_idem, rs.error.as_ref(), issues) {
-            if routes.iter().any(|o| o.name == route.name) {
+            if by_name.contains_key(&route.name) {
                 issues.push((
                     format!("{rpath}.name"),
                     format!(
@@ -74,20 +79,25 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
                     ),
                 ));
             }
-            if let Some(o) = routes.iter().find(|o| {
-                o.method == route.method
-                    && o.path.raw == route.path.raw
-                    && o.matcher == route.matcher
-            }) {
+            let same = by_shape
+                .entry((route.method.clone(), route.path.raw.clone()))
+                .or_default();
+            if let Some(o) = same
+                .iter()
+                .map(|&j| &routes[j])
+                .find(|o| o.matcher == route.matcher)
+            {
                 issues.push((format!("{rpath}.path"), format!("duplicate route: {} {} is already served by route \"{}\" (add a `match` to tell them apart)", route.method, route.path.raw, o.name)));
             }
+            same.push(routes.len());
+            by_name.entry(route.name.clone()).or_insert(routes.len());
             routes.push(route);
         }
     }
     // `of` must name action routes of the same service.
     for (i, r) in routes.iter().enumerate() {
         for target in r.of.iter().flatten() {
-            match routes.iter().find(|o| &o.name == target) {
+            match by_name.get(target).map(|&j| &routes[j]) {
                 Some(o) if o.kind == RouteKind::Action => {}
                 Some(_) => issues.push((
                     format!("{spath}.routes[{i}].of"),

@@ -203,22 +203,43 @@ fn edit_distance(a: &str, b: &str) -> usize {
     d[a.len()][b.len()]
 }
 
-pub(super) fn locate(src: &str, path: String, message: String) -> Problem {
-    let (line, col) = find_path(src, &path)
-        .map(|o| line_col(src, o))
-        .unwrap_or((1, 1));
-    Problem {
-        line,
-        col,
-        path,
-        message,
-    }
+/// Locate every issue, parsing the document and indexing its lines once (not once per issue:
+/// a scenario with thousands of problems is reported in time linear in its size).
+pub(super) fn locate_all(src: &str, issues: Issues) -> Vec<Problem> {
+    let doc = toml::de::DeTable::parse(src).ok();
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(src.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    issues
+        .into_iter()
+        .map(|(path, message)| {
+            let (line, col) = doc
+                .as_ref()
+                .and_then(|d| find_in(d, &path))
+                .map(|o| {
+                    let o = o.min(src.len());
+                    let line = starts.partition_point(|&s| s <= o);
+                    let from = starts[line - 1];
+                    (line, src.get(from..o).map_or(0, |t| t.chars().count()) + 1)
+                })
+                .unwrap_or((1, 1));
+            Problem {
+                line,
+                col,
+                path,
+                message,
+            }
+        })
+        .collect()
 }
 
 /// Byte offset of the value (or key) at a `a.b[2].c` path in the document, if it exists.
 fn find_path(src: &str, path: &str) -> Option<usize> {
-    use toml::de::{DeTable, DeValue};
-    let doc = DeTable::parse(src).ok()?;
+    find_in(&toml::de::DeTable::parse(src).ok()?, path)
+}
+
+fn find_in(doc: &toml::Spanned<toml::de::DeTable<'_>>, path: &str) -> Option<usize> {
+    use toml::de::DeValue;
     let mut segs = Vec::new();
     for part in path.split('.') {
         let (key, mut rest) = part

@@ -49,6 +49,12 @@ pub struct App {
     pub drain: Duration,
     /// Bearer token required on `/_admin/*` (health excepted), if set.
     pub admin_token: Option<String>,
+    /// How long a client may take to send a request's head, and how long a kept-alive
+    /// connection may wait for its next request (wall clock: an operational bound). A request
+    /// being handled (a hung fate, a delayed response) is not subject to it.
+    pub header_read_timeout: Duration,
+    /// Connections open at once; beyond it new ones wait in the listen queue.
+    pub max_connections: usize,
 }
 
 impl App {
@@ -58,6 +64,8 @@ impl App {
             base_url,
             drain: Duration::from_secs(5),
             admin_token: None,
+            header_read_timeout: Duration::from_secs(30),
+            max_connections: 4096,
         }
     }
 
@@ -110,7 +118,15 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
             }
         })
     };
+    let slots = Arc::new(tokio::sync::Semaphore::new(app.max_connections.max(1)));
     loop {
+        // A slot first: at the cap, new connections wait in the kernel's queue instead of
+        // each taking a descriptor.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot,
+            _ = &mut shutdown => break,
+        };
+        let Ok(slot) = slot else { break };
         tokio::select! {
             accepted = listener.accept() => {
                 let stream = match accepted {
@@ -125,6 +141,7 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
                 let _ = stream.set_nodelay(true);
                 let ctl = Arc::new(AtomicU8::new(NORMAL));
                 let io = TokioIo::new(Conn { stream, ctl: ctl.clone() });
+                let header_timeout = app.header_read_timeout;
                 let app = app.clone();
                 let svc = service_fn(move |req| {
                     let (app, ctl) = (app.clone(), ctl.clone());
@@ -132,12 +149,17 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
                         Ok::<_, Infallible>(journaled(handle(&app, &ctl, req).await))
                     })
                 });
-                let conn = http1::Builder::new().keep_alive(true).serve_connection(io, svc);
+                let conn = http1::Builder::new()
+                    .keep_alive(true)
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(header_timeout)
+                    .serve_connection(io, svc);
                 let fut = graceful.watch(conn);
                 tokio::spawn(async move {
                     if let Err(e) = fut.await {
                         tracing::trace!(error = %e, "connection ended");
                     }
+                    drop(slot);
                 });
             }
             _ = &mut shutdown => break,

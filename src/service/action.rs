@@ -108,13 +108,12 @@ pub(super) fn action(
     // Providers that echo the key do so on every answer to a keyed request, replays included;
     // stored responses are kept without it, so a replay carries it once.
     if let (true, Some(k)) = (policy.echo_key, &record.idempotency_key) {
+        // The readable part of a non-UTF-8 key's text (see `route::key_text`): its DEL and hex
+        // cannot go into a header.
+        let shown = k.split('\u{7f}').next().unwrap_or_default();
         response
             .headers
-            // A key that was not UTF-8 is echoed as its readable part (see `key_text`).
-            .push((
-                policy.header.clone().into(),
-                k.split('\u{7f}').next().unwrap_or("").to_string().into(),
-            ));
+            .push((policy.header.clone().into(), shown.to_string().into()));
     }
     (response, plan)
 }

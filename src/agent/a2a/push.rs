@@ -1,8 +1,8 @@
 //! Push notifications: the webhook configs of a task and the real HTTP deliveries to them.
 //!
-//! A config is checked when it arrives ([`check`]): plain `http://` only, and a loopback host
-//! unless the scenario lists the host in `push_hosts`, so a scenario cannot make doubleagent
-//! post to arbitrary machines. Every event of a task (the initial Task snapshot, status and
+//! A config is checked when it arrives ([`check`]): plain `http://` only, a loopback host only
+//! on a port the scenario lists in `push_ports` (never doubleagent's own), any other host only
+//! if listed in `push_hosts`, so a caller cannot make doubleagent post to arbitrary services. Every event of a task (the initial Task snapshot, status and
 //! artifact updates) is queued for each of its targets ([`enqueue`]), `push.delay` later on the
 //! scenario clock and `1 + push.duplicates` times (at-least-once delivery repeats itself). Each
 //! copy is a ledger entry `push` when it is attempted and `push-delivery` with the HTTP status
@@ -47,9 +47,9 @@ struct Delivery {
     body: Vec<u8>,
 }
 
-/// The host a webhook URL names, for the loopback check (an IPv6 literal without its
-/// brackets): plain `http://`, with a host and no credentials.
-fn webhook_host(url: &str) -> Result<String, String> {
+/// The host a webhook URL names (an IPv6 literal without its brackets) and its port: plain
+/// `http://`, with a host and no credentials.
+fn webhook_host(url: &str) -> Result<(String, u16), String> {
     if !url.starts_with("http://") {
         return Err(format!(
             "push url \"{url}\": doubleagent delivers push notifications over plain http:// only"
@@ -66,41 +66,67 @@ fn webhook_host(url: &str) -> Result<String, String> {
     }
     // What follows the host can only be its port (no credentials, checked above).
     let port = authority.get(host.len()..).unwrap_or_default();
-    if !port.is_empty()
-        && port
-            .strip_prefix(':')
-            .and_then(|p| p.parse::<u16>().ok())
-            .is_none()
-    {
-        return Err(format!("push url \"{url}\": bad port \"{port}\""));
-    }
-    Ok(host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string())
+    let number = match port.strip_prefix(':') {
+        None if port.is_empty() => 80,
+        Some(p) => p
+            .parse::<u16>()
+            .map_err(|_| format!("push url \"{url}\": bad port \"{port}\""))?,
+        None => return Err(format!("push url \"{url}\": bad port \"{port}\"")),
+    };
+    Ok((
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+        number,
+    ))
 }
 
 fn is_loopback(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")
-        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        || host
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
 }
 
-/// Accept a config only if doubleagent may deliver to it: -32602 otherwise.
+/// Accept a config only if doubleagent may deliver to it: -32602 otherwise (recorded as an
+/// `rpc-error` entry, as every refused call is). A loopback target must be on a port the
+/// scenario lists in `push_ports` and never doubleagent's own (`own_port`): loopback reaches the
+/// local services of a pod, doubleagent's admin API among them. Any other host must be listed
+/// in `push_hosts`. So the caller's credentials only ever go where the scenario allows.
 pub(crate) fn check(
     spec: &A2aAgent,
     cfg: TaskPushNotificationConfig,
+    own_port: Option<u16>,
 ) -> Result<TaskPushNotificationConfig, RpcError> {
-    let host = webhook_host(&cfg.url).map_err(RpcError::invalid_params)?;
-    let listed = spec
+    let (host, port) = webhook_host(&cfg.url).map_err(RpcError::invalid_params)?;
+    if is_loopback(&host) {
+        if own_port == Some(port) {
+            return Err(RpcError::invalid_params(format!(
+                "push url \"{}\" is doubleagent's own listener: refused",
+                cfg.url
+            )));
+        }
+        if !spec.push_ports.contains(&port) {
+            return Err(RpcError::invalid_params(format!(
+                "push url \"{}\": loopback port {port} is not listed in the agent's `push_ports`",
+                cfg.url
+            )));
+        }
+    } else if !spec
         .push_hosts
         .iter()
-        .any(|h| h.eq_ignore_ascii_case(&host));
-    if !is_loopback(&host) && !listed {
+        .any(|h| h.eq_ignore_ascii_case(&host))
+    {
         return Err(RpcError::invalid_params(format!(
             "push url host \"{host}\" is not loopback; the scenario must list it in the agent's `push_hosts`"
         )));
     }
     Ok(cfg)
+}
+
+/// The port of the server's own base URL (`http://127.0.0.1:PORT`).
+pub(crate) fn own_port(base_url: &str) -> Option<u16> {
+    base_url.parse::<hyper::Uri>().ok()?.port_u16()
 }
 
 /// Register a checked config on a task (replacing one with the same id) and start its poster.
@@ -299,10 +325,12 @@ mod tests {
 
     #[test]
     fn webhook_urls_parse_and_only_loopback_is_allowed_by_default() {
-        let host = |url| webhook_host(url);
+        let host = |url| webhook_host(url).map(|(h, _)| h);
         assert_eq!(host("http://127.0.0.1:8080/hook?x=1").unwrap(), "127.0.0.1");
         assert_eq!(host("http://[::1]:9/").unwrap(), "::1");
         assert_eq!(host("http://localhost").unwrap(), "localhost");
+        assert_eq!(webhook_host("http://[::1]:9/").unwrap().1, 9);
+        assert_eq!(webhook_host("http://localhost/").unwrap().1, 80);
         for bad in [
             "https://127.0.0.1/",
             "http://u:p@127.0.0.1/",

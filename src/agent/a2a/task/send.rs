@@ -98,7 +98,7 @@ fn send_locked(
         ));
     }
     let push_config = match req.push_config() {
-        Some(c) => Some(push::check(spec, c.clone())?),
+        Some(c) => Some(push::check(spec, c.clone(), push::own_port(ctx.base_url))?),
         None => None,
     };
     // The message's own metadata first, then the request's (SendMessageRequest.metadata): SDKs
