@@ -31,6 +31,8 @@ pub struct AdminRequest<'a> {
     pub path: &'a str,
     pub query: Option<&'a str>,
     pub body: &'a [u8],
+    /// The session named by a `/_s/NAME` URL prefix, if any (as `?session=NAME`).
+    pub session: Option<&'a str>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -103,7 +105,14 @@ async fn route(
         .iter()
         .position(|(k, _)| k == "session")
         .map(|i| params.remove(i).1);
-    let session = session.as_deref();
+    let session = match (req.session, session.as_deref()) {
+        (Some(p), Some(q)) if !crate::world::same_session(Some(p), Some(q)) => {
+            return Err(AdminError::BadRequest(format!(
+                "the URL's /_s/{p}/ prefix and ?session={q} name different sessions: give one, or the same in both"
+            )))
+        }
+        (p, q) => p.or(q),
+    };
     if (req.method, req.path) == ("GET", "/metrics") {
         return Ok(Response {
             status: 200,
@@ -292,7 +301,10 @@ pub struct Ready {
 }
 
 impl Ready {
+    /// The ready JSON of `world` on a server at `base_url`; a named session's URLs carry its
+    /// `/_s/NAME` prefix.
     pub fn of(world: &World, base_url: &str) -> Ready {
+        let base_url = &world.url(base_url);
         let services = world
             .scenario
             .services
@@ -317,7 +329,7 @@ impl Ready {
             .collect();
         Ready {
             event: "ready",
-            url: base_url.to_string(),
+            url: base_url.clone(),
             scenario: world.scenario.name.clone(),
             services,
             agents,
