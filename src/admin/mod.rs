@@ -149,11 +149,15 @@ async fn route(
         ("POST", "/scenario") => replace_scenario(host, session, base_url, req.body),
         ("POST", "/revision") => declare_revision(&world, req.body),
         ("POST", "/claims") => declare_claims(&world, req.body),
-        ("GET", "/verify") => {
-            let entries = world.entries(&Filter::default());
-            let report = verify::verify(&entries, None);
-            host.record_findings(report.findings.iter().map(|f| f.rule.as_str()));
-            Ok(Response::json_of(200, &report))
+        ("GET", "/verify") => Ok(Response::json_of(200, &verdict(host, &world).1)),
+        // The verdict as `doubleagent verify` prints it, for harnesses' failure messages.
+        ("GET", "/verify.txt") => {
+            let (entries, report) = verdict(host, &world);
+            Ok(Response {
+                status: 200,
+                headers: vec![("content-type".into(), "text/plain; charset=utf-8".into())],
+                body: report.human(&entries).into_bytes(),
+            })
         }
         ("GET", "/report") => Ok(report(&world)),
         ("GET", "/openapi.json") => Ok(Response {
@@ -166,6 +170,14 @@ async fn route(
             path: p.into(),
         }),
     }
+}
+
+/// The session's ledger and its verdict (counted in the metrics).
+fn verdict(host: &Host, world: &World) -> (Vec<crate::ledger::Entry>, verify::Report) {
+    let entries = world.entries(&Filter::default());
+    let report = verify::verify(&entries, None);
+    host.record_findings(report.findings.iter().map(|f| f.rule.as_str()));
+    (entries, report)
 }
 
 /// `{"entries": [...]}` with each entry's fields in their documented order.
