@@ -386,6 +386,7 @@ class Server(_World):
         startup_timeout: float = 30.0,
     ):
         self._tmp = None
+        program = find_binary(binary)
         path = _scenario_path(scenario)
         if path is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="doubleagent-")
@@ -393,7 +394,7 @@ class Server(_World):
             path.write_text(os.fspath(scenario))
         self.scenario_path = path
         self._stderr = tempfile.TemporaryFile()
-        cmd = [find_binary(binary), "serve", str(path), "--listen", "127.0.0.1:0", *args]
+        cmd = [program, "serve", str(path), "--listen", "127.0.0.1:0", *args]
         if admin_token:
             cmd += ["--admin-token", admin_token]
         self.process = subprocess.Popen(
