@@ -57,6 +57,16 @@ pub struct World {
 type Extensions = elsa::sync::FrozenMap<TypeId, Box<dyn Any + Send + Sync>>;
 
 impl World {
+    /// The root URL of this world on a server at `base_url`: a named session's carries its
+    /// `/_s/NAME` prefix, so every URL handed out inside the session leads back into it even
+    /// from a client that sends no session header.
+    pub fn url(&self, base_url: &str) -> String {
+        match &self.session {
+            Some(name) => format!("{base_url}/_s/{name}"),
+            None => base_url.to_string(),
+        }
+    }
+
     pub fn new(scenario: Arc<Scenario>, seed: Option<u64>) -> World {
         World::build(
             scenario,
@@ -541,6 +551,11 @@ impl Host {
             w.close();
         }
     }
+}
+
+/// Whether two session selectors (a header's, a URL prefix's, a query's) name the same session.
+pub fn same_session(a: Option<&str>, b: Option<&str>) -> bool {
+    a.filter(|n| *n != "default") == b.filter(|n| *n != "default")
 }
 
 /// `None` and `"default"` mean the default session; anything else must be a valid name.

@@ -529,3 +529,41 @@ fn a_bad_replay_header_name_is_a_scenario_error() {
         r.text()
     );
 }
+
+#[test]
+fn the_verdict_as_text_reads_as_the_cli_prints_it_acc_1_rec_4() {
+    let da = Da::start(LOST_RESPONSE);
+    let _ = da.post_json(
+        "/payments/v1/transfers",
+        &[("Idempotency-Key", "k-1")],
+        &transfer(),
+    );
+    da.post_json(
+        "/payments/v1/transfers",
+        &[("Idempotency-Key", "k-2")],
+        &transfer(),
+    )
+    .unwrap();
+    let r = da.get("/_admin/verify.txt");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+    let text = r.text();
+    assert!(
+        text.starts_with("doubleagent verify: ")
+            && text.contains(" finding(s) over 2 ledger entries"),
+        "{text}"
+    );
+    for needle in [
+        "\nACC-1  ",
+        "\nREC-4  ",
+        "POST /payments/v1/transfers key=k-2",
+        "expected: ",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+    let clean = da.get("/_admin/verify.txt?session=other").text();
+    assert!(
+        clean.starts_with("doubleagent verify: no findings over 0 ledger entries\n"),
+        "{clean}"
+    );
+}

@@ -33,6 +33,8 @@ pub struct AdminRequest<'a> {
     pub body: &'a [u8],
     /// The request carried the admin token (or none is required): it may create a session.
     pub authenticated: bool,
+    /// The session named by a `/_s/NAME` URL prefix, if any (as `?session=NAME`).
+    pub session: Option<&'a str>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -105,7 +107,14 @@ async fn route(
         .iter()
         .position(|(k, _)| k == "session")
         .map(|i| params.remove(i).1);
-    let session = session.as_deref();
+    let session = match (req.session, session.as_deref()) {
+        (Some(p), Some(q)) if !crate::world::same_session(Some(p), Some(q)) => {
+            return Err(AdminError::BadRequest(format!(
+                "the URL's /_s/{p}/ prefix and ?session={q} name different sessions: give one, or the same in both"
+            )))
+        }
+        (p, q) => p.or(q),
+    };
     if (req.method, req.path) == ("GET", "/metrics") {
         return Ok(Response {
             status: 200,
@@ -158,11 +167,15 @@ async fn route(
         ("POST", "/scenario") => replace_scenario(host, session, base_url, req.body).await,
         ("POST", "/revision") => declare_revision(&world, req.body),
         ("POST", "/claims") => declare_claims(&world, req.body),
-        ("GET", "/verify") => {
-            let entries = world.entries(&Filter::default());
-            let report = verify::verify(&entries, None);
-            host.record_findings(report.findings.iter().map(|f| f.rule.as_str()));
-            Ok(Response::json_of(200, &report))
+        ("GET", "/verify") => Ok(Response::json_of(200, &verdict(host, &world).1)),
+        // The verdict as `doubleagent verify` prints it, for harnesses' failure messages.
+        ("GET", "/verify.txt") => {
+            let (entries, report) = verdict(host, &world);
+            Ok(Response {
+                status: 200,
+                headers: vec![("content-type".into(), "text/plain; charset=utf-8".into())],
+                body: report.human(&entries).into_bytes(),
+            })
         }
         ("GET", "/report") => Ok(report(&world)),
         ("GET", "/openapi.json") => Ok(Response {
@@ -175,6 +188,14 @@ async fn route(
             path: p.into(),
         }),
     }
+}
+
+/// The session's ledger and its verdict (counted in the metrics).
+fn verdict(host: &Host, world: &World) -> (Vec<crate::ledger::Entry>, verify::Report) {
+    let entries = world.entries(&Filter::default());
+    let report = verify::verify(&entries, None);
+    host.record_findings(report.findings.iter().map(|f| f.rule.as_str()));
+    (entries, report)
 }
 
 /// `{"entries": [...]}` with each entry's fields in their documented order.
@@ -321,7 +342,10 @@ pub struct Ready {
 }
 
 impl Ready {
+    /// The ready JSON of `world` on a server at `base_url`; a named session's URLs carry its
+    /// `/_s/NAME` prefix.
     pub fn of(world: &World, base_url: &str) -> Ready {
+        let base_url = &world.url(base_url);
         let services = world
             .scenario
             .services
@@ -346,7 +370,7 @@ impl Ready {
             .collect();
         Ready {
             event: "ready",
-            url: base_url.to_string(),
+            url: base_url.clone(),
             scenario: world.scenario.name.clone(),
             services,
             agents,

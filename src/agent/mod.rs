@@ -64,9 +64,10 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// This agent's own URL (`http://127.0.0.1:PORT/agents/NAME`).
+    /// This agent's own URL (`http://127.0.0.1:PORT/agents/NAME`, behind `/_s/SESSION` in a
+    /// named session).
     pub fn url(&self) -> String {
-        format!("{}/agents/{}", self.base_url, self.name)
+        format!("{}/agents/{}", self.world.url(self.base_url), self.name)
     }
 }
 

@@ -96,6 +96,34 @@ fn session_of(headers: &hyper::HeaderMap) -> Option<&str> {
     service::header_value(headers, &SESSION_HEADER).map(|v| v.to_str().unwrap_or("\u{fffd}"))
 }
 
+/// A `/_s/NAME/...` URL picks session NAME as the header does, so code under test needs only a
+/// base URL: the prefix's session (if any) and the path below it.
+fn strip_session(path: &str) -> (Option<&str>, &str) {
+    let Some(rest) = path.strip_prefix("/_s/") else {
+        return (None, path);
+    };
+    match rest.find('/') {
+        Some(i) => (Some(&rest[..i]), &rest[i..]),
+        None => (Some(rest), "/"),
+    }
+}
+
+/// The session of a request to a service or agent: its URL prefix's or its header's, which must
+/// agree when both are given.
+fn pick_session<'a>(
+    prefix: Option<&'a str>,
+    headers: &'a hyper::HeaderMap,
+) -> Result<Option<&'a str>, Response> {
+    let header = session_of(headers);
+    match (prefix, header) {
+        (Some(p), Some(h)) if !crate::world::same_session(Some(p), Some(h)) => Err(Response::json(
+            400,
+            &json!({"error": format!("the URL's /_s/{p}/ prefix and the X-Doubleagent-Session header ({h}) name different sessions: send one, or the same in both"), "status": 400}),
+        )),
+        (p, h) => Ok(p.or(h)),
+    }
+}
+
 /// Serve connections from `listener` until `shutdown` resolves, then stop accepting, release hung
 /// connections, let delayed responses finish for up to `app.drain`, and return.
 pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<Output = ()>) {
@@ -198,7 +226,7 @@ async fn handle(
     // Split once: the path is borrowed from the URI while the body is read and the headers move
     // on, so a request's strings are copied only into what it keeps.
     let (parts, body) = req.into_parts();
-    let path = parts.uri.path();
+    let (prefix, path) = strip_session(parts.uri.path());
     let query = parts.uri.query();
     let method = parts.method.as_str();
     if let Some(rest) = path.strip_prefix("/_admin") {
@@ -228,14 +256,18 @@ async fn handle(
                 query,
                 body: &body,
                 authenticated,
+                session: prefix,
             };
             // Boxed, as the agents' below: their futures are large, and kept inline they would
             // make every fake-service request's future as large (it is moved per request).
             return to_hyper(Box::pin(admin::handle(&app.host, &app.base_url, areq)).await);
         }
     }
+    let session = match pick_session(prefix, &parts.headers) {
+        Ok(s) => s,
+        Err(r) => return to_hyper(r),
+    };
     // The root only describes a session: it creates none.
-    let session = session_of(&parts.headers);
     let world = match if path == "/" {
         app.host.view_of(session)
     } else {
