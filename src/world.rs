@@ -72,6 +72,8 @@ impl World {
             scenario,
             &Limits {
                 seed,
+                // A bare world (tools, benchmarks) keeps every entry; servers bound theirs.
+                max_entries: None,
                 ..Limits::default()
             },
             None,
