@@ -696,7 +696,7 @@ fn quickstart_hints(url: &str) -> String {
          curl -s {url}/_admin/ledger                              # ...yet the ledger says applied: true\n  \
          curl -s -X POST {url}/payments/v1/transfers -H 'Idempotency-Key: k-1' -H 'content-type: application/json' -d '{{\"to\":\"acct-9\",\"amount\":100}}'   # replayed, Idempotent-Replayed: true\n  \
          curl -s {url}/payments/v1/transfers/k-1                  # authoritative lookup by key\n\
-         Stop with Ctrl-C. Write your own scenario: see README.md."
+         Stop with Ctrl-C. Write your own scenario: see docs/scenarios.md."
     )
 }
 

@@ -1,7 +1,7 @@
 //! Idempotency keys as configuration: a [`Policy`] per service or route (built from a provider
 //! preset plus overrides) and the [`KeyStore`] that remembers keys within their retention window.
 //!
-//! Real providers disagree on every axis (see the README's idempotency section): how long keys
+//! Real providers disagree on every axis (see docs/scenarios.md, Idempotency): how long keys
 //! live, which responses are kept, what a mismatched payload gets, how a replay is marked. The
 //! presets here copy them; every field can be overridden. The store is pure bookkeeping: the
 //! service pipeline asks [`KeyStore::decide`] what to do with an incoming key and, after executing,

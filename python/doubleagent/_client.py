@@ -52,7 +52,7 @@ class AdminError(Exception):
 
 @dataclass(frozen=True)
 class Entry:
-    """One ledger entry (see the README's Ledger section for every field)."""
+    """One ledger entry (see docs/ledger.md for every field)."""
 
     seq: int
     service: str
