@@ -11,7 +11,7 @@
 //! the file and answered 503 by the request that made it (see [`scope`]), so nothing is
 //! acknowledged that the journal does not hold.
 //!
-//! Replaying is the other half: [`load`] checks the file (cutting off a torn last line, refusing
+//! Replaying is the other half: `load` checks the file (cutting off a torn last line, refusing
 //! a damaged one elsewhere unless told to recover) and the world module applies the lines in
 //! order.
 //! Agents' state is not journaled apart from their ledger entries: after the worlds are rebuilt,
