@@ -227,64 +227,16 @@ async fn handle(
     // on, so a request's strings are copied only into what it keeps.
     let (parts, body) = req.into_parts();
     let (prefix, path) = strip_session(parts.uri.path());
-    let query = parts.uri.query();
-    let method = parts.method.as_str();
     if let Some(rest) = path.strip_prefix("/_admin") {
         if rest.is_empty() || rest.starts_with('/') {
-            let authenticated = app.authenticated(&parts.headers);
-            // Health stays open for probes (it creates no session without the token).
-            if !authenticated && rest != "/health" {
-                let mut r = Response::json(
-                    401,
-                    &json!({"error": "the admin API needs the admin token: send `Authorization: Bearer <token>` (the token given by --admin-token or DOUBLEAGENT_ADMIN_TOKEN)", "status": 401}),
-                );
-                r.headers.push(("www-authenticate".into(), "Bearer".into()));
-                return to_hyper(r);
-            }
-            let body = match read_incoming(body, 16 << 20).await {
-                Ok((b, false)) => b,
-                _ => {
-                    return to_hyper(Response::json(
-                        413,
-                        &json!({"error": "admin request body too large", "status": 413}),
-                    ))
-                }
-            };
-            let areq = AdminRequest {
-                method,
-                path: rest,
-                query,
-                body: &body,
-                authenticated,
-                session: prefix,
-            };
             // Boxed, as the agents' below: their futures are large, and kept inline they would
             // make every fake-service request's future as large (it is moved per request).
-            return to_hyper(Box::pin(admin::handle(&app.host, &app.base_url, areq)).await);
+            return Box::pin(admin_request(app, &parts, rest, prefix, body)).await;
         }
     }
-    let session = match pick_session(prefix, &parts.headers) {
-        Ok(s) => s,
-        Err(r) => return to_hyper(r),
-    };
-    // The root only describes a session: it creates none.
-    let world = match if path == "/" {
-        app.host.view_of(session)
-    } else {
-        app.host.world_for(session)
-    } {
+    let world = match world_of(app, prefix, &parts.headers, path) {
         Ok(w) => w,
-        Err(e) => {
-            let status = if matches!(e, crate::world::SessionError::TooMany(_)) {
-                429
-            } else {
-                400
-            };
-            return to_hyper(Response::json(
-                status,
-                &json!({"error": e.to_string(), "status": status}),
-            ));
-        }
+        Err(r) => return to_hyper(r),
     };
     if path == "/" {
         return to_hyper(Response::json_of(
@@ -293,41 +245,8 @@ async fn handle(
         ));
     }
     if let Some(rest) = path.strip_prefix("/agents/") {
-        let (name, sub) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, ""),
-        };
-        // A client that went away mid-body cannot read an answer: the agent sees an empty body
-        // (and answers it as a bad request, which nobody reads).
-        let (body, too_large) = read_incoming(body, world.scenario.max_body_bytes)
-            .await
-            .unwrap_or_default();
-        if too_large {
-            return to_hyper(Response::json(
-                413,
-                &json!({"error": "request body too large", "status": 413}),
-            ));
-        }
-        let areq = AgentRequest {
-            method: parts.method.clone(),
-            path: sub.to_string(),
-            query: query.map(str::to_string),
-            headers: parts.headers,
-            body,
-        };
-        return match Box::pin(agent::handle(world, &app.base_url, name, areq)).await {
-            Reply::Full(r) => to_hyper(r),
-            Reply::Stream {
-                status,
-                headers,
-                body,
-            } => streamed(status, headers, HttpBody::Channel(ChannelBody(body))),
-            Reply::Ready {
-                status,
-                headers,
-                body,
-            } => streamed(status, headers, HttpBody::Ready(ReadyBody(Some(body)))),
-        };
+        let head = (&parts.method, parts.uri.query(), parts.headers);
+        return Box::pin(agent_request(app, world, head, rest, body)).await;
     }
     let trimmed = path.trim_start_matches('/');
     let (svc, rest) = match trimmed.find('/') {
@@ -340,7 +259,7 @@ async fn handle(
     let (body, too_large) = read.unwrap_or_default();
     let sreq = Request {
         service: svc.into(),
-        method: method.into(),
+        method: parts.method.as_str().into(),
         path: rest.into(),
         headers: parts.headers,
         body,
@@ -353,6 +272,113 @@ async fn handle(
         Plan::Now => to_hyper(out.response),
         // Boxed for the same reason as the agents' futures: only these wait.
         plan => Box::pin(deliver(app, &world, ctl, plan, out.seq, out.response)).await,
+    }
+}
+
+/// `/_admin/...`: the token checked (health stays open for probes, and creates no session
+/// without it), the body read (capped), then the admin API.
+async fn admin_request(
+    app: &App,
+    parts: &hyper::http::request::Parts,
+    rest: &str,
+    prefix: Option<&str>,
+    body: Incoming,
+) -> hyper::Response<HttpBody> {
+    let authenticated = app.authenticated(&parts.headers);
+    if !authenticated && rest != "/health" {
+        let mut r = Response::json(
+            401,
+            &json!({"error": "the admin API needs the admin token: send `Authorization: Bearer <token>` (the token given by --admin-token or DOUBLEAGENT_ADMIN_TOKEN)", "status": 401}),
+        );
+        r.headers.push(("www-authenticate".into(), "Bearer".into()));
+        return to_hyper(r);
+    }
+    let body = match read_incoming(body, 16 << 20).await {
+        Ok((b, false)) => b,
+        _ => {
+            return to_hyper(Response::json(
+                413,
+                &json!({"error": "admin request body too large", "status": 413}),
+            ))
+        }
+    };
+    let areq = AdminRequest {
+        method: parts.method.as_str(),
+        path: rest,
+        query: parts.uri.query(),
+        body: &body,
+        authenticated,
+        session: prefix,
+    };
+    to_hyper(admin::handle(&app.host, &app.base_url, areq).await)
+}
+
+/// The world a fake-service or agent request belongs to, by its `/_s/NAME` prefix or header.
+/// The root only describes a session: it creates none.
+fn world_of(
+    app: &App,
+    prefix: Option<&str>,
+    headers: &hyper::HeaderMap,
+    path: &str,
+) -> Result<Arc<World>, Response> {
+    let session = pick_session(prefix, headers)?;
+    let world = if path == "/" {
+        app.host.view_of(session)
+    } else {
+        app.host.world_for(session)
+    };
+    world.map_err(|e| {
+        let status = if matches!(e, crate::world::SessionError::TooMany(_)) {
+            429
+        } else {
+            400
+        };
+        Response::json(status, &json!({"error": e.to_string(), "status": status}))
+    })
+}
+
+/// `/agents/NAME/...`: the body read (capped), then the agent; its answer whole or streamed.
+async fn agent_request(
+    app: &App,
+    world: Arc<World>,
+    (method, query, headers): (&hyper::Method, Option<&str>, hyper::HeaderMap),
+    rest: &str,
+    body: Incoming,
+) -> hyper::Response<HttpBody> {
+    let (name, sub) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    // A client that went away mid-body cannot read an answer: the agent sees an empty body
+    // (and answers it as a bad request, which nobody reads).
+    let (body, too_large) = read_incoming(body, world.scenario.max_body_bytes)
+        .await
+        .unwrap_or_default();
+    if too_large {
+        return to_hyper(Response::json(
+            413,
+            &json!({"error": "request body too large", "status": 413}),
+        ));
+    }
+    let areq = AgentRequest {
+        method: method.clone(),
+        path: sub.to_string(),
+        query: query.map(str::to_string),
+        headers,
+        body,
+    };
+    match agent::handle(world, &app.base_url, name, areq).await {
+        Reply::Full(r) => to_hyper(r),
+        Reply::Stream {
+            status,
+            headers,
+            body,
+        } => streamed(status, headers, HttpBody::Channel(ChannelBody(body))),
+        Reply::Ready {
+            status,
+            headers,
+            body,
+        } => streamed(status, headers, HttpBody::Ready(ReadyBody(Some(body)))),
     }
 }
 
