@@ -299,3 +299,29 @@ fn rec4_a_client_that_closes_before_a_delayed_response_is_recorded_as_abandoned(
         "the same verdict whenever verified"
     );
 }
+
+/// A client that gives up on a hung response is recorded as having gone away, with when
+/// (REC-4: its outcome is unknown to it either way).
+#[test]
+fn rec4_a_client_that_closes_a_hung_connection_is_recorded_as_abandoned() {
+    let da = with_fates(r#"["hang-after-apply"]"#);
+    let conn = send(
+        &da.url,
+        "POST",
+        "/payments/v1/transfers",
+        &[("content-type", "application/json")],
+        transfer().to_string().as_bytes(),
+    );
+    da.wait_for("service=payments", 1);
+    drop(conn);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while da.ledger()[0]["response"]["delivery"] != "abandoned" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            da.ledger()[0]["response"]
+        );
+        std::thread::yield_now();
+    }
+    assert_eq!(da.ledger()[0]["applied"], true);
+}

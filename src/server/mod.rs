@@ -433,11 +433,18 @@ async fn deliver(
         }
         Plan::Drop => sabotage(DROP),
         Plan::Reset => sabotage(RESET),
+        // Held until the world closes or the server stops; a client that gives up first leaves
+        // its entry abandoned (when it went away is worth knowing).
         Plan::Hang => {
+            let guard = Abandon {
+                world,
+                seq: Some(seq),
+            };
             tokio::select! {
                 _ = world.clock.closed() => {}
                 _ = app.host.stopping() => {}
             }
+            guard.disarm();
             sabotage(DROP)
         }
     }
