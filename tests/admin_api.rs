@@ -398,7 +398,6 @@ fn an_unknown_admin_endpoint_is_a_json_404() {
     let da = stripe();
     for (method, path) in [
         ("GET", "/_admin/nope"),
-        ("DELETE", "/_admin/ledger"),
         ("GET", "/_admin"),
         ("GET", "/_admin/"),
     ] {
@@ -406,6 +405,9 @@ fn an_unknown_admin_endpoint_is_a_json_404() {
         assert!(e.contains("openapi.json"), "{method} {path}: {e}");
     }
     assert!(admin_error(&da.get("/_admin/nope"), 404).contains("GET /_admin/nope"));
+    // A known path with a method it does not take: 405 naming what it takes (issue 30 item 8).
+    let e = admin_error(&da.call("DELETE", "/_admin/ledger", &[], ""), 405);
+    assert!(e.contains("openapi.json"), "{e}");
 }
 
 #[test]
@@ -565,5 +567,42 @@ fn the_verdict_as_text_reads_as_the_cli_prints_it_acc_1_rec_4() {
     assert!(
         clean.starts_with("doubleagent verify: no findings over 0 ledger entries\n"),
         "{clean}"
+    );
+}
+
+#[test]
+fn an_admin_path_called_with_a_method_it_does_not_take_gets_405_and_allow() {
+    let da = Da::start(&payments("", ""));
+    let r = da.call("DELETE", "/_admin/ledger", &[], "");
+    assert_eq!(r.status, 405, "{}", r.text());
+    assert_eq!(r.header("allow"), Some("GET"));
+    assert!(r.json()["error"].as_str().unwrap().contains("takes GET"));
+    assert_eq!(
+        da.call("GET", "/_admin/reset", &[], "").header("allow"),
+        Some("POST")
+    );
+    assert_eq!(
+        da.call("GET", "/_admin/nope", &[], "").status,
+        404,
+        "an unknown path stays 404"
+    );
+}
+
+#[test]
+fn the_openapi_document_states_the_session_name_pattern_and_the_auth_error() {
+    let da = Da::start(&payments("", ""));
+    let doc = da.get("/_admin/openapi.json").json();
+    let ledger = &doc["paths"]["/_admin/ledger"]["get"];
+    let session = ledger["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "session")
+        .unwrap();
+    assert_eq!(session["schema"]["pattern"], "^[A-Za-z0-9._-]{1,64}$");
+    assert!(ledger["responses"]["401"].is_object());
+    assert!(
+        doc["paths"]["/_admin/health"]["get"]["responses"]["401"].is_null(),
+        "health needs no token"
     );
 }

@@ -41,6 +41,12 @@ pub struct AdminRequest<'a> {
 pub enum AdminError {
     #[error("no admin endpoint {method} /_admin{path}; see GET /_admin/openapi.json")]
     NotFound { method: String, path: String },
+    #[error("/_admin{path} does not take {method}; it takes {allow} (see GET /_admin/openapi.json)")]
+    MethodNotAllowed {
+        method: String,
+        path: String,
+        allow: String,
+    },
     #[error("{0}")]
     BadRequest(String),
     #[error("{0}")]
@@ -55,6 +61,7 @@ impl AdminError {
     pub fn status(&self) -> u16 {
         match self {
             AdminError::NotFound { .. } => 404,
+            AdminError::MethodNotAllowed { .. } => 405,
             AdminError::BadRequest(_) => 400,
             AdminError::Conflict(_) => 409,
             AdminError::Timeout(_) => 408,
@@ -63,10 +70,14 @@ impl AdminError {
     }
 
     pub fn to_response(&self) -> Response {
-        Response::json(
+        let mut r = Response::json(
             self.status(),
             &json!({"error": self.to_string(), "status": self.status()}),
-        )
+        );
+        if let AdminError::MethodNotAllowed { allow, .. } = self {
+            r.headers.push(("allow".into(), allow.clone().into()));
+        }
+        r
     }
 }
 
@@ -183,11 +194,35 @@ async fn route(
             headers: vec![("content-type".into(), "application/json".into())],
             body: OPENAPI.as_bytes().to_vec(),
         }),
-        (m, p) => Err(AdminError::NotFound {
-            method: m.into(),
-            path: p.into(),
+        (m, p) => Err(match allowed(p) {
+            Some(allow) => AdminError::MethodNotAllowed {
+                method: m.into(),
+                path: p.into(),
+                allow,
+            },
+            None => AdminError::NotFound {
+                method: m.into(),
+                path: p.into(),
+            },
         }),
     }
+}
+
+/// The methods an admin path takes, from the OpenAPI document (the one list of endpoints), or
+/// `None` for a path there is not.
+fn allowed(path: &str) -> Option<String> {
+    static PATHS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let doc = PATHS.get_or_init(|| serde_json::from_str(OPENAPI).unwrap_or(Value::Null));
+    let ops = doc
+        .get("paths")?
+        .get(format!("/_admin{path}"))?
+        .as_object()?;
+    let methods: Vec<String> = ops
+        .keys()
+        .filter(|m| ["get", "post", "put", "delete", "patch"].contains(&m.as_str()))
+        .map(|m| m.to_uppercase())
+        .collect();
+    (!methods.is_empty()).then(|| methods.join(", "))
 }
 
 /// The session's ledger and its verdict (counted in the metrics).
