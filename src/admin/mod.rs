@@ -41,7 +41,9 @@ pub struct AdminRequest<'a> {
 pub enum AdminError {
     #[error("no admin endpoint {method} /_admin{path}; see GET /_admin/openapi.json")]
     NotFound { method: String, path: String },
-    #[error("/_admin{path} does not take {method}; it takes {allow} (see GET /_admin/openapi.json)")]
+    #[error(
+        "/_admin{path} does not take {method}; it takes {allow} (see GET /_admin/openapi.json)"
+    )]
     MethodNotAllowed {
         method: String,
         path: String,
