@@ -391,6 +391,18 @@ impl Host {
 
     /// The world of a session (`None` or `"default"`: the default one), created on first use.
     pub fn world_for(&self, session: Option<&str>) -> Result<Arc<World>, SessionError> {
+        self.session_world(session, true)
+    }
+
+    /// A session's world to read from: its own if it exists, else a blank one that is not kept.
+    /// A read creates no session, so reads (and unauthenticated health checks) cannot use up
+    /// the session slots; at the cap an unknown session is refused as [`Host::world_for`] does.
+    pub fn view_of(&self, session: Option<&str>) -> Result<Arc<World>, SessionError> {
+        self.session_world(session, false)
+    }
+
+    /// A session's world; an unknown session's is made fresh, and kept only if `keep`.
+    fn session_world(&self, session: Option<&str>, keep: bool) -> Result<Arc<World>, SessionError> {
         let Some(name) = named(session)? else {
             return Ok(self.world());
         };
@@ -401,6 +413,14 @@ impl Host {
         }
         if sessions.len() >= self.limits.max_sessions {
             return Err(SessionError::TooMany(sessions.len()));
+        }
+        if !keep {
+            drop(sessions);
+            return Ok(Arc::new(World::build(
+                self.base.clone(),
+                &self.limits,
+                Some(name.to_string()),
+            )));
         }
         let world = Arc::new(World::build_journaled(
             self.base.clone(),
@@ -417,29 +437,6 @@ impl Host {
             },
         );
         Ok(world)
-    }
-
-    /// A session's world to read from: its own if it exists, else a blank one that is not kept.
-    /// A read creates no session, so reads (and unauthenticated health checks) cannot use up
-    /// the session slots; at the cap an unknown session is refused as [`Host::world_for`] does.
-    pub fn view_of(&self, session: Option<&str>) -> Result<Arc<World>, SessionError> {
-        let Some(name) = named(session)? else {
-            return Ok(self.world());
-        };
-        let mut sessions = self.lock_sessions();
-        if let Some(s) = sessions.get_mut(name) {
-            s.last_used = std::time::Instant::now();
-            return Ok(s.world.clone());
-        }
-        if sessions.len() >= self.limits.max_sessions {
-            return Err(SessionError::TooMany(sessions.len()));
-        }
-        drop(sessions);
-        Ok(Arc::new(World::build(
-            self.base.clone(),
-            &self.limits,
-            Some(name.to_string()),
-        )))
     }
 
     fn lock_sessions(&self) -> MutexGuard<'_, HashMap<String, Session>> {
