@@ -590,6 +590,25 @@ impl KeyStore {
         }
     }
 
+    /// Forget the record execution `seq` left under a key (its ledger record could not be
+    /// journaled, so it did not take effect); a later record of the key stays.
+    pub fn forget(&mut self, service: &str, key: &str, seq: u64) {
+        let hash = self.hash(service, key);
+        let Some(&place) = self.index.get(&hash) else {
+            return;
+        };
+        let i = place
+            .checked_sub(self.first)
+            .and_then(|i| usize::try_from(i).ok());
+        if let Some(slot) = i.and_then(|i| self.slots.get_mut(i)) {
+            if slot.live && slot.seq == seq {
+                slot.live = false;
+                self.live -= 1;
+                self.index.remove(&hash);
+            }
+        }
+    }
+
     /// The record for a key, expired or not (lookups by key use it).
     pub fn get(&self, service: &str, key: &str) -> Option<KeyRecord> {
         let rec = self.find(service, key)?;

@@ -62,9 +62,13 @@ pub enum Line {
         clock: ClockKind,
         epoch_ms: u64,
     },
+    /// An appended record; an execution that a key store remembers carries its key record in
+    /// the same line, so the two are durable together or not at all.
     Record {
         session: Option<String>,
         record: Box<Record>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<Box<KeyRecord>>,
     },
     Cancel {
         session: Option<String>,
@@ -77,6 +81,7 @@ pub enum Line {
         seq: u64,
         at: Duration,
     },
+    /// A key record on its own line (journals written before keys rode on their record).
     Key {
         session: Option<String>,
         service: String,
@@ -309,10 +314,11 @@ pub struct RecordSink {
 }
 
 impl Sink for RecordSink {
-    fn appended(&self, record: &Record) -> bool {
+    fn appended(&self, record: &Record, key: Option<&KeyRecord>) -> bool {
         self.journal.write(&Line::Record {
             session: self.session.clone(),
             record: Box::new(record.clone()),
+            key: key.map(|k| Box::new(k.clone())),
         })
     }
 }

@@ -19,6 +19,7 @@ use tokio::sync::watch;
 
 use crate::clock::Clock;
 use crate::fate::Fate;
+use crate::idempotency::KeyRecord;
 use crate::revision::Revision;
 
 mod counts;
@@ -352,6 +353,23 @@ impl Record {
 }
 
 impl Record {
+    /// The journal could not take this record: it did not take effect (a restart would not
+    /// know it), and the server answers 503 instead of what was planned, so nothing is
+    /// acknowledged that the journal does not hold.
+    fn unjournaled(&mut self) {
+        let sent = self.response.delivery == Delivery::Sent;
+        if self.fate.is_some() {
+            self.fate = Some(match sent {
+                true => Fate::ErrorBeforeApply(503),
+                false => Fate::DropBeforeApply,
+            });
+            self.applies_at = None;
+        }
+        if sent {
+            self.response.status = Some(503);
+        }
+    }
+
     /// The client went away at `at` without its response: nothing was written to it.
     pub fn abandon(&mut self, at: Duration) {
         self.response = ResponsePlan {
@@ -486,8 +504,9 @@ const MAX_PLACEHOLDERS: usize = 1_000_000;
 /// Where appended records are also sent (the journal), so that no code path that appends can
 /// forget to persist.
 pub trait Sink: Send + Sync {
-    /// Persist `record`; false if it could not be.
-    fn appended(&self, record: &Record) -> bool;
+    /// Persist `record`, with the key record its execution left (durable together or not at
+    /// all); false if it could not be.
+    fn appended(&self, record: &Record, key: Option<&KeyRecord>) -> bool;
 }
 
 /// The append-only list of records, with a watch that ticks on every append so waiters
@@ -530,15 +549,21 @@ impl Ledger {
     }
 
     /// Append a record; its `seq` is overwritten with the next one, which is returned.
-    pub fn append(&mut self, mut record: Record) -> u64 {
+    pub fn append(&mut self, record: Record) -> u64 {
+        self.append_keyed(record, None).0
+    }
+
+    /// [`append`](Self::append) an execution with the key record it leaves, persisted in one
+    /// piece; also returns whether the sink took it (always, without one).
+    pub fn append_keyed(&mut self, mut record: Record, key: Option<&KeyRecord>) -> (u64, bool) {
         let seq = self.next_seq();
         record.seq = seq;
-        if let Some(sink) = &self.sink {
-            if !sink.appended(&record) && record.response.delivery == Delivery::Sent {
-                // The server answers 503 instead of what was planned (nothing is acknowledged
-                // that the journal does not hold): the ledger in memory says so.
-                record.response.status = Some(503);
-            }
+        let written = self
+            .sink
+            .as_ref()
+            .is_none_or(|sink| sink.appended(&record, key));
+        if !written {
+            record.unjournaled();
         }
         self.counts.add(&record);
         self.records.push(&record);
@@ -548,7 +573,7 @@ impl Ledger {
         if self.appended.receiver_count() > 0 {
             self.appended.send_replace(seq);
         }
-        seq
+        (seq, written)
     }
 
     fn evict(&mut self) {

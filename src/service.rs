@@ -19,7 +19,7 @@ use hyper::HeaderMap;
 use serde_json::{json, Value};
 
 use crate::fate::Fate;
-use crate::idempotency::{Stored, JSON_HEADERS};
+use crate::idempotency::{KeyRecord, Stored, JSON_HEADERS};
 use crate::ledger::{Delivery, Disposition, Record, ResponsePlan};
 use crate::revision::Revision;
 use crate::scenario::{ErrorStyle, RouteKind};
@@ -197,6 +197,7 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
     };
     let mut st = world.lock();
     record.seq = st.ledger.next_seq();
+    let mut key = None;
     let shape = service.map_or(&ErrorStyle::GENERIC, |s| &s.errors);
     let (response, plan) = if req.too_large {
         record.disposition = Disposition::TooLarge;
@@ -223,7 +224,17 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
                 record.route = Some(route.name.clone());
                 match route.kind {
                     RouteKind::Action => {
-                        action::action(world, &mut st, svc, route, &req, json.as_ref(), &mut record)
+                        let (response, plan, kept) = action::action(
+                            world,
+                            &mut st,
+                            svc,
+                            route,
+                            &req,
+                            json.as_ref(),
+                            &mut record,
+                        );
+                        key = kept;
+                        (response, plan)
                     }
                     RouteKind::Lookup => (
                         target::lookup(world, &mut st, svc, route, &params, &mut record),
@@ -244,7 +255,7 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         let cut = req.body.len().min(scenario.ledger_body_bytes);
         record.raw_body = Some(String::from_utf8_lossy(&req.body[..cut]).into_owned());
     }
-    finish(world, st, record, response, plan, canaries)
+    finish(world, st, record, (response, plan), canaries, key)
 }
 
 /// A request's record before admission decides anything: unmatched, answered now. Its service,
@@ -313,9 +324,9 @@ fn finish(
     world: &World,
     mut st: std::sync::MutexGuard<'_, State>,
     mut record: Record,
-    response: Response,
-    plan: Plan,
+    (response, plan): (Response, Plan),
     canaries: Vec<String>,
+    key: Option<KeyRecord>,
 ) -> Outcome {
     record.response = response_plan(plan, response.status, record.received_at);
     canary::note_canaries(canaries, &mut record);
@@ -334,7 +345,14 @@ fn finish(
             applied: record.applies_at.is_some(),
         }
     });
-    let seq = st.ledger.append(record);
+    let keyed = key
+        .is_some()
+        .then(|| (record.service.clone(), record.idempotency_key.clone()));
+    let (seq, written) = st.ledger.append_keyed(record, key.as_ref());
+    if let (false, Some((service, Some(k)))) = (written, keyed) {
+        // Not journaled, so it did not take effect: a retry with its key executes afresh.
+        st.keys.forget(&service, &k, seq);
+    }
     forget_evicted(&mut st);
     drop(st);
     if let Some(l) = log {

@@ -124,6 +124,11 @@ impl World {
         }
     }
 
+    /// Whether this world's facts go to a journal.
+    pub fn journaled(&self) -> bool {
+        self.journal.is_some()
+    }
+
     /// Journal a fact about this world (no-op without a journal).
     pub fn note(&self, line: impl FnOnce(Option<String>) -> Line) {
         if let Some(j) = &self.journal {
@@ -617,9 +622,16 @@ fn replay(
                     old.close();
                 }
             }
-            Line::Record { session, record } => {
+            Line::Record {
+                session,
+                record,
+                key,
+            } => {
                 let w = world_of(&mut worlds, &session);
                 let mut st = w.lock();
+                if let (Some(k), Some(kept)) = (&record.idempotency_key, key) {
+                    st.keys.remember(&record.service, k, *kept);
+                }
                 if record.disposition == crate::ledger::Disposition::Executed {
                     let route = w
                         .scenario

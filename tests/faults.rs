@@ -123,11 +123,27 @@ fn all_acknowledged_survive(da: &Da, acked: &[(String, String)]) {
     assert_eq!(r.json()["id"], id.as_str());
 }
 
+/// Once `make_room` frees space (false: it cannot while this process runs), the refused
+/// request's retry with its key executes afresh: its key was not kept, since its record never
+/// reached the journal, so it is not a replay of an answer nobody got (ACC-1).
+fn retry_once_there_is_room(da: &Da, acked: &[(String, String)], make_room: impl Fn() -> bool) {
+    if !make_room() {
+        return;
+    }
+    let refused = format!("k-{}", acked.len());
+    let r = keyed(da, &refused).unwrap();
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.header("Idempotent-Replayed"), None, "{}", r.text());
+    let last = da.ledger().pop().unwrap();
+    assert_eq!(last["disposition"], "executed", "{last}");
+    assert_eq!(last["idempotency_key"], refused.as_str(), "{last}");
+}
+
 fn full_journal_is_503_and_loses_nothing(
     prefix: &str,
     journal: &Path,
     scenario: &Path,
-    make_room: impl Fn(),
+    make_room: impl Fn() -> bool,
 ) {
     let da = start_sh(prefix, &args(scenario, journal, &[]));
     let acked = fill_until_503(&da);
@@ -143,11 +159,12 @@ fn full_journal_is_503_and_loses_nothing(
         !m.contains("doubleagent_journal_write_failures_total 0"),
         "{m}"
     );
-    // The ledger in memory records the 503 that went out.
+    // The ledger in memory records the 503 that went out, and that it did not take effect.
     let last = da.ledger().pop().unwrap();
     assert_eq!(last["response"]["status"], 503, "{last}");
+    assert_eq!(last["applies_at"], serde_json::Value::Null, "{last}");
+    retry_once_there_is_room(&da, &acked, make_room);
     drop(da);
-    make_room();
 
     // A restart with room again: the journal loads cleanly (the failed write's partial line
     // was cut back) and holds every acknowledged action.
@@ -166,7 +183,7 @@ fn a_journal_that_cannot_write_answers_503_and_loses_no_acknowledged_entry_acc_1
         "trap '' XFSZ; ulimit -f 64;",
         &journal,
         &scenario,
-        || {},
+        || false,
     );
 }
 
@@ -194,6 +211,7 @@ fn a_full_tmpfs_answers_503_and_loses_no_acknowledged_entry_acc_1() {
                 .arg(&dir)
                 .status();
             assert!(grown.unwrap().success());
+            true
         });
     });
     let _ = Command::new("umount").arg(&dir).status();

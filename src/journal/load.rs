@@ -96,7 +96,10 @@ pub fn load(path: &Path, recover: bool) -> Result<Loaded, JournalError> {
         match parse(text, framed) {
             Ok((line, f)) => {
                 framed |= f;
-                if let Line::Record { session, record } = &line {
+                if let Line::Record {
+                    session, record, ..
+                } = &line
+                {
                     last = Some((session.clone(), record.seq));
                 }
                 lines.push(line);
@@ -186,7 +189,9 @@ fn missing_seqs(lines: &[Line]) -> Vec<String> {
             Line::World { session, .. } => {
                 next.insert(session.clone(), 1);
             }
-            Line::Record { session, record } => {
+            Line::Record {
+                session, record, ..
+            } => {
                 let expected = next.entry(session.clone()).or_insert(1);
                 if record.seq > *expected {
                     let range = if record.seq - 1 == *expected {

@@ -13,8 +13,9 @@ use super::route::{header_value, key_text, pointer};
 use super::target::action_view;
 use super::{Plan, Request, Response};
 use crate::fate::Fate;
-use crate::idempotency::{fingerprint, raw_id, Cache, Decision, Kept, Mode, StoredResponse};
-use crate::journal::Line;
+use crate::idempotency::{
+    fingerprint, raw_id, Cache, Decision, Kept, KeyRecord, Mode, StoredResponse,
+};
 use crate::ledger::{Disposition, Record};
 use crate::scenario::{Per, RespondBody, Route, Service};
 use crate::template;
@@ -51,7 +52,8 @@ impl Prepared {
 }
 
 /// Admit an action (its key, fingerprint and intent are in `record`): decide by its key, and
-/// execute it if the decision says so.
+/// execute it if the decision says so. Also returns, for a journaled world, the key record an
+/// execution left, to be journaled with its ledger record.
 pub(super) fn action(
     world: &World,
     st: &mut State,
@@ -60,9 +62,10 @@ pub(super) fn action(
     req: &Request<'_>,
     json: Option<&Value>,
     record: &mut Record,
-) -> (Response, Plan) {
+) -> (Response, Plan, Option<KeyRecord>) {
     let now = record.received_at;
     let policy = &route.idempotency;
+    let mut journaled = None;
     let decision = st.keys.decide(
         policy,
         &svc.name,
@@ -74,7 +77,9 @@ pub(super) fn action(
         Decision::Execute { after_expiry } => {
             record.disposition = Disposition::Executed;
             record.executed_after_expiry = after_expiry;
-            execute(world, st, svc, route, req, json, record)
+            let (response, plan, key) = execute(world, st, svc, route, req, json, record);
+            journaled = key;
+            (response, plan)
         }
         Decision::Replay { of, response } => {
             (replay(world, st, route, of, response, record), Plan::Now)
@@ -115,7 +120,7 @@ pub(super) fn action(
             .headers
             .push((policy.header.clone().into(), shown.to_string().into()));
     }
-    (response, plan)
+    (response, plan, journaled)
 }
 
 /// The answer to a replay of `of`: its stored response, or (for a route whose cache is
@@ -146,7 +151,8 @@ fn replay(
     r
 }
 
-/// Execute an action: its fate, the response that fate gives, and the key store remembering it.
+/// Execute an action: its fate, the response that fate gives, and the key store remembering it
+/// (and the key record, for a journaled world).
 fn execute(
     world: &World,
     st: &mut State,
@@ -155,8 +161,9 @@ fn execute(
     req: &Request<'_>,
     json: Option<&Value>,
     record: &mut Record,
-) -> (Response, Plan) {
+) -> (Response, Plan, Option<KeyRecord>) {
     let now = record.received_at;
+    let mut journaled = None;
     if route.repeatable {
         // Carried in the entry so an exported ledger can be verified without the scenario.
         record.detail = Some(json!({"repeatable": true}).into());
@@ -202,19 +209,14 @@ fn execute(
                 body,
                 raw: raw_id(route.name.as_str(), &req.body),
             };
-            world.note(|session| Line::Key {
-                session,
-                service: svc.name.clone(),
-                key: k.clone(),
-                record: Box::new(kept.to_record()),
-            });
+            journaled = world.journaled().then(|| kept.to_record());
             st.keys.remember_parts(&svc.name, k, kept);
         }
         if fate.applies() {
             st.by_key.insert(&svc.name, k, record.seq);
         }
     }
-    (response, plan)
+    (response, plan, journaled)
 }
 
 /// The fate of this attempt: the next of its stream (the route's, or per intent or key).
