@@ -515,6 +515,46 @@ fn acc1_a_request_whose_body_never_fully_arrived_is_recorded_but_not_executed() 
     healthy(&da);
 }
 
+/// `shutdown(SHUT_WR)` after the request (curl reading a body from stdin, some SDKs, proxies)
+/// says "nothing more to send", not "gone": every such request is answered and recorded. Many
+/// rounds, because the loss was a race between reading the body and seeing the end of input.
+#[test]
+fn acc1_a_client_that_half_closes_after_sending_is_answered_and_recorded() {
+    let da = Da::start(&payments("", ""));
+    let rounds = 60;
+    for i in 0..rounds {
+        let body = transfer().to_string();
+        let key = format!("half-{i}");
+        let mut s = try_send(
+            &da.url,
+            "POST",
+            CREATE,
+            &[
+                ("Content-Type", "application/json"),
+                ("Idempotency-Key", &key),
+            ],
+            body.as_bytes(),
+        )
+        .unwrap();
+        s.flush().unwrap();
+        s.shutdown(Shutdown::Write).unwrap();
+        let r = read_response(s).unwrap_or_else(|e| panic!("round {i}: no answer: {e}"));
+        assert_eq!(r.status, 201, "round {i}: {}", r.text());
+    }
+    // Admin requests too: a scripted `curl -d @- .../claims < claims.json` half-closes.
+    let claims = json!({"actions": []}).to_string();
+    let mut s = try_send(&da.url, "POST", "/_admin/claims", &[], claims.as_bytes()).unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    assert_eq!(read_response(s).unwrap().status, 200);
+    let l = da.wait_for("service=payments", rounds);
+    assert_eq!(l.len(), rounds);
+    assert!(
+        l.iter().all(|e| e["response"]["delivery"] == "sent"),
+        "{l:?}"
+    );
+    healthy(&da);
+}
+
 #[test]
 fn routes_can_be_told_apart_by_headers_and_json_body_fields() {
     let toml = r#"

@@ -21,11 +21,9 @@ pub use handle::{Server, StartError};
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::BodyExt;
 use hyper::body::{Body, Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -34,7 +32,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 
 use body::{streamed, to_hyper, ChannelBody, HttpBody, ReadyBody};
-use conn::{Conn, DROP, NORMAL, RESET};
+use conn::{Conn, ConnCtl, DROP, RESET};
 
 use crate::admin::{self, AdminRequest};
 use crate::agent::{self, AgentRequest, Reply};
@@ -167,14 +165,17 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let ctl = Arc::new(AtomicU8::new(NORMAL));
+                let ctl = Arc::new(ConnCtl::default());
                 let io = TokioIo::new(Conn { stream, ctl: ctl.clone() });
                 let header_timeout = app.header_read_timeout;
                 let app = app.clone();
                 let svc = service_fn(move |req| {
                     let (app, ctl) = (app.clone(), ctl.clone());
+                    let held = ctl.hold();
                     crate::journal::scope(async move {
-                        Ok::<_, Infallible>(journaled(handle(&app, &ctl, req).await))
+                        let response = journaled(handle(&app, &ctl, req).await);
+                        drop(held);
+                        Ok::<_, Infallible>(response)
                     })
                 });
                 let conn = http1::Builder::new()
@@ -220,7 +221,7 @@ fn journaled(response: hyper::Response<HttpBody>) -> hyper::Response<HttpBody> {
 
 async fn handle(
     app: &App,
-    ctl: &AtomicU8,
+    ctl: &ConnCtl,
     req: hyper::Request<Incoming>,
 ) -> hyper::Response<HttpBody> {
     // Split once: the path is borrowed from the URI while the body is read and the headers move
@@ -231,7 +232,7 @@ async fn handle(
         if rest.is_empty() || rest.starts_with('/') {
             // Boxed, as the agents' below: their futures are large, and kept inline they would
             // make every fake-service request's future as large (it is moved per request).
-            return Box::pin(admin_request(app, &parts, rest, prefix, body)).await;
+            return Box::pin(admin_request(app, ctl, &parts, rest, prefix, body)).await;
         }
     }
     let world = match world_of(app, prefix, &parts.headers, path) {
@@ -246,7 +247,7 @@ async fn handle(
     }
     if let Some(rest) = path.strip_prefix("/agents/") {
         let head = (&parts.method, parts.uri.query(), parts.headers);
-        return Box::pin(agent_request(app, world, head, rest, body)).await;
+        return Box::pin(agent_request(app, ctl, world, head, rest, body)).await;
     }
     let trimmed = path.trim_start_matches('/');
     let (svc, rest) = match trimmed.find('/') {
@@ -254,7 +255,7 @@ async fn handle(
         None => (trimmed, "/"),
     };
     // A client that went away mid-body still gets its request recorded (but not executed).
-    let read = read_incoming(body, world.scenario.max_body_bytes).await;
+    let read = read_incoming(body, world.scenario.max_body_bytes, ctl).await;
     let incomplete = read.is_err();
     let (body, too_large) = read.unwrap_or_default();
     let sreq = Request {
@@ -279,6 +280,7 @@ async fn handle(
 /// without it), the body read (capped), then the admin API.
 async fn admin_request(
     app: &App,
+    ctl: &ConnCtl,
     parts: &hyper::http::request::Parts,
     rest: &str,
     prefix: Option<&str>,
@@ -293,7 +295,7 @@ async fn admin_request(
         r.headers.push(("www-authenticate".into(), "Bearer".into()));
         return to_hyper(r);
     }
-    let body = match read_incoming(body, 16 << 20).await {
+    let body = match read_incoming(body, 16 << 20, ctl).await {
         Ok((b, false)) => b,
         _ => {
             return to_hyper(Response::json(
@@ -340,6 +342,7 @@ fn world_of(
 /// `/agents/NAME/...`: the body read (capped), then the agent; its answer whole or streamed.
 async fn agent_request(
     app: &App,
+    ctl: &ConnCtl,
     world: Arc<World>,
     (method, query, headers): (&hyper::Method, Option<&str>, hyper::HeaderMap),
     rest: &str,
@@ -351,7 +354,7 @@ async fn agent_request(
     };
     // A client that went away mid-body cannot read an answer: the agent sees an empty body
     // (and answers it as a bad request, which nobody reads).
-    let (body, too_large) = read_incoming(body, world.scenario.max_body_bytes)
+    let (body, too_large) = read_incoming(body, world.scenario.max_body_bytes, ctl)
         .await
         .unwrap_or_default();
     if too_large {
@@ -406,13 +409,13 @@ impl Drop for Abandon<'_> {
 async fn deliver(
     app: &App,
     world: &World,
-    ctl: &AtomicU8,
+    ctl: &ConnCtl,
     plan: Plan,
     seq: u64,
     response: Response,
 ) -> hyper::Response<HttpBody> {
     let sabotage = |how| {
-        ctl.store(how, Ordering::Release);
+        ctl.sabotage(how);
         hyper::Response::new(HttpBody::full(Bytes::new()))
     };
     match plan {
@@ -450,9 +453,45 @@ async fn deliver(
     }
 }
 
-/// Read a body, keeping at most `cap` bytes; the flag says it was longer. A body that arrives
-/// in one piece (nearly every one) is kept as hyper read it, without a copy.
-async fn read_incoming(mut body: Incoming, cap: usize) -> Result<(Bytes, bool), hyper::Error> {
+/// Read a body, keeping at most `cap` bytes; the flag says it was longer. Once it is read, an
+/// end of input reaches hyper again (see [`ConnCtl`]): the request is in hand.
+async fn read_incoming(
+    body: Incoming,
+    cap: usize,
+    ctl: &ConnCtl,
+) -> Result<(Bytes, bool), hyper::Error> {
+    let read = read_capped(BodyOf { body, ctl }, cap).await;
+    ctl.release();
+    read
+}
+
+/// A request body whose reader tells the connection when it waits (see [`ConnCtl::body_pending`]).
+struct BodyOf<'a> {
+    body: Incoming,
+    ctl: &'a ConnCtl,
+}
+
+impl BodyOf<'_> {
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+    async fn frame(&mut self) -> Option<Result<hyper::body::Frame<Bytes>, hyper::Error>> {
+        std::future::poll_fn(|cx| {
+            let polled = std::pin::Pin::new(&mut self.body).poll_frame(cx);
+            if polled.is_pending() {
+                self.ctl.body_pending(cx.waker());
+            }
+            polled
+        })
+        .await
+    }
+}
+
+/// A body that arrives in one piece (nearly every one) is kept as hyper read it, without a copy.
+async fn read_capped(mut body: BodyOf<'_>, cap: usize) -> Result<(Bytes, bool), hyper::Error> {
     // The length hyper read from Content-Length (none for a chunked body).
     let declared = body.size_hint().exact();
     if declared.is_some_and(|n| n > cap as u64) {
@@ -530,9 +569,7 @@ pub async fn bind(addr: &str) -> io::Result<TcpListener> {
 mod tests {
     use super::*;
 
-    fn future_size<'a, Fut>(
-        _: fn(&'a App, &'a AtomicU8, hyper::Request<Incoming>) -> Fut,
-    ) -> usize {
+    fn future_size<'a, Fut>(_: fn(&'a App, &'a ConnCtl, hyper::Request<Incoming>) -> Fut) -> usize {
         std::mem::size_of::<Fut>()
     }
 
