@@ -34,6 +34,7 @@ mod target;
 
 use errors::{Failure, Kind};
 
+pub(crate) use route::header_text;
 pub use route::header_value;
 
 /// A request to a fake service, however it arrived. Its names are borrowed where the caller

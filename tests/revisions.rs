@@ -138,3 +138,64 @@ fn rec2_a_declaration_that_cannot_be_ordered_is_refused_not_recorded() {
     }
     assert_eq!(da.ledger().len(), 0);
 }
+
+const AGUI_LATE: &str = r#"
+clock = "manual"
+
+[agents.writer]
+protocol = "ag-ui"
+
+[[agents.writer.iterations]]
+text = "Here is the draft."
+"#;
+
+/// An AG-UI run started under `forwarded` (its `forwardedProps`) and `headers`, revision 2
+/// declared after it, and the run claimed adopted: the findings' rules, and the revision its
+/// `run-started` entry states.
+fn agui_run_adopted(forwarded: Value, headers: &[(&str, &str)]) -> (Vec<String>, Value) {
+    let da = Da::start(AGUI_LATE);
+    let input = json!({
+        "threadId": "t-1", "runId": "run-1", "state": {}, "messages": [
+            {"id": "u-1", "role": "user", "content": "draft it"}
+        ],
+        "tools": [], "context": [], "forwardedProps": forwarded,
+    });
+    let mut h = vec![("Accept", "text/event-stream")];
+    h.extend_from_slice(headers);
+    let r = da.post_json("/agents/writer", &h, &input).unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = post(&da, "/_admin/revision", &json!({ "revision": 2 }));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = post(&da, "/_admin/claims", &json!({"adopted": ["run-1"]}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let verdict = da.get("/_admin/verify").json();
+    let rules = verdict["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_string())
+        .collect();
+    let started = da
+        .ledger()
+        .into_iter()
+        .find(|e| e["event"] == "run-started")
+        .unwrap();
+    (rules, started["revision"].clone())
+}
+
+#[test]
+fn acc2_an_agui_run_of_a_superseded_revision_claimed_adopted_is_found_however_the_revision_came() {
+    for (forwarded, headers) in [
+        (json!({"revision": 1}), vec![]),
+        (json!({"revision": 1.0}), vec![]),
+        (json!({"revision": "1"}), vec![]),
+        (json!({}), vec![("X-Revision", "1")]),
+    ] {
+        let (rules, rev) = agui_run_adopted(forwarded.clone(), &headers);
+        assert_eq!(rev, 1, "{forwarded} {headers:?}");
+        assert_eq!(rules, ["ACC-2"], "{forwarded} {headers:?}");
+    }
+    // Under the revision in force, adopting the run is fine.
+    let (rules, rev) = agui_run_adopted(json!({"revision": 2}), &[]);
+    assert_eq!((rules.len(), rev), (0, json!(2)));
+}

@@ -64,7 +64,7 @@ pub fn header_value<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h
 }
 
 /// A header's value as text, with invalid UTF-8 replaced.
-pub(super) fn header_text(v: &HeaderValue) -> Cow<'_, str> {
+pub(crate) fn header_text(v: &HeaderValue) -> Cow<'_, str> {
     match v.to_str() {
         Ok(s) => Cow::Borrowed(s),
         Err(_) => String::from_utf8_lossy(v.as_bytes()),

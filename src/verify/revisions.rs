@@ -108,11 +108,12 @@ fn detail_revision(d: &Value) -> Option<i64> {
         .and_then(|r| r.ordinal())
 }
 
-/// The revision each task was started under (from its `task-created` entry).
+/// The revision each piece of agent work was started under: an A2A task (its `task-created`
+/// entry) or an AG-UI run (its `run-started` entry, the run id as its work id).
 fn task_revisions<'e>(ix: &Index<'e>) -> HashMap<&'e str, (u64, i64)> {
     let mut m = HashMap::default();
     for e in ix.rows() {
-        if e.agent_event("task-created").is_some() {
+        if e.agent_event("task-created").is_some() || e.agent_event("run-started").is_some() {
             if let (Some(t), Some(r)) = (
                 e.task_of(),
                 e.revision

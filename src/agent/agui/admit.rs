@@ -15,6 +15,7 @@ use super::start::{gated_interrupt, plain_interrupt, start_point};
 use super::{sse, Checkpoint, Notice, Start, Threads};
 use crate::agent::{AgentRequest, Reply};
 use crate::ledger::Record;
+use crate::revision::Revision;
 use crate::scenario::agui::{AgUiAgent, ClientKind, ResumeMode};
 use crate::service::Response;
 use crate::world::World;
@@ -29,6 +30,8 @@ pub(super) struct Admitted {
     pub start: Start,
     pub notices: Vec<Notice>,
     pub started_at: std::time::Duration,
+    /// The orchestrator's revision the run was started under (see [`run_revision`]).
+    pub revision: Option<Revision>,
 }
 
 /// A request refused before any stream.
@@ -145,8 +148,10 @@ pub(super) fn admit(
         return Err(refusal);
     }
     let started_at = world.clock.now();
+    let revision = run_revision(req, &input);
     let mut rec = Record::agent_event(name, "run-started", started_at, detail);
     rec.work_id = Some(input.run_id.clone());
+    rec.revision = revision.clone();
     rec.method = "POST".into();
     rec.path = format!("/agents/{name}");
     // Admitted: the tree is the ledger's now (a refusal would have needed it).
@@ -161,7 +166,23 @@ pub(super) fn admit(
         start,
         notices,
         started_at,
+        revision,
     })
+}
+
+/// The revision a run is started under (REC-6, ACC-2), read as every revision is:
+/// `forwardedProps.revision` (AG-UI's place for what the client passes through), else an
+/// `X-Revision` header.
+fn run_revision(req: &AgentRequest, input: &RunAgentInput) -> Option<Revision> {
+    let forwarded = input.forwarded_props.as_ref();
+    forwarded
+        .and_then(|p| p.get("revision"))
+        .and_then(Revision::of)
+        .or_else(|| {
+            req.headers
+                .get("x-revision")
+                .map(|v| Revision::parse(&crate::service::header_text(v)))
+        })
 }
 
 /// The HTTP side: the agent's own path, `POST`, and an `Accept` that admits the stream.

@@ -34,6 +34,7 @@ use super::start::{answered_calls, call_id, plain_interrupt};
 use super::{Boundary, Call, Checkpoint, Notice, Start};
 use crate::clock::format_rfc3339_ms;
 use crate::ledger::Record;
+use crate::revision::Revision;
 use crate::scenario::agui::{AgUiAgent, InterruptSpec, OnContinuation, Phase, ToolKind, Violation};
 use crate::world::World;
 
@@ -101,6 +102,8 @@ pub(super) struct Run {
     /// Where the run enters the script and the warnings it opens with, until [`Self::go`].
     start: Option<Start>,
     notices: Vec<Notice>,
+    /// Stated on every entry of the run, as A2A tasks state theirs.
+    revision: Option<Revision>,
 }
 
 /// Where a run puts its stream's receiver once it opens the channel (see [`Run::sender`]).
@@ -121,6 +124,7 @@ impl Run {
             start,
             notices,
             started_at,
+            revision,
         } = admitted;
         let carried = consumed
             .as_ref()
@@ -160,6 +164,7 @@ impl Run {
             cursor: started_at,
             start: Some(start),
             notices,
+            revision,
         }
     }
 
@@ -559,12 +564,14 @@ impl Run {
     fn record(&self, event: &str, detail: Value) -> u64 {
         let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), detail);
         rec.work_id = Some(self.input.run_id.clone());
+        rec.revision = self.revision.clone();
         self.world.lock().ledger.append(rec)
     }
 
     fn record_call(&self, call_id: &str, detail: Value) {
         let mut rec = Record::agent_event(&self.agent, "tool-call", self.world.clock.now(), detail);
         rec.work_id = Some(call_id.to_string());
+        rec.revision = self.revision.clone();
         self.world.lock().ledger.append(rec);
     }
 

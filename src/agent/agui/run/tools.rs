@@ -209,6 +209,7 @@ impl Run {
             },
             actor: Some(format!("agent:{}", self.agent)),
             work_id: Some(call.id.clone()),
+            revision: self.revision.clone(),
             ..Request::default()
         };
         let out = service::admit(&world, req);
