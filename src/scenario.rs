@@ -28,6 +28,7 @@ use crate::idempotency::{Cache, ErrorShape, Fingerprint, Mode, Policy, Preset};
 pub mod a2a;
 pub mod agui;
 mod compile;
+mod placeholders;
 mod problems;
 
 pub(crate) use compile::check_header;

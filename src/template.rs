@@ -5,9 +5,10 @@
 //! A caller implements [`Vars`]; [`text`] interpolates into a string ([`names`] lists what it
 //! would look up), [`json`] walks a JSON value and expands its strings — where a string is
 //! exactly one placeholder, it takes the value's own JSON type (`amount = "{{body./amount}}"`
-//! stays a number). Unknown placeholders are left as written, so a typo shows up in the output
-//! instead of vanishing. (A fake service's response is stricter: its names are checked at
-//! load, and one a request has no value for is `null`, see `service::action`.)
+//! stays a number). A placeholder a caller does not know is left as written; scenarios never get
+//! that far, since every name in a response or an agent's texts is checked at load
+//! (`scenario::placeholders`), and a response's name a request has no value for is `null`
+//! (see `service::action`).
 //!
 //! [`Compiled`] is a fake service's JSON response body compiled once at load.
 //!

@@ -543,7 +543,7 @@ fn acc1_a_client_that_half_closes_after_sending_is_answered_and_recorded() {
     }
     // Admin requests too: a scripted `curl -d @- .../claims < claims.json` half-closes.
     let claims = json!({"actions": []}).to_string();
-    let mut s = try_send(&da.url, "POST", "/_admin/claims", &[], claims.as_bytes()).unwrap();
+    let s = try_send(&da.url, "POST", "/_admin/claims", &[], claims.as_bytes()).unwrap();
     s.shutdown(Shutdown::Write).unwrap();
     assert_eq!(read_response(s).unwrap().status, 200);
     let l = da.wait_for("service=payments", rounds);

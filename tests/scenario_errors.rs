@@ -188,3 +188,18 @@ fn a_response_placeholder_that_names_nothing_is_located_and_gets_a_hint() {
          bad.toml:7:13: services.payments.routes[0].respond.body: `{{body.amount}}`: `body.` takes a JSON pointer, like `{{body./amount}}`",
     );
 }
+
+/// An A2A agent's texts are checked the same way: a typo in a result, a step's call or a
+/// behaviour's message is an error at load, not text handed to the orchestrator (issue 27,
+/// item 6).
+#[test]
+fn an_agent_placeholder_that_names_nothing_is_located_and_gets_a_hint() {
+    golden(
+        "[agents.researcher]\nprotocol = \"a2a\"\n\n[agents.researcher.result]\ntext = \"done {{task.idd}}\"\n",
+        "bad.toml:5:1: agents.researcher.result.text: `{{task.idd}}` names nothing; did you mean `task.id`? (an A2A agent's texts can use canary, task.id, context.id, revision, agent, message.text)",
+    );
+    golden(
+        "[agents.researcher]\nprotocol = \"a2a\"\n\n[[agents.researcher.behaviors]]\nmatch = { text = \"stop\" }\nmessage = \"ok {{revison}} {{canary}}\"\n",
+        "bad.toml:6:1: agents.researcher.behaviors[0].message: `{{revison}}` names nothing; did you mean `revision`? (an A2A agent's texts can use canary, task.id, context.id, revision, agent, message.text)",
+    );
+}

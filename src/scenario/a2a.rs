@@ -639,6 +639,7 @@ fn compile_script(
         artifacts,
     };
     check_schedule(&script, raw, path, issues);
+    super::placeholders::check_a2a(&rendered_texts(raw, path), issues);
     if script.reply == ReplyKind::Message
         && (raw.steps.as_ref().is_some_and(|s| !s.is_empty()) || raw.artifacts.is_some())
     {
@@ -648,6 +649,60 @@ fn compile_script(
         ));
     }
     (issues.len() == start).then_some(script)
+}
+
+/// The texts of a script that a task renders (see `agent::a2a::task::render`), with their key
+/// paths: what it defines itself, not what it inherits (that was checked where it was written).
+fn rendered_texts<'r>(raw: &'r RawScript, path: &str) -> Vec<(String, &'r str)> {
+    use super::placeholders::json_strings;
+    let mut out = Vec::new();
+    if let Some(m) = &raw.message {
+        out.push((format!("{path}.message"), m.as_str()));
+    }
+    for (i, u) in raw.updates.iter().flatten().enumerate() {
+        if let Some(m) = &u.message {
+            out.push((format!("{path}.updates[{i}].message"), m.as_str()));
+        }
+    }
+    for (i, st) in raw.steps.iter().flatten().enumerate() {
+        let at = format!("{path}.steps[{i}].call");
+        if let Some(j) = &st.call.json {
+            json_strings(j, format!("{at}.json"), &mut out);
+        }
+        if let Some(b) = &st.call.body {
+            out.push((format!("{at}.body"), b.as_str()));
+        }
+        for (k, v) in &st.call.headers {
+            out.push((format!("{at}.headers.{k}"), v.as_str()));
+        }
+    }
+    if let Some(r) = &raw.result {
+        let at = format!("{path}.result");
+        for (k, v) in [("text", &r.text), ("raw", &r.raw), ("url", &r.url)] {
+            if let Some(t) = v {
+                out.push((format!("{at}.{k}"), t.as_str()));
+            }
+        }
+        if let Some(d) = &r.data {
+            json_strings(d, format!("{at}.data"), &mut out);
+        }
+    }
+    for (i, a) in raw.artifacts.iter().flatten().enumerate() {
+        for (j, p) in a.parts.iter().enumerate() {
+            let at = format!("{path}.artifacts[{i}].parts[{j}]");
+            for (k, v) in [("text", &p.text), ("raw", &p.raw), ("url", &p.url)] {
+                if let Some(t) = v {
+                    out.push((format!("{at}.{k}"), t.as_str()));
+                }
+            }
+            for (k, v) in [("data", &p.data), ("metadata", &p.metadata)] {
+                if let Some(d) = v {
+                    json_strings(d, format!("{at}.{k}"), &mut out);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The `result` shorthand: one artifact named `result` of its text, raw, url and data parts.

@@ -228,7 +228,7 @@ fn compile_route(
         ),
         _ => (compile_respond(r.respond, rpath, issues), None),
     };
-    check_placeholders(&respond, path.as_ref(), rpath, issues);
+    super::placeholders::check_response(&respond, path.as_ref(), rpath, issues);
     let (policy, pol_issues) = resolve_policy(svc_idem, r.idempotency.as_ref());
     let error_shape = policy.errors;
     for (k, m) in pol_issues {
@@ -352,76 +352,6 @@ fn compile_respond(respond: Option<RawRespond>, rpath: &str, issues: &mut Issues
             headers: Vec::new(),
             body: default_body(),
         },
-    }
-}
-
-/// What an action's response can name (see `service::action`'s placeholder context).
-const RESPONSE_NAMES: &[&str] = &[
-    "action.id",
-    "action.seq",
-    "key",
-    "work_id",
-    "revision",
-    "now",
-    "request.method",
-    "request.path",
-];
-
-/// A placeholder in a response that can name nothing is an error at load, not text sent to the
-/// client: an unknown name, `path.NAME` without that parameter, `body.` without a JSON pointer.
-fn check_placeholders(
-    respond: &Respond,
-    path: Option<&PathTemplate>,
-    rpath: &str,
-    issues: &mut Issues,
-) {
-    let mut texts: Vec<(String, &str)> = Vec::new();
-    match &respond.body {
-        RespondBody::Json(v, _) => json_strings(v, format!("{rpath}.respond.json"), &mut texts),
-        RespondBody::Text(t) => texts.push((format!("{rpath}.respond.body"), t.as_str())),
-    }
-    for (name, value) in &respond.headers {
-        texts.push((format!("{rpath}.respond.headers.{name}"), value.as_str()));
-    }
-    for (at, text) in texts {
-        for name in crate::template::names(text) {
-            let problem = if let Some(p) = name.strip_prefix("body.") {
-                (!p.is_empty() && !p.starts_with('/')).then(|| {
-                    format!("`{{{{{name}}}}}`: `body.` takes a JSON pointer, like `{{{{body./amount}}}}`")
-                })
-            } else if let Some(param) = name.strip_prefix("path.") {
-                (!path.is_some_and(|p| p.has_param(param))).then(|| {
-                    format!("`{{{{{name}}}}}`: the route's path has no parameter `{{{param}}}`")
-                })
-            } else {
-                (!RESPONSE_NAMES.contains(&name)).then(|| {
-                    let hint = did_you_mean(name, RESPONSE_NAMES.iter().copied());
-                    format!(
-                        "`{{{{{name}}}}}` names nothing{hint} (a response can use {}, body./POINTER, path.NAME)",
-                        RESPONSE_NAMES.join(", ")
-                    )
-                })
-            };
-            issues.extend(problem.map(|m| (at.clone(), m)));
-        }
-    }
-}
-
-/// Every string of a JSON value with its key path (keys are not expanded, so not included).
-fn json_strings<'v>(v: &'v Value, at: String, out: &mut Vec<(String, &'v str)>) {
-    match v {
-        Value::String(s) => out.push((at, s)),
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                json_strings(x, format!("{at}[{i}]"), out);
-            }
-        }
-        Value::Object(o) => {
-            for (k, x) in o {
-                json_strings(x, format!("{at}.{k}"), out);
-            }
-        }
-        _ => {}
     }
 }
 
