@@ -1238,3 +1238,55 @@ fn rec4_acc1_an_agents_keyed_side_effect_is_replayed_to_a_client_with_its_render
     assert_eq!(note["response"]["status"], 202);
     assert_eq!(note["response"]["delivery"], "sent");
 }
+
+/// A client that leaves a task's stream before its end is recorded, with how much it had been
+/// sent; a stream that runs to its terminal state is not (REC-4: what it never got is not what
+/// it knows).
+#[test]
+fn rec4_a_client_that_leaves_a_stream_early_is_recorded_as_abandoned() {
+    let da = Da::start(ISSUE);
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "SendStreamingMessage",
+        "params": {"message": msg("m-left", "pay", json!({"revision": 1}))}})
+    .to_string();
+    let mut s = send(
+        &da.url,
+        "POST",
+        "/agents/researcher",
+        &[
+            ("content-type", "application/json"),
+            ("accept", "text/event-stream"),
+            ("A2A-Version", "1.0"),
+        ],
+        body.as_bytes(),
+    );
+    read_until(&mut s, "TASK_STATE_SUBMITTED");
+    drop(s); // the orchestrator gives up on the stream
+    let left = da.wait_for("event=stream-abandoned", 1);
+    assert!(
+        left[0]["detail"]["events_sent"].as_u64() >= Some(1),
+        "{}",
+        left[0]
+    );
+    assert_eq!(left[0]["response"]["delivery"], "abandoned", "{}", left[0]);
+    let task = left[0]["detail"]["task_id"].as_str().unwrap().to_string();
+    assert_eq!(left[0]["work_id"], task.as_str());
+
+    let kept = stream(
+        &da,
+        "researcher",
+        "SendStreamingMessage",
+        json!({"message": msg("m-kept", "pay", Value::Null)}),
+    );
+    da.wait_for("event=task-created", 2);
+    da.advance("3s");
+    let events = kept.join().unwrap();
+    assert_eq!(
+        kinds(&events).last().unwrap(),
+        "status:TASK_STATE_COMPLETED"
+    );
+    assert_eq!(
+        agent_events(&da, "researcher", "stream-abandoned").len(),
+        1,
+        "only the stream the client left"
+    );
+}

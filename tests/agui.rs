@@ -512,6 +512,7 @@ iterations = [{ text = "Thinking it over.", delay = "5s", tool_calls = [{ tool =
     let fin = da.wait_for("event=run-finished", 1);
     assert_eq!(fin[0]["detail"]["outcome"], "cancelled");
     assert_eq!(fin[0]["detail"]["cause"], "client-disconnected");
+    assert_eq!(fin[0]["response"]["delivery"], "abandoned", "REC-4");
     da.advance("1m");
     assert!(
         applied(&da, "payments").is_empty(),

@@ -196,7 +196,7 @@ fn dispatch(
             let p: SubscribeToTaskRequest = call.params()?;
             let (snapshot, events) = task::subscribe(ctx, &p.id)?;
             Ok(stream::open(
-                ctx.world.clone(),
+                ctx,
                 call.id.clone(),
                 StreamResponse::Task(snapshot),
                 Some(events),
@@ -297,7 +297,7 @@ fn send(
     } else {
         task::Want::Blocking
     };
-    let open = |first| stream::open(ctx.world.clone(), call.id.clone(), first, None);
+    let open = |first| stream::open(ctx, call.id.clone(), first, None);
     let reply = match task::send(ctx, spec, &call.method, p, want)? {
         Sent::Message(m) if streaming => open(StreamResponse::Message(m)),
         Sent::Message(m) => ok(call, &SendMessageResponse::Message(m))?,
@@ -324,7 +324,7 @@ fn send(
             }
             if streaming {
                 let first = StreamResponse::Task(*snapshot);
-                stream::open(ctx.world.clone(), call.id.clone(), first, events)
+                stream::open(ctx, call.id.clone(), first, events)
             } else {
                 let task = snapshot.with_history_length(history_length);
                 ok(call, &SendMessageResponse::Task(task))?

@@ -7,16 +7,17 @@
 //! closes itself after a terminal or interrupted state, because the a2a-sdk client never ends a
 //! task stream on its own; it also ends when the world closes or the client goes away.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::body::Bytes;
+use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 
+use super::detail;
 use super::errors::RpcError;
 use super::rpc::{self, RpcId};
 use super::types::StreamResponse;
-use crate::agent::Reply;
+use crate::agent::{Ctx, Reply};
 use crate::world::World;
 
 /// Keep-alive comment interval. Wall-clock time on purpose: it feeds the client's socket read
@@ -40,15 +41,36 @@ fn headers() -> Vec<crate::idempotency::Header> {
     ]
 }
 
-/// Open a stream: `first` goes out at once, then whatever `events` brings.
+/// Open a stream: `first` goes out at once, then whatever `events` brings. A client that goes
+/// away before the stream's end is recorded (`stream-abandoned`, delivery `abandoned`, at the
+/// time it was seen, with how many events had been handed to its connection): what it never
+/// received is not what it knows (REC-4).
 pub(crate) fn open(
-    world: Arc<World>,
+    ctx: &Ctx<'_>,
     id: RpcId,
     first: StreamResponse,
     events: Option<broadcast::Receiver<StreamResponse>>,
 ) -> Reply {
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    tokio::spawn(pump(world, id, first, events, tx));
+    let (world, agent) = (ctx.world.clone(), ctx.name.clone());
+    let task = match &first {
+        StreamResponse::Task(t) => Some(t.id.clone()),
+        _ => None,
+    };
+    tokio::spawn(async move {
+        if let End::ClientLeft { sent } = pump(&world, id, first, events, tx).await {
+            let detail = json!({"task_id": task, "events_sent": sent});
+            let seq = detail::log(
+                &world,
+                &agent,
+                "stream-abandoned",
+                task.as_deref(),
+                None,
+                detail,
+            );
+            world.abandon(seq);
+        }
+    });
     Reply::Stream {
         status: 200,
         headers: headers(),
@@ -73,41 +95,56 @@ fn error_frame(id: &RpcId, e: &RpcError) -> Bytes {
     Bytes::from(out)
 }
 
+/// How a stream ended.
+enum End {
+    /// Its last event went out, its task's events ended, or the world closed.
+    Done,
+    /// The client went away first, after `sent` events.
+    ClientLeft { sent: usize },
+}
+
 async fn pump(
-    world: Arc<World>,
+    world: &World,
     id: RpcId,
     first: StreamResponse,
     events: Option<broadcast::Receiver<StreamResponse>>,
     tx: mpsc::Sender<Bytes>,
-) {
-    if tx.send(frame(&id, &first)).await.is_err() || first.ends_stream() {
-        return;
+) -> End {
+    if tx.send(frame(&id, &first)).await.is_err() {
+        return End::ClientLeft { sent: 0 };
     }
-    let Some(mut events) = events else { return };
+    let mut sent = 1;
+    let (false, Some(mut events)) = (first.ends_stream(), events) else {
+        return End::Done;
+    };
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
     loop {
         tokio::select! {
             r = events.recv() => match r {
                 Ok(ev) => {
-                    if tx.send(frame(&id, &ev)).await.is_err() || ev.ends_stream() {
-                        return;
+                    if tx.send(frame(&id, &ev)).await.is_err() {
+                        return End::ClientLeft { sent };
+                    }
+                    sent += 1;
+                    if ev.ends_stream() {
+                        return End::Done;
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     let e = RpcError::internal(format!("the stream fell {n} events behind; subscribe again"));
                     // The client may be gone already: the stream ends either way.
                     let _ = tx.send(error_frame(&id, &e)).await;
-                    return;
+                    return End::Done;
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
+                Err(broadcast::error::RecvError::Closed) => return End::Done,
             },
             _ = ping.tick() => {
                 if tx.send(Bytes::from_static(SSE_PING.as_bytes())).await.is_err() {
-                    return;
+                    return End::ClientLeft { sent };
                 }
             }
-            _ = world.clock.closed() => return,
-            _ = tx.closed() => return,
+            _ = world.clock.closed() => return End::Done,
+            _ = tx.closed() => return End::ClientLeft { sent },
         }
     }
 }

@@ -65,7 +65,11 @@ impl Run {
         if self.gone {
             detail["client_disconnected"] = json!(true);
         }
-        self.record("run-finished", detail);
+        let seq = self.record("run-finished", detail);
+        if self.gone {
+            // What the client never got is not what it knows (REC-4), as for any response.
+            self.world.abandon(seq);
+        }
 
         if finished {
             self.late_error().await;
