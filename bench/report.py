@@ -157,6 +157,10 @@ if present("verify"):
     n = med("verify", "da", "entries")
     abs_row("verify", f"verify --ledger, {fmt(n)} entries (JSONL)", "seconds", "≤ 2 s", lambda d: d <= 2.0,
             " s", base_metric="")
+if present("pertest"):
+    n = med("pertest", "da", "n")
+    abs_row("pertest", f"per-test cost: fresh session, one action, verdict, drop ({int(n or 0)} tests) over a bare request",
+            "overhead_ms", "< 2 ms", lambda d: d < 2.0, " ms", base_metric="bare_ms")
 # Each agent is "1" (measured), "0" (asked for, but its probe failed) or "off" (left out by --only).
 if agents.get("a2a") == "1":
     ratio_row("a2a", "agents: A2A SendMessage round trips: rps", "rps", "≥ 0.5×", lambda r: r >= 0.5)

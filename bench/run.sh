@@ -35,17 +35,17 @@ done
 if [ "$MODE" = smoke ]; then
   ROUNDS=1; SECS=1; WARM=0
   DELAY_CONNS=100; CLOCK_N=2000; CLOCK_HTTP_N=200; LEDGER_N=20000; STARTUP_RUNS=2
-  SOAK_SECS=2; SOAK_BOUND=2000; VERIFY_RUNS=1; MEM_WARM=1
+  SOAK_SECS=2; SOAK_BOUND=2000; VERIFY_RUNS=1; MEM_WARM=1; PERTEST_N=50
   PROFILE=debug
 else
   WARM=1
   DELAY_CONNS=1000; CLOCK_N=100000; CLOCK_HTTP_N=15000; LEDGER_N=1000000; STARTUP_RUNS=20
-  SOAK_SECS=${BENCH_SOAK_SECS:-30}; SOAK_BOUND=100000; VERIFY_RUNS=3; MEM_WARM=4
+  SOAK_SECS=${BENCH_SOAK_SECS:-30}; SOAK_BOUND=100000; VERIFY_RUNS=3; MEM_WARM=4; PERTEST_N=1000
   PROFILE=release
 fi
 
 # A typo in --only would otherwise build everything and then measure nothing.
-FIGURES="throughput replays noise delayed agents startup memory soak clock verify"
+FIGURES="throughput replays noise delayed agents startup memory soak clock verify pertest"
 for f in ${ONLY//,/ }; do
   [[ " $FIGURES " == *" $f "* ]] || {
     echo "bench/run.sh: unknown figure '$f' in --only (figures: ${FIGURES// /, })" >&2; exit 2; }
@@ -400,6 +400,25 @@ if want verify; then
   done
   record verify da entries "$LEDGER_N"
   log "verify: $(head -1 "$TMP/verify.out")"
+fi
+
+if want pertest; then
+  # What a test costs a suite with a fresh session per test (the Python and npm packages'
+  # fixtures): session, one action, the verdict, the session dropped; against a bare request.
+  serve base bench/bench.toml && { BASE_URL="$SERVER_URL"; PAIR_PIDS="$PAIR_PIDS $SERVER_PID"; SERVER_PID=""; }
+  if [ -n "${BASE_URL:-}" ] && serve da bench/bench.toml; then
+    out="$(timeout 300 "$KIT" pertest "$SERVER_URL" --base "$BASE_URL" --n "$PERTEST_N" | sed -n 's/^PERTEST //p')"
+    stop_server
+    log "per test: $out"
+    if [ -z "$out" ] || [ "$(json_field failed "$out")" != 0 ]; then record pertest da failed 1; fi
+    record pertest da overhead_ms "$(awk -v u="$(json_field overhead_us "$out")" 'BEGIN {printf "%.3f", u / 1000}')"
+    record pertest da test_ms "$(awk -v u="$(json_field test_us "$out")" 'BEGIN {printf "%.3f", u / 1000}')"
+    record pertest base bare_ms "$(awk -v u="$(json_field bare_us "$out")" 'BEGIN {printf "%.3f", u / 1000}')"
+    record pertest da n "$PERTEST_N"
+  else
+    record pertest da failed 1
+  fi
+  stop_pair
 fi
 
 # ---------------------------------------------------------------------------------------------

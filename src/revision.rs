@@ -28,7 +28,7 @@ impl Revision {
                 (Some(i), _) => Revision::Number(i),
                 // An integral float within `i64` is that number (`1.0` is 1).
                 (None, Some(f))
-                    if f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64 =>
+                    if f.fract() == 0.0 && f > i64::MIN as f64 && f < i64::MAX as f64 =>
                 {
                     Revision::Number(f as i64)
                 }
@@ -124,5 +124,17 @@ mod tests {
         assert!(serde_json::from_str::<Revision>("null").is_err());
         assert_eq!(Revision::of(&Value::Null), None);
         assert_eq!(Revision::Text("rev-b".into()).to_string(), "\"rev-b\"");
+    }
+
+    /// A whole number past `i64` is not rounded onto its end (Schemathesis found
+    /// -9223372036854775809 read as `i64::MIN`).
+    #[test]
+    fn rec2_a_number_beyond_i64_is_not_ordered() {
+        for text in ["-9223372036854775809", "9223372036854775808", "1e300"] {
+            let v: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(Revision::of(&v).and_then(|r| r.ordinal()), None, "{text}");
+        }
+        let min: Value = serde_json::from_str("-9223372036854775808").unwrap();
+        assert_eq!(Revision::of(&min), Some(Revision::Number(i64::MIN)));
     }
 }

@@ -147,6 +147,19 @@ fn sessions_keep_ledgers_keys_fates_and_clocks_apart() {
         da.get("/_admin/sessions").json()["sessions"],
         serde_json::json!(["test-a", "test-b"])
     );
+    // A drop that is neither true nor false is refused, not read as "reset it" (Schemathesis
+    // sent `drop=null`): a script that meant to end the session would quietly keep it.
+    let unclear = da.call("POST", "/_admin/reset?session=test-a&drop=yes", &[], "");
+    assert_eq!(unclear.status, 400, "{}", unclear.text());
+    assert!(unclear.json()["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("drop:"));
+    assert_eq!(
+        da.get("/_admin/clock?session=test-a").json()["elapsed"],
+        "1h",
+        "nothing was reset"
+    );
     let dropped = da.call("POST", "/_admin/reset?session=test-a&drop=true", &[], "");
     assert_eq!(dropped.json()["status"], "dropped");
     assert_eq!(

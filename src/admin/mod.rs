@@ -172,7 +172,18 @@ async fn route(
         ("GET", "/ledger.jsonl") => ledger_jsonl(&world, &filter_from(&params, &[])?),
         ("GET", "/ledger/wait") => wait(&world, &params).await,
         ("POST", "/reset") => {
-            let drop = params.iter().any(|(k, v)| k == "drop" && v == "true");
+            let mut drop = false;
+            for (k, v) in params.iter().filter(|(k, _)| k == "drop") {
+                drop = match v.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(AdminError::BadRequest(format!(
+                            "{k}: expected true or false, found \"{v}\""
+                        )))
+                    }
+                };
+            }
             reset(host, session, drop)
         }
         ("GET", "/clock") => Ok(Response::json(200, &clock_view(&world))),

@@ -29,12 +29,19 @@
 //!     world they share and on a world each: CPU time per admission, and the difference, what
 //!     sharing the world costs (its lock and the cache lines of its state)
 //!
+//! benchkit pertest DA_URL --base BASE_URL [--n N]
+//!                                  PERTEST {"n":..,"test_us":..,"bare_us":..,"overhead_us":..}
+//!     N tests in a row as the packages run them (a fresh session, one action, the verdict, the
+//!     session dropped), against N bare requests to the baseline (see `pertest.rs`)
+//!
 //! benchkit probe URL [--method M] [--body B] [--headers 'A: b|C: d'] [--out FILE]
 //!                                                            PROBE {"status":..,"content_type":..,"bytes":..}
 //!     one request; the body goes to FILE (bench/run.sh checks agents with it, captures their
 //!     answers for the baseline, reads /_admin/health and resets between soak cycles)
 //!
 //! Every network operation targets the loopback URL it is given and is bounded in time.
+
+mod pertest;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write as _};
@@ -104,6 +111,7 @@ fn main() {
         "clock-http" => runtime().block_on(clock_http(&opts)),
         "genledger" => genledger(&opts),
         "probe" => runtime().block_on(probe(&opts)),
+        "pertest" => runtime().block_on(pertest::pertest(&opts)),
         "verify-parts" => verify_parts(&opts),
         "admit" => admit(&opts),
         "admit-shared" => admit_shared(&opts),
