@@ -1,0 +1,148 @@
+// The package against the real binary: serve, sessions, the ledger, the clock, claims, the
+// verdict, the HTML report, binary discovery and the test-runner helpers.
+
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+
+import { AdminError, findBinary, serve } from "doubleagent";
+import { connect, globalSetup, useDoubleagent } from "doubleagent/testing";
+
+const SCENARIO = `
+name = "npm-package"
+clock = "manual"
+
+[services.payments]
+idempotency = { preset = "stripe", retention = "24h" }
+
+[[services.payments.routes]]
+name = "create-transfer"
+method = "POST"
+path = "/v1/transfers"
+kind = "action"
+intent = ["/to", "/amount"]
+fates = ["drop-after-apply", "respond"]
+respond = { status = 201, json = { id = "{{action.id}}", status = "succeeded" } }
+`;
+
+async function transfer(url, key) {
+  try {
+    const r = await fetch(`${url}/v1/transfers`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": key },
+      body: JSON.stringify({ to: "acct-9", amount: 100 }),
+    });
+    return r.status;
+  } catch {
+    return 0; // the fate dropped the response
+  }
+}
+
+test("serve starts on port 0 from TOML text, and stop ends it", async () => {
+  const server = await serve(SCENARIO);
+  assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+  assert.equal(server.serviceUrl("payments"), `${server.url}/payments`);
+  assert.throws(() => server.serviceUrl("nope"), /no service named "nope"; it has: payments/);
+  assert.equal((await server.health()).status, "ok");
+  await server.stop();
+  assert.notEqual(server.process.exitCode ?? server.process.signalCode, null);
+});
+
+test("a bad scenario is refused with the server's own error", async () => {
+  await assert.rejects(serve("[services.x]\nnope = 1\n"), /did not start[\s\S]*nope/);
+});
+
+test("acc1_rec4 a blind retry is found, and assertClean throws the CLI's report", async () => {
+  const server = await serve(SCENARIO);
+  try {
+    const s = await server.session();
+    assert.match(s.url, /\/_s\/t-[0-9a-f]{16}$/);
+    assert.equal(await transfer(s.serviceUrl("payments"), "k-1"), 0);
+    assert.equal(await transfer(s.serviceUrl("payments"), "k-2"), 201);
+    assert.equal((await s.ledger({ applied: true })).length, 2);
+    assert.equal((await s.waitFor(2, { service: "payments" })).length, 2);
+    const v = await s.verify();
+    assert.equal(v.state, "findings");
+    assert.ok(v.rules.has("ACC-1") && v.rules.has("REC-4"), [...v.rules].join(","));
+    assert.throws(() => v.assertClean(), /ACC-1/);
+    assert.deepEqual(await server.ledger(), [], "the default session saw nothing");
+    const dir = mkdtempSync(join(tmpdir(), "da-report-"));
+    const html = await s.reportHtml(join(dir, "out", "report.html"));
+    assert.match(readFileSync(html, "utf8"), /<html/i);
+    await s.drop();
+  } finally {
+    await server.stop();
+  }
+});
+
+test("acc3 a same-key retry with its claim is clean; the clock, revisions and errors", async () => {
+  const server = await serve(SCENARIO);
+  try {
+    const s = await server.session("named-one");
+    assert.equal(await transfer(s.serviceUrl("payments"), "k-1"), 0);
+    assert.equal(await transfer(s.serviceUrl("payments"), "k-1"), 201);
+    await s.claims({ actions: [{ key: "k-1", claim: "succeeded" }] });
+    (await s.verify()).assertClean();
+    await s.advance("25h");
+    assert.equal((await s.clock()).elapsed_ms, 25 * 3600 * 1000);
+    await s.advance(1.5);
+    assert.equal((await s.clock()).elapsed_ms, 25 * 3600 * 1000 + 1500);
+    assert.equal((await s.declareRevision(2)).revision, 2);
+    await assert.rejects(s.advance("soon"), (e) => e instanceof AdminError && e.status === 400 && /by:/.test(e.reason));
+    await assert.rejects(s.waitFor(99, {}, 0.2), { name: "TimeoutError" });
+    await s.reset();
+    assert.deepEqual(await s.ledger(), []);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("an admin token is sent on every call", async () => {
+  const server = await serve(SCENARIO, { adminToken: "tok-1" });
+  try {
+    const s = await server.session();
+    assert.equal((await s.verify()).clean, true);
+    const r = await fetch(`${server.url}/_admin/ledger`);
+    assert.equal(r.status, 401);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("the binary: the option first, then DOUBLEAGENT_BIN", () => {
+  assert.equal(findBinary("/opt/x/doubleagent"), "/opt/x/doubleagent");
+  const was = process.env.DOUBLEAGENT_BIN;
+  process.env.DOUBLEAGENT_BIN = "/from/env";
+  try {
+    assert.equal(findBinary(), "/from/env");
+  } finally {
+    if (was === undefined) delete process.env.DOUBLEAGENT_BIN;
+    else process.env.DOUBLEAGENT_BIN = was;
+  }
+  assert.ok(existsSync(findBinary()));
+});
+
+describe("useDoubleagent gives every test a fresh session", () => {
+  const da = useDoubleagent(SCENARIO);
+  for (const n of [1, 2]) {
+    test(`test ${n} starts with an empty ledger and the first fate`, async () => {
+      assert.deepEqual(await da.session.ledger(), []);
+      assert.equal(await transfer(da.session.serviceUrl("payments"), "k-1"), 0);
+      assert.equal((await da.session.ledger()).length, 1);
+    });
+  }
+});
+
+test("globalSetup hands the server to workers through the environment", async () => {
+  const teardown = await globalSetup(SCENARIO)();
+  try {
+    const s = await connect().session();
+    assert.equal(await transfer(s.serviceUrl("payments"), "k-1"), 0);
+    assert.equal((await s.ledger()).length, 1);
+  } finally {
+    await teardown();
+    delete process.env.DOUBLEAGENT_READY;
+  }
+});
