@@ -1290,3 +1290,84 @@ fn rec4_a_client_that_leaves_a_stream_early_is_recorded_as_abandoned() {
         "only the stream the client left"
     );
 }
+
+/// JSONRPC-SSE-002: a request that says it is not `application/json` is refused with -32005
+/// (ContentTypeNotSupportedError) before its body is read; `application/json` with a charset and
+/// a request with no Content-Type at all are served (REC-6: the orchestrator gets the spec's
+/// error, not a parse error).
+#[test]
+fn jsonrpc_sse_002_a_non_json_content_type_is_refused_with_32005() {
+    let da = Da::start(ISSUE);
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": "nope"}})
+        .to_string();
+    let call = |ct: Option<&str>| {
+        let mut h = vec![("A2A-Version", "1.0")];
+        if let Some(ct) = ct {
+            h.push(("content-type", ct));
+        }
+        request(&da.url, "POST", "/agents/researcher", &h, body.as_bytes())
+            .unwrap()
+            .json()
+    };
+    let refused = call(Some("text/plain"));
+    assert_eq!(refused["error"]["code"], -32005, "{refused}");
+    assert_eq!(refused["id"], Value::Null);
+    assert_eq!(
+        refused["error"]["data"][0]["reason"],
+        "CONTENT_TYPE_NOT_SUPPORTED"
+    );
+    for ct in [Some("application/json; charset=utf-8"), None] {
+        let served = call(ct);
+        assert_eq!(served["error"]["code"], -32001, "{ct:?}: {served}");
+    }
+    assert_eq!(agent_events(&da, "researcher", "rpc-error").len(), 3);
+}
+
+/// ProtoJSON parsers accept a field's proto name as well as its JSON name (PUSH-CREATE-001,
+/// CORE-HIST-002 as the conformance kit sends them): `task_id`, `history_length`,
+/// `return_immediately`, `message_id`, `context_id`; the answers stay lowerCamelCase.
+#[test]
+fn protojson_requests_are_read_under_proto_field_names_too() {
+    let da = Da::start(&ISSUE.replace(
+        "revision_key = \"revision\"",
+        "revision_key = \"revision\"\npush_ports = [9]",
+    ));
+    let sent = result(rpc(
+        &da,
+        "researcher",
+        "SendMessage",
+        json!({"message": {"message_id": "snake-1", "role": "ROLE_USER", "context_id": "ctx-snake",
+                "parts": [{"text": "go", "media_type": "text/plain"}]},
+               "configuration": {"return_immediately": true}}),
+    ));
+    let task = &sent["task"];
+    assert_eq!(state(task), "TASK_STATE_SUBMITTED", "not blocked: {sent}");
+    assert_eq!(task["contextId"], "ctx-snake");
+    assert_eq!(task["history"][0]["messageId"], "snake-1");
+    assert_eq!(task["history"][0]["parts"][0]["mediaType"], "text/plain");
+    let id = task["id"].as_str().unwrap();
+    da.advance("3s");
+    let full = get_task(&da, "researcher", id);
+    assert_eq!(full["history"].as_array().unwrap().len(), 1, "{full}");
+    for (params, n) in [
+        (json!({"id": id, "history_length": 0}), 0),
+        (json!({"id": id, "historyLength": 0}), 0),
+        (json!({"id": id, "history_length": 1}), 1),
+        (json!({"id": id, "history_length": "0"}), 0),
+    ] {
+        let got = result(rpc(&da, "researcher", "GetTask", params.clone()));
+        let len = got
+            .get("history")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        assert_eq!(len, n, "CORE-HIST-002: {params} gave {got}");
+    }
+    let created = result(rpc(
+        &da,
+        "researcher",
+        "CreateTaskPushNotificationConfig",
+        json!({"task_id": id, "id": "h1", "url": "http://127.0.0.1:9/hook"}),
+    ));
+    assert_eq!(created["taskId"], id, "PUSH-CREATE-001: {created}");
+    assert!(created.get("task_id").is_none());
+}

@@ -13,8 +13,8 @@ pub(crate) const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorIn
 pub(crate) const ERROR_DOMAIN: &str = "a2a-protocol.org";
 
 /// The errors of the A2A JSON-RPC binding that this server answers with. (The binding also
-/// defines -32003 push not supported, -32005 content type, -32006 invalid agent response and
-/// -32008 extension required; no scripted agent gives them.)
+/// defines -32003 push not supported, -32006 invalid agent response and -32008 extension
+/// required; no scripted agent gives them.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ErrorKind {
     TaskNotFound,
@@ -22,6 +22,7 @@ pub(crate) enum ErrorKind {
     UnsupportedOperation,
     ExtendedAgentCardNotConfigured,
     VersionNotSupported,
+    ContentTypeNotSupported,
     ParseError,
     InvalidRequest,
     MethodNotFound,
@@ -41,6 +42,7 @@ impl ErrorKind {
                 (-32007, "EXTENDED_AGENT_CARD_NOT_CONFIGURED")
             }
             ErrorKind::VersionNotSupported => (-32009, "VERSION_NOT_SUPPORTED"),
+            ErrorKind::ContentTypeNotSupported => (-32005, "CONTENT_TYPE_NOT_SUPPORTED"),
             ErrorKind::ParseError => return (-32700, None),
             ErrorKind::InvalidRequest => (-32600, "INVALID_REQUEST"),
             ErrorKind::MethodNotFound => (-32601, "METHOD_NOT_FOUND"),
@@ -148,6 +150,17 @@ impl RpcError {
         RpcError::new(
             ErrorKind::VersionNotSupported,
             format!("A2A version '{version}' is not supported by this agent; expected 1.x"),
+        )
+    }
+
+    /// -32005: a request whose `Content-Type` is not `application/json` (checked before the
+    /// body is read as JSON, as the binding requires).
+    pub(crate) fn content_type_not_supported(given: &str) -> RpcError {
+        RpcError::new(
+            ErrorKind::ContentTypeNotSupported,
+            format!(
+                "Content-Type '{given}' is not supported; JSON-RPC requests are application/json"
+            ),
         )
     }
 

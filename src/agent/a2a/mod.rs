@@ -126,6 +126,9 @@ fn error_reply(ctx: &Ctx<'_>, id: &rpc::RpcId, method: &str, e: RpcError) -> Rep
 }
 
 fn rpc_now<'a>(ctx: &Ctx<'_>, spec: &A2aAgent, req: &'a AgentRequest) -> Step<'a> {
+    if let Some(e) = unsupported_content_type(req) {
+        return Step::Done(error_reply(ctx, &rpc::RpcId::Null, "", e));
+    }
     let call = match rpc::parse_request(&req.body) {
         Ok(call) => call,
         Err((id, e)) => return Step::Done(error_reply(ctx, &id, "", e)),
@@ -145,6 +148,17 @@ fn rpc_now<'a>(ctx: &Ctx<'_>, spec: &A2aAgent, req: &'a AgentRequest) -> Step<'a
         Ok(reply) => reply,
         Err(e) => error_reply(ctx, &call.id, &call.method, e),
     })
+}
+
+/// JSON-RPC requests are `application/json` (parameters such as `charset` aside); a request
+/// that says it is something else is refused before its body is read (JSONRPC-SSE-002). One
+/// that says nothing is read as JSON: hand-written calls often omit it.
+fn unsupported_content_type(req: &AgentRequest) -> Option<RpcError> {
+    let given = req.headers.get(hyper::header::CONTENT_TYPE)?;
+    let text = String::from_utf8_lossy(given.as_bytes());
+    let media = text.split(';').next().unwrap_or("").trim();
+    (!media.eq_ignore_ascii_case("application/json"))
+        .then(|| RpcError::content_type_not_supported(&text))
 }
 
 /// The call's method, once its version is accepted.

@@ -46,16 +46,20 @@ impl SendMessageRequest {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SendMessageConfiguration {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "accepted_output_modes")]
     pub(crate) accepted_output_modes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "task_push_notification_config")]
     pub(crate) task_push_notification_config: Option<TaskPushNotificationConfig>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "opt_int"
     )]
+    #[serde(alias = "history_length")]
     pub(crate) history_length: Option<i32>,
     #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(alias = "return_immediately")]
     pub(crate) return_immediately: bool,
 }
 
@@ -70,6 +74,7 @@ pub(crate) struct GetTaskRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "opt_int"
     )]
+    #[serde(alias = "history_length")]
     pub(crate) history_length: Option<i32>,
 }
 
@@ -79,6 +84,7 @@ pub(crate) struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "context_id")]
     pub(crate) context_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) status: Option<TaskState>,
@@ -87,18 +93,23 @@ pub(crate) struct ListTasksRequest {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "opt_int"
     )]
+    #[serde(alias = "page_size")]
     pub(crate) page_size: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "page_token")]
     pub(crate) page_token: Option<String>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "opt_int"
     )]
+    #[serde(alias = "history_length")]
     pub(crate) history_length: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "status_timestamp_after")]
     pub(crate) status_timestamp_after: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "include_artifacts")]
     pub(crate) include_artifacts: Option<bool>,
 }
 
@@ -111,11 +122,14 @@ pub(crate) const LIST_TASKS_MAX_PAGE_SIZE: i32 = 100;
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ListTasksResponse {
     #[serde(default)]
+    #[serde(alias = "next_page_token")]
     pub(crate) next_page_token: String,
     #[serde(default)]
+    #[serde(alias = "page_size")]
     pub(crate) page_size: i32,
     pub(crate) tasks: Vec<Task>,
     #[serde(default)]
+    #[serde(alias = "total_size")]
     pub(crate) total_size: i32,
 }
 
@@ -148,6 +162,7 @@ pub(crate) struct TaskPushNotificationConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "task_id")]
     pub(crate) task_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
@@ -200,6 +215,7 @@ pub(crate) struct AuthenticationInfo {
 pub(crate) struct TaskPushNotificationConfigRef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
+    #[serde(alias = "task_id")]
     pub(crate) task_id: String,
     pub(crate) id: String,
 }
@@ -209,14 +225,17 @@ pub(crate) struct TaskPushNotificationConfigRef {
 pub(crate) struct ListTaskPushNotificationConfigsRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
+    #[serde(alias = "task_id")]
     pub(crate) task_id: String,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "opt_int"
     )]
+    #[serde(alias = "page_size")]
     pub(crate) page_size: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "page_token")]
     pub(crate) page_token: Option<String>,
 }
 
@@ -226,6 +245,7 @@ pub(crate) struct ListTaskPushNotificationConfigsResponse {
     #[serde(default)]
     pub(crate) configs: Vec<TaskPushNotificationConfig>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "next_page_token")]
     pub(crate) next_page_token: String,
 }
 

@@ -188,7 +188,7 @@ struct WirePart {
     metadata: Option<Metadata>,
     #[serde(default)]
     filename: Option<String>,
-    #[serde(default)]
+    #[serde(default, alias = "media_type")]
     media_type: Option<String>,
 }
 
@@ -348,17 +348,21 @@ impl Part {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "context_id")]
     pub(crate) context_id: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) extensions: Vec<String>,
+    #[serde(alias = "message_id")]
     pub(crate) message_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
     pub(crate) parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "reference_task_ids")]
     pub(crate) reference_task_ids: Vec<String>,
     pub(crate) role: Role,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "task_id")]
     pub(crate) task_id: Option<String>,
 }
 
@@ -412,6 +416,7 @@ impl TaskStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Artifact {
+    #[serde(alias = "artifact_id")]
     pub(crate) artifact_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) description: Option<String>,
@@ -431,6 +436,7 @@ pub(crate) struct Task {
     pub(crate) artifacts: Vec<Artifact>,
     // Optional in the proto, but every task the server makes has one, and clients key on it.
     #[serde(default)]
+    #[serde(alias = "context_id")]
     pub(crate) context_id: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) history: Vec<Message>,
@@ -463,10 +469,12 @@ impl Task {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TaskStatusUpdateEvent {
+    #[serde(alias = "context_id")]
     pub(crate) context_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
     pub(crate) status: TaskStatus,
+    #[serde(alias = "task_id")]
     pub(crate) task_id: String,
 }
 
@@ -477,11 +485,14 @@ pub(crate) struct TaskArtifactUpdateEvent {
     #[serde(default, skip_serializing_if = "is_false")]
     pub(crate) append: bool,
     pub(crate) artifact: Artifact,
+    #[serde(alias = "context_id")]
     pub(crate) context_id: String,
     #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(alias = "last_chunk")]
     pub(crate) last_chunk: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
+    #[serde(alias = "task_id")]
     pub(crate) task_id: String,
 }
 
