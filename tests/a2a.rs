@@ -1371,3 +1371,38 @@ fn protojson_requests_are_read_under_proto_field_names_too() {
     assert_eq!(created["taskId"], id, "PUSH-CREATE-001: {created}");
     assert!(created.get("task_id").is_none());
 }
+
+/// The agent card is cacheable as the spec asks (SHOULD): `Cache-Control` with a max-age, an
+/// `ETag` and `Last-Modified`; a conditional GET naming the current ETag gets `304` and no body.
+#[test]
+fn the_agent_card_is_cacheable_and_a_conditional_get_gets_304() {
+    let da = Da::start(ISSUE);
+    let path = "/agents/researcher/.well-known/agent-card.json";
+    let r = request(&da.url, "GET", path, &[], b"").unwrap();
+    assert_eq!(r.status, 200);
+    assert!(
+        r.header("cache-control").unwrap().contains("max-age="),
+        "{:?}",
+        r.header("cache-control")
+    );
+    assert!(r.header("last-modified").unwrap().ends_with(" GMT"));
+    let etag = r.header("etag").unwrap().to_string();
+    assert!(etag.starts_with('"') && etag.ends_with('"'), "{etag}");
+    let again = request(&da.url, "GET", path, &[("If-None-Match", &etag)], b"").unwrap();
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+    assert_eq!(again.header("etag"), Some(etag.as_str()));
+    let weak = format!("W/{etag}");
+    let stale = format!("\"other\", {weak}");
+    assert_eq!(
+        request(&da.url, "GET", path, &[("If-None-Match", &stale)], b"")
+            .unwrap()
+            .status,
+        304
+    );
+    let changed = request(&da.url, "GET", path, &[("If-None-Match", "\"other\"")], b"").unwrap();
+    assert_eq!(
+        (changed.status, changed.json()["name"].as_str()),
+        (200, Some("researcher"))
+    );
+}

@@ -2,10 +2,59 @@
 //! to find the agent's one JSON-RPC interface and its capabilities. Written in field order (no
 //! test or client reads its keys' order).
 
+use hyper::header::HeaderValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::rpc::PROTOCOL_VERSION;
+use crate::service::Response;
+
+/// How long a client may keep the card without asking again. It changes only with the scenario.
+const CARD_MAX_AGE: &str = "public, max-age=300";
+
+/// The card as a cacheable answer: `Cache-Control` with a max-age, an `ETag` (the body's hash)
+/// and `Last-Modified` (when the world started: nothing else changes it); `304` with no body
+/// when the client's `If-None-Match` names this card already (the spec's SHOULD for cards).
+pub(crate) fn serve(
+    card: &AgentCard,
+    started_ms: u64,
+    if_none_match: Option<&HeaderValue>,
+) -> Response {
+    let ok = Response::json_of(200, card);
+    let hash = Sha256::digest(&ok.body);
+    let etag = format!("\"{}\"", hex::encode(&hash[..12]));
+    let matched = if_none_match
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .map(|t| t.trim().trim_start_matches("W/"))
+                .any(|t| t == "*" || t == etag)
+        });
+    let mut r = if matched {
+        Response {
+            status: 304,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    } else {
+        ok
+    };
+    let modified = jiff::Timestamp::from_millisecond(started_ms as i64)
+        .ok()
+        .and_then(|t| {
+            jiff::fmt::rfc2822::DateTimePrinter::new()
+                .timestamp_to_rfc9110_string(&t)
+                .ok()
+        });
+    r.headers
+        .push(("cache-control".into(), CARD_MAX_AGE.into()));
+    r.headers.push(("etag".into(), etag.into()));
+    if let Some(m) = modified {
+        r.headers.push(("last-modified".into(), m.into()));
+    }
+    r
+}
 
 /// Relative to the agent's base URL (`/agents/NAME` in doubleagent).
 pub(crate) const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";

@@ -51,9 +51,10 @@ pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
     let path = req.path.trim_end_matches('/');
     let card_path = card::AGENT_CARD_PATH;
     match (req.method.as_str(), path) {
-        ("GET", card::AGENT_CARD_PATH) => Reply::Full(Response::json_of(
-            200,
+        ("GET", card::AGENT_CARD_PATH) => Reply::Full(card::serve(
             &card::agent_card(ctx.name, &spec.description, &ctx.url()),
+            ctx.world.clock.epoch_ms(),
+            req.headers.get(hyper::header::IF_NONE_MATCH),
         )),
         ("POST", "") => rpc(&ctx, spec, &req).await,
         (m, "") | (m, card::AGENT_CARD_PATH) => Reply::Full(Response::json(
