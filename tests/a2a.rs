@@ -1406,3 +1406,53 @@ fn the_agent_card_is_cacheable_and_a_conditional_get_gets_304() {
         (200, Some("researcher"))
     );
 }
+
+/// STREAM-SUB-002: a subscription to a task waiting for input stays open while the answer
+/// resumes it, and its last event carries the terminal state (REC-6: the orchestrator sees how
+/// the task it subscribed to ended).
+#[test]
+fn stream_sub_002_a_subscription_to_a_waiting_task_ends_with_its_terminal_state() {
+    let da = Da::start(&format!(
+        "{ISSUE}
+[[agents.researcher.behaviors]]
+match = {{ text = \"which account\" }}
+outcome = \"input-required\"
+message = \"Which account?\"
+work = \"0s\"
+steps = []
+"
+    ));
+    let t = start_task(
+        &da,
+        "researcher",
+        msg("q-1", "pay, but which account?", Value::Null),
+    );
+    let id = t["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        state(&get_task(&da, "researcher", &id)),
+        "TASK_STATE_INPUT_REQUIRED"
+    );
+    let sub = stream(&da, "researcher", "SubscribeToTask", json!({"id": id}));
+    da.wait_for("event=subscribe", 1);
+    let mut answer = msg("q-2", "acct-9", Value::Null);
+    answer["taskId"] = json!(id);
+    rpc(
+        &da,
+        "researcher",
+        "SendMessage",
+        json!({"message": answer, "configuration": {"returnImmediately": true}}),
+    );
+    da.advance("3s");
+    let events = sub.join().unwrap();
+    let kinds = kinds(&events);
+    assert_eq!(
+        kinds.first().unwrap(),
+        "task:TASK_STATE_INPUT_REQUIRED",
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.last().unwrap(),
+        "status:TASK_STATE_COMPLETED",
+        "{kinds:?}"
+    );
+}

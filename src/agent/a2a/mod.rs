@@ -215,6 +215,7 @@ fn dispatch(
                 call.id.clone(),
                 StreamResponse::Task(snapshot),
                 Some(events),
+                true,
             ))
         }
         Method::CreateTaskPushNotificationConfig => {
@@ -312,7 +313,7 @@ fn send(
     } else {
         task::Want::Blocking
     };
-    let open = |first| stream::open(ctx, call.id.clone(), first, None);
+    let open = |first| stream::open(ctx, call.id.clone(), first, None, false);
     let reply = match task::send(ctx, spec, &call.method, p, want)? {
         Sent::Message(m) if streaming => open(StreamResponse::Message(m)),
         Sent::Message(m) => ok(call, &SendMessageResponse::Message(m))?,
@@ -339,7 +340,7 @@ fn send(
             }
             if streaming {
                 let first = StreamResponse::Task(*snapshot);
-                stream::open(ctx, call.id.clone(), first, events)
+                stream::open(ctx, call.id.clone(), first, events, false)
             } else {
                 let task = snapshot.with_history_length(history_length);
                 ok(call, &SendMessageResponse::Task(task))?

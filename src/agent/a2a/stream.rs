@@ -45,11 +45,16 @@ fn headers() -> Vec<crate::idempotency::Header> {
 /// away before the stream's end is recorded (`stream-abandoned`, delivery `abandoned`, at the
 /// time it was seen, with how many events had been handed to its connection): what it never
 /// received is not what it knows (REC-4).
+///
+/// A subscription's first event, the task as it stands, ends the stream only if the task has
+/// ended: a task waiting for input is subscribed to so as to see it resume and finish
+/// (STREAM-SUB-002).
 pub(crate) fn open(
     ctx: &Ctx<'_>,
     id: RpcId,
     first: StreamResponse,
     events: Option<broadcast::Receiver<StreamResponse>>,
+    subscription: bool,
 ) -> Reply {
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let (world, agent) = (ctx.world.clone(), ctx.name.clone());
@@ -58,7 +63,7 @@ pub(crate) fn open(
         _ => None,
     };
     tokio::spawn(async move {
-        if let End::ClientLeft { sent } = pump(&world, id, first, events, tx).await {
+        if let End::ClientLeft { sent } = pump(&world, id, first, events, subscription, tx).await {
             let detail = json!({"task_id": task, "events_sent": sent});
             let seq = detail::log(
                 &world,
@@ -108,13 +113,18 @@ async fn pump(
     id: RpcId,
     first: StreamResponse,
     events: Option<broadcast::Receiver<StreamResponse>>,
+    subscription: bool,
     tx: mpsc::Sender<Bytes>,
 ) -> End {
     if tx.send(frame(&id, &first)).await.is_err() {
         return End::ClientLeft { sent: 0 };
     }
     let mut sent = 1;
-    let (false, Some(mut events)) = (first.ends_stream(), events) else {
+    let ends = match &first {
+        StreamResponse::Task(t) if subscription => t.status.state.is_terminal(),
+        _ => first.ends_stream(),
+    };
+    let (false, Some(mut events)) = (ends, events) else {
         return End::Done;
     };
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
