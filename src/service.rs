@@ -28,7 +28,7 @@ use crate::world::{State, World};
 mod action;
 mod canary;
 mod errors;
-mod form;
+pub(crate) mod form;
 mod route;
 mod target;
 

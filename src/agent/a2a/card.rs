@@ -58,8 +58,9 @@ pub(crate) fn serve(
 
 /// Relative to the agent's base URL (`/agents/NAME` in doubleagent).
 pub(crate) const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
-/// The only binding doubleagent serves; the client matches it literally.
+/// The bindings doubleagent serves, at the same URL; clients match the names literally.
 pub(crate) const PROTOCOL_BINDING_JSONRPC: &str = "JSONRPC";
+pub(crate) const PROTOCOL_BINDING_HTTP_JSON: &str = "HTTP+JSON";
 
 /// The fields the 1.0 client needs. In 1.0 there is no top-level `url`: a legacy `url`,
 /// `preferredTransport` or `protocolVersion` makes the Python client build a 0.3 interface and
@@ -134,19 +135,23 @@ pub(crate) struct AgentProvider {
 }
 
 /// The card for a scripted agent whose JSON-RPC endpoint is `url` (e.g.
-/// `http://127.0.0.1:PORT/agents/NAME`): one JSON-RPC 1.0 interface, streaming and push on,
+/// `http://127.0.0.1:PORT/agents/NAME`): JSON-RPC and HTTP+JSON 1.0 interfaces there, streaming and push on,
 /// one skill named after the agent (skills and their tags are required fields).
 pub(crate) fn agent_card(name: &str, description: &str, url: &str) -> AgentCard {
     let modes = vec!["text/plain".to_owned(), "application/json".to_owned()];
     AgentCard {
         name: name.into(),
         description: description.into(),
-        supported_interfaces: vec![AgentInterface {
-            url: url.into(),
-            protocol_binding: PROTOCOL_BINDING_JSONRPC.into(),
-            protocol_version: PROTOCOL_VERSION.into(),
-            tenant: None,
-        }],
+        // JSON-RPC first: clients take the first interface they speak, and most speak it.
+        supported_interfaces: [PROTOCOL_BINDING_JSONRPC, PROTOCOL_BINDING_HTTP_JSON]
+            .into_iter()
+            .map(|binding| AgentInterface {
+                url: url.into(),
+                protocol_binding: binding.into(),
+                protocol_version: PROTOCOL_VERSION.into(),
+                tenant: None,
+            })
+            .collect(),
         // The agent's own version, not the protocol's: the fake's build is the honest answer.
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: AgentCapabilities {

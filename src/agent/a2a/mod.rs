@@ -14,6 +14,7 @@ mod detail;
 mod errors;
 mod params;
 mod push;
+mod rest;
 mod rpc;
 mod stream;
 mod task;
@@ -56,7 +57,8 @@ pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
             ctx.world.clock.epoch_ms(),
             req.headers.get(hyper::header::IF_NONE_MATCH),
         )),
-        ("POST", "") => rpc(&ctx, spec, &req).await,
+        ("POST", "") => rpc(&ctx, spec, &req, None).await,
+        _ if rest::call_of(&req).is_some() => rest_call(&ctx, spec, &req).await,
         (m, "") | (m, card::AGENT_CARD_PATH) => Reply::Full(Response::json(
             405,
             &json!({
@@ -108,10 +110,24 @@ enum Step<'a> {
     Wait(RpcRequest<'a>, Wait),
 }
 
-async fn rpc(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Reply {
+/// A call over the HTTP+JSON binding: read as the JSON-RPC call it names, then served alike.
+async fn rest_call(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Reply {
+    let read = rest::call_of(req).unwrap_or_else(|| Err(RpcError::internal("not a REST path")));
+    let params = read.and_then(|(m, text)| {
+        serde_json::value::RawValue::from_string(text)
+            .map(|raw| (m, raw))
+            .map_err(|e| RpcError::internal(e.to_string()))
+    });
+    match params {
+        Ok((m, raw)) => rpc(ctx, spec, req, Some(RpcRequest::rest(m, &raw))).await,
+        Err(e) => error_reply(ctx, &rpc::RpcId::Rest, "", e),
+    }
+}
+
+async fn rpc(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest, rest: Option<RpcRequest<'_>>) -> Reply {
     // Everything up to a blocking call's wait is synchronous: this future holds no more than
     // what the wait needs (itself boxed: it is rare), so that it stays small for hyper to move.
-    match rpc_now(ctx, spec, req) {
+    match rpc_now(ctx, spec, req, rest) {
         Step::Done(reply) => reply,
         Step::Wait(call, w) => match Box::pin(answer_when_stopped(ctx, w)).await {
             Ok(reply) => reply,
@@ -123,14 +139,33 @@ async fn rpc(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Reply {
 /// A failed call's answer, recorded.
 fn error_reply(ctx: &Ctx<'_>, id: &rpc::RpcId, method: &str, e: RpcError) -> Reply {
     task::log_error(&ctx.world, ctx.name, method, &e);
-    json_body(rpc::error_body(id, &e))
+    // JSON-RPC errors travel with HTTP 200; the HTTP+JSON binding's with their own status.
+    let status = match id {
+        rpc::RpcId::Rest => rest::status_of(e.code).0,
+        _ => 200,
+    };
+    Reply::Full(Response {
+        status,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: rpc::error_body(id, &e),
+    })
 }
 
-fn rpc_now<'a>(ctx: &Ctx<'_>, spec: &A2aAgent, req: &'a AgentRequest) -> Step<'a> {
+fn rpc_now<'a>(
+    ctx: &Ctx<'_>,
+    spec: &A2aAgent,
+    req: &'a AgentRequest,
+    rest: Option<RpcRequest<'a>>,
+) -> Step<'a> {
+    let unread = if rest.is_some() { rpc::RpcId::Rest } else { rpc::RpcId::Null };
     if let Some(e) = unsupported_content_type(req) {
-        return Step::Done(error_reply(ctx, &rpc::RpcId::Null, "", e));
+        return Step::Done(error_reply(ctx, &unread, "", e));
     }
-    let call = match rpc::parse_request(&req.body) {
+    let parsed = match rest {
+        Some(call) => Ok(call),
+        None => rpc::parse_request(&req.body),
+    };
+    let call = match parsed {
         Ok(call) => call,
         Err((id, e)) => return Step::Done(error_reply(ctx, &id, "", e)),
     };
@@ -158,7 +193,9 @@ fn unsupported_content_type(req: &AgentRequest) -> Option<RpcError> {
     let given = req.headers.get(hyper::header::CONTENT_TYPE)?;
     let text = String::from_utf8_lossy(given.as_bytes());
     let media = text.split(';').next().unwrap_or("").trim();
-    (!media.eq_ignore_ascii_case("application/json"))
+    // `application/a2a+json` is what the HTTP+JSON binding SHOULD send.
+    let json = ["application/json", "application/a2a+json"];
+    (!json.iter().any(|j| media.eq_ignore_ascii_case(j)))
         .then(|| RpcError::content_type_not_supported(&text))
 }
 

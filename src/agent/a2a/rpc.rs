@@ -106,6 +106,9 @@ pub(crate) enum RpcId {
     String(String),
     #[default]
     Null,
+    /// Not a JSON-RPC call at all: one over the HTTP+JSON binding, answered without the
+    /// envelope (see `rest`). Never read from a body: `null` is [`RpcId::Null`].
+    Rest,
 }
 
 impl From<&str> for RpcId {
@@ -131,7 +134,17 @@ pub(crate) struct RpcRequest<'a> {
     params: Option<&'a RawValue>,
 }
 
-impl RpcRequest<'_> {
+impl<'a> RpcRequest<'a> {
+    /// A call over the HTTP+JSON binding: its method and params, read from its path, query and
+    /// body (see `rest::call_of`).
+    pub(crate) fn rest(method: Method, params: &'a RawValue) -> RpcRequest<'a> {
+        RpcRequest {
+            id: RpcId::Rest,
+            method: method.as_str().to_string(),
+            params: Some(params),
+        }
+    }
+
     /// Decodes `params` for the method; a shape mismatch is the caller's error, -32602.
     pub(crate) fn params<T: DeserializeOwned>(&self) -> Result<T, RpcError> {
         let text = self.params.map_or("{}", RawValue::get);
@@ -228,6 +241,10 @@ struct Failure<'a> {
 
 /// Writes the successful response to the call `id` into `out`.
 pub(crate) fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
+    if *id == RpcId::Rest {
+        let _ = serde_json::to_writer(out, result);
+        return;
+    }
     let response = Success {
         id,
         jsonrpc: "2.0",
@@ -240,6 +257,10 @@ pub(crate) fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Seriali
 
 /// Writes the error response to the call `id` into `out`.
 pub(crate) fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
+    if *id == RpcId::Rest {
+        super::rest::write_error(out, error);
+        return;
+    }
     let response = Failure {
         error,
         id,
