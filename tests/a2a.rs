@@ -204,7 +204,10 @@ fn acct_the_issue_example_serves_a_card_whose_interface_url_is_the_bound_address
     assert_eq!(card["name"], "researcher");
     assert_eq!(
         card["supportedInterfaces"],
-        json!([{"url": format!("{}/agents/researcher", da.url), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}])
+        json!([
+            {"url": format!("{}/agents/researcher", da.url), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": format!("{}/agents/researcher", da.url), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        ])
     );
     assert_eq!(
         card["capabilities"],

@@ -85,7 +85,11 @@ fn the_ready_json_and_agent_cards_inside_a_session_carry_its_prefix() {
         format!("{base}/agents/researcher")
     );
     assert_eq!(da.get("/_s/t-1").json(), ready, "no trailing slash needed");
-    let interfaces = json!([{"url": format!("{base}/agents/researcher"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]);
+    let url = format!("{base}/agents/researcher");
+    let interfaces = json!([
+        {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+    ]);
     let card = da
         .get("/_s/t-1/agents/researcher/.well-known/agent-card.json")
         .json();

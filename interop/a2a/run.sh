@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Interop suite: the official Python A2A client (a2a-sdk 1.3.0) against a running doubleagent.
+# Interop suite: the official Python A2A client (a2a-sdk 1.3.0) against a running doubleagent,
+# once over each binding (A2A_TRANSPORTS, default "JSONRPC HTTP+JSON").
 #
 #   bash interop/a2a/run.sh [--reference] [pytest args...]
 #
@@ -105,9 +106,20 @@ if [[ -z "$url" ]]; then
 fi
 echo "interop: server ready at $url (scenario $SCENARIO)" >&2
 
+# Every test once per binding the client speaks; the reference server serves JSON-RPC only.
+if (( reference )); then
+    TRANSPORTS="JSONRPC"
+else
+    TRANSPORTS="${A2A_TRANSPORTS:-JSONRPC HTTP+JSON}"
+fi
+status=0
 set +e
-DOUBLEAGENT_URL="$url" "$PY" -m pytest -p no:cacheprovider -q "$HERE/test_a2a.py" "$@"
-status=$?
+for transport in $TRANSPORTS; do
+    echo "interop: a2a-sdk over $transport" >&2
+    A2A_TRANSPORT="$transport" DOUBLEAGENT_URL="$url" "$PY" -m pytest -p no:cacheprovider -q "$HERE/test_a2a.py" "$@"
+    rc=$?
+    (( rc != 0 )) && status=$rc
+done
 set -e
 if (( status != 0 )); then
     echo "interop: pytest exited $status; last server stderr lines:" >&2

@@ -1,6 +1,8 @@
 """Interop suite: the official Python A2A client (a2a-sdk 1.3.0) against doubleagent's fake A2A agents.
 
-Started by run.sh, which serves a2a-interop.toml and exports DOUBLEAGENT_URL (the ready line's `url`).
+Started by run.sh, which serves a2a-interop.toml and exports DOUBLEAGENT_URL (the ready line's `url`)
+and A2A_TRANSPORT, the binding the client is restricted to (`JSONRPC` or `HTTP+JSON`; run.sh runs
+the suite once per binding).
 The scenario has three agents, one per cancel policy (`honor`, `toolate`, `ackthen`), each working 3 s
 on a manual clock and producing an artifact with a text part and a data part that share a canary.
 
@@ -57,6 +59,7 @@ from a2a.utils.errors import (
 
 
 URL = os.environ.get('DOUBLEAGENT_URL', '').rstrip('/')
+TRANSPORT = os.environ.get('A2A_TRANSPORT', 'JSONRPC')
 pytestmark = pytest.mark.skipif(
     not URL, reason='DOUBLEAGENT_URL not set: run interop/run.sh, which starts doubleagent'
 )
@@ -90,7 +93,12 @@ async def a2a(name: str, *, streaming: bool = False, polling: bool = False):
     try:
         client = await create_client(
             agent_url(name),
-            client_config=ClientConfig(httpx_client=hc, streaming=streaming, polling=polling),
+            client_config=ClientConfig(
+                httpx_client=hc,
+                streaming=streaming,
+                polling=polling,
+                supported_protocol_bindings=[TRANSPORT],
+            ),
         )
         try:
             yield client
@@ -296,16 +304,17 @@ async def raw_rpc(name: str, body: bytes | dict) -> tuple[int, dict]:
 # agent card
 
 
-def test_card_resolves_with_jsonrpc_interface_at_agent_path():
+def test_card_resolves_with_this_binding_at_agent_path():
     async def t():
         async with httpx.AsyncClient(timeout=10) as hc:
             card = await A2ACardResolver(hc, agent_url('honor')).get_agent_card()
             raw = (await hc.get(f"{agent_url('honor')}/.well-known/agent-card.json")).json()
         assert card.name == 'honor'
-        iface = card.supported_interfaces[0]
+        # JSON-RPC first: a client that speaks every binding takes the first it knows.
+        assert card.supported_interfaces[0].protocol_binding == 'JSONRPC'
+        [iface] = [i for i in card.supported_interfaces if i.protocol_binding == TRANSPORT]
         # The client RPCs to this URL, so it must be the real bound address, not a template.
         assert iface.url == agent_url('honor')
-        assert iface.protocol_binding == 'JSONRPC'
         # Anything other than 1.x (or a legacy top-level `url`) flips the client to v0.3 method names.
         assert iface.protocol_version == '1.0'
         assert card.capabilities.streaming and card.capabilities.push_notifications
@@ -621,6 +630,11 @@ def test_context_mismatch_is_invalid_params():
     run(t())
 
 
+jsonrpc_only = pytest.mark.skipif(TRANSPORT != 'JSONRPC', reason='JSON-RPC envelope errors')
+rest_only = pytest.mark.skipif(TRANSPORT != 'HTTP+JSON', reason='HTTP+JSON error bodies')
+
+
+@jsonrpc_only
 def test_raw_jsonrpc_errors():
     async def t():
         status, body = await raw_rpc(
@@ -644,6 +658,28 @@ def test_raw_jsonrpc_errors():
         info = err['data'][0]
         assert info['@type'] == ERROR_INFO_TYPE
         assert info['reason'] == 'TASK_NOT_FOUND' and info['domain'] == 'a2a-protocol.org'
+
+    run(t())
+
+
+@rest_only
+def test_raw_rest_errors_are_google_rpc_status_with_the_spec_http_status():
+    # REC-6 over HTTP+JSON (SPEC §5.4, §11.6): the status line carries the error, the body says it
+    # again with the gRPC status name and the A2A reason.
+    async def t():
+        async with httpx.AsyncClient(timeout=10) as hc:
+            r = await hc.get(f"{agent_url('honor')}/tasks/nope", headers={'A2A-Version': '1.0'})
+            assert r.status_code == 404
+            err = r.json()['error']
+            assert err['code'] == 404 and err['status'] == 'NOT_FOUND'
+            info = err['details'][0]
+            assert info['@type'] == ERROR_INFO_TYPE and info['reason'] == 'TASK_NOT_FOUND'
+            r = await hc.post(
+                f"{agent_url('honor')}/message:send",
+                content=b'{"message": ',
+                headers={'Content-Type': 'application/a2a+json'},
+            )
+            assert r.status_code == 400 and r.json()['error']['status'] == 'INVALID_ARGUMENT'
 
     run(t())
 
@@ -755,5 +791,20 @@ def test_resent_message_with_dedupe_on_gets_the_first_task():
             a = await send_nonblocking(c, msg)
             b = await send_nonblocking(c, msg)
             assert a.id == b.id
+
+    run(t())
+
+
+@doubleagent_only
+def test_the_ledger_says_which_binding_the_client_used():
+    # One engine behind every binding: the entries are the same, and each says its binding.
+    async def t():
+        async with a2a('honor', polling=True) as c:
+            msg = user_msg()
+            await send_nonblocking(c, msg)
+        async with httpx.AsyncClient(timeout=10) as hc:
+            r = await hc.get(f'{URL}/_admin/ledger', params={'service': 'honor', 'event': 'message'})
+        [entry] = [e for e in r.json()['entries'] if e['detail']['message_id'] == msg.message_id]
+        assert entry['detail']['binding'] == TRANSPORT
 
     run(t())

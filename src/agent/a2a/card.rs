@@ -1,5 +1,5 @@
 //! The agent card served at `/agents/NAME/.well-known/agent-card.json`: what a 1.0 client reads
-//! to find the agent's one JSON-RPC interface and its capabilities. Written in field order (no
+//! to find the agent's interfaces (JSON-RPC and HTTP+JSON at one URL) and its capabilities. Written in field order (no
 //! test or client reads its keys' order).
 
 use hyper::header::HeaderValue;
@@ -224,7 +224,9 @@ mod tests {
         assert_eq!(
             card["supportedInterfaces"],
             json!([{"url": "http://127.0.0.1:7070/agents/researcher",
-            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}])
+            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": "http://127.0.0.1:7070/agents/researcher",
+            "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}])
         );
         assert_eq!(
             card["capabilities"],

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::errors::RpcError;
+use super::rpc::Binding;
 use super::types::{Message, Metadata, Part, Role};
 use crate::ledger::Record;
 use crate::revision::Revision;
@@ -82,6 +83,7 @@ pub(crate) enum Taken<'a> {
 pub(crate) struct MessageDetail<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     behavior: Option<Option<usize>>,
+    binding: Binding,
     context_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     duplicate_of: Option<&'a str>,
@@ -111,6 +113,7 @@ pub(crate) struct MessageDetail<'a> {
 /// What every `message` entry of one call shares.
 pub(crate) struct MessageCall<'a> {
     pub(crate) method: &'a str,
+    pub(crate) binding: Binding,
     pub(crate) msg: &'a Message,
     pub(crate) text: &'a str,
     pub(crate) revision: Option<&'a Value>,
@@ -137,6 +140,7 @@ impl<'a> MessageCall<'a> {
         };
         MessageDetail {
             behavior,
+            binding: self.binding,
             context_id,
             duplicate_of: match taken {
                 Taken::Duplicate { of } => Some(of),
@@ -239,6 +243,7 @@ mod tests {
         };
         let call = MessageCall {
             method: "SendMessage",
+            binding: Binding::JsonRpc,
             msg: &msg,
             text: "go",
             revision: None,
@@ -249,7 +254,7 @@ mod tests {
         };
         assert_eq!(
             value(&call.detail(Some("task-1"), Some("ctx-1"), new)),
-            json!({"behavior": null, "context_id": "ctx-1", "message_id": "m-1",
+            json!({"behavior": null, "binding": "JSONRPC", "context_id": "ctx-1", "message_id": "m-1",
                 "method": "SendMessage", "repeat_of": null, "revision": null,
                 "task_id": "task-1", "text": "go"})
         );
@@ -264,11 +269,12 @@ mod tests {
         };
         let call = MessageCall {
             msg: &agent,
+            binding: Binding::HttpJson,
             ..call
         };
         assert_eq!(
             value(&call.detail(Some("task-1"), None, follow)),
-            json!({"context_id": null, "follow_up": true, "message_id": "m-1",
+            json!({"binding": "HTTP+JSON", "context_id": null, "follow_up": true, "message_id": "m-1",
                 "method": "SendMessage", "parts": [{"text": "go"}, {"url": "http://u"}],
                 "repeat_of": "task-0", "resumes": true, "revision": null, "role": "ROLE_AGENT",
                 "task_id": "task-1", "text": "go"})

@@ -159,7 +159,7 @@ impl RpcError {
         RpcError::new(
             ErrorKind::ContentTypeNotSupported,
             format!(
-                "Content-Type '{given}' is not supported; JSON-RPC requests are application/json"
+                "Content-Type '{given}' is not supported; A2A requests are application/json or application/a2a+json"
             ),
         )
     }

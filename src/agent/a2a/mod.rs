@@ -69,7 +69,7 @@ pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
         (m, p) => Reply::Full(Response::json(
             404,
             &json!({
-                "error": format!("agent \"{}\" serves no {m} {p}: GET {}{card_path} for the agent card, POST {} for JSON-RPC", ctx.name, ctx.url(), ctx.url()),
+                "error": format!("agent \"{}\" serves no {m} {p}: GET {}{card_path} for the agent card, POST {} for JSON-RPC, {}/message:send and the other HTTP+JSON paths", ctx.name, ctx.url(), ctx.url(), ctx.url()),
                 "status": 404,
             }),
         )),
@@ -112,6 +112,9 @@ enum Step<'a> {
 
 /// A call over the HTTP+JSON binding: read as the JSON-RPC call it names, then served alike.
 async fn rest_call(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Reply {
+    if let Some(e) = unsupported_content_type(req) {
+        return error_reply(ctx, &rpc::RpcId::Rest, "", e);
+    }
     let read = rest::call_of(req).unwrap_or_else(|| Err(RpcError::internal("not a REST path")));
     let params = read.and_then(|(m, text)| {
         serde_json::value::RawValue::from_string(text)
@@ -124,7 +127,12 @@ async fn rest_call(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Reply 
     }
 }
 
-async fn rpc(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest, rest: Option<RpcRequest<'_>>) -> Reply {
+async fn rpc(
+    ctx: &Ctx<'_>,
+    spec: &A2aAgent,
+    req: &AgentRequest,
+    rest: Option<RpcRequest<'_>>,
+) -> Reply {
     // Everything up to a blocking call's wait is synchronous: this future holds no more than
     // what the wait needs (itself boxed: it is rare), so that it stays small for hyper to move.
     match rpc_now(ctx, spec, req, rest) {
@@ -157,7 +165,11 @@ fn rpc_now<'a>(
     req: &'a AgentRequest,
     rest: Option<RpcRequest<'a>>,
 ) -> Step<'a> {
-    let unread = if rest.is_some() { rpc::RpcId::Rest } else { rpc::RpcId::Null };
+    let unread = if rest.is_some() {
+        rpc::RpcId::Rest
+    } else {
+        rpc::RpcId::Null
+    };
     if let Some(e) = unsupported_content_type(req) {
         return Step::Done(error_reply(ctx, &unread, "", e));
     }
@@ -242,7 +254,7 @@ fn dispatch(
         }
         Method::CancelTask => {
             let p: CancelTaskRequest = call.params()?;
-            ok(call, &task::cancel(ctx, &p.id)?)
+            ok(call, &task::cancel(ctx, &p.id, call.binding())?)
         }
         Method::SubscribeToTask => {
             let p: SubscribeToTaskRequest = call.params()?;
@@ -351,7 +363,7 @@ fn send(
         task::Want::Blocking
     };
     let open = |first| stream::open(ctx, call.id.clone(), first, None, false);
-    let reply = match task::send(ctx, spec, &call.method, p, want)? {
+    let reply = match task::send(ctx, spec, (&call.method, call.binding()), p, want)? {
         Sent::Message(m) if streaming => open(StreamResponse::Message(m)),
         Sent::Message(m) => ok(call, &SendMessageResponse::Message(m))?,
         Sent::Stopped(task) => ok(

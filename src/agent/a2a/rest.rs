@@ -15,6 +15,48 @@ use crate::agent::AgentRequest;
 pub(super) fn call_of(req: &AgentRequest) -> Option<Result<(Method, String), RpcError>> {
     let path = req.path.trim_end_matches('/');
     let method = req.method.as_str();
+    // SPEC §11: the paths may sit under a `/{tenant}` prefix, which then is the call's tenant.
+    let (m, with_body, mut params) = route(method, path).or_else(|| {
+        let (tenant, _) = path.strip_prefix('/')?.split_once('/')?;
+        let (m, with_body, mut params) = route(method, &path[tenant.len() + 1..])?;
+        params.insert("tenant".into(), Value::from(tenant));
+        Some((m, with_body, params))
+    })?;
+    if with_body && !req.body.is_empty() {
+        match serde_json::from_slice::<Value>(&req.body) {
+            Ok(Value::Object(body)) => {
+                for (k, v) in body {
+                    params.entry(k).or_insert(v);
+                }
+            }
+            Ok(_) => {
+                return Some(Err(RpcError::invalid_params(
+                    "the body must be a JSON object",
+                )))
+            }
+            Err(e) => return Some(Err(RpcError::parse_error(e.to_string()))),
+        }
+    }
+    let query = req.query.as_deref().unwrap_or("").as_bytes();
+    let decoded = crate::service::form::decode(crate::service::form::Encoding::Form, query);
+    if let Some(Value::Object(q)) = decoded {
+        for (k, v) in q {
+            // Query values are text; ProtoJSON reads numbers from text too, booleans it does not.
+            let v = match v.as_str() {
+                Some("true") => Value::Bool(true),
+                Some("false") => Value::Bool(false),
+                _ => v,
+            };
+            if k != "A2A-Version" {
+                params.entry(k).or_insert(v);
+            }
+        }
+    }
+    Some(Ok((m, Value::Object(params).to_string())))
+}
+
+/// The method a path names, whether it takes a body, and the params its path holds.
+fn route(method: &str, path: &str) -> Option<(Method, bool, Map<String, Value>)> {
     let mut params = Map::new();
     let (m, with_body) = match (method, path) {
         ("POST", "/message:send") => (Method::SendMessage, true),
@@ -51,47 +93,16 @@ pub(super) fn call_of(req: &AgentRequest) -> Option<Result<(Method, String), Rpc
             (m, with_body)
         }
     };
-    if with_body && !req.body.is_empty() {
-        match serde_json::from_slice::<Value>(&req.body) {
-            Ok(Value::Object(body)) => {
-                for (k, v) in body {
-                    params.entry(k).or_insert(v);
-                }
-            }
-            Ok(_) => return Some(Err(RpcError::invalid_params("the body must be a JSON object"))),
-            Err(e) => return Some(Err(RpcError::parse_error(e.to_string()))),
-        }
-    }
-    let query = req.query.as_deref().unwrap_or("").as_bytes();
-    let decoded = crate::service::form::decode(crate::service::form::Encoding::Form, query);
-    if let Some(Value::Object(q)) = decoded {
-        for (k, v) in q {
-            // Query values are text; ProtoJSON reads numbers from text too, booleans it does not.
-            let v = match v.as_str() {
-                Some("true") => Value::Bool(true),
-                Some("false") => Value::Bool(false),
-                _ => v,
-            };
-            if k != "A2A-Version" {
-                params.entry(k).or_insert(v);
-            }
-        }
-    }
-    Some(Ok((m, Value::Object(params).to_string())))
+    Some((m, with_body, params))
 }
 
 /// SPEC §5.4: an A2A error's HTTP status and `google.rpc` status name on this binding.
 pub(super) fn status_of(code: i64) -> (u16, &'static str) {
     match code {
         -32001 => (404, "NOT_FOUND"),
-        -32002 => (409, "FAILED_PRECONDITION"),
-        -32003 | -32004 => (400, "UNIMPLEMENTED"),
-        -32005 => (415, "INVALID_ARGUMENT"),
-        -32006 => (502, "INTERNAL"),
-        -32007 | -32008 => (400, "FAILED_PRECONDITION"),
-        -32009 => (400, "UNIMPLEMENTED"),
+        -32004..=-32002 | -32009..=-32007 => (400, "FAILED_PRECONDITION"),
+        -32006 | -32603 => (500, "INTERNAL"),
         -32601 => (404, "NOT_FOUND"),
-        -32603 => (500, "INTERNAL"),
         _ => (400, "INVALID_ARGUMENT"),
     }
 }

@@ -123,6 +123,16 @@ impl From<i64> for RpcId {
     }
 }
 
+/// The standard binding a call came over; its name is the agent card's `protocolBinding`, and
+/// every entry a call writes says it (one engine serves them all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) enum Binding {
+    #[serde(rename = "JSONRPC")]
+    JsonRpc,
+    #[serde(rename = "HTTP+JSON")]
+    HttpJson,
+}
+
 /// An incoming call, as far as the envelope goes; `params` stays raw (borrowed from the body)
 /// until the method is known.
 #[derive(Debug, Clone)]
@@ -142,6 +152,14 @@ impl<'a> RpcRequest<'a> {
             id: RpcId::Rest,
             method: method.as_str().to_string(),
             params: Some(params),
+        }
+    }
+
+    /// The binding this call came over.
+    pub(crate) fn binding(&self) -> Binding {
+        match self.id {
+            RpcId::Rest => Binding::HttpJson,
+            _ => Binding::JsonRpc,
         }
     }
 

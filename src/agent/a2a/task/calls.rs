@@ -15,6 +15,7 @@ use crate::agent::a2a::params::{
     LIST_TASKS_MAX_PAGE_SIZE,
 };
 use crate::agent::a2a::push::{self, PushTarget};
+use crate::agent::a2a::rpc::Binding;
 use crate::agent::a2a::types::{StreamResponse, Task, TaskState, TaskStatus};
 use crate::agent::Ctx;
 use crate::scenario::a2a::{A2aAgent, CancelPolicy};
@@ -22,12 +23,12 @@ use crate::world::World;
 
 /// Cancellation is an attempt (REC-3): the policy decides, and the outcome is recorded apart
 /// from any state change.
-pub(crate) fn cancel(ctx: &Ctx<'_>, task_id: &str) -> Result<Task, RpcError> {
+pub(crate) fn cancel(ctx: &Ctx<'_>, task_id: &str, binding: Binding) -> Result<Task, RpcError> {
     let world = &ctx.world;
     let cell = entry_of(world, task_id);
     let mut guard = cell.as_deref().map(lock_entry);
     let Some(e) = guard.as_deref_mut().filter(|e| *e.agent == **ctx.name) else {
-        let detail = json!({"task_id": task_id, "outcome": "unknown-task"});
+        let detail = json!({"task_id": task_id, "outcome": "unknown-task", "binding": binding});
         log(world, ctx.name, "cancel", Some(task_id), None, detail);
         return Err(RpcError::task_not_found(task_id));
     };
@@ -50,6 +51,7 @@ pub(crate) fn cancel(ctx: &Ctx<'_>, task_id: &str) -> Result<Task, RpcError> {
         json!({
             "task_id": task_id,
             "outcome": outcome,
+            "binding": binding,
             "policy": e.cancel.name(),
             "state": state.as_str(),
         }),

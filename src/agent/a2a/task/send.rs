@@ -18,6 +18,7 @@ use crate::agent::a2a::detail::{self, CreatedDetail, MessageCall, Taken};
 use crate::agent::a2a::errors::RpcError;
 use crate::agent::a2a::params::{SendMessageRequest, TaskPushNotificationConfig};
 use crate::agent::a2a::push;
+use crate::agent::a2a::rpc::Binding;
 use crate::agent::a2a::types::{Message, Part, StreamResponse, TaskState, TaskStatus};
 use crate::agent::Ctx;
 use crate::scenario::a2a::{A2aAgent, ReplyKind, Script};
@@ -26,12 +27,12 @@ use crate::scenario::a2a::{A2aAgent, ReplyKind, Script};
 pub(crate) fn send(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
-    method: &str,
+    (method, binding): (&str, Binding),
     req: SendMessageRequest,
     want: Want,
 ) -> Result<Sent, RpcError> {
     let mut next = None;
-    let sent = send_locked(ctx, spec, method, req, want, &mut next)?;
+    let sent = send_locked(ctx, spec, (method, binding), req, want, &mut next)?;
     // The locks are released: a runner for the rest of the script, if anything is left.
     if let Some((id, generation, deadline)) = next {
         hand_over(&ctx.world, &id, (generation, Some(deadline)));
@@ -44,6 +45,7 @@ struct Incoming<'a> {
     ctx: &'a Ctx<'a>,
     spec: &'a A2aAgent,
     method: &'a str,
+    binding: Binding,
     want: Want,
     req: SendMessageRequest,
     push_config: Option<TaskPushNotificationConfig>,
@@ -65,6 +67,7 @@ impl Incoming<'_> {
     fn call(&self) -> MessageCall<'_> {
         MessageCall {
             method: self.method,
+            binding: self.binding,
             msg: &self.req.message,
             text: &self.text,
             revision: self.revision.as_ref(),
@@ -83,7 +86,7 @@ impl Incoming<'_> {
 fn send_locked(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
-    method: &str,
+    (method, binding): (&str, Binding),
     req: SendMessageRequest,
     want: Want,
     next: &mut Next,
@@ -121,6 +124,7 @@ fn send_locked(
         ctx,
         spec,
         method,
+        binding,
         want,
         req,
         push_config,
