@@ -251,7 +251,7 @@ fn rec6_rest_errors_are_google_rpc_status_bodies_with_the_spec_http_status() {
         "NOT_FOUND",
         Some("TASK_NOT_FOUND"),
     );
-    // A stubborn agent's task refuses cancellation: 400 with the A2A reason to tell it apart.
+    // A stubborn agent's task refuses cancellation: 409 (A2A v1.0.0), with the A2A reason.
     let t = start(&da, "stubborn", "r-3");
     let path = format!(
         "/agents/stubborn/tasks/{}:cancel",
@@ -259,7 +259,7 @@ fn rec6_rest_errors_are_google_rpc_status_bodies_with_the_spec_http_status() {
     );
     error(
         rest(&da, "POST", &path, None),
-        400,
+        409,
         "FAILED_PRECONDITION",
         Some("TASK_NOT_CANCELABLE"),
     );
@@ -286,7 +286,7 @@ fn rec6_rest_errors_are_google_rpc_status_bodies_with_the_spec_http_status() {
     );
     error(
         text,
-        400,
+        415,
         "INVALID_ARGUMENT",
         Some("CONTENT_TYPE_NOT_SUPPORTED"),
     );
@@ -358,8 +358,12 @@ fn acct_rest_push_config_resources_create_get_list_and_delete() {
     assert_eq!(listed["configs"][0]["id"], "h1", "{listed}");
     let got = ok(rest(&da, "GET", &format!("{configs}/h1"), None));
     assert_eq!(got["url"], "http://127.0.0.1:9/hook");
-    let deleted = rest(&da, "DELETE", &format!("{configs}/h1"), None);
-    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    // PUSH-DEL-002: a delete is idempotent; the second one succeeds too.
+    for _ in 0..2 {
+        let deleted = rest(&da, "DELETE", &format!("{configs}/h1"), None);
+        assert_eq!(deleted.status, 200, "{}", deleted.text());
+    }
+    assert_eq!(entries(&da, "researcher", "push-config").len(), 2);
     error(
         rest(&da, "GET", &format!("{configs}/h1"), None),
         404,

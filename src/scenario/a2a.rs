@@ -25,6 +25,38 @@ use crate::clock::parse_duration;
 // ---------------------------------------------------------------------------------------------
 // The compiled model
 
+/// The loopback ports an agent may push to: a test's receiver listens on one, and doubleagent's
+/// own listener is never among them whatever the scenario says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushPorts {
+    Listed(Vec<u16>),
+    /// `push_ports = "any"`: a conformance kit's receiver takes whatever port it is given.
+    Any,
+}
+
+impl Default for PushPorts {
+    fn default() -> Self {
+        PushPorts::Listed(Vec::new())
+    }
+}
+
+impl PushPorts {
+    pub fn allows(&self, port: u16) -> bool {
+        match self {
+            PushPorts::Listed(ports) => ports.contains(&port),
+            PushPorts::Any => true,
+        }
+    }
+}
+
+/// `push_ports` as written: a list of ports or the word `"any"`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawPushPorts {
+    Listed(Vec<u16>),
+    Word(String),
+}
+
 /// A validated A2A agent script.
 #[derive(Clone, Debug, Default)]
 pub struct A2aAgent {
@@ -39,7 +71,7 @@ pub struct A2aAgent {
     /// Hosts push notifications may go to besides loopback.
     pub push_hosts: Vec<String>,
     /// Loopback ports push targets may use (a test's own receiver); none by default.
-    pub push_ports: Vec<u16>,
+    pub push_ports: PushPorts,
     /// Refuse calls without an `A2A-Version: 1.x` header (-32009), as a strict 1.0 server does.
     pub strict_version: bool,
     /// Used when no behaviour matches. (Behind a pointer to keep `AgentSpec`'s variants of
@@ -349,7 +381,7 @@ struct RawAgent {
     revision_key: Option<String>,
     push: Option<RawPush>,
     push_hosts: Option<Vec<String>>,
-    push_ports: Option<Vec<u16>>,
+    push_ports: Option<RawPushPorts>,
     strict_version: Option<bool>,
     #[serde(default)]
     behaviors: Vec<RawBehavior>,
@@ -496,6 +528,14 @@ pub(crate) fn compile(
             ));
         }
     }
+    if let Some(RawPushPorts::Word(w)) = &raw.push_ports {
+        if w != "any" {
+            issues.push((
+                format!("{path}.push_ports"),
+                format!("expected a list of ports or \"any\", found \"{w}\""),
+            ));
+        }
+    }
     let base = RawScript {
         work: raw.work,
         cancel: raw.cancel,
@@ -558,7 +598,11 @@ pub(crate) fn compile(
         revision_key: revision_key.into(),
         push: push.unwrap_or_default(),
         push_hosts: raw.push_hosts.unwrap_or_default(),
-        push_ports: raw.push_ports.unwrap_or_default(),
+        push_ports: match raw.push_ports {
+            None => PushPorts::Listed(Vec::new()),
+            Some(RawPushPorts::Listed(ports)) => PushPorts::Listed(ports),
+            Some(RawPushPorts::Word(_)) => PushPorts::Any,
+        },
         strict_version: raw.strict_version.unwrap_or(false),
         stream_capacity: stream_capacity(
             behaviors

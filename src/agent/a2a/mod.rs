@@ -299,12 +299,11 @@ fn dispatch(
         }
         Method::DeleteTaskPushNotificationConfig => {
             let p: TaskPushNotificationConfigRef = call.params()?;
+            // Idempotent (SPEC §3.1.10): deleting a config already gone has the same effect,
+            // so it succeeds; only an unknown task is an error.
             task::with_push(ctx, &p.task_id, |targets, _| {
-                if push::remove(&ctx.world, targets, &p.id) {
-                    Ok(())
-                } else {
-                    Err(unknown_config(&p.task_id, &p.id))
-                }
+                push::remove(&ctx.world, targets, &p.id);
+                Ok(())
             })?;
             ok(call, &Value::Null)
         }

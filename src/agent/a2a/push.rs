@@ -50,11 +50,17 @@ struct Delivery {
 /// The host a webhook URL names (an IPv6 literal without its brackets) and its port: plain
 /// `http://`, with a host and no credentials.
 fn webhook_host(url: &str) -> Result<(String, u16), String> {
-    if !url.starts_with("http://") {
+    // https is taken (webhooks in staging are), though its deliveries fail and are recorded
+    // so: doubleagent's client speaks plain HTTP.
+    let default_port = if url.starts_with("http://") {
+        80
+    } else if url.starts_with("https://") {
+        443
+    } else {
         return Err(format!(
-            "push url \"{url}\": doubleagent delivers push notifications over plain http:// only"
+            "push url \"{url}\": expected an http:// or https:// URL"
         ));
-    }
+    };
     let uri: hyper::Uri = url
         .parse()
         .map_err(|e| format!("push url \"{url}\": {e}"))?;
@@ -67,7 +73,7 @@ fn webhook_host(url: &str) -> Result<(String, u16), String> {
     // What follows the host can only be its port (no credentials, checked above).
     let port = authority.get(host.len()..).unwrap_or_default();
     let number = match port.strip_prefix(':') {
-        None if port.is_empty() => 80,
+        None if port.is_empty() => default_port,
         Some(p) => p
             .parse::<u16>()
             .map_err(|_| format!("push url \"{url}\": bad port \"{port}\""))?,
@@ -106,7 +112,7 @@ pub(crate) fn check(
                 cfg.url
             )));
         }
-        if !spec.push_ports.contains(&port) {
+        if !spec.push_ports.allows(port) {
             return Err(RpcError::invalid_params(format!(
                 "push url \"{}\": loopback port {port} is not listed in the agent's `push_ports`",
                 cfg.url
@@ -331,8 +337,9 @@ mod tests {
         assert_eq!(host("http://localhost").unwrap(), "localhost");
         assert_eq!(webhook_host("http://[::1]:9/").unwrap().1, 9);
         assert_eq!(webhook_host("http://localhost/").unwrap().1, 80);
+        assert_eq!(webhook_host("https://localhost/").unwrap().1, 443);
         for bad in [
-            "https://127.0.0.1/",
+            "ftp://127.0.0.1/",
             "http://u:p@127.0.0.1/",
             "http://",
             "http://h:x/",

@@ -96,13 +96,19 @@ fn route(method: &str, path: &str) -> Option<(Method, bool, Map<String, Value>)>
     Some((m, with_body, params))
 }
 
-/// SPEC §5.4: an A2A error's HTTP status and `google.rpc` status name on this binding.
+/// SPEC §5.4 (A2A v1.0.0, the release the conformance kit checks): an A2A error's HTTP status
+/// and `google.rpc` status name on this binding. (Later revisions of the spec send 400 for more
+/// of them; clients tell errors apart by the ErrorInfo `reason`, which is always there.)
 pub(super) fn status_of(code: i64) -> (u16, &'static str) {
     match code {
         -32001 => (404, "NOT_FOUND"),
-        -32004..=-32002 | -32009..=-32007 => (400, "FAILED_PRECONDITION"),
-        -32006 | -32603 => (500, "INTERNAL"),
+        -32002 => (409, "FAILED_PRECONDITION"),
+        -32003 | -32004 | -32009 => (400, "UNIMPLEMENTED"),
+        -32005 => (415, "INVALID_ARGUMENT"),
+        -32006 => (502, "INTERNAL"),
+        -32007 | -32008 => (400, "FAILED_PRECONDITION"),
         -32601 => (404, "NOT_FOUND"),
+        -32603 => (500, "INTERNAL"),
         _ => (400, "INVALID_ARGUMENT"),
     }
 }
