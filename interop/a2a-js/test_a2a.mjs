@@ -185,10 +185,15 @@ async function streamWithClock(stream) {
     }
     return events;
   })();
-  const timeout = sleep(10_000).then(() => {
-    throw new Error('no first stream event within 10 s');
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error('no first stream event within 10 s')), 10_000);
   });
-  await Promise.race([first, reader, timeout]);
+  try {
+    await Promise.race([first, reader, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
   await keepAdvancing(reader);
   return reader;
 }
