@@ -108,23 +108,6 @@ fn state(task: &Value) -> &str {
     task["status"]["state"].as_str().unwrap_or("")
 }
 
-/// Undo HTTP/1.1 chunked transfer encoding.
-fn dechunk(mut body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let Some(eol) = body.windows(2).position(|w| w == b"\r\n") else {
-            return out;
-        };
-        let size =
-            usize::from_str_radix(std::str::from_utf8(&body[..eol]).unwrap().trim(), 16).unwrap();
-        if size == 0 {
-            return out;
-        }
-        out.extend_from_slice(&body[eol + 2..eol + 2 + size]);
-        body = &body[eol + 2 + size + 2..];
-    }
-}
-
 /// A streaming call read to its end on another thread: the JSON-RPC responses of its events.
 fn stream(da: &Da, agent: &str, method: &str, params: Value) -> thread::JoinHandle<Vec<Value>> {
     let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params}).to_string();

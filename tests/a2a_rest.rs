@@ -136,20 +136,6 @@ fn sse(r: Resp) -> Vec<Value> {
         .collect()
 }
 
-fn dechunk(mut body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(eol) = body.windows(2).position(|w| w == b"\r\n") {
-        let size = std::str::from_utf8(&body[..eol]).unwrap().trim();
-        let size = usize::from_str_radix(size, 16).unwrap();
-        if size == 0 {
-            break;
-        }
-        out.extend_from_slice(&body[eol + 2..eol + 2 + size]);
-        body = &body[eol + 2 + size + 2..];
-    }
-    out
-}
-
 /// Each stream event's kind, with the state where it has one.
 fn kinds(events: &[Value]) -> Vec<String> {
     let state = |v: &Value| v["status"]["state"].as_str().unwrap_or("").to_string();

@@ -173,30 +173,6 @@ impl Run {
     }
 }
 
-/// Undo HTTP/1.1 chunked transfer encoding.
-fn dechunk(mut body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(eol) = body.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(
-            std::str::from_utf8(&body[..eol])
-                .unwrap()
-                .split(';')
-                .next()
-                .unwrap()
-                .trim(),
-            16,
-        )
-        .unwrap();
-        if size == 0 {
-            break;
-        }
-        let start = eol + 2;
-        out.extend_from_slice(&body[start..start + size]);
-        body = &body[start + size + 2..];
-    }
-    out
-}
-
 /// The JSON payloads of an SSE body (`data: <json>\n\n` frames).
 fn sse_events(text: &str) -> Vec<Value> {
     assert!(!text.contains('\r'), "LF line endings only");

@@ -39,22 +39,6 @@ fn kill9(da: Da) {
     drop(da);
 }
 
-/// Undo HTTP/1.1 chunked transfer encoding.
-fn dechunk(mut body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(eol) = body.windows(2).position(|w| w == b"\r\n") {
-        let head = std::str::from_utf8(&body[..eol]).unwrap();
-        let size = usize::from_str_radix(head.split(';').next().unwrap().trim(), 16).unwrap();
-        if size == 0 {
-            break;
-        }
-        let start = eol + 2;
-        out.extend_from_slice(&body[start..start + size]);
-        body = &body[start + size + 2..];
-    }
-    out
-}
-
 /// One answer of an agent: a stream of events, or a refusal with a JSON body.
 struct Run {
     status: u16,

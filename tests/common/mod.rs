@@ -413,3 +413,19 @@ pub fn read_until(s: &mut TcpStream, marker: &str) -> Vec<u8> {
 pub fn raw_request(base: &str, bytes: &[u8]) -> Result<Resp, std::io::Error> {
     read_response(send_raw(base, bytes))
 }
+
+/// Undo HTTP/1.1 chunked transfer encoding (chunk extensions ignored).
+pub fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = body.windows(2).position(|w| w == b"\r\n") {
+        let head = std::str::from_utf8(&body[..eol]).unwrap();
+        let size = usize::from_str_radix(head.split(';').next().unwrap().trim(), 16).unwrap();
+        if size == 0 {
+            break;
+        }
+        let start = eol + 2;
+        out.extend_from_slice(&body[start..start + size]);
+        body = &body[start + size + 2..];
+    }
+    out
+}
