@@ -58,7 +58,7 @@ pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
             req.headers.get(hyper::header::IF_NONE_MATCH),
         )),
         ("POST", "") => rpc(&ctx, spec, &req, None).await,
-        _ if rest::call_of(&req).is_some() => rest_call(&ctx, spec, &req).await,
+        _ if rest::is_call(&req) => rest_call(&ctx, spec, &req).await,
         (m, "") | (m, card::AGENT_CARD_PATH) => Reply::Full(Response::json(
             405,
             &json!({

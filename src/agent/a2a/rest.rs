@@ -13,15 +13,7 @@ use crate::agent::AgentRequest;
 /// The call a REST request names: its method and its params as a JSON object; `None` for a
 /// path that is not one of the binding's.
 pub(super) fn call_of(req: &AgentRequest) -> Option<Result<(Method, String), RpcError>> {
-    let path = req.path.trim_end_matches('/');
-    let method = req.method.as_str();
-    // SPEC §11: the paths may sit under a `/{tenant}` prefix, which then is the call's tenant.
-    let (m, with_body, mut params) = route(method, path).or_else(|| {
-        let (tenant, _) = path.strip_prefix('/')?.split_once('/')?;
-        let (m, with_body, mut params) = route(method, &path[tenant.len() + 1..])?;
-        params.insert("tenant".into(), Value::from(tenant));
-        Some((m, with_body, params))
-    })?;
+    let (m, with_body, mut params) = routed(req)?;
     if with_body && !req.body.is_empty() {
         match serde_json::from_slice::<Value>(&req.body) {
             Ok(Value::Object(body)) => {
@@ -53,6 +45,24 @@ pub(super) fn call_of(req: &AgentRequest) -> Option<Result<(Method, String), Rpc
         }
     }
     Some(Ok((m, Value::Object(params).to_string())))
+}
+
+/// Whether the request names one of the binding's calls (its body not read yet).
+pub(super) fn is_call(req: &AgentRequest) -> bool {
+    routed(req).is_some()
+}
+
+/// [`route`] for the request's path, which may sit under a `/{tenant}` prefix (SPEC §11): the
+/// call's tenant then.
+fn routed(req: &AgentRequest) -> Option<(Method, bool, Map<String, Value>)> {
+    let path = req.path.trim_end_matches('/');
+    let method = req.method.as_str();
+    route(method, path).or_else(|| {
+        let (tenant, _) = path.strip_prefix('/')?.split_once('/')?;
+        let (m, with_body, mut params) = route(method, &path[tenant.len() + 1..])?;
+        params.insert("tenant".into(), Value::from(tenant));
+        Some((m, with_body, params))
+    })
 }
 
 /// The method a path names, whether it takes a body, and the params its path holds.
