@@ -120,6 +120,9 @@ pub struct ServeArgs {
     /// Address to listen on; port 0 picks a free port (reported on the ready line).
     #[arg(long, default_value = "127.0.0.1:7070")]
     pub listen: String,
+    /// Address of the A2A gRPC listener (default: the --listen host, a free port).
+    #[arg(long)]
+    pub grpc_listen: Option<String>,
     /// Also write the ready line's JSON to this file.
     #[arg(long)]
     pub ready_file: Option<PathBuf>,
@@ -682,6 +685,32 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         eprintln!("{}", quickstart_hints(&app.base_url));
     }
     tracing::info!(url = %app.base_url, "serving");
+    let grpc_addr = args
+        .grpc_listen
+        .clone()
+        .unwrap_or_else(|| format!("{}:0", addr.ip()));
+    match tokio::net::TcpListener::bind(&grpc_addr).await {
+        Ok(l) => {
+            if let Ok(a) = l.local_addr() {
+                tracing::info!(grpc = %a, "serving A2A over gRPC");
+            }
+            let svc = crate::server::grpc::service(app.clone());
+            tokio::spawn(async move {
+                let incoming = tokio_stream::wrappers::TcpListenerStream::new(l);
+                let served = tonic::transport::Server::builder()
+                    .add_service(svc)
+                    .serve_with_incoming(incoming)
+                    .await;
+                if let Err(e) = served {
+                    tracing::error!(error = %e, "the gRPC listener stopped");
+                }
+            });
+        }
+        Err(e) => {
+            eprintln!("error: cannot listen on {grpc_addr} for gRPC: {e}");
+            return ExitCode::from(1);
+        }
+    }
     serve(listener, app.clone(), signals).await;
     app.host.flush_journal();
     tracing::info!("stopped");

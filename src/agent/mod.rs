@@ -104,3 +104,36 @@ pub async fn handle(world: Arc<World>, base_url: &str, name: &str, req: AgentReq
         AgentSpec::AgUi(spec) => agui::handle(ctx, spec, req).await,
     }
 }
+
+/// A call to A2A agent `name` over the gRPC binding: the method's name (`GetTask`, ...) and its
+/// request as ProtoJSON; `headers` are the call's metadata. Answered as the HTTP+JSON binding
+/// answers (a bare result, a `google.rpc.Status`-shaped error, a stream of bare events), which
+/// the server's gRPC adapter turns into messages and statuses.
+pub async fn a2a_grpc_call(
+    world: Arc<World>,
+    base_url: &str,
+    name: &str,
+    (method, params): (&str, String),
+    headers: HeaderMap,
+) -> Reply {
+    let scenario = world.scenario.clone();
+    let spec = match scenario.agent(name).map(|a| (&a.name, &a.spec)) {
+        Some((agent_name, AgentSpec::A2a(spec))) => (agent_name, spec),
+        _ => {
+            let body = json!({"error": {"code": 404, "status": "NOT_FOUND",
+                "message": format!("no A2A agent named \"{name}\""), "details": []}});
+            return Reply::Full(Response::json(404, &body));
+        }
+    };
+    let ctx = Ctx {
+        world,
+        base_url,
+        name: spec.0,
+    };
+    let req = AgentRequest {
+        method: hyper::Method::POST,
+        headers,
+        ..AgentRequest::default()
+    };
+    a2a::grpc_call(&ctx, spec.1, &req, method, params).await
+}

@@ -14,6 +14,7 @@
 
 mod body;
 mod conn;
+pub mod grpc;
 mod handle;
 
 pub use handle::{Server, StartError};

@@ -127,6 +127,33 @@ async fn rest_call(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Reply 
     }
 }
 
+/// A call over the gRPC binding (see `agent::a2a_grpc_call`): its method's name and its request
+/// as ProtoJSON, served like every other call. `req` carries the call's metadata as headers.
+pub(crate) async fn grpc_call(
+    ctx: &Ctx<'_>,
+    spec: &A2aAgent,
+    req: &AgentRequest,
+    method: &str,
+    params: String,
+) -> Reply {
+    let Some(m) = Method::from_name(method) else {
+        let e = RpcError::method_not_found(method);
+        return error_reply(ctx, &rpc::RpcId::Grpc, method, e);
+    };
+    match serde_json::value::RawValue::from_string(params) {
+        Ok(raw) => {
+            let call = RpcRequest::bare(rpc::RpcId::Grpc, m, &raw);
+            rpc(ctx, spec, req, Some(call)).await
+        }
+        Err(e) => error_reply(
+            ctx,
+            &rpc::RpcId::Grpc,
+            method,
+            RpcError::internal(e.to_string()),
+        ),
+    }
+}
+
 async fn rpc(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
@@ -149,7 +176,7 @@ fn error_reply(ctx: &Ctx<'_>, id: &rpc::RpcId, method: &str, e: RpcError) -> Rep
     task::log_error(&ctx.world, ctx.name, method, &e);
     // JSON-RPC errors travel with HTTP 200; the HTTP+JSON binding's with their own status.
     let status = match id {
-        rpc::RpcId::Rest => rest::status_of(e.code).0,
+        rpc::RpcId::Rest | rpc::RpcId::Grpc => rest::status_of(e.code).0,
         _ => 200,
     };
     Reply::Full(Response {
@@ -165,10 +192,9 @@ fn rpc_now<'a>(
     req: &'a AgentRequest,
     rest: Option<RpcRequest<'a>>,
 ) -> Step<'a> {
-    let unread = if rest.is_some() {
-        rpc::RpcId::Rest
-    } else {
-        rpc::RpcId::Null
+    let unread = match &rest {
+        Some(call) => call.id.clone(),
+        None => rpc::RpcId::Null,
     };
     if let Some(e) = unsupported_content_type(req) {
         return Step::Done(error_reply(ctx, &unread, "", e));
