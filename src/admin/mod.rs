@@ -387,6 +387,9 @@ pub struct Ready {
     pub services: serde_json::Map<String, Value>,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     pub agents: serde_json::Map<String, Value>,
+    /// The gRPC listener's `host:port`, when one serves the A2A agents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<String>,
 }
 
 impl Ready {
@@ -422,6 +425,7 @@ impl Ready {
             scenario: world.scenario.name.clone(),
             services,
             agents,
+            grpc: None,
         }
     }
 

@@ -59,6 +59,8 @@ pub struct Ctx<'a> {
     pub world: Arc<World>,
     /// The server's base URL (`http://127.0.0.1:PORT`), for agent cards.
     pub base_url: &'a str,
+    /// The gRPC listener's `host:port`, if one serves A2A, for agent cards.
+    pub grpc: Option<&'a str>,
     /// The scenario's name for the agent (what a task that outlives the call clones).
     pub name: &'a Arc<str>,
 }
@@ -79,8 +81,14 @@ pub fn restore(world: &Arc<World>) {
     agui::restore(world);
 }
 
-/// Serve one request to agent `name`.
-pub async fn handle(world: Arc<World>, base_url: &str, name: &str, req: AgentRequest) -> Reply {
+/// Serve one request to agent `name` on a server at `base_url` (and `grpc`, the gRPC
+/// listener's `host:port`, if one serves A2A).
+pub async fn handle(
+    world: Arc<World>,
+    (base_url, grpc): (&str, Option<&str>),
+    name: &str,
+    req: AgentRequest,
+) -> Reply {
     // Borrowed from the world's scenario, not copied: an agent's spec holds all its scripts.
     let scenario = world.scenario.clone();
     let Some(agent) = scenario.agent(name) else {
@@ -97,6 +105,7 @@ pub async fn handle(world: Arc<World>, base_url: &str, name: &str, req: AgentReq
     let ctx = Ctx {
         world,
         base_url,
+        grpc,
         name: &agent.name,
     };
     match &agent.spec {
@@ -111,7 +120,7 @@ pub async fn handle(world: Arc<World>, base_url: &str, name: &str, req: AgentReq
 /// the server's gRPC adapter turns into messages and statuses.
 pub async fn a2a_grpc_call(
     world: Arc<World>,
-    base_url: &str,
+    (base_url, grpc): (&str, Option<&str>),
     name: &str,
     (method, params): (&str, String),
     headers: HeaderMap,
@@ -128,6 +137,7 @@ pub async fn a2a_grpc_call(
     let ctx = Ctx {
         world,
         base_url,
+        grpc,
         name: spec.0,
     };
     let req = AgentRequest {

@@ -3,8 +3,12 @@
 //! engine's bare JSON answer becomes the protobuf response, or a `tonic::Status` carrying the
 //! spec's `google.rpc.ErrorInfo`. The agent is named by the request's `tenant` (the card's
 //! GRPC interface says so); a scenario with one A2A agent needs none. A session is picked by
-//! the `x-doubleagent-session` metadata, as over HTTP.
+//! a `_s/SESSION/` prefix of the tenant (what a named session's card says) or the
+//! `x-doubleagent-session` metadata, as over HTTP.
+//!
+//! [`serve`] runs on its own listener (`serve --grpc-listen`), beside the HTTP one.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -38,6 +42,34 @@ pub fn service(app: Arc<App>) -> A2aServiceServer<Grpc> {
     A2aServiceServer::new(Grpc { app })
 }
 
+/// Serve the A2A gRPC service on `listener` until `shutdown` resolves; calls in flight then
+/// finish (the caller bounds how long it waits for that).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let served = tonic::transport::Server::builder()
+        .add_service(service(app))
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await;
+    if let Err(e) = served {
+        tracing::error!(error = %e, "the gRPC listener stopped");
+    }
+}
+
+/// A request's tenant split into the session it names (`_s/SESSION/NAME`) and the agent.
+fn tenant_parts(tenant: &str) -> (Option<&str>, &str) {
+    match tenant
+        .strip_prefix("_s/")
+        .and_then(|rest| rest.split_once('/'))
+    {
+        Some((session, name)) => (Some(session), name),
+        None => (None, tenant),
+    }
+}
+
 type Events = Pin<Box<dyn Stream<Item = Result<pb::StreamResponse, Status>> + Send>>;
 
 impl Grpc {
@@ -48,16 +80,20 @@ impl Grpc {
         let mut headers = meta.into_headers();
         // `application/grpc` framed the call; the engine reads JSON made from it.
         headers.remove(hyper::header::CONTENT_TYPE);
-        let session = headers
-            .get("x-doubleagent-session")
-            .and_then(|v| v.to_str().ok())
+        let tenant = params.get("tenant").and_then(Value::as_str).unwrap_or("");
+        let (prefix, tenant) = tenant_parts(tenant);
+        let session = super::pick_session(prefix, &headers)
+            .map_err(|_| {
+                Status::invalid_argument(
+                    "the tenant's _s/SESSION/ prefix and the x-doubleagent-session metadata name different sessions: send one, or the same in both",
+                )
+            })?
             .map(str::to_string);
         let world = self
             .app
             .host
             .world_for(session.as_deref())
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let tenant = params.get("tenant").and_then(Value::as_str).unwrap_or("");
         let name = if tenant.is_empty() {
             let mut a2a = world
                 .scenario
@@ -73,8 +109,8 @@ impl Grpc {
         } else {
             tenant.to_string()
         };
-        let base = self.app.base_url.clone();
-        Ok(agent::a2a_grpc_call(world, &base, &name, (method, params.to_string()), headers).await)
+        let urls = (self.app.base_url.as_str(), self.app.grpc.as_deref());
+        Ok(agent::a2a_grpc_call(world, urls, &name, (method, params.to_string()), headers).await)
     }
 
     async fn unary<Req: Serialize, Resp: DeserializeOwned>(

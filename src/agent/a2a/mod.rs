@@ -53,7 +53,7 @@ pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
     let card_path = card::AGENT_CARD_PATH;
     match (req.method.as_str(), path) {
         ("GET", card::AGENT_CARD_PATH) => Reply::Full(card::serve(
-            &card::agent_card(ctx.name, &spec.description, &ctx.url()),
+            &card::agent_card(ctx.name, &spec.description, card_interfaces(&ctx, spec)),
             ctx.world.clock.epoch_ms(),
             req.headers.get(hyper::header::IF_NONE_MATCH),
         )),
@@ -74,6 +74,16 @@ pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
             }),
         )),
     }
+}
+
+/// The agent's interfaces as its card lists them. Over gRPC the tenant names the agent, behind
+/// `_s/SESSION/` in a named session, since a gRPC channel has no path to carry either.
+fn card_interfaces(ctx: &Ctx<'_>, spec: &A2aAgent) -> Vec<card::AgentInterface> {
+    let tenant = match &ctx.world.session {
+        Some(s) => format!("_s/{s}/{}", ctx.name),
+        None => ctx.name.to_string(),
+    };
+    card::interfaces(&spec.bindings, &ctx.url(), ctx.grpc.map(|a| (a, tenant)))
 }
 
 /// A 200 JSON answer from its bytes.
@@ -247,6 +257,12 @@ fn method(spec: &A2aAgent, req: &AgentRequest, call: &RpcRequest<'_>) -> Result<
         }
         None if spec.strict_version => return Err(RpcError::version_not_supported("")),
         _ => {}
+    }
+    if !spec.serves(call.binding()) {
+        return Err(RpcError::unsupported_operation(format!(
+            "this agent does not serve the {} binding (the scenario's `bindings` leaves it out): its agent card lists the ones it does",
+            call.binding().as_str()
+        )));
     }
     Method::from_name(&call.method).ok_or_else(|| RpcError::method_not_found(&call.method))
 }

@@ -133,17 +133,7 @@ impl From<i64> for RpcId {
     }
 }
 
-/// The standard binding a call came over; its name is the agent card's `protocolBinding`, and
-/// every entry a call writes says it (one engine serves them all).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub(crate) enum Binding {
-    #[serde(rename = "JSONRPC")]
-    JsonRpc,
-    #[serde(rename = "HTTP+JSON")]
-    HttpJson,
-    #[serde(rename = "GRPC")]
-    Grpc,
-}
+pub(crate) use crate::scenario::a2a::Binding;
 
 /// An incoming call, as far as the envelope goes; `params` stays raw (borrowed from the body)
 /// until the method is known.
