@@ -435,11 +435,6 @@ impl Ready {
     }
 }
 
-/// The ready line as a JSON value (returned when the scenario is replaced).
-pub fn ready_json(world: &World, base_url: &str) -> Value {
-    serde_json::to_value(Ready::of(world, base_url)).unwrap_or(Value::Null)
-}
-
 fn clock_view(world: &World) -> Value {
     let now = world.clock.now();
     json!({

@@ -119,7 +119,11 @@ impl Server {
 
     /// The ready line's JSON object.
     pub fn ready(&self) -> Value {
-        admin::ready_json(&self.world(), &self.app.base_url)
+        let ready = admin::Ready {
+            grpc: self.app.grpc.clone(),
+            ..admin::Ready::of(&self.world(), &self.app.base_url)
+        };
+        serde_json::to_value(ready).unwrap_or(Value::Null)
     }
 
     /// Every ledger entry so far.
