@@ -249,6 +249,10 @@ async fn handle(
         let head = (&parts.method, parts.uri.query(), parts.headers);
         return Box::pin(agent_request(app, ctl, world, head, rest, body)).await;
     }
+    if let Some(name) = path.strip_prefix("/mcp/") {
+        let head = (parts.method, parts.headers);
+        return Box::pin(mcp_request(app, ctl, world, head, name, body)).await;
+    }
     let trimmed = path.trim_start_matches('/');
     let (svc, rest) = match trimmed.find('/') {
         Some(i) => (&trimmed[..i], &trimmed[i..]),
@@ -383,6 +387,36 @@ async fn agent_request(
             body,
         } => streamed(status, headers, HttpBody::Ready(ReadyBody(Some(body)))),
     }
+}
+
+/// `/mcp/NAME`: the body read (capped), then the MCP server; its answer delivered by the plan
+/// a tool call's action was given, exactly as a service's answer is.
+async fn mcp_request(
+    app: &App,
+    ctl: &ConnCtl,
+    world: Arc<World>,
+    (method, headers): (hyper::Method, hyper::HeaderMap),
+    name: &str,
+    body: Incoming,
+) -> hyper::Response<HttpBody> {
+    // A client that went away mid-body reads no answer: an empty body, answered as a parse
+    // error nobody reads.
+    let (body, too_large) = read_incoming(body, world.scenario.max_body_bytes, ctl)
+        .await
+        .unwrap_or_default();
+    if too_large {
+        return to_hyper(Response::json(
+            413,
+            &json!({"error": "request body too large", "status": 413}),
+        ));
+    }
+    let req = crate::mcp::McpRequest {
+        method,
+        headers,
+        body,
+    };
+    let reply = crate::mcp::handle(&world, name, req);
+    deliver(app, &world, ctl, reply.plan, reply.seq, reply.response).await
 }
 
 /// Marks a delayed response abandoned when its future is dropped before the response is handed

@@ -1,0 +1,188 @@
+//! `tools/call` as an action: the arguments checked against the tool's input schema, then made
+//! into the request the tool's route expects (the arguments as its JSON body, path parameters
+//! and the idempotency key read from them by pointer, the key handed over in the header the
+//! route's policy reads) and admitted by [`service::admit`], as an HTTP client's would be. The
+//! route's answer becomes a `CallToolResult` (`isError` for an error status: a lie when the
+//! effect happened); a key the policy refused becomes a JSON-RPC error; the delivery plan
+//! (drop, reset, delay) is handed back for the server to carry out.
+
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::HeaderMap;
+use serde_json::{json, Value};
+
+use super::era::Era;
+use super::rpc::{self, Id, McpError};
+use super::{answer, complete, log, schema, Reply};
+use crate::ledger::Disposition;
+use crate::scenario::mcp::{McpServer, Tool};
+use crate::service::{self, Request, Via};
+use crate::world::World;
+
+/// Run a `tools/call`. Errors before admission (unknown tool, malformed params) are protocol
+/// errors, recorded by the caller; arguments the schema refuses are a tool error, recorded here.
+pub(super) fn call(
+    world: &World,
+    server: &McpServer,
+    era: &Era,
+    id: &Id,
+    params: &Value,
+    sse: bool,
+) -> Result<Reply, McpError> {
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return Err(McpError::InvalidParams(
+            "tools/call needs params.name (a string)".into(),
+        ));
+    };
+    let Some(tool) = server.tool(name) else {
+        return Err(McpError::InvalidParams(format!("Unknown tool: {name}")));
+    };
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => json!({}),
+        Some(a @ Value::Object(_)) => a.clone(),
+        Some(_) => {
+            let e = "tools/call params.arguments must be an object";
+            return Err(McpError::InvalidParams(e.into()));
+        }
+    };
+    let modern = matches!(era, Era::Modern);
+    let built = build(tool, &args);
+    let (path, key, mut headers) = match built {
+        Ok(b) => b,
+        Err(problems) => {
+            // SEP-1303: invalid arguments are the tool's error, which a model can correct.
+            let text = format!("invalid arguments for {name}: {}", problems.join("; "));
+            let detail = json!({"tool": name, "id": id, "problems": problems});
+            log(world, server, "invalid-arguments", detail);
+            let result = json!({"content": [{"type": "text", "text": text}], "isError": true});
+            let msg = rpc::result(id, complete(result, era, server));
+            return Ok(Reply::now(answer(200, msg, sse)));
+        }
+    };
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let facts = json!({
+        "server": &*server.name, "tool": name, "jsonrpc_id": id, "era": era.name(),
+        "protocol_version": era.version(), "session": era.session(),
+        "key": key, "key_source": key.as_ref().and(tool.key.as_ref()).map(|p| json!({"argument": p})),
+    });
+    let req = Request {
+        service: tool.service.as_str().into(),
+        method: tool.method.as_str().into(),
+        path: path.into(),
+        headers,
+        // A `Value` always serialises.
+        body: serde_json::to_vec(&args).unwrap_or_default().into(),
+        via: Some(Via {
+            protocol: "mcp",
+            facts,
+        }),
+        ..Request::default()
+    };
+    let out = service::admit(world, req);
+    let message = match key_refusal(out.disposition, out.response.status) {
+        Some(e) => e.body(Some(id)),
+        None => rpc::result(id, complete(result_of(&out.response, modern), era, server)),
+    };
+    Ok(Reply {
+        response: answer(200, message, sse),
+        plan: out.plan,
+        seq: out.seq,
+    })
+}
+
+/// The route's path and the key from the arguments, with the key in the route's key header;
+/// or every problem the arguments have.
+fn build(tool: &Tool, args: &Value) -> Result<(String, Option<String>, HeaderMap), Vec<String>> {
+    let mut problems = schema::problems(&tool.input_schema, args);
+    let mut headers = HeaderMap::new();
+    let text_at = |pointer: &str| match args.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(_) => Err(format!("{pointer}: expected a string or a number")),
+    };
+    let key = match tool.key.as_deref().map(text_at) {
+        None | Some(Ok(None)) => None,
+        Some(Ok(Some(k))) => match HeaderValue::from_str(&k) {
+            Ok(v) => {
+                headers.insert(tool.key_header.clone(), v);
+                Some(k)
+            }
+            Err(_) => {
+                let p = tool.key.as_deref().unwrap_or_default();
+                problems.push(format!(
+                    "{p}: an idempotency key is visible text, without control characters"
+                ));
+                None
+            }
+        },
+        Some(Err(e)) => {
+            problems.push(e);
+            None
+        }
+    };
+    let path = tool.path.fill(|param| {
+        let pointer = &tool.path_params.iter().find(|(p, _)| p == param)?.1;
+        match text_at(pointer) {
+            Ok(Some(v)) if !v.is_empty() && !v.contains('/') => Some(v),
+            Ok(Some(_)) => {
+                problems.push(format!(
+                    "{pointer}: must be a non-empty value without '/' (it is a path segment)"
+                ));
+                None
+            }
+            Ok(None) => {
+                problems.push(format!(
+                    "{pointer}: required (it is the route's {{{param}}})"
+                ));
+                None
+            }
+            Err(e) => {
+                problems.push(e);
+                None
+            }
+        }
+    });
+    match path {
+        Some(p) if problems.is_empty() => Ok((p, key, headers)),
+        _ => Err(problems),
+    }
+}
+
+/// A key decision that refused the call before it ran: a JSON-RPC error in SEP-3182's shape
+/// (a closed proposal, the only one there is), with the route's HTTP status as data.
+fn key_refusal(d: Disposition, status: u16) -> Option<McpError> {
+    let (kind, message) = match d {
+        Disposition::Conflict => (
+            "idempotency_key_in_progress",
+            "a call with this idempotency key is still in progress; retry later",
+        ),
+        Disposition::Mismatch => (
+            "idempotency_key_conflict",
+            "this idempotency key was used with other arguments",
+        ),
+        Disposition::MissingKey => (
+            "idempotency_key_missing",
+            "this tool requires an idempotency key",
+        ),
+        _ => return None,
+    };
+    Some(McpError::Key {
+        kind,
+        message: message.into(),
+        status,
+    })
+}
+
+/// The route's HTTP answer as a `CallToolResult`: its body as text, and (when it succeeded) as
+/// structured content; an error status sets `isError`. Legacy structured content must be an
+/// object; modern may be any JSON.
+fn result_of(r: &service::Response, modern: bool) -> Value {
+    let text = String::from_utf8_lossy(&r.body);
+    let is_error = r.status >= 400;
+    let mut result = json!({"content": [{"type": "text", "text": text}], "isError": is_error});
+    let parsed: Option<Value> = serde_json::from_slice(&r.body).ok();
+    if let Some(v) = parsed.filter(|v| !is_error && (modern || v.is_object())) {
+        result["structuredContent"] = v;
+    }
+    result
+}

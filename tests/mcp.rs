@@ -1,0 +1,398 @@
+//! Fake MCP tool servers (issue 28), driven over raw Streamable HTTP against the real binary:
+//! both eras' handshakes and checks, tool calls as actions of the route they name (ledger,
+//! fates, idempotency), and the refusals. Rule IDs from shared/spec/rules.md are in the test
+//! names (`acct` = ACC-T, the rig itself).
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// The issue's `[mcp.payments]` example, verbatim, over the core issue's payments service.
+const MCP: &str = r#"
+[mcp.payments]                            # an MCP server at /mcp/payments (Streamable HTTP, one endpoint)
+versions = ["2025-11-25", "2026-07-28"]   # served side by side (default: both); `initialize` selects the older
+cancel = "ignore"                         # a cancelled call still takes effect; "honor": it does not, if not yet applied
+
+[[mcp.payments.tools]]
+name = "create_transfer"
+description = "Move money to an account."
+input_schema = { type = "object", required = ["to", "amount"], properties = { to = { type = "string" }, amount = { type = "integer" }, idempotency_key = { type = "string" } } }
+annotations = { idempotentHint = true }   # advertised as written, true or not
+call = { service = "payments", route = "create-transfer" }   # the arguments are the body: that route's fates, idempotency and ledger apply
+key = "/idempotency_key"                  # where the call's idempotency key is read (a pointer into the arguments)
+
+[[mcp.payments.tools]]
+name = "get_transfer"
+input_schema = { type = "object", required = ["id"], properties = { id = { type = "string" } } }
+annotations = { readOnlyHint = true }
+call = { service = "payments", route = "get-transfer", path = { id = "/id" } }
+"#;
+
+/// The issue's example: the first transfer is applied and its response lost.
+fn issue() -> String {
+    format!("{LOST_RESPONSE}{MCP}")
+}
+
+/// The same, with every transfer answered (or given `fates`).
+fn with_fates(fates: &str) -> String {
+    issue().replace(
+        "fates = [\"drop-after-apply\", \"respond\"]",
+        &format!("fates = {fates}"),
+    )
+}
+
+const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
+
+fn post(da: &Da, headers: &[(&str, &str)], body: &Value) -> Result<Resp, std::io::Error> {
+    let mut h = vec![ACCEPT];
+    h.extend_from_slice(headers);
+    da.post_json("/mcp/payments", &h, body)
+}
+
+fn rpc(id: Value, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// A legacy session: `initialize`, then `notifications/initialized`.
+fn session(da: &Da) -> String {
+    let init = rpc(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let r = post(da, &[], &init).unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-11-25");
+    let sid = r
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let h = [("mcp-session-id", sid.as_str())];
+    assert_eq!(post(da, &h, &note).unwrap().status, 202);
+    sid
+}
+
+/// A legacy `tools/call` in session `sid`.
+fn legacy_call(da: &Da, sid: &str, id: i64, tool: &str, args: Value) -> std::io::Result<Resp> {
+    let h = [
+        ("mcp-session-id", sid),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let body = rpc(
+        json!(id),
+        "tools/call",
+        json!({"name": tool, "arguments": args}),
+    );
+    post(da, &h, &body)
+}
+
+/// A modern request's `_meta`.
+fn meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}})
+}
+
+/// A modern `tools/call` with its headers.
+fn modern_call(da: &Da, id: &str, tool: &str, args: Value) -> std::io::Result<Resp> {
+    let h = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", tool),
+    ];
+    let params = json!({"name": tool, "arguments": args, "_meta": meta()});
+    post(da, &h, &rpc(json!(id), "tools/call", params))
+}
+
+fn transfers(da: &Da) -> Vec<Value> {
+    da.ledger()
+        .into_iter()
+        .filter(|e| e["route"] == "create-transfer")
+        .collect()
+}
+
+fn events(da: &Da, event: &str) -> Vec<Value> {
+    da.ledger()
+        .into_iter()
+        .filter(|e| e["service"] == "mcp/payments" && e["event"] == event)
+        .collect()
+}
+
+#[test]
+fn acct_initialize_then_tools_list_advertises_the_tools_as_written() {
+    let da = Da::start(&issue());
+    let sid = session(&da);
+    let h = [("mcp-session-id", sid.as_str())];
+    let r = post(&da, &h, &rpc(json!(1), "ping", json!({}))).unwrap();
+    assert_eq!(r.json(), json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+    let r = post(&da, &h, &rpc(json!("l"), "tools/list", json!({}))).unwrap();
+    let tools = r.json()["result"]["tools"].clone();
+    assert_eq!(tools[0]["name"], "create_transfer");
+    assert_eq!(tools[0]["description"], "Move money to an account.");
+    assert_eq!(tools[0]["inputSchema"]["required"], json!(["to", "amount"]));
+    assert_eq!(tools[0]["annotations"], json!({"idempotentHint": true}));
+    assert_eq!(tools[1]["annotations"], json!({"readOnlyHint": true}));
+    // The handshake is an entry of the server's own, not an action.
+    let init = events(&da, "initialize");
+    assert_eq!(init[0]["detail"]["session"], sid.as_str());
+    assert_eq!(init[0]["actor"], "mcp:payments");
+    // DELETE ends the session; it is then unknown (404), and the client must re-initialize.
+    let r = da.call("DELETE", "/mcp/payments", &h, "");
+    assert_eq!(r.status, 200);
+    let r = post(&da, &h, &rpc(json!(2), "ping", json!({}))).unwrap();
+    assert_eq!(r.status, 404, "{}", r.text());
+}
+
+#[test]
+fn rec4_a_tool_call_lands_in_the_ledger_with_its_mcp_facts() {
+    let da = Da::start(&with_fates("[\"respond\"]"));
+    let sid = session(&da);
+    let args = json!({"to": "acct-9", "amount": 100, "idempotency_key": "k-1"});
+    let r = legacy_call(&da, &sid, 7, "create_transfer", args).unwrap();
+    let v = r.json();
+    assert_eq!(v["id"], 7);
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    assert_eq!(v["result"]["structuredContent"]["status"], "succeeded");
+    let t = transfers(&da);
+    assert_eq!(t.len(), 1);
+    let e = &t[0];
+    assert_eq!(
+        (e["disposition"].as_str(), e["applied"].as_bool()),
+        (Some("executed"), Some(true))
+    );
+    assert_eq!(e["method"], "POST");
+    assert_eq!(e["path"], "/v1/transfers");
+    assert_eq!(e["idempotency_key"], "k-1");
+    assert_eq!(e["body"]["amount"], 100);
+    assert_eq!(
+        e["detail"]["mcp"],
+        json!({"server": "payments", "tool": "create_transfer", "jsonrpc_id": 7, "era": "legacy",
+            "protocol_version": "2025-11-25", "session": sid, "key": "k-1",
+            "key_source": {"argument": "/idempotency_key"}})
+    );
+    // The lookup tool reads the ledger through the route's lookup, by the key as the id.
+    let r = legacy_call(&da, &sid, 8, "get_transfer", json!({"id": "k-1"})).unwrap();
+    let v = r.json();
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    assert_eq!(v["result"]["structuredContent"]["state"], "applied", "{v}");
+}
+
+#[test]
+fn acct_rec4_a_dropped_response_after_the_effect_is_in_the_ledger_and_never_reaches_the_client() {
+    let da = Da::start(&issue());
+    let sid = session(&da);
+    let args = json!({"to": "acct-9", "amount": 100});
+    let r = legacy_call(&da, &sid, 1, "create_transfer", args.clone());
+    assert!(r.is_err(), "the client must see no response: {r:?}");
+    let t = transfers(&da);
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0]["applied"], true);
+    assert_eq!(t[0]["response"]["delivery"], "dropped");
+    assert_eq!(t[0]["detail"]["mcp"]["jsonrpc_id"], 1);
+    // A re-call without a key (what the 2026 spec tells a client to do) executes again: the
+    // ledger shows the same intent applied twice (ACC-1), which is what the verifier judges.
+    let r = legacy_call(&da, &sid, 2, "create_transfer", args).unwrap();
+    assert_eq!(r.json()["result"]["isError"], false);
+    let applied = transfers(&da)
+        .iter()
+        .filter(|e| e["applied"] == true)
+        .count();
+    assert_eq!(applied, 2);
+}
+
+#[test]
+fn acc1_the_same_key_retried_after_a_drop_is_replayed_not_executed_again() {
+    let da = Da::start(&issue());
+    let args = json!({"to": "acct-9", "amount": 100, "idempotency_key": "k-7"});
+    assert!(modern_call(&da, "a", "create_transfer", args.clone()).is_err());
+    let r = modern_call(&da, "b", "create_transfer", args).unwrap();
+    let v = r.json();
+    assert_eq!(v["result"]["resultType"], "complete");
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    let t = transfers(&da);
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[1]["disposition"], "replayed");
+    assert_eq!(t[1]["replay_of"], t[0]["seq"]);
+    assert_eq!(t[1]["detail"]["mcp"]["era"], "modern");
+    assert_eq!(t[1]["detail"]["mcp"]["jsonrpc_id"], "b");
+    // The replay is the stored answer of the first execution: the same transfer id.
+    assert_eq!(
+        v["result"]["structuredContent"]["id"],
+        format!("act_{}", t[0]["seq"])
+    );
+    // The same key with other arguments is refused as the route's policy says (Stripe: 400).
+    let other = json!({"to": "acct-9", "amount": 999, "idempotency_key": "k-7"});
+    let v = modern_call(&da, "c", "create_transfer", other)
+        .unwrap()
+        .json();
+    assert_eq!(
+        v["error"]["data"]["type"], "idempotency_key_conflict",
+        "{v}"
+    );
+    assert_eq!(transfers(&da)[2]["disposition"], "mismatch");
+}
+
+#[test]
+fn acc1_a_lie_reports_is_error_though_the_effect_happened() {
+    let da = Da::start(&with_fates("[\"error-after-apply:500\"]"));
+    let args = json!({"to": "acct-9", "amount": 100});
+    let v = modern_call(&da, "a", "create_transfer", args)
+        .unwrap()
+        .json();
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    assert!(v["result"].get("structuredContent").is_none());
+    assert_eq!(transfers(&da)[0]["applied"], true);
+}
+
+#[test]
+fn rec4_a_delayed_answer_waits_on_the_scenario_clock() {
+    let da = Da::start(&with_fates("[\"delay:5s\"]"));
+    let params =
+        json!({"name": "create_transfer", "arguments": {"to": "a", "amount": 1}, "_meta": meta()});
+    let body = rpc(json!("d"), "tools/call", params).to_string();
+    let headers = [
+        ACCEPT,
+        ("content-type", "application/json"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "create_transfer"),
+    ];
+    let s = send(&da.url, "POST", "/mcp/payments", &headers, body.as_bytes());
+    da.wait_for("route=create-transfer", 1);
+    da.advance("5s");
+    let r = read_response(s).unwrap();
+    assert_eq!(r.json()["result"]["isError"], false);
+}
+
+#[test]
+fn bad_requests_get_json_rpc_errors_and_are_recorded_as_refusals() {
+    let da = Da::start(&issue());
+    // Not JSON: -32700 on 400.
+    let r = da
+        .req(
+            "POST",
+            "/mcp/payments",
+            &[ACCEPT, ("content-type", "application/json")],
+            "{nope",
+        )
+        .unwrap();
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32700);
+    // An unknown session: 404.
+    let r = legacy_call(&da, "payments-99", 1, "create_transfer", json!({})).unwrap();
+    assert_eq!(r.status, 404, "{}", r.text());
+    // Modern: a missing Mcp-Name header is -32020 on 400; an unknown version -32022.
+    let params =
+        json!({"name": "create_transfer", "arguments": {"to": "a", "amount": 1}, "_meta": meta()});
+    let h = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+    ];
+    let r = post(&da, &h, &rpc(json!(3), "tools/call", params)).unwrap();
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_i64()),
+        (400, Some(-32020))
+    );
+    let mut m = meta();
+    m["io.modelcontextprotocol/protocolVersion"] = "2031-01-01".into();
+    let h = [
+        ("mcp-protocol-version", "2031-01-01"),
+        ("mcp-method", "tools/list"),
+    ];
+    let r = post(&da, &h, &rpc(json!(4), "tools/list", json!({"_meta": m}))).unwrap();
+    let v = r.json();
+    assert_eq!((r.status, v["error"]["code"].as_i64()), (400, Some(-32022)));
+    assert_eq!(v["error"]["data"]["supported"], json!(["2026-07-28"]));
+    // An unknown tool is a protocol error.
+    let v = modern_call(&da, "5", "wire_money", json!({}))
+        .unwrap()
+        .json();
+    assert_eq!(v["error"]["code"], -32602);
+    assert_eq!(v["error"]["message"], "Unknown tool: wire_money");
+    // Each refusal is recorded; none is an action.
+    let refused = events(&da, "rpc-error");
+    let codes: Vec<i64> = refused
+        .iter()
+        .map(|e| e["detail"]["code"].as_i64().unwrap())
+        .collect();
+    assert_eq!(codes, [-32700, -32600, -32020, -32022, -32602]);
+    assert!(transfers(&da).is_empty());
+}
+
+#[test]
+fn invalid_arguments_are_a_tool_error_and_nothing_is_executed() {
+    let da = Da::start(&issue());
+    let v = modern_call(&da, "a", "create_transfer", json!({"to": 5}))
+        .unwrap()
+        .json();
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    let text = v["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("missing required property \"amount\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("/to: expected string, found integer"),
+        "{text}"
+    );
+    assert_eq!(events(&da, "invalid-arguments").len(), 1);
+    assert!(transfers(&da).is_empty());
+}
+
+#[test]
+fn modern_discover_names_the_served_version() {
+    let da = Da::start(&issue());
+    let h = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "server/discover"),
+    ];
+    let r = post(
+        &da,
+        &h,
+        &rpc(json!("p"), "server/discover", json!({"_meta": meta()})),
+    )
+    .unwrap();
+    let v = r.json();
+    assert_eq!(
+        v["result"]["supportedVersions"],
+        json!(["2026-07-28"]),
+        "{v}"
+    );
+    assert_eq!(v["result"]["resultType"], "complete");
+    assert_eq!(
+        v["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "payments"
+    );
+    // `ping` is gone from the modern era: -32601 on 404.
+    let h = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "ping"),
+    ];
+    let r = post(&da, &h, &rpc(json!("q"), "ping", json!({"_meta": meta()}))).unwrap();
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_i64()),
+        (404, Some(-32601))
+    );
+}
+
+#[test]
+fn a_bad_mcp_scenario_is_rejected_with_its_location() {
+    let bad = issue().replace(
+        "route = \"get-transfer\", path",
+        "route = \"get-transfr\", path",
+    );
+    let path = temp_file("bad.toml", &bad);
+    let out = std::process::Command::new(bin())
+        .args(["check", "bad.toml"])
+        .current_dir(path.parent().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("bad.toml:40:32: mcp.payments.tools[1].call.route: no route named \"get-transfr\" in service \"payments\"; did you mean `get-transfer`?"),
+        "{err}"
+    );
+}
