@@ -134,7 +134,7 @@ fn request(
         "ping" if !modern => Ok(ok(json!({}))),
         "tools/list" => Ok(ok(tools_list(server, modern))),
         "server/discover" if modern => Ok(ok(discover(server))),
-        "tools/call" => call::call(world, server, &era, id, params, sse),
+        "tools/call" => call::call(world, server, (&era, headers), id, params, sse),
         _ => Err(McpError::MethodNotFound {
             method: method.to_string(),
             modern,

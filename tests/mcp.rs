@@ -396,3 +396,89 @@ fn a_bad_mcp_scenario_is_rejected_with_its_location() {
         "{err}"
     );
 }
+
+#[test]
+fn rec4_a_reset_fate_resets_the_mcp_connection_after_the_effect() {
+    let da = Da::start(&with_fates("[\"reset-after-apply\"]"));
+    let args = json!({"to": "acct-9", "amount": 100});
+    let err = modern_call(&da, "r", "create_transfer", args).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset, "{err}");
+    let t = transfers(&da);
+    assert_eq!(
+        (
+            t[0]["applied"].as_bool(),
+            t[0]["response"]["delivery"].as_str()
+        ),
+        (Some(true), Some("reset"))
+    );
+}
+
+#[test]
+fn acc1_a_blind_re_call_after_a_drop_is_found_by_the_verifier_like_an_http_retry() {
+    let da = Da::start(&issue());
+    let args = json!({"to": "acct-9", "amount": 100});
+    assert!(modern_call(&da, "a", "create_transfer", args.clone()).is_err());
+    modern_call(&da, "b", "create_transfer", args).unwrap();
+    let report = da.get("/_admin/verify").json();
+    let rules: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
+    assert!(rules.contains(&"ACC-1"), "{report}");
+}
+
+#[test]
+fn rec2_the_work_id_and_revision_headers_reach_the_action() {
+    let da = Da::start(&with_fates("[\"respond\"]"));
+    let params =
+        json!({"name": "create_transfer", "arguments": {"to": "a", "amount": 1}, "_meta": meta()});
+    let h = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "create_transfer"),
+        ("x-work-id", "task-3"),
+        ("x-revision", "2"),
+    ];
+    post(&da, &h, &rpc(json!(1), "tools/call", params)).unwrap();
+    let t = transfers(&da);
+    assert_eq!(
+        (t[0]["work_id"].as_str(), t[0]["revision"].as_i64()),
+        (Some("task-3"), Some(2))
+    );
+}
+
+#[test]
+fn the_ready_line_names_the_mcp_endpoint_and_an_sse_only_client_gets_an_event_stream() {
+    let da = Da::start(&with_fates("[\"respond\"]"));
+    assert_eq!(
+        da.ready["mcp"]["payments"],
+        format!("{}/mcp/payments", da.url)
+    );
+    let init = rpc(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}}),
+    );
+    let r = da
+        .req(
+            "POST",
+            "/mcp/payments",
+            &[
+                ("accept", "text/event-stream"),
+                ("content-type", "application/json"),
+            ],
+            &init.to_string(),
+        )
+        .unwrap();
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    let text = r.text();
+    let data = text
+        .strip_prefix("event: message\ndata: ")
+        .unwrap()
+        .trim_end();
+    let v: Value = serde_json::from_str(data).unwrap();
+    // A version this server does not serve is answered with the newest legacy one it does.
+    assert_eq!(v["result"]["protocolVersion"], "2025-11-25");
+}

@@ -23,7 +23,7 @@ use crate::world::World;
 pub(super) fn call(
     world: &World,
     server: &McpServer,
-    era: &Era,
+    (era, incoming): (&Era, &HeaderMap),
     id: &Id,
     params: &Value,
     sse: bool,
@@ -59,6 +59,15 @@ pub(super) fn call(
         }
     };
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    // The work id and revision an orchestrator sends reach the action as they would over HTTP
+    // (REC-2's admission check reads them).
+    if let Some(svc) = world.scenario.service(&tool.service) {
+        for h in [&svc.work_id_header, &svc.revision_header] {
+            if let Some(v) = incoming.get(h) {
+                headers.insert(h.clone(), v.clone());
+            }
+        }
+    }
     let facts = json!({
         "server": &*server.name, "tool": name, "jsonrpc_id": id, "era": era.name(),
         "protocol_version": era.version(), "session": era.session(),
