@@ -482,3 +482,17 @@ fn the_ready_line_names_the_mcp_endpoint_and_an_sse_only_client_gets_an_event_st
     // A version this server does not serve is answered with the newest legacy one it does.
     assert_eq!(v["result"]["protocolVersion"], "2025-11-25");
 }
+
+#[test]
+fn rec4_the_shipped_scenario_loses_the_first_response_and_a_lookup_tells_the_truth() {
+    let da = Da::start_file("mcp-lost-response.toml");
+    let sid = session(&da);
+    let args = json!({"to": "acct-9", "amount": 100, "idempotency_key": "pay-1"});
+    assert!(legacy_call(&da, &sid, 1, "create_transfer", args).is_err());
+    let v = legacy_call(&da, &sid, 2, "get_transfer", json!({"id": "pay-1"}))
+        .unwrap()
+        .json();
+    assert_eq!(v["result"]["structuredContent"]["state"], "applied", "{v}");
+    let report = da.get("/_admin/verify").json();
+    assert_eq!(report["findings"], json!([]), "{report}");
+}
