@@ -496,3 +496,57 @@ fn rec4_the_shipped_scenario_loses_the_first_response_and_a_lookup_tells_the_tru
     let report = da.get("/_admin/verify").json();
     assert_eq!(report["findings"], json!([]), "{report}");
 }
+
+#[test]
+fn malformed_input_of_every_kind_is_answered_and_never_crashes_the_server() {
+    let da = Da::start(&issue());
+    let sid = session(&da);
+    let bodies = [
+        "",
+        "null",
+        "[]",
+        "\"x\"",
+        "{}",
+        r#"{"jsonrpc":"2.0"}"#,
+        r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_transfer","arguments":[1]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_transfer","arguments":{"id":"a/b"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_transfer","arguments":{"id":{"x":1}}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_transfer","arguments":{"to":"a","amount":1,"idempotency_key":"a\u0001b"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_transfer","arguments":{"to":"a","amount":1,"idempotency_key":[]}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":"x"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":7}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[]}}"#,
+    ];
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let header_sets: [&[(&str, &str)]; 3] = [
+        &[],
+        &[("mcp-session-id", &sid), ("mcp-protocol-version", "bogus")],
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "=?base64?!!?="),
+            ("mcp-name", ""),
+        ],
+    ];
+    for headers in header_sets {
+        for body in bodies.iter().copied().chain([deep.as_str()]) {
+            let mut h = vec![ACCEPT, ("content-type", "application/json")];
+            h.extend_from_slice(headers);
+            let r = da.req("POST", "/mcp/payments", &h, body);
+            let r = r.unwrap_or_else(|e| panic!("no answer to {body:?} with {headers:?}: {e}"));
+            assert!(r.status < 500, "{body:?}: {} {}", r.status, r.text());
+        }
+    }
+    // Non-UTF-8 header values, and other methods.
+    let raw = b"POST /mcp/payments HTTP/1.1\r\nHost: x\r\nConnection: close\r\nmcp-session-id: \xff\xfe\r\nContent-Length: 40\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+    assert_eq!(raw_request(&da.url, raw).unwrap().status, 404);
+    assert_eq!(da.call("GET", "/mcp/payments", &[], "").status, 405);
+    assert_eq!(da.call("POST", "/mcp/nobody", &[], "{}").status, 404);
+    // Still serving.
+    let h = [("mcp-session-id", sid.as_str())];
+    let r = post(&da, &h, &rpc(json!(9), "ping", json!({}))).unwrap();
+    assert_eq!(r.status, 200);
+}
