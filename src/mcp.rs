@@ -15,7 +15,7 @@ use hyper::HeaderMap;
 use serde_json::{json, Value};
 
 use crate::ledger::Record;
-use crate::scenario::mcp::{McpServer, MODERN};
+use crate::scenario::mcp::{McpServer, Responses, MODERN};
 use crate::service::{Plan, Response};
 use crate::world::World;
 
@@ -44,6 +44,9 @@ pub struct Reply {
     pub response: Response,
     pub plan: Plan,
     pub seq: u64,
+    /// The answer is an event stream: a dropped one is cut off after its headers, a delayed
+    /// one sends its headers at once.
+    pub stream: bool,
 }
 
 impl Reply {
@@ -52,6 +55,7 @@ impl Reply {
             response,
             plan: Plan::Now,
             seq: 0,
+            stream: false,
         }
     }
 }
@@ -86,7 +90,7 @@ pub fn handle(world: &World, name: &str, req: McpRequest) -> Reply {
 }
 
 fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
-    let sse = wants_sse(&req.headers);
+    let sse = wants_sse(server, &req.headers);
     let incoming = match rpc::parse(&req.body) {
         Ok(m) => m,
         Err((id, e)) => return refuse(world, server, None, id.as_ref(), e, sse),
@@ -315,16 +319,17 @@ fn accepted() -> Response {
     }
 }
 
-/// Whether the answer goes as an event stream: only for a client that does not take JSON (the
-/// spec has clients accept both, and JSON is what every client parses most simply).
-fn wants_sse(headers: &HeaderMap) -> bool {
+/// Whether the answer goes as an event stream: when the server's `responses` say so and the
+/// client accepts one, or when the client does not take JSON.
+fn wants_sse(server: &McpServer, headers: &HeaderMap) -> bool {
     let accept = headers
         .get_all(hyper::header::ACCEPT)
         .iter()
         .map(crate::service::header_text)
         .collect::<Vec<_>>()
         .join(",");
-    accept.contains("text/event-stream") && !accept.contains("application/json")
+    let sse = accept.contains("text/event-stream");
+    sse && (server.responses == Responses::Sse || !accept.contains("application/json"))
 }
 
 /// A JSON-RPC message as the HTTP answer: JSON, or one SSE `message` event.

@@ -169,7 +169,7 @@ fn rec4_a_tool_call_lands_in_the_ledger_with_its_mcp_facts() {
     assert_eq!(
         e["detail"]["mcp"],
         json!({"server": "payments", "tool": "create_transfer", "jsonrpc_id": 7, "era": "legacy",
-            "protocol_version": "2025-11-25", "session": sid, "key": "k-1",
+            "protocol_version": "2025-11-25", "session": sid, "response": "json", "key": "k-1",
             "key_source": {"argument": "/idempotency_key"}})
     );
     // The lookup tool reads the ledger through the route's lookup, by the key as the id.
@@ -549,4 +549,81 @@ fn malformed_input_of_every_kind_is_answered_and_never_crashes_the_server() {
     let h = [("mcp-session-id", sid.as_str())];
     let r = post(&da, &h, &rpc(json!(9), "ping", json!({}))).unwrap();
     assert_eq!(r.status, 200);
+}
+
+/// The example answering over event streams, with the given fates.
+fn sse_with_fates(fates: &str) -> String {
+    with_fates(fates).replace(
+        "cancel = \"ignore\" ",
+        "responses = \"sse\"\ncancel = \"ignore\" ",
+    )
+}
+
+fn modern_headers(tool: &str) -> Vec<(&str, &str)> {
+    vec![
+        ACCEPT,
+        ("content-type", "application/json"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", tool),
+    ]
+}
+
+fn modern_body(id: &str, tool: &str, args: Value) -> String {
+    let params = json!({"name": tool, "arguments": args, "_meta": meta()});
+    rpc(json!(id), "tools/call", params).to_string()
+}
+
+#[test]
+fn acct_rec4_an_sse_answer_dropped_after_the_effect_is_cut_off_after_its_headers() {
+    let da = Da::start(&sse_with_fates("[\"drop-after-apply\", \"respond\"]"));
+    let args = json!({"to": "acct-9", "amount": 100});
+    let body = modern_body("a", "create_transfer", args.clone());
+    let h = modern_headers("create_transfer");
+    let s = send(&da.url, "POST", "/mcp/payments", &h, body.as_bytes());
+    let r = read_response(s).unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    // Not one event, and no end of the chunked body: the stream was cut, not finished.
+    assert!(!r.text().contains("data:"), "{}", r.text());
+    assert!(!r.text().ends_with("0\r\n\r\n"), "{:?}", r.text());
+    let t = transfers(&da);
+    assert_eq!(
+        (
+            t[0]["applied"].as_bool(),
+            t[0]["response"]["delivery"].as_str()
+        ),
+        (Some(true), Some("dropped"))
+    );
+    assert_eq!(t[0]["detail"]["mcp"]["response"], "sse");
+    // The next answer is a whole stream with the result in one `message` event.
+    let body = modern_body("b", "create_transfer", args);
+    let r = send(&da.url, "POST", "/mcp/payments", &h, body.as_bytes());
+    // An answer ready at once goes whole, with its length.
+    let text = read_response(r).unwrap().text();
+    assert!(text.starts_with("event: message\ndata: {"), "{text}");
+    let v: Value = serde_json::from_str(text["event: message\ndata: ".len()..].trim_end()).unwrap();
+    assert_eq!(v["result"]["isError"], false);
+}
+
+#[test]
+fn acct_a_delayed_sse_answer_holds_the_open_stream_until_the_clock_moves() {
+    let da = Da::start(&sse_with_fates("[\"delay:10s\"]"));
+    let body = modern_body("a", "create_transfer", json!({"to": "a", "amount": 1}));
+    let mut s = send(
+        &da.url,
+        "POST",
+        "/mcp/payments",
+        &modern_headers("create_transfer"),
+        body.as_bytes(),
+    );
+    let head = read_until(&mut s, "\r\n\r\n");
+    assert!(String::from_utf8_lossy(&head).contains("text/event-stream"));
+    da.advance("10s");
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut s, &mut rest).unwrap();
+    let all = [head, rest].concat();
+    let at = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let text = String::from_utf8(dechunk(&all[at..])).unwrap();
+    assert!(text.contains("\"isError\":false"), "{text}");
 }

@@ -71,6 +71,7 @@ pub(super) fn call(
     let facts = json!({
         "server": &*server.name, "tool": name, "jsonrpc_id": id, "era": era.name(),
         "protocol_version": era.version(), "session": era.session(),
+        "response": if sse { "sse" } else { "json" },
         "key": key, "key_source": key.as_ref().and(tool.key.as_ref()).map(|p| json!({"argument": p})),
     });
     let req = Request {
@@ -95,6 +96,7 @@ pub(super) fn call(
         response: answer(200, message, sse),
         plan: out.plan,
         seq: out.seq,
+        stream: sse,
     })
 }
 

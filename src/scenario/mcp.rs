@@ -43,6 +43,18 @@ pub enum CancelMode {
     Honor,
 }
 
+/// How answers go out to a client that accepts both JSON and an event stream (`responses`).
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Responses {
+    /// One JSON body (the response goes out whole, or not at all).
+    #[default]
+    Json,
+    /// A `text/event-stream`: headers first, the answer as a `message` event; a dropped answer
+    /// is then cut off mid-stream, after the headers, and a delayed one holds the open stream.
+    Sse,
+}
+
 /// A validated MCP server.
 #[derive(Clone, Debug)]
 pub struct McpServer {
@@ -50,6 +62,7 @@ pub struct McpServer {
     /// In the order written; each one of [`KNOWN_VERSIONS`].
     pub versions: Vec<&'static str>,
     pub cancel: CancelMode,
+    pub responses: Responses,
     pub tools: Vec<Tool>,
 }
 
@@ -98,6 +111,7 @@ pub struct Tool {
 struct RawServer {
     versions: Option<Vec<String>>,
     cancel: Option<CancelMode>,
+    responses: Option<Responses>,
     #[serde(default)]
     tools: Vec<RawTool>,
 }
@@ -183,6 +197,7 @@ fn compile(
         name: name.into(),
         versions,
         cancel: raw.cancel.unwrap_or_default(),
+        responses: raw.responses.unwrap_or_default(),
         tools,
     })
 }

@@ -31,7 +31,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::json;
 use tokio::net::TcpListener;
 
-use body::{streamed, to_hyper, ChannelBody, HttpBody, ReadyBody};
+use body::{streamed, to_hyper, ChannelBody, CutBody, HttpBody, ReadyBody};
 use conn::{Conn, ConnCtl, DROP, RESET};
 
 use crate::admin::{self, AdminRequest};
@@ -416,7 +416,24 @@ async fn mcp_request(
         body,
     };
     let reply = crate::mcp::handle(&world, name, req);
-    deliver(app, &world, ctl, reply.plan, reply.seq, reply.response).await
+    let r = reply.response;
+    match (reply.stream, reply.plan) {
+        // An event stream's headers go out at once: a drop cuts the stream, a delay holds it.
+        (true, Plan::Drop) => streamed(r.status, r.headers, HttpBody::Cut(CutBody::default())),
+        (true, Plan::At(t)) => {
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            let (seq, body) = (reply.seq, r.body);
+            tokio::spawn(async move {
+                // A closed world ends the stream without its answer.
+                if world.clock.wait_until(t).await && tx.send(body.into()).await.is_err() {
+                    // The client went away while it waited: it never saw the answer.
+                    world.abandon(seq);
+                }
+            });
+            streamed(r.status, r.headers, HttpBody::Channel(ChannelBody(rx)))
+        }
+        (_, plan) => deliver(app, &world, ctl, plan, reply.seq, r).await,
+    }
 }
 
 /// Marks a delayed response abandoned when its future is dropped before the response is handed
