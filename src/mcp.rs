@@ -161,6 +161,16 @@ fn complete(mut result: Value, era: &Era, server: &McpServer) -> Value {
     result
 }
 
+/// The tools capability; `idempotency` (SEP-3182, a closed proposal) when a tool takes its key
+/// from `params`.
+fn capabilities(server: &McpServer) -> Value {
+    let mut tools = json!({"listChanged": false});
+    if server.keys_in_params() {
+        tools["idempotency"] = json!({});
+    }
+    json!({"tools": tools})
+}
+
 fn server_info(server: &McpServer) -> Value {
     json!({"name": &*server.name, "version": env!("CARGO_PKG_VERSION")})
 }
@@ -199,7 +209,7 @@ fn initialize(
     log(world, server, "initialize", detail);
     let result = json!({
         "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": false}},
+        "capabilities": capabilities(server),
         "serverInfo": server_info(server),
     });
     let mut r = answer(200, rpc::result(id, result), sse);
@@ -245,7 +255,7 @@ fn discover(server: &McpServer) -> Value {
         .collect();
     json!({
         "supportedVersions": modern,
-        "capabilities": {"tools": {}},
+        "capabilities": capabilities(server),
         "ttlMs": 0,
         "cacheScope": "private",
     })

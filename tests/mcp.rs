@@ -627,3 +627,71 @@ fn acct_a_delayed_sse_answer_holds_the_open_stream_until_the_clock_moves() {
     let text = String::from_utf8(dechunk(&all[at..])).unwrap();
     assert!(text.contains("\"isError\":false"), "{text}");
 }
+
+#[test]
+fn acc1_rec4_a_key_from_meta_or_params_is_honoured_like_one_from_an_argument() {
+    let src = issue()
+        .replace(
+            "key = \"/idempotency_key\"",
+            "key = { params = \"idempotencyKey\" }",
+        )
+        .replace(
+            "name = \"get_transfer\"",
+            "name = \"get_transfer\"\nkey = { meta = \"dev.doubleagent/idempotencyKey\" }",
+        );
+    let da = Da::start(&src);
+    // SEP-3182's capability is advertised once a tool takes its key from params.
+    let h = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "server/discover"),
+    ];
+    let v = post(&da, &h, &rpc(json!(0), "server/discover", json!({})))
+        .unwrap()
+        .json();
+    assert_eq!(
+        v["result"]["capabilities"]["tools"]["idempotency"],
+        json!({}),
+        "{v}"
+    );
+    let call = |id: &str, extra: Value| {
+        let mut params = json!({"name": "create_transfer", "arguments": {"to": "a", "amount": 1}, "_meta": meta()});
+        params
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        post(
+            &da,
+            &modern_headers("create_transfer")[2..],
+            &rpc(json!(id), "tools/call", params),
+        )
+    };
+    assert!(call("a", json!({"idempotencyKey": "p-1"})).is_err());
+    let v = call("b", json!({"idempotencyKey": "p-1"})).unwrap().json();
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    let t = transfers(&da);
+    assert_eq!(t[1]["disposition"], "replayed");
+    assert_eq!(
+        t[1]["detail"]["mcp"]["key_source"],
+        json!({"params": "idempotencyKey"})
+    );
+    // A lookup whose key rides in _meta: recorded with its source.
+    let mut m = meta();
+    m["dev.doubleagent/idempotencyKey"] = "m-1".into();
+    let params = json!({"name": "get_transfer", "arguments": {"id": "p-1"}, "_meta": m});
+    post(
+        &da,
+        &modern_headers("get_transfer")[2..],
+        &rpc(json!("c"), "tools/call", params),
+    )
+    .unwrap();
+    let e = da
+        .ledger()
+        .into_iter()
+        .find(|e| e["route"] == "get-transfer")
+        .unwrap();
+    assert_eq!(e["detail"]["mcp"]["key"], "m-1");
+    assert_eq!(
+        e["detail"]["mcp"]["key_source"],
+        json!({"meta": "dev.doubleagent/idempotencyKey"})
+    );
+}

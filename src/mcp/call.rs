@@ -14,7 +14,7 @@ use super::era::Era;
 use super::rpc::{self, Id, McpError};
 use super::{answer, complete, log, schema, Reply};
 use crate::ledger::Disposition;
-use crate::scenario::mcp::{McpServer, Tool};
+use crate::scenario::mcp::{KeySource, McpServer, Tool};
 use crate::service::{self, Request, Via};
 use crate::world::World;
 
@@ -45,7 +45,7 @@ pub(super) fn call(
         }
     };
     let modern = matches!(era, Era::Modern);
-    let built = build(tool, &args);
+    let built = build(tool, params, &args);
     let (path, key, mut headers) = match built {
         Ok(b) => b,
         Err(problems) => {
@@ -72,7 +72,7 @@ pub(super) fn call(
         "server": &*server.name, "tool": name, "jsonrpc_id": id, "era": era.name(),
         "protocol_version": era.version(), "session": era.session(),
         "response": if sse { "sse" } else { "json" },
-        "key": key, "key_source": key.as_ref().and(tool.key.as_ref()).map(|p| json!({"argument": p})),
+        "key": key, "key_source": key.as_ref().and(tool.key.as_ref()).map(KeySource::describe),
     });
     let req = Request {
         service: tool.service.as_str().into(),
@@ -100,40 +100,58 @@ pub(super) fn call(
     })
 }
 
-/// The route's path and the key from the arguments, with the key in the route's key header;
-/// or every problem the arguments have.
-fn build(tool: &Tool, args: &Value) -> Result<(String, Option<String>, HeaderMap), Vec<String>> {
-    let mut problems = schema::problems(&tool.input_schema, args);
-    let mut headers = HeaderMap::new();
-    let text_at = |pointer: &str| match args.pointer(pointer) {
+/// A value read for a key or a path segment, as text.
+fn text_of(v: Option<&Value>, at: &str) -> Result<Option<String>, String> {
+    match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(Value::Number(n)) => Ok(Some(n.to_string())),
-        Some(_) => Err(format!("{pointer}: expected a string or a number")),
+        Some(_) => Err(format!("{at}: expected a string or a number")),
+    }
+}
+
+/// The call's idempotency key, read where the tool says (`Ok(None)`: none given).
+fn key_of(tool: &Tool, params: &Value, args: &Value) -> Result<Option<String>, String> {
+    let (v, at) = match &tool.key {
+        None => return Ok(None),
+        Some(KeySource::Argument(p)) => (args.pointer(p), p.clone()),
+        Some(KeySource::Meta(n)) => (
+            params.get("_meta").and_then(|m| m.get(n)),
+            format!("params._meta[\"{n}\"]"),
+        ),
+        Some(KeySource::Params(n)) => (params.get(n), format!("params.{n}")),
     };
-    let key = match tool.key.as_deref().map(text_at) {
-        None | Some(Ok(None)) => None,
-        Some(Ok(Some(k))) => match HeaderValue::from_str(&k) {
-            Ok(v) => {
-                headers.insert(tool.key_header.clone(), v);
-                Some(k)
-            }
-            Err(_) => {
-                let p = tool.key.as_deref().unwrap_or_default();
-                problems.push(format!(
-                    "{p}: an idempotency key is visible text, without control characters"
-                ));
-                None
-            }
-        },
-        Some(Err(e)) => {
+    match text_of(v, &at)? {
+        Some(k) if k.bytes().any(|b| b.is_ascii_control()) => Err(format!(
+            "{at}: an idempotency key is visible text, without control characters"
+        )),
+        k => Ok(k),
+    }
+}
+
+/// The route's path and the key from the call, with the key in the route's key header; or
+/// every problem the arguments have.
+fn build(
+    tool: &Tool,
+    params: &Value,
+    args: &Value,
+) -> Result<(String, Option<String>, HeaderMap), Vec<String>> {
+    let mut problems = schema::problems(&tool.input_schema, args);
+    let mut headers = HeaderMap::new();
+    let key = match key_of(tool, params, args) {
+        Ok(k) => k,
+        Err(e) => {
             problems.push(e);
             None
         }
     };
+    // Control characters were refused above: anything else is a valid header value.
+    if let Some(v) = key.as_deref().and_then(|k| HeaderValue::from_str(k).ok()) {
+        headers.insert(tool.key_header.clone(), v);
+    }
     let path = tool.path.fill(|param| {
         let pointer = &tool.path_params.iter().find(|(p, _)| p == param)?.1;
-        match text_at(pointer) {
+        match text_of(args.pointer(pointer), pointer) {
             Ok(Some(v)) if !v.is_empty() && !v.contains('/') => Some(v),
             Ok(Some(_)) => {
                 problems.push(format!(

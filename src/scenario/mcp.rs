@@ -77,6 +77,14 @@ impl McpServer {
     }
 
     /// The legacy (initialize-era) versions it serves, newest last as written.
+    /// Whether some tool reads its key from `params` (SEP-3182's shape), which a client learns
+    /// from `capabilities.tools.idempotency`.
+    pub fn keys_in_params(&self) -> bool {
+        self.tools
+            .iter()
+            .any(|t| matches!(t.key, Some(KeySource::Params(_))))
+    }
+
     pub fn legacy_versions(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.versions.iter().copied().filter(|v| *v != MODERN)
     }
@@ -99,11 +107,58 @@ pub struct Tool {
     pub path: PathTemplate,
     /// Route path parameter → pointer into the arguments.
     pub path_params: Vec<(String, String)>,
-    /// Where the idempotency key is read from the arguments.
-    pub key: Option<String>,
+    /// Where the call's idempotency key is read.
+    pub key: Option<KeySource>,
     /// The header the route's policy reads its key from: the call hands the key over there,
     /// so the route's idempotency applies as it does to an HTTP client.
     pub key_header: hyper::header::HeaderName,
+}
+
+/// Where a tool call's idempotency key comes from (`key`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeySource {
+    /// `key = "/pointer"`: an argument, as servers in the wild take one.
+    Argument(String),
+    /// `key = { meta = "NAME" }`: a `params._meta` entry (e.g. `dev.doubleagent/idempotencyKey`).
+    Meta(String),
+    /// `key = { params = "NAME" }`: a `params` member, as SEP-3182 proposed `idempotencyKey` (a
+    /// closed proposal; the server then advertises `capabilities.tools.idempotency`).
+    Params(String),
+}
+
+impl KeySource {
+    /// How the ledger names it (`detail.mcp.key_source`).
+    pub fn describe(&self) -> Value {
+        match self {
+            KeySource::Argument(p) => serde_json::json!({"argument": p}),
+            KeySource::Meta(n) => serde_json::json!({"meta": n}),
+            KeySource::Params(n) => serde_json::json!({"params": n}),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for KeySource {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<KeySource, D::Error> {
+        use serde::de::Error;
+        let expected = "expected a JSON pointer into the arguments (\"/idempotency_key\"), { meta = \"NAME\" } or { params = \"NAME\" }";
+        let v = toml::Value::deserialize(d)?;
+        let one = |t: &toml::Table| -> Option<(String, String)> {
+            let (k, v) = t.iter().next().filter(|_| t.len() == 1)?;
+            Some((k.clone(), v.as_str()?.to_string()))
+        };
+        match &v {
+            toml::Value::String(p) => {
+                super::check_pointer(p).map_err(D::Error::custom)?;
+                Ok(KeySource::Argument(p.clone()))
+            }
+            toml::Value::Table(t) => match one(t) {
+                Some((k, n)) if k == "meta" && !n.is_empty() => Ok(KeySource::Meta(n)),
+                Some((k, n)) if k == "params" && !n.is_empty() => Ok(KeySource::Params(n)),
+                _ => Err(D::Error::custom(expected)),
+            },
+            _ => Err(D::Error::custom(expected)),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -126,7 +181,7 @@ struct RawTool {
     output_schema: Option<Value>,
     annotations: Option<Map<String, Value>>,
     call: RawToolCall,
-    key: Option<Pointer>,
+    key: Option<KeySource>,
 }
 
 #[derive(Deserialize)]
@@ -293,7 +348,7 @@ fn compile_tool(
         method: route.method.clone(),
         path: route.path.clone(),
         path_params: t.call.path.into_iter().map(|(k, p)| (k, p.0)).collect(),
-        key: t.key.map(|p| p.0),
+        key: t.key,
         key_header: route.idempotency.header_name.clone(),
     })
 }
@@ -445,6 +500,25 @@ mod tests {
             e.contains("mcp.p.tools[0].annotations.idempotentHInt: unknown annotation `idempotentHInt`; did you mean `idempotentHint`?"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_key_comes_from_an_argument_meta_or_params() {
+        let tool = |key: &str| {
+            let src = format!("{PAY}[mcp.p]\n[[mcp.p.tools]]\nname = \"t\"\ncall = {{ service = \"payments\", route = \"create-transfer\" }}\nkey = {key}\n");
+            Scenario::from_toml(&src, "s.toml").map(|s| s.mcp[0].tools[0].key.clone())
+        };
+        use super::KeySource::*;
+        assert_eq!(tool("\"/k\"").unwrap(), Some(Argument("/k".into())));
+        assert_eq!(tool("{ meta = \"m\" }").unwrap(), Some(Meta("m".into())));
+        assert_eq!(
+            tool("{ params = \"idempotencyKey\" }").unwrap(),
+            Some(Params("idempotencyKey".into()))
+        );
+        for bad in ["\"k\"", "{ meta = 1 }", "{ argument = \"/k\" }", "7"] {
+            let e = tool(bad).unwrap_err().to_string();
+            assert!(e.contains("mcp.p.tools[0].key: "), "{bad}: {e}");
+        }
     }
 
     #[test]
