@@ -14,8 +14,9 @@ use hyper::body::Bytes;
 use hyper::HeaderMap;
 use serde_json::{json, Value};
 
+use crate::ledger::ActionState;
 use crate::ledger::Record;
-use crate::scenario::mcp::{McpServer, Responses, MODERN};
+use crate::scenario::mcp::{CancelMode, McpServer, Responses, MODERN};
 use crate::service::{Plan, Response};
 use crate::world::World;
 
@@ -99,7 +100,7 @@ fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
         Incoming::Response => Reply::now(accepted()),
         Incoming::Notification { method, params } => {
             if method == "notifications/cancelled" {
-                cancelled(world, server, &params);
+                cancelled(world, server, &req.headers, &params);
             }
             Reply::now(accepted())
         }
@@ -279,14 +280,34 @@ fn delete(world: &World, server: &McpServer, headers: &HeaderMap) -> Response {
     }
 }
 
-/// `notifications/cancelled`: recorded with what the server's policy does with it. Under
-/// `ignore` (and, until pending calls exist, under `honor` too: every call is applied when
-/// admitted) the call stands.
-fn cancelled(world: &World, server: &McpServer, params: &Value) {
+/// `notifications/cancelled`: the call it names (by its session and request id), what the
+/// server's policy did with it, recorded. `ignore`: the call stands. `honor`: an effect still
+/// pending (an `apply-later` fate) is stopped; one already applied is too late.
+fn cancelled(world: &World, server: &McpServer, headers: &HeaderMap, params: &Value) {
+    let request_id = params.get("requestId");
+    let session = headers.get(SESSION_HEADER).map(crate::service::header_text);
+    let target = match (&session, request_id) {
+        (Some(s), Some(r)) => {
+            let text = serde_json::to_string(r).unwrap_or_default();
+            world
+                .extension::<Sessions>()
+                .call_of(&server.name, s, &text)
+        }
+        _ => None,
+    };
+    let outcome = match (server.cancel, target) {
+        (_, None) => "unknown",
+        (CancelMode::Ignore, Some(_)) => "ignored",
+        (CancelMode::Honor, Some(seq)) => match crate::service::cancel_pending(world, seq) {
+            Some(ActionState::Pending | ActionState::Cancelled) => "cancelled",
+            Some(ActionState::Applied) => "too-late",
+            None => "unknown",
+        },
+    };
     let detail = json!({
-        "request_id": params.get("requestId"),
-        "reason": params.get("reason"),
-        "policy": format!("{:?}", server.cancel).to_lowercase(),
+        "request_id": request_id, "reason": params.get("reason"), "session": session,
+        "policy": format!("{:?}", server.cancel).to_lowercase(), "target": target,
+        "outcome": outcome,
     });
     log(world, server, "cancelled", detail);
 }

@@ -36,6 +36,7 @@ use errors::{Failure, Kind};
 
 pub(crate) use route::header_text;
 pub use route::header_value;
+pub use target::cancel_pending;
 
 /// A request to a fake service, however it arrived. Its names are borrowed where the caller
 /// has them (the server from hyper's request, an agent from its script): a replay, which keeps

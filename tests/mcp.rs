@@ -695,3 +695,80 @@ fn acc1_rec4_a_key_from_meta_or_params_is_honoured_like_one_from_an_argument() {
         json!({"meta": "dev.doubleagent/idempotencyKey"})
     );
 }
+
+#[test]
+fn rec4_tool_calls_and_refusals_survive_a_journaled_restart_and_the_key_still_replays() {
+    let scenario = temp_file("scenario.toml", &issue());
+    let journal = scenario.with_file_name("journal.jsonl");
+    let start = || {
+        Da::start_args(&[
+            scenario.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ])
+    };
+    let da = start();
+    let args = json!({"to": "acct-9", "amount": 100, "idempotency_key": "j-1"});
+    assert!(modern_call(&da, "a", "create_transfer", args.clone()).is_err());
+    modern_call(&da, "b", "wire_money", json!({})).unwrap();
+    let before = da.ledger();
+    assert_eq!(da.terminate().code(), Some(0));
+    let da = start();
+    assert_eq!(da.ledger(), before);
+    // The stored answer survived: the same key replays instead of moving the money again.
+    let v = modern_call(&da, "c", "create_transfer", args)
+        .unwrap()
+        .json();
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    assert_eq!(transfers(&da)[1]["disposition"], "replayed");
+}
+
+/// `notifications/cancelled` for request `id` of session `sid`.
+fn cancel_note(da: &Da, sid: &str, id: i64) {
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "timeout"}});
+    let h = [("mcp-session-id", sid)];
+    assert_eq!(post(da, &h, &note).unwrap().status, 202);
+}
+
+#[test]
+fn rec3_a_cancel_under_honor_stops_a_pending_effect_and_under_ignore_it_still_applies() {
+    for (policy, outcome, applied) in [("honor", "cancelled", false), ("ignore", "ignored", true)] {
+        let src = with_fates("[\"apply-later:10s\"]")
+            .replace("cancel = \"ignore\"", &format!("cancel = \"{policy}\""));
+        let da = Da::start(&src);
+        let sid = session(&da);
+        let args = json!({"to": "acct-9", "amount": 100, "idempotency_key": "c-1"});
+        let v = legacy_call(&da, &sid, 1, "create_transfer", args)
+            .unwrap()
+            .json();
+        assert_eq!(v["result"]["structuredContent"]["status"], "pending", "{v}");
+        cancel_note(&da, &sid, 1);
+        let note = &events(&da, "cancelled")[0]["detail"];
+        assert_eq!(
+            (note["policy"].as_str(), note["outcome"].as_str()),
+            (Some(policy), Some(outcome))
+        );
+        assert_eq!(note["target"], transfers(&da)[0]["seq"]);
+        da.advance("10s");
+        assert_eq!(transfers(&da)[0]["applied"], applied, "{policy}");
+    }
+    // Too late once the effect has happened; unknown for a request it never saw.
+    let src = with_fates("[\"respond\"]").replace("cancel = \"ignore\"", "cancel = \"honor\"");
+    let da = Da::start(&src);
+    let sid = session(&da);
+    legacy_call(
+        &da,
+        &sid,
+        1,
+        "create_transfer",
+        json!({"to": "a", "amount": 1}),
+    )
+    .unwrap();
+    cancel_note(&da, &sid, 1);
+    cancel_note(&da, &sid, 99);
+    let outcomes: Vec<Value> = events(&da, "cancelled")
+        .iter()
+        .map(|e| e["detail"]["outcome"].clone())
+        .collect();
+    assert_eq!(outcomes, [json!("too-late"), json!("unknown")]);
+}

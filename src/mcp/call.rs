@@ -88,6 +88,11 @@ pub(super) fn call(
         ..Request::default()
     };
     let out = service::admit(world, req);
+    if let Some(session) = era.session() {
+        let request_id = serde_json::to_string(id).unwrap_or_default();
+        let sessions = world.extension::<super::session::Sessions>();
+        sessions.note_call(session, request_id, out.seq);
+    }
     let message = match key_refusal(out.disposition, out.response.status) {
         Some(e) => e.body(Some(id)),
         None => rpc::result(id, complete(result_of(&out.response, modern), era, server)),

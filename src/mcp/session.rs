@@ -4,7 +4,7 @@
 //! ones. Not journaled: after a restart a client gets 404 and re-initializes, as the spec says a
 //! client of an expired session must.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use crate::sync::unpoisoned;
@@ -23,8 +23,19 @@ pub(crate) struct Sessions(Mutex<Table>);
 #[derive(Default)]
 struct Table {
     opened: u64,
-    open: HashMap<String, Session>,
+    open: HashMap<String, Open>,
 }
+
+struct Open {
+    session: Session,
+    /// The latest tool calls' JSON-RPC ids (as JSON text) and action seqs, for a
+    /// `notifications/cancelled` to name; the oldest forgotten past [`CALLS_KEPT`].
+    calls: VecDeque<(String, u64)>,
+}
+
+/// Calls a session remembers for cancellation: a client cancels what it has in flight, which is
+/// never more than a few.
+const CALLS_KEPT: usize = 256;
 
 impl Sessions {
     /// A new session of `server`; its id.
@@ -32,24 +43,48 @@ impl Sessions {
         let mut t = unpoisoned(self.0.lock());
         t.opened += 1;
         let id = format!("{server}-{}", t.opened);
-        let s = Session {
+        let session = Session {
             server: server.clone(),
             version,
         };
-        t.open.insert(id.clone(), s);
+        let calls = VecDeque::new();
+        t.open.insert(id.clone(), Open { session, calls });
         id
+    }
+
+    /// Remember that call `request_id` (JSON text) of session `id` is action `seq`.
+    pub(crate) fn note_call(&self, id: &str, request_id: String, seq: u64) {
+        let mut t = unpoisoned(self.0.lock());
+        if let Some(o) = t.open.get_mut(id) {
+            if o.calls.len() == CALLS_KEPT {
+                o.calls.pop_front();
+            }
+            o.calls.push_back((request_id, seq));
+        }
+    }
+
+    /// The action of call `request_id` (JSON text) in session `id` of `server`, latest first.
+    pub(crate) fn call_of(&self, server: &str, id: &str, request_id: &str) -> Option<u64> {
+        let t = unpoisoned(self.0.lock());
+        let o = t.open.get(id).filter(|o| &*o.session.server == server)?;
+        o.calls
+            .iter()
+            .rev()
+            .find(|(r, _)| r == request_id)
+            .map(|(_, seq)| *seq)
     }
 
     /// The open session `id` of `server` (another server's is unknown here).
     pub(crate) fn get(&self, server: &str, id: &str) -> Option<Session> {
         let t = unpoisoned(self.0.lock());
-        t.open.get(id).filter(|s| &*s.server == server).cloned()
+        let o = t.open.get(id).filter(|o| &*o.session.server == server)?;
+        Some(o.session.clone())
     }
 
     /// End session `id` of `server`; whether it was open.
     pub(crate) fn close(&self, server: &str, id: &str) -> bool {
         let mut t = unpoisoned(self.0.lock());
-        let known = t.open.get(id).is_some_and(|s| &*s.server == server);
+        let known = t.open.get(id).is_some_and(|o| &*o.session.server == server);
         if known {
             t.open.remove(id);
         }
