@@ -772,3 +772,40 @@ fn rec3_a_cancel_under_honor_stops_a_pending_effect_and_under_ignore_it_still_ap
         .collect();
     assert_eq!(outcomes, [json!("too-late"), json!("unknown")]);
 }
+
+#[test]
+fn a_result_that_does_not_fit_the_output_schema_is_sent_and_noted() {
+    let src = with_fates("[\"respond\"]").replace(
+        "annotations = { idempotentHint = true }",
+        "annotations = { idempotentHint = true }\noutput_schema = { type = \"object\", required = [\"id\", \"amount\"] }",
+    );
+    let da = Da::start(&src);
+    let v = modern_call(&da, "a", "create_transfer", json!({"to": "a", "amount": 1}))
+        .unwrap()
+        .json();
+    assert_eq!(
+        v["result"]["structuredContent"]["status"], "succeeded",
+        "{v}"
+    );
+    let noted = events(&da, "output-mismatch");
+    assert_eq!(
+        noted[0]["detail"]["problems"],
+        json!(["/: missing required property \"amount\""])
+    );
+    assert_eq!(noted[0]["detail"]["action"], transfers(&da)[0]["seq"]);
+    let h = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    let v = post(
+        &da,
+        &h,
+        &rpc(json!(1), "tools/list", json!({"_meta": meta()})),
+    )
+    .unwrap()
+    .json();
+    assert_eq!(
+        v["result"]["tools"][0]["outputSchema"]["required"],
+        json!(["id", "amount"])
+    );
+}

@@ -95,7 +95,11 @@ pub(super) fn call(
     }
     let message = match key_refusal(out.disposition, out.response.status) {
         Some(e) => e.body(Some(id)),
-        None => rpc::result(id, complete(result_of(&out.response, modern), era, server)),
+        None => {
+            let result = result_of(&out.response, modern);
+            check_output(world, server, tool, out.seq, &result);
+            rpc::result(id, complete(result, era, server))
+        }
     };
     Ok(Reply {
         response: answer(200, message, sse),
@@ -179,6 +183,21 @@ fn build(
     match path {
         Some(p) if problems.is_empty() => Ok((p, key, headers)),
         _ => Err(problems),
+    }
+}
+
+/// A successful result whose structured content does not fit the tool's output schema is sent
+/// as it is (a scenario may lie on purpose), but noted: clients that validate it (Python's
+/// does) fail the call, and whoever reads the ledger should know why.
+fn check_output(world: &World, server: &McpServer, tool: &Tool, seq: u64, result: &Value) {
+    let (Some(schema), Some(content)) = (&tool.output_schema, result.get("structuredContent"))
+    else {
+        return;
+    };
+    let problems = schema::problems(schema, content);
+    if !problems.is_empty() {
+        let detail = json!({"tool": tool.name, "action": seq, "problems": problems});
+        log(world, server, "output-mismatch", detail);
     }
 }
 
