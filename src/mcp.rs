@@ -126,7 +126,12 @@ fn request(
     if method == "initialize" {
         return initialize(world, server, id, params, sse);
     }
-    let era = era::admit(world, server, headers, method, params)?;
+    let (era, let_pass) = era::admit(world, server, headers, method, params)?;
+    for e in let_pass {
+        let detail =
+            json!({"method": method, "id": id, "code": e.code(), "message": e.to_string()});
+        log(world, server, "header-violation", detail);
+    }
     let modern = matches!(era, Era::Modern);
     let ok = |result: Value| {
         Reply::now(answer(

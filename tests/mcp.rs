@@ -809,3 +809,34 @@ fn a_result_that_does_not_fit_the_output_schema_is_sent_and_noted() {
         json!(["id", "amount"])
     );
 }
+
+#[test]
+fn a_lenient_server_serves_a_header_mismatch_and_records_it() {
+    let src = with_fates("[\"respond\"]").replace(
+        "cancel = \"ignore\"",
+        "headers = \"lenient\"\ncancel = \"ignore\"",
+    );
+    let da = Da::start(&src);
+    let params =
+        json!({"name": "create_transfer", "arguments": {"to": "a", "amount": 1}, "_meta": meta()});
+    // No Mcp-Name, and a Mcp-Method that names another method.
+    let h = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    let v = post(&da, &h, &rpc(json!(1), "tools/call", params))
+        .unwrap()
+        .json();
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    let noted: Vec<Value> = events(&da, "header-violation")
+        .iter()
+        .map(|e| e["detail"]["message"].clone())
+        .collect();
+    assert_eq!(noted.len(), 2, "{noted:?}");
+    assert!(
+        noted[0].as_str().unwrap().contains("Mcp-Method"),
+        "{noted:?}"
+    );
+    assert!(noted[1].as_str().unwrap().contains("Mcp-Name"), "{noted:?}");
+    assert_eq!(transfers(&da).len(), 1);
+}

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::rpc::McpError;
 use super::session::Sessions;
-use crate::scenario::mcp::{McpServer, MODERN};
+use crate::scenario::mcp::{HeaderPolicy, McpServer, MODERN};
 use crate::service::header_text;
 use crate::world::World;
 
@@ -67,7 +67,7 @@ pub(crate) fn admit(
     headers: &HeaderMap,
     method: &str,
     params: &Value,
-) -> Result<Era, McpError> {
+) -> Result<(Era, Vec<McpError>), McpError> {
     let meta = params.get("_meta");
     let session = header(headers, SESSION_HEADER);
     let modern_marked = meta.and_then(|m| m.get(META_VERSION)).is_some()
@@ -75,7 +75,8 @@ pub(crate) fn admit(
         || header(headers, VERSION_HEADER).as_deref() == Some(MODERN);
     let modern = server.serves(MODERN) && (modern_marked || session.is_none());
     if modern {
-        return check_modern(server, headers, method, params).map(|()| Era::Modern);
+        return check_modern(server, headers, method, params)
+            .map(|let_pass| (Era::Modern, let_pass));
     }
     let Some(id) = session else {
         let e = "no Mcp-Session-Id: send `initialize` first and echo the session id it returns";
@@ -94,22 +95,24 @@ pub(crate) fn admit(
             return Err(McpError::InvalidRequest(e));
         }
     }
-    Ok(Era::Legacy {
+    let era = Era::Legacy {
         session: id.into_owned(),
         version: s.version,
-    })
+    };
+    Ok((era, Vec::new()))
 }
 
 /// A modern request's `_meta` and headers. `server/discover` is how a client learns the
-/// versions, so it is taken without them.
+/// versions, so it is taken without them. A lenient server lets header mismatches pass and
+/// returns them (to be recorded); a strict one refuses them.
 fn check_modern(
     server: &McpServer,
     headers: &HeaderMap,
     method: &str,
     params: &Value,
-) -> Result<(), McpError> {
+) -> Result<Vec<McpError>, McpError> {
     if method == "server/discover" {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let meta = params.get("_meta");
     let Some(version) = meta.and_then(|m| m.get(META_VERSION)) else {
@@ -130,13 +133,20 @@ fn check_modern(
             "params._meta[\"{META_CAPABILITIES}\"] is required on every request"
         )));
     }
-    same_header(headers, "MCP-Protocol-Version", Some(version))?;
-    same_header(headers, "Mcp-Method", Some(method))?;
-    if method == "tools/call" {
-        let name = params.get("name").and_then(Value::as_str);
-        same_header(headers, "Mcp-Name", name)?;
+    let name = params.get("name").and_then(Value::as_str);
+    let checks = [
+        ("MCP-Protocol-Version", Some(version)),
+        ("Mcp-Method", Some(method)),
+        ("Mcp-Name", name.filter(|_| method == "tools/call")),
+    ];
+    let mut let_pass = Vec::new();
+    for (header, body) in checks {
+        match same_header(headers, header, body) {
+            Err(e) if server.headers == HeaderPolicy::Lenient => let_pass.push(e),
+            r => r?,
+        }
     }
-    Ok(())
+    Ok(let_pass)
 }
 
 /// The header must be present and equal `body` (decoded first when sent as `=?base64?…?=`).

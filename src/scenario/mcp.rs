@@ -55,6 +55,19 @@ pub enum Responses {
     Sse,
 }
 
+/// What a modern request's `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers must do
+/// (`headers`).
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum HeaderPolicy {
+    /// Repeat the body, or the request is refused (400, -32020), as the spec says.
+    #[default]
+    Strict,
+    /// A mismatch is recorded (`header-violation`) and the request served: some clients omit
+    /// one (fastmcp-tasks' `Mcp-Name` on `tasks/get`).
+    Lenient,
+}
+
 /// A validated MCP server.
 #[derive(Clone, Debug)]
 pub struct McpServer {
@@ -63,6 +76,7 @@ pub struct McpServer {
     pub versions: Vec<&'static str>,
     pub cancel: CancelMode,
     pub responses: Responses,
+    pub headers: HeaderPolicy,
     pub tools: Vec<Tool>,
 }
 
@@ -167,6 +181,7 @@ struct RawServer {
     versions: Option<Vec<String>>,
     cancel: Option<CancelMode>,
     responses: Option<Responses>,
+    headers: Option<HeaderPolicy>,
     #[serde(default)]
     tools: Vec<RawTool>,
 }
@@ -253,6 +268,7 @@ fn compile(
         versions,
         cancel: raw.cancel.unwrap_or_default(),
         responses: raw.responses.unwrap_or_default(),
+        headers: raw.headers.unwrap_or_default(),
         tools,
     })
 }
