@@ -840,3 +840,23 @@ fn a_lenient_server_serves_a_header_mismatch_and_records_it() {
     assert!(noted[1].as_str().unwrap().contains("Mcp-Name"), "{noted:?}");
     assert_eq!(transfers(&da).len(), 1);
 }
+
+#[test]
+fn rec3_a_client_that_closes_a_delayed_sse_stream_leaves_its_call_abandoned() {
+    let da = Da::start(&sse_with_fates("[\"delay:10s\"]"));
+    let body = modern_body("a", "create_transfer", json!({"to": "a", "amount": 1}));
+    let h = modern_headers("create_transfer");
+    let mut s = send(&da.url, "POST", "/mcp/payments", &h, body.as_bytes());
+    read_until(&mut s, "\r\n\r\n");
+    drop(s);
+    // Recorded when the client goes, not when the clock would have released the answer.
+    let e = da.wait_for("route=create-transfer&since=0", 1);
+    assert_eq!(e[0]["applied"], true);
+    for _ in 0..100 {
+        if transfers(&da)[0]["response"]["delivery"] == "abandoned" {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("not abandoned: {}", transfers(&da)[0]);
+}

@@ -424,10 +424,16 @@ async fn mcp_request(
             let (tx, rx) = tokio::sync::mpsc::channel(1);
             let (seq, body) = (reply.seq, r.body);
             tokio::spawn(async move {
-                // A closed world ends the stream without its answer.
-                if world.clock.wait_until(t).await && tx.send(body.into()).await.is_err() {
-                    // The client went away while it waited: it never saw the answer.
-                    world.abandon(seq);
+                tokio::select! {
+                    // A closed world ends the stream without its answer.
+                    due = world.clock.wait_until(t) => {
+                        if due && tx.send(body.into()).await.is_err() {
+                            world.abandon(seq);
+                        }
+                    }
+                    // The client closed the stream first: it never sees the answer (for a
+                    // modern client, the spec's way to cancel).
+                    _ = tx.closed() => world.abandon(seq),
                 }
             });
             streamed(r.status, r.headers, HttpBody::Channel(ChannelBody(rx)))
