@@ -48,6 +48,9 @@ pub struct Reply {
     /// The answer is an event stream: a dropped one is cut off after its headers, a delayed
     /// one sends its headers at once.
     pub stream: bool,
+    /// Events the stream carries before the answer (or the cut): a `notifications/progress`
+    /// for a call that asked for progress.
+    pub lead: Option<Vec<u8>>,
 }
 
 impl Reply {
@@ -57,6 +60,7 @@ impl Reply {
             plan: Plan::Now,
             seq: 0,
             stream: false,
+            lead: None,
         }
     }
 }
@@ -368,15 +372,21 @@ fn wants_sse(server: &McpServer, headers: &HeaderMap) -> bool {
     sse && (server.responses == Responses::Sse || !accept.contains("application/json"))
 }
 
+/// One SSE `message` event carrying a JSON-RPC message.
+fn event(message: &Value) -> Vec<u8> {
+    let mut body = b"event: message\ndata: ".to_vec();
+    // A `Value` always serialises.
+    let _ = serde_json::to_writer(&mut body, message);
+    body.extend_from_slice(b"\n\n");
+    body
+}
+
 /// A JSON-RPC message as the HTTP answer: JSON, or one SSE `message` event.
 fn answer(status: u16, message: Value, sse: bool) -> Response {
     if !sse {
         return Response::json(status, &message);
     }
-    let mut body = b"event: message\ndata: ".to_vec();
-    // A `Value` always serialises.
-    let _ = serde_json::to_writer(&mut body, &message);
-    body.extend_from_slice(b"\n\n");
+    let body = event(&message);
     Response {
         status,
         headers: vec![

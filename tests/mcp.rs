@@ -860,3 +860,25 @@ fn rec3_a_client_that_closes_a_delayed_sse_stream_leaves_its_call_abandoned() {
     }
     panic!("not abandoned: {}", transfers(&da)[0]);
 }
+
+#[test]
+fn acct_a_streamed_call_that_asks_for_progress_hears_it_before_a_delay_or_a_cut() {
+    for (fates, cut) in [("[\"delay:10s\"]", false), ("[\"drop-after-apply\"]", true)] {
+        let da = Da::start(&sse_with_fates(fates));
+        let params = json!({"name": "create_transfer", "arguments": {"to": "a", "amount": 1},
+            "_meta": {"progressToken": "p-7", "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}});
+        let body = rpc(json!("a"), "tools/call", params).to_string();
+        let h = modern_headers("create_transfer");
+        let mut s = send(&da.url, "POST", "/mcp/payments", &h, body.as_bytes());
+        let seen = String::from_utf8(read_until(&mut s, "\"p-7\"")).unwrap();
+        assert!(seen.contains("notifications/progress"), "{seen}");
+        if !cut {
+            da.advance("10s");
+        }
+        let mut rest = Vec::new();
+        std::io::Read::read_to_end(&mut s, &mut rest).unwrap();
+        let rest = String::from_utf8_lossy(&rest);
+        assert_eq!(rest.contains("\"isError\":false"), !cut, "{fates}: {rest}");
+    }
+}

@@ -106,6 +106,7 @@ pub(super) fn call(
         plan: out.plan,
         seq: out.seq,
         stream: sse,
+        lead: progress(params, sse),
     })
 }
 
@@ -136,6 +137,15 @@ fn key_of(tool: &Tool, params: &Value, args: &Value) -> Result<Option<String>, S
         )),
         k => Ok(k),
     }
+}
+
+/// The progress event a streamed call that asked for progress (`_meta.progressToken`) gets at
+/// once: the call has started. A client that resets its timeout on progress then waits on.
+fn progress(params: &Value, sse: bool) -> Option<Vec<u8>> {
+    let token = params.get("_meta")?.get("progressToken")?;
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": 0, "message": "started"}});
+    sse.then(|| super::event(&note))
 }
 
 /// The route's path and the key from the call, with the key in the route's key header; or

@@ -30,11 +30,21 @@ pub(crate) enum HttpBody {
 #[error("response stream cut off on purpose (a dropped answer)")]
 pub(crate) struct Cut;
 
-/// Headers, then the connection closed mid-stream. It waits one turn first, so that hyper
-/// flushes the headers before the cut (a cut on the first poll would lose them with the rest).
-#[derive(Default)]
+/// Headers (and `lead`, events before the answer), then the connection closed mid-stream. It
+/// waits one turn before the cut, so that hyper flushes what went before (a cut in the same
+/// turn would lose it with the rest).
 pub(crate) struct CutBody {
+    lead: Option<Bytes>,
     waited: bool,
+}
+
+impl CutBody {
+    pub(crate) fn after(lead: Option<Bytes>) -> CutBody {
+        CutBody {
+            lead,
+            waited: false,
+        }
+    }
 }
 
 impl Body for CutBody {
@@ -44,6 +54,9 @@ impl Body for CutBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Cut>>> {
+        if let Some(lead) = self.lead.take().filter(|l| !l.is_empty()) {
+            return Poll::Ready(Some(Ok(Frame::data(lead))));
+        }
         if self.waited {
             return Poll::Ready(Some(Err(Cut)));
         }

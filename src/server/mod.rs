@@ -416,12 +416,20 @@ async fn mcp_request(
         body,
     };
     let reply = crate::mcp::handle(&world, name, req);
-    let r = reply.response;
+    let (mut r, lead) = (reply.response, reply.lead);
     match (reply.stream, reply.plan) {
-        // An event stream's headers go out at once: a drop cuts the stream, a delay holds it.
-        (true, Plan::Drop) => streamed(r.status, r.headers, HttpBody::Cut(CutBody::default())),
+        // An event stream's headers (and lead events) go out at once: a drop cuts the stream
+        // there, a delay holds it open.
+        (true, Plan::Drop) => {
+            let cut = CutBody::after(lead.map(Bytes::from));
+            streamed(r.status, r.headers, HttpBody::Cut(cut))
+        }
         (true, Plan::At(t)) => {
-            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            let (tx, rx) = tokio::sync::mpsc::channel(2);
+            if let Some(l) = lead {
+                // The channel is new and has room for two.
+                let _ = tx.try_send(l.into());
+            }
             let (seq, body) = (reply.seq, r.body);
             tokio::spawn(async move {
                 tokio::select! {
@@ -438,7 +446,13 @@ async fn mcp_request(
             });
             streamed(r.status, r.headers, HttpBody::Channel(ChannelBody(rx)))
         }
-        (_, plan) => deliver(app, &world, ctl, plan, reply.seq, r).await,
+        (_, plan) => {
+            if let Some(mut l) = lead {
+                l.append(&mut r.body);
+                r.body = l;
+            }
+            deliver(app, &world, ctl, plan, reply.seq, r).await
+        }
     }
 }
 
