@@ -882,3 +882,31 @@ fn acct_a_streamed_call_that_asks_for_progress_hears_it_before_a_delay_or_a_cut(
         assert_eq!(rest.contains("\"isError\":false"), !cut, "{fates}: {rest}");
     }
 }
+
+#[test]
+fn run_exports_each_mcp_endpoint_beside_its_service() {
+    let scenario = temp_file("scenario.toml", &with_fates("[\"respond\"]"));
+    let out = std::process::Command::new(bin())
+        .args(["run", scenario.to_str().unwrap(), "--"])
+        .args([
+            "sh",
+            "-c",
+            "echo \"$DOUBLEAGENT_PAYMENTS_URL $DOUBLEAGENT_MCP_PAYMENTS_URL\"",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The verdict follows the command's line.
+    let urls: Vec<&str> = stdout
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split(' ')
+        .collect();
+    assert_eq!(urls.len(), 2, "{stdout}");
+    assert!(urls[0].ends_with("/payments"), "{stdout}");
+    assert_eq!(
+        urls[1],
+        format!("{}/mcp/payments", urls[0].trim_end_matches("/payments"))
+    );
+}
