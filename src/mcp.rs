@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::ledger::ActionState;
 use crate::ledger::Record;
-use crate::scenario::mcp::{CancelMode, McpServer, Responses, MODERN};
+use crate::scenario::mcp::{CancelMode, McpServer, Responses, Resume, MODERN};
 use crate::service::{Plan, Response};
 use crate::world::World;
 
@@ -82,6 +82,9 @@ pub fn handle(world: &World, name: &str, req: McpRequest) -> Reply {
         hyper::Method::POST => post(world, server, &req),
         hyper::Method::DELETE if server.legacy_versions().next().is_some() => {
             Reply::now(delete(world, server, &req.headers))
+        }
+        hyper::Method::GET if req.headers.contains_key("last-event-id") => {
+            Reply::now(resume(world, server, &req.headers))
         }
         _ => {
             let mut r = Response::json(
@@ -286,6 +289,45 @@ fn delete(world: &World, server: &McpServer, headers: &HeaderMap) -> Response {
         status: 200,
         headers: Vec::new(),
         body: Vec::new(),
+    }
+}
+
+/// `GET` with `Last-Event-ID` (legacy): the cut stream it names resumed, as `resume` says: its
+/// answer replayed, or 404 (the event store "lost"). Recorded either way.
+fn resume(world: &World, server: &McpServer, headers: &HeaderMap) -> Response {
+    let Some(id) = headers.get(SESSION_HEADER).map(crate::service::header_text) else {
+        let e = McpError::NoSession("a resumption names its session (Mcp-Session-Id)".into());
+        return answer(e.http_status(), e.body(None), false);
+    };
+    let last = headers
+        .get("last-event-id")
+        .map(crate::service::header_text)
+        .unwrap_or_default();
+    // Event ids are `SEQ-N`: the stream is the action's.
+    let target = last.split('-').next().and_then(|s| s.parse::<u64>().ok());
+    let sessions = world.extension::<Sessions>();
+    let kept = match (server.resume, target) {
+        (Resume::Replay, Some(seq)) => sessions.stream_of(&server.name, &id, seq),
+        _ => None,
+    };
+    let outcome = match (&kept, server.resume) {
+        (Some(_), _) => "replayed",
+        (None, Resume::Lost) => "lost",
+        (None, _) => "unknown",
+    };
+    let detail =
+        json!({"session": id, "last_event_id": last, "target": target, "outcome": outcome});
+    log(world, server, "resumed", detail);
+    match kept {
+        Some(body) => {
+            let mut r = answer(200, Value::Null, true);
+            r.body = body;
+            r
+        }
+        None => Response::json(
+            404,
+            &json!({"error": format!("no stream to resume after event {last}"), "status": 404}),
+        ),
     }
 }
 

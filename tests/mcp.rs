@@ -63,7 +63,7 @@ fn session(da: &Da) -> String {
     );
     let r = post(da, &[], &init).unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.json()["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(json_of(&r)["result"]["protocolVersion"], "2025-11-25");
     let sid = r
         .header("mcp-session-id")
         .expect("a session id")
@@ -72,6 +72,17 @@ fn session(da: &Da) -> String {
     let h = [("mcp-session-id", sid.as_str())];
     assert_eq!(post(da, &h, &note).unwrap().status, 202);
     sid
+}
+
+/// A JSON answer, or the message of a one-event stream.
+fn json_of(r: &Resp) -> Value {
+    let text = r.text();
+    match text.split_once("data: ") {
+        Some((_, data)) if text.starts_with("event:") || text.starts_with("id:") => {
+            serde_json::from_str(data.trim_end()).unwrap()
+        }
+        _ => r.json(),
+    }
 }
 
 /// A legacy `tools/call` in session `sid`.
@@ -908,5 +919,69 @@ fn run_exports_each_mcp_endpoint_beside_its_service() {
     assert_eq!(
         urls[1],
         format!("{}/mcp/payments", urls[0].trim_end_matches("/payments"))
+    );
+}
+
+#[test]
+fn acct_rec4_a_legacy_client_resumes_a_cut_stream_with_last_event_id_replayed_or_lost() {
+    for (resume, status) in [("replay", 200), ("lost", 404)] {
+        let src = sse_with_fates("[\"drop-after-apply\"]").replace(
+            "responses = \"sse\"",
+            &format!("responses = \"sse\"\nresume = \"{resume}\""),
+        );
+        let da = Da::start(&src);
+        let sid = session(&da);
+        let r = legacy_call(
+            &da,
+            &sid,
+            1,
+            "create_transfer",
+            json!({"to": "a", "amount": 1}),
+        )
+        .unwrap();
+        let seq = transfers(&da)[0]["seq"].as_u64().unwrap();
+        // The priming event names the stream; then the stream is cut.
+        let primed = String::from_utf8(dechunk(&r.body)).unwrap_or_default();
+        let raw = r.text();
+        assert!(raw.contains(&format!("id: {seq}-0")), "{raw:?} {primed:?}");
+        assert!(!raw.contains("isError"), "{raw}");
+        let last = format!("{seq}-0");
+        let h = [
+            ("mcp-session-id", sid.as_str()),
+            ("last-event-id", last.as_str()),
+            ACCEPT,
+        ];
+        let r = da.call("GET", "/mcp/payments", &h, "");
+        assert_eq!(r.status, status, "{resume}: {}", r.text());
+        if status == 200 {
+            let text = r.text();
+            assert!(
+                text.starts_with(&format!("id: {seq}-1\nevent: message\ndata: ")),
+                "{text}"
+            );
+            assert!(text.contains("\"isError\":false"), "{text}");
+        }
+        let e = &events(&da, "resumed")[0]["detail"];
+        assert_eq!(e["target"], seq);
+        assert_eq!(
+            e["outcome"],
+            if status == 200 { "replayed" } else { "lost" }
+        );
+    }
+    // Resuming needs event streams.
+    let bad = issue().replace(
+        "cancel = \"ignore\"",
+        "resume = \"replay\"\ncancel = \"ignore\"",
+    );
+    let path = temp_file("bad.toml", &bad);
+    let out = std::process::Command::new(bin())
+        .arg("check")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("mcp.payments.resume: resuming needs event streams"),
+        "{err}"
     );
 }

@@ -14,8 +14,8 @@ use super::era::Era;
 use super::rpc::{self, Id, McpError};
 use super::{answer, complete, log, schema, Reply};
 use crate::ledger::Disposition;
-use crate::scenario::mcp::{KeySource, McpServer, Tool};
-use crate::service::{self, Request, Via};
+use crate::scenario::mcp::{KeySource, McpServer, Resume, Tool};
+use crate::service::{self, Plan, Request, Via};
 use crate::world::World;
 
 /// Run a `tools/call`. Errors before admission (unknown tool, malformed params) are protocol
@@ -101,13 +101,44 @@ pub(super) fn call(
             rpc::result(id, complete(result, era, server))
         }
     };
+    let mut response = answer(200, message, sse);
+    let mut lead = progress(params, sse);
+    if let (Era::Legacy { session, .. }, true) = (era, sse && server.resume != Resume::None) {
+        let cut = out.plan == Plan::Drop;
+        resumable(world, server, (session, out.seq, cut), &mut response, &mut lead);
+    }
     Ok(Reply {
-        response: answer(200, message, sse),
+        response,
         plan: out.plan,
         seq: out.seq,
         stream: sse,
-        lead: progress(params, sse),
+        lead,
     })
+}
+
+/// A legacy stream a client may resume: a priming event with an id (and a short `retry`, so a
+/// client reconnects soon) before anything else, the answer with the next id; under `replay`
+/// a cut stream's answer is kept for a `GET` with `Last-Event-ID` (a delayed one's is not: a
+/// resumption must not hand it out before its time).
+fn resumable(
+    world: &World,
+    server: &McpServer,
+    (session, seq, cut): (&str, u64, bool),
+    response: &mut service::Response,
+    lead: &mut Option<Vec<u8>>,
+) {
+    let mut answer = format!("id: {seq}-1\n").into_bytes();
+    answer.append(&mut response.body);
+    let mut first = format!("id: {seq}-0\nretry: 100\ndata: \n\n").into_bytes();
+    if let Some(mut l) = lead.take() {
+        first.append(&mut l);
+    }
+    *lead = Some(first);
+    if cut && server.resume == Resume::Replay {
+        let sessions = world.extension::<super::session::Sessions>();
+        sessions.keep_stream(session, seq, answer.clone());
+    }
+    response.body = answer;
 }
 
 /// A value read for a key or a path segment, as text.

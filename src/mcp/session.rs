@@ -31,6 +31,9 @@ struct Open {
     /// The latest tool calls' JSON-RPC ids (as JSON text) and action seqs, for a
     /// `notifications/cancelled` to name; the oldest forgotten past [`CALLS_KEPT`].
     calls: VecDeque<(String, u64)>,
+    /// The answers of resumable streams that were cut, by action seq, for a `GET` with
+    /// `Last-Event-ID` to replay; the oldest forgotten past [`CALLS_KEPT`].
+    streams: VecDeque<(u64, Vec<u8>)>,
 }
 
 /// Calls a session remembers for cancellation: a client cancels what it has in flight, which is
@@ -47,8 +50,15 @@ impl Sessions {
             server: server.clone(),
             version,
         };
-        let calls = VecDeque::new();
-        t.open.insert(id.clone(), Open { session, calls });
+        let (calls, streams) = (VecDeque::new(), VecDeque::new());
+        t.open.insert(
+            id.clone(),
+            Open {
+                session,
+                calls,
+                streams,
+            },
+        );
         id
     }
 
@@ -61,6 +71,27 @@ impl Sessions {
             }
             o.calls.push_back((request_id, seq));
         }
+    }
+
+    /// Keep the answer of action `seq`'s stream in session `id`, for a resumption.
+    pub(crate) fn keep_stream(&self, id: &str, seq: u64, answer: Vec<u8>) {
+        let mut t = unpoisoned(self.0.lock());
+        if let Some(o) = t.open.get_mut(id) {
+            if o.streams.len() == CALLS_KEPT {
+                o.streams.pop_front();
+            }
+            o.streams.push_back((seq, answer));
+        }
+    }
+
+    /// The kept answer of action `seq`'s stream in session `id` of `server`.
+    pub(crate) fn stream_of(&self, server: &str, id: &str, seq: u64) -> Option<Vec<u8>> {
+        let t = unpoisoned(self.0.lock());
+        let o = t.open.get(id).filter(|o| &*o.session.server == server)?;
+        o.streams
+            .iter()
+            .find(|(s, _)| *s == seq)
+            .map(|(_, a)| a.clone())
     }
 
     /// The action of call `request_id` (JSON text) in session `id` of `server`, latest first.

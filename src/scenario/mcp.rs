@@ -55,6 +55,20 @@ pub enum Responses {
     Sse,
 }
 
+/// What a legacy client finds when it resumes a cut-off stream (`resume`, with
+/// `responses = "sse"`): 2025-11-25 lets a client reconnect with `GET` and `Last-Event-ID`.
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Resume {
+    /// Streams carry no event ids: a cut stream cannot be resumed.
+    #[default]
+    None,
+    /// A priming event id first; a `GET` with `Last-Event-ID` replays the answer.
+    Replay,
+    /// A priming event id first, but the event store is "lost": the `GET` gets 404.
+    Lost,
+}
+
 /// What a modern request's `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers must do
 /// (`headers`).
 #[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -76,6 +90,7 @@ pub struct McpServer {
     pub versions: Vec<&'static str>,
     pub cancel: CancelMode,
     pub responses: Responses,
+    pub resume: Resume,
     pub headers: HeaderPolicy,
     pub tools: Vec<Tool>,
 }
@@ -181,6 +196,7 @@ struct RawServer {
     versions: Option<Vec<String>>,
     cancel: Option<CancelMode>,
     responses: Option<Responses>,
+    resume: Option<Resume>,
     headers: Option<HeaderPolicy>,
     #[serde(default)]
     tools: Vec<RawTool>,
@@ -247,6 +263,12 @@ fn compile(
         None => DEFAULT_VERSIONS.to_vec(),
         Some(vs) => compile_versions(vs, &format!("{path}.versions"), issues),
     };
+    if raw.resume.is_some_and(|r| r != Resume::None) && raw.responses != Some(Responses::Sse) {
+        issues.push((
+            format!("{path}.resume"),
+            "resuming needs event streams: add responses = \"sse\"".into(),
+        ));
+    }
     let mut tools: Vec<Tool> = Vec::new();
     for (i, t) in raw.tools.into_iter().enumerate() {
         let tpath = format!("{path}.tools[{i}]");
@@ -268,6 +290,7 @@ fn compile(
         versions,
         cancel: raw.cancel.unwrap_or_default(),
         responses: raw.responses.unwrap_or_default(),
+        resume: raw.resume.unwrap_or_default(),
         headers: raw.headers.unwrap_or_default(),
         tools,
     })
