@@ -504,6 +504,11 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
             format!("{}/agents/{}", app.base_url, a.name),
         );
     }
+    // Prefixed: an MCP server often shares its name with the service its tools call.
+    for m in &world.scenario.mcp {
+        let url = format!("{}/mcp/{}", app.base_url, m.name);
+        cmd.env(env_name(&format!("mcp_{}", m.name)), url);
+    }
     eprintln!(
         "doubleagent: serving \"{}\" at {} (DOUBLEAGENT_URL) for: {}",
         world.scenario.name,

@@ -77,6 +77,8 @@ pub mod journal;
 #[doc(hidden)]
 pub mod ledger;
 #[doc(hidden)]
+pub mod mcp;
+#[doc(hidden)]
 pub mod report;
 #[doc(hidden)]
 pub mod revision;

@@ -28,6 +28,7 @@ use crate::idempotency::{Cache, ErrorShape, Fingerprint, Mode, Policy, Preset};
 pub mod a2a;
 pub mod agui;
 mod compile;
+pub mod mcp;
 mod placeholders;
 mod problems;
 
@@ -41,7 +42,7 @@ use problems::{every_shape_problem, line_col, locate_all, locate_serde_error, pa
 pub const QUICKSTART: &str = include_str!("../scenarios/quickstart.toml");
 
 /// Service names that would shadow doubleagent's own paths.
-const RESERVED: &[&str] = &["_admin", "agents"];
+const RESERVED: &[&str] = &["_admin", "agents", "mcp"];
 
 // ---------------------------------------------------------------------------------------------
 // The raw TOML model
@@ -87,6 +88,9 @@ struct RawScenario {
     /// Read as plain tables here; each protocol's module gives them their shape.
     #[serde(default)]
     agents: BTreeMap<String, toml::Table>,
+    /// Fake MCP tool servers, shaped by `scenario::mcp` as agents are by theirs.
+    #[serde(default)]
+    mcp: BTreeMap<String, toml::Table>,
 }
 
 #[derive(Deserialize)]
@@ -256,6 +260,8 @@ pub struct Scenario {
     pub ledger_body_bytes: usize,
     pub services: Vec<Service>,
     pub agents: Vec<Agent>,
+    /// Fake MCP tool servers, served at `/mcp/NAME`.
+    pub mcp: Vec<mcp::McpServer>,
     /// Where it came from (a path, or `<quickstart>`), for messages.
     pub origin: String,
     /// The TOML text it was read from (the journal keeps it, so a restart restores a scenario
@@ -451,6 +457,27 @@ impl PathTemplate {
         )
     }
 
+    /// The names of its parameters, in path order.
+    pub fn params(&self) -> impl Iterator<Item = &str> {
+        self.segments.iter().filter_map(|s| match s {
+            Segment::Param(n) => Some(n.as_str()),
+            Segment::Literal(_) => None,
+        })
+    }
+
+    /// The path with each parameter filled by `value` (`None` if one has none).
+    pub fn fill(&self, mut value: impl FnMut(&str) -> Option<String>) -> Option<String> {
+        let mut out = String::new();
+        for s in &self.segments {
+            out.push('/');
+            match s {
+                Segment::Literal(l) => out.push_str(l),
+                Segment::Param(n) => out.push_str(&value(n)?),
+            }
+        }
+        Some(out)
+    }
+
     pub fn has_param(&self, name: &str) -> bool {
         self.segments
             .iter()
@@ -520,6 +547,10 @@ impl Scenario {
             AgentSpec::A2a(spec) => spec.serves(a2a::Binding::Grpc),
             _ => false,
         })
+    }
+
+    pub fn mcp_server(&self, name: &str) -> Option<&mcp::McpServer> {
+        self.mcp.iter().find(|s| *s.name == *name)
     }
 }
 

@@ -36,6 +36,7 @@ use errors::{Failure, Kind};
 
 pub(crate) use route::header_text;
 pub use route::header_value;
+pub use target::cancel_pending;
 
 /// A request to a fake service, however it arrived. Its names are borrowed where the caller
 /// has them (the server from hyper's request, an agent from its script): a replay, which keeps
@@ -62,6 +63,18 @@ pub struct Request<'a> {
     /// an executed action's response is then rendered only when a key store keeps it. Its status
     /// is decided, and recorded, all the same.
     pub unread: bool,
+    /// The protocol the request came through, when not plain HTTP (an MCP tool call): its facts
+    /// go into the entry's `detail` under the protocol's name.
+    pub via: Option<Via>,
+}
+
+/// What a protocol wrapped around a request knows of it (an MCP call's server, tool, JSON-RPC
+/// id, era, session, key and where the key came from).
+#[derive(Clone, Debug)]
+pub struct Via {
+    /// The key in `detail` (`mcp`).
+    pub protocol: &'static str,
+    pub facts: Value,
 }
 
 /// A response to deliver.
@@ -130,6 +143,9 @@ pub struct Outcome {
     pub seq: u64,
     pub response: Response,
     pub plan: Plan,
+    /// What the world did with it (a protocol that wraps the answer tells a key conflict or
+    /// mismatch from the route's own error).
+    pub disposition: Disposition,
 }
 
 /// Run a request through the pipeline and carry out its delivery plan in process: `None` when
@@ -249,6 +265,9 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
             }
         }
     };
+    if let Some(via) = req.via.take() {
+        note_via(&mut record, via);
+    }
     let decoded = encoding == form::Encoding::Form && json.is_some();
     (record.body, record.body_truncated) =
         ledger_body(&req.body, json, scenario.ledger_body_bytes, req.too_large);
@@ -257,6 +276,17 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         record.raw_body = Some(String::from_utf8_lossy(&req.body[..cut]).into_owned());
     }
     finish(world, st, record, (response, plan), canaries, key)
+}
+
+/// A wrapping protocol's facts, beside what the pipeline noted in the detail (rare: the detail
+/// is read back only for such requests).
+fn note_via(record: &mut Record, via: Via) {
+    let mut detail = match record.detail.as_ref().map(|d| d.value()) {
+        Some(Value::Object(d)) => d,
+        _ => serde_json::Map::new(),
+    };
+    detail.insert(via.protocol.into(), via.facts);
+    record.detail = Some(Value::Object(detail).into());
 }
 
 /// A request's record before admission decides anything: unmatched, answered now. Its service,
@@ -346,6 +376,7 @@ fn finish(
             applied: record.applies_at.is_some(),
         }
     });
+    let disposition = record.disposition;
     let keyed = key
         .is_some()
         .then(|| (record.service.clone(), record.idempotency_key.clone()));
@@ -377,6 +408,7 @@ fn finish(
         seq,
         response,
         plan,
+        disposition,
     }
 }
 

@@ -42,7 +42,7 @@ fn a_misspelt_key_is_located_and_gets_a_hint() {
     );
     golden(
         "nmae = \"x\"\n",
-        "bad.toml:1:1: nmae: unknown key `nmae`; did you mean `name`? (expected one of: name, seed, clock, max_body_bytes, ledger_body_bytes, services, agents)",
+        "bad.toml:1:1: nmae: unknown key `nmae`; did you mean `name`? (expected one of: name, seed, clock, max_body_bytes, ledger_body_bytes, services, agents, mcp)",
     );
 }
 

@@ -387,6 +387,8 @@ pub struct Ready {
     pub services: serde_json::Map<String, Value>,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     pub agents: serde_json::Map<String, Value>,
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub mcp: serde_json::Map<String, Value>,
     /// The gRPC listener's `host:port`, when one serves the A2A agents.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grpc: Option<String>,
@@ -419,7 +421,17 @@ impl Ready {
                 )
             })
             .collect();
+        let mcp = world
+            .scenario
+            .mcp
+            .iter()
+            .map(|m| {
+                let url = format!("{base_url}/mcp/{}", m.name);
+                (m.name.to_string(), Value::from(url))
+            })
+            .collect();
         Ready {
+            mcp,
             event: "ready",
             url: base_url.clone(),
             scenario: world.scenario.name.clone(),

@@ -17,11 +17,13 @@ pub(super) fn compile(
         services.push(compile_service(sname, rs, &mut issues));
     }
     let agents = compile_agents(&raw.agents, &services, &mut issues);
+    let mcp = mcp::compile_all(&raw.mcp, &services, &mut issues);
     if !issues.is_empty() {
         return Err(issues);
     }
     Ok(Scenario {
         agents,
+        mcp,
         name: raw
             .name
             .or(default_name.map(str::to_string))

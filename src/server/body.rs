@@ -1,5 +1,6 @@
 //! Response bodies and turning the service's [`Response`] into hyper's: whole (sent with its
-//! length), or streamed from an agent's channel.
+//! length), streamed from an agent's channel, or cut off after the headers (an MCP event stream
+//! whose answer is dropped).
 
 use std::borrow::Cow;
 use std::convert::Infallible;
@@ -20,6 +21,54 @@ pub(crate) enum HttpBody {
     Full(Full<Bytes>),
     Channel(ChannelBody),
     Ready(ReadyBody),
+    Cut(CutBody),
+}
+
+/// The error a [`CutBody`] ends with: hyper then closes the connection without ending the body,
+/// as a server that crashed mid-response would.
+#[derive(Debug, thiserror::Error)]
+#[error("response stream cut off on purpose (a dropped answer)")]
+pub(crate) struct Cut;
+
+/// Headers (and `lead`, events before the answer), then the connection closed mid-stream. It
+/// waits one turn before the cut, so that hyper flushes what went before (a cut in the same
+/// turn would lose it with the rest).
+pub(crate) struct CutBody {
+    lead: Option<Bytes>,
+    waited: bool,
+}
+
+impl CutBody {
+    pub(crate) fn after(lead: Option<Bytes>) -> CutBody {
+        CutBody {
+            lead,
+            waited: false,
+        }
+    }
+}
+
+impl Body for CutBody {
+    type Data = Bytes;
+    type Error = Cut;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Cut>>> {
+        if let Some(lead) = self.lead.take().filter(|l| !l.is_empty()) {
+            return Poll::Ready(Some(Ok(Frame::data(lead))));
+        }
+        if self.waited {
+            return Poll::Ready(Some(Err(Cut)));
+        }
+        self.waited = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+/// A body that never fails, as one of [`HttpBody`]'s.
+fn infallible<F>(p: Poll<Option<Result<F, Infallible>>>) -> Poll<Option<Result<F, Cut>>> {
+    p.map(|o| o.map(|r| r.map_err(|never| match never {})))
 }
 
 impl HttpBody {
@@ -30,15 +79,16 @@ impl HttpBody {
 
 impl Body for HttpBody {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = Cut;
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, Cut>>> {
         match self.get_mut() {
-            HttpBody::Full(b) => Pin::new(b).poll_frame(cx),
-            HttpBody::Channel(b) => Pin::new(b).poll_frame(cx),
-            HttpBody::Ready(b) => Pin::new(b).poll_frame(cx),
+            HttpBody::Full(b) => infallible(Pin::new(b).poll_frame(cx)),
+            HttpBody::Channel(b) => infallible(Pin::new(b).poll_frame(cx)),
+            HttpBody::Ready(b) => infallible(Pin::new(b).poll_frame(cx)),
+            HttpBody::Cut(b) => Pin::new(b).poll_frame(cx),
         }
     }
 
@@ -47,6 +97,7 @@ impl Body for HttpBody {
             HttpBody::Full(b) => b.is_end_stream(),
             HttpBody::Channel(b) => b.is_end_stream(),
             HttpBody::Ready(b) => b.is_end_stream(),
+            HttpBody::Cut(_) => false,
         }
     }
 
@@ -55,6 +106,7 @@ impl Body for HttpBody {
             HttpBody::Full(b) => b.size_hint(),
             HttpBody::Channel(b) => b.size_hint(),
             HttpBody::Ready(b) => b.size_hint(),
+            HttpBody::Cut(_) => SizeHint::default(),
         }
     }
 }

@@ -32,7 +32,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::json;
 use tokio::net::TcpListener;
 
-use body::{streamed, to_hyper, ChannelBody, HttpBody, ReadyBody};
+use body::{streamed, to_hyper, ChannelBody, CutBody, HttpBody, ReadyBody};
 use conn::{Conn, ConnCtl, DROP, RESET};
 
 use crate::admin::{self, AdminRequest};
@@ -256,6 +256,10 @@ async fn handle(
         let head = (&parts.method, parts.uri.query(), parts.headers);
         return Box::pin(agent_request(app, ctl, world, head, rest, body)).await;
     }
+    if let Some(name) = path.strip_prefix("/mcp/") {
+        let head = (parts.method, parts.headers);
+        return Box::pin(mcp_request(app, ctl, world, head, name, body)).await;
+    }
     let trimmed = path.trim_start_matches('/');
     let (svc, rest) = match trimmed.find('/') {
         Some(i) => (&trimmed[..i], &trimmed[i..]),
@@ -389,6 +393,73 @@ async fn agent_request(
             headers,
             body,
         } => streamed(status, headers, HttpBody::Ready(ReadyBody(Some(body)))),
+    }
+}
+
+/// `/mcp/NAME`: the body read (capped), then the MCP server; its answer delivered by the plan
+/// a tool call's action was given, exactly as a service's answer is.
+async fn mcp_request(
+    app: &App,
+    ctl: &ConnCtl,
+    world: Arc<World>,
+    (method, headers): (hyper::Method, hyper::HeaderMap),
+    name: &str,
+    body: Incoming,
+) -> hyper::Response<HttpBody> {
+    // A client that went away mid-body reads no answer: an empty body, answered as a parse
+    // error nobody reads.
+    let (body, too_large) = read_incoming(body, world.scenario.max_body_bytes, ctl)
+        .await
+        .unwrap_or_default();
+    if too_large {
+        return to_hyper(Response::json(
+            413,
+            &json!({"error": "request body too large", "status": 413}),
+        ));
+    }
+    let req = crate::mcp::McpRequest {
+        method,
+        headers,
+        body,
+    };
+    let reply = crate::mcp::handle(&world, name, req);
+    let (mut r, lead) = (reply.response, reply.lead);
+    match (reply.stream, reply.plan) {
+        // An event stream's headers (and lead events) go out at once: a drop cuts the stream
+        // there, a delay holds it open.
+        (true, Plan::Drop) => {
+            let cut = CutBody::after(lead.map(Bytes::from));
+            streamed(r.status, r.headers, HttpBody::Cut(cut))
+        }
+        (true, Plan::At(t)) => {
+            let (tx, rx) = tokio::sync::mpsc::channel(2);
+            if let Some(l) = lead {
+                // The channel is new and has room for two.
+                let _ = tx.try_send(l.into());
+            }
+            let (seq, body) = (reply.seq, r.body);
+            tokio::spawn(async move {
+                tokio::select! {
+                    // A closed world ends the stream without its answer.
+                    due = world.clock.wait_until(t) => {
+                        if due && tx.send(body.into()).await.is_err() {
+                            world.abandon(seq);
+                        }
+                    }
+                    // The client closed the stream first: it never sees the answer (for a
+                    // modern client, the spec's way to cancel).
+                    _ = tx.closed() => world.abandon(seq),
+                }
+            });
+            streamed(r.status, r.headers, HttpBody::Channel(ChannelBody(rx)))
+        }
+        (_, plan) => {
+            if let Some(mut l) = lead {
+                l.append(&mut r.body);
+                r.body = l;
+            }
+            deliver(app, &world, ctl, plan, reply.seq, r).await
+        }
     }
 }
 

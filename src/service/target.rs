@@ -175,6 +175,31 @@ pub(super) fn lookup(
     }
 }
 
+/// Mark pending action `seq` cancelled at `now`, and journal it: the one way an effect is
+/// stopped, by a cancel route or an honoured MCP cancellation.
+fn mark_cancelled(world: &World, st: &mut State, seq: u64, now: std::time::Duration) {
+    if st.ledger.update(seq, |r| r.cancelled_at = Some(now)) {
+        world.note(|session| Line::Cancel {
+            session,
+            seq,
+            at: now,
+        });
+    }
+}
+
+/// Stop action `seq` if its effect is still pending (an MCP `notifications/cancelled` under
+/// `cancel = "honor"`); its state when asked (`None`: the ledger no longer holds it, or it
+/// never applied).
+pub fn cancel_pending(world: &World, seq: u64) -> Option<ActionState> {
+    let now = world.clock.now();
+    let mut st = world.lock();
+    let state = st.ledger.get(seq)?.state_at(now)?;
+    if state == ActionState::Pending {
+        mark_cancelled(world, &mut st, seq, now);
+    }
+    Some(state)
+}
+
 pub(super) fn cancel(
     world: &World,
     st: &mut State,
@@ -206,13 +231,7 @@ pub(super) fn cancel(
             Response::json(202, &json!({"id": id, "status": "stop requested"})),
         ),
         (CancelPolicy::Honor, ActionState::Pending) => {
-            if st.ledger.update(seq, |r| r.cancelled_at = Some(now)) {
-                world.note(|session| Line::Cancel {
-                    session,
-                    seq,
-                    at: now,
-                });
-            }
+            mark_cancelled(world, st, seq, now);
             (
                 "cancelled",
                 Response::json(200, &json!({"id": id, "state": "cancelled"})),

@@ -1,0 +1,441 @@
+//! Fake MCP tool servers: `[mcp.NAME]` served at `/mcp/NAME` over Streamable HTTP, both eras on
+//! the one endpoint (`era`), JSON-RPC in `rpc`.
+//!
+//! MCP is one more caller of the action pipeline: a `tools/call` becomes the request the tool's
+//! route expects (`call`) and goes through [`crate::service::admit`] like an HTTP client's, so
+//! the route's idempotency, fates and ledger apply unchanged; the entry also carries the MCP facts
+//! (`detail.mcp`). The pipeline's delivery [`Plan`] comes back with the MCP answer and the server
+//! carries it out on the socket as it does for a service (drop, reset, delay on the scenario
+//! clock). Everything else (handshake, lists, refusals) is answered here; refusals, sessions and
+//! cancellations are entries of the server's own (`service: "mcp/NAME"`, `actor: "mcp:NAME"`),
+//! never actions.
+
+use hyper::body::Bytes;
+use hyper::HeaderMap;
+use serde_json::{json, Value};
+
+use crate::ledger::ActionState;
+use crate::ledger::Record;
+use crate::scenario::mcp::{CancelMode, McpServer, Responses, Resume, MODERN};
+use crate::service::{Plan, Response};
+use crate::world::World;
+
+mod call;
+mod era;
+mod rpc;
+mod schema;
+mod session;
+
+use era::{Era, SESSION_HEADER};
+use rpc::{Id, Incoming, McpError};
+use session::Sessions;
+
+/// An HTTP request to an MCP server, already read off the wire.
+#[derive(Debug, Default)]
+pub struct McpRequest {
+    pub method: hyper::Method,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// The answer and how it is delivered: a `tools/call` carries its action's plan and seq; every
+/// other answer goes out now.
+#[derive(Debug)]
+pub struct Reply {
+    pub response: Response,
+    pub plan: Plan,
+    pub seq: u64,
+    /// The answer is an event stream: a dropped one is cut off after its headers, a delayed
+    /// one sends its headers at once.
+    pub stream: bool,
+    /// Events the stream carries before the answer (or the cut): a `notifications/progress`
+    /// for a call that asked for progress.
+    pub lead: Option<Vec<u8>>,
+}
+
+impl Reply {
+    fn now(response: Response) -> Reply {
+        Reply {
+            response,
+            plan: Plan::Now,
+            seq: 0,
+            stream: false,
+            lead: None,
+        }
+    }
+}
+
+/// Serve one request to MCP server `name`. Synchronous: a tool call is admitted at once; only
+/// its delivery may wait, and the server does that.
+pub fn handle(world: &World, name: &str, req: McpRequest) -> Reply {
+    let scenario = world.scenario.clone();
+    let Some(server) = scenario.mcp_server(name) else {
+        let names: Vec<&str> = scenario.mcp.iter().map(|s| &*s.name).collect();
+        let hint = crate::scenario::did_you_mean(name, names.iter().copied());
+        let error = format!("no MCP server named \"{name}\"{hint}");
+        return Reply::now(Response::json(
+            404,
+            &json!({"error": error, "status": 404, "mcp": names}),
+        ));
+    };
+    match req.method {
+        hyper::Method::POST => post(world, server, &req),
+        hyper::Method::DELETE if server.legacy_versions().next().is_some() => {
+            Reply::now(delete(world, server, &req.headers))
+        }
+        hyper::Method::GET if req.headers.contains_key("last-event-id") => {
+            Reply::now(resume(world, server, &req.headers))
+        }
+        _ => {
+            let mut r = Response::json(
+                405,
+                &json!({"error": "this MCP endpoint takes POST (and DELETE to end a session); it offers no GET stream", "status": 405}),
+            );
+            r.headers.push(("allow".into(), "POST, DELETE".into()));
+            Reply::now(r)
+        }
+    }
+}
+
+fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
+    let sse = wants_sse(server, &req.headers);
+    let incoming = match rpc::parse(&req.body) {
+        Ok(m) => m,
+        Err((id, e)) => return refuse(world, server, None, id.as_ref(), e, sse),
+    };
+    match incoming {
+        Incoming::Response => Reply::now(accepted()),
+        Incoming::Notification { method, params } => {
+            if method == "notifications/cancelled" {
+                cancelled(world, server, &req.headers, &params);
+            }
+            Reply::now(accepted())
+        }
+        Incoming::Request { id, method, params } => {
+            match request(world, server, &req.headers, &id, &method, &params, sse) {
+                Ok(reply) => reply,
+                Err(e) => refuse(world, server, Some(&method), Some(&id), e, sse),
+            }
+        }
+    }
+}
+
+/// A request, by method, in the era it was admitted under.
+fn request(
+    world: &World,
+    server: &McpServer,
+    headers: &HeaderMap,
+    id: &Id,
+    method: &str,
+    params: &Value,
+    sse: bool,
+) -> Result<Reply, McpError> {
+    if method == "initialize" {
+        return initialize(world, server, id, params, sse);
+    }
+    let (era, let_pass) = era::admit(world, server, headers, method, params)?;
+    for e in let_pass {
+        let detail =
+            json!({"method": method, "id": id, "code": e.code(), "message": e.to_string()});
+        log(world, server, "header-violation", detail);
+    }
+    let modern = matches!(era, Era::Modern);
+    let ok = |result: Value| {
+        Reply::now(answer(
+            200,
+            rpc::result(id, complete(result, &era, server)),
+            sse,
+        ))
+    };
+    match method {
+        "ping" if !modern => Ok(ok(json!({}))),
+        "tools/list" => Ok(ok(tools_list(server, modern))),
+        "server/discover" if modern => Ok(ok(discover(server))),
+        "tools/call" => call::call(world, server, (&era, headers), id, params, sse),
+        _ => Err(McpError::MethodNotFound {
+            method: method.to_string(),
+            modern,
+        }),
+    }
+}
+
+/// A modern result names its type and the server (legacy results are as they were).
+fn complete(mut result: Value, era: &Era, server: &McpServer) -> Value {
+    if let (Era::Modern, Some(obj)) = (era, result.as_object_mut()) {
+        obj.insert("resultType".into(), "complete".into());
+        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(
+                "io.modelcontextprotocol/serverInfo".into(),
+                server_info(server),
+            );
+        }
+    }
+    result
+}
+
+/// The tools capability; `idempotency` (SEP-3182, a closed proposal) when a tool takes its key
+/// from `params`.
+fn capabilities(server: &McpServer) -> Value {
+    let mut tools = json!({"listChanged": false});
+    if server.keys_in_params() {
+        tools["idempotency"] = json!({});
+    }
+    json!({"tools": tools})
+}
+
+fn server_info(server: &McpServer) -> Value {
+    json!({"name": &*server.name, "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// Legacy handshake: the client's version if served, else the newest legacy one served; a new
+/// session, recorded.
+fn initialize(
+    world: &World,
+    server: &McpServer,
+    id: &Id,
+    params: &Value,
+    sse: bool,
+) -> Result<Reply, McpError> {
+    let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
+        let e = "initialize needs params.protocolVersion (a string)";
+        return Err(McpError::InvalidParams(e.into()));
+    };
+    let legacy: Vec<&'static str> = server.legacy_versions().collect();
+    let version = match legacy.iter().find(|v| **v == requested) {
+        Some(v) => *v,
+        None => match legacy.iter().max() {
+            Some(newest) => *newest,
+            None => {
+                return Err(McpError::LegacyVersion {
+                    requested: requested.to_string(),
+                    supported: server.versions.clone(),
+                })
+            }
+        },
+    };
+    let session = world.extension::<Sessions>().open(&server.name, version);
+    let detail = json!({
+        "session": session, "protocol_version": version, "requested": requested,
+        "client_info": params.get("clientInfo"), "id": id,
+    });
+    log(world, server, "initialize", detail);
+    let result = json!({
+        "protocolVersion": version,
+        "capabilities": capabilities(server),
+        "serverInfo": server_info(server),
+    });
+    let mut r = answer(200, rpc::result(id, result), sse);
+    r.headers.push((SESSION_HEADER.into(), session.into()));
+    Ok(Reply::now(r))
+}
+
+fn tools_list(server: &McpServer, modern: bool) -> Value {
+    let tools: Vec<Value> = server
+        .tools
+        .iter()
+        .map(|t| {
+            let mut v = json!({"name": t.name, "inputSchema": t.input_schema});
+            let optional = [
+                ("title", t.title.clone().map(Value::from)),
+                ("description", t.description.clone().map(Value::from)),
+                ("outputSchema", t.output_schema.clone()),
+                ("annotations", t.annotations.clone().map(Value::Object)),
+            ];
+            for (k, x) in optional {
+                if let Some(x) = x {
+                    v[k] = x;
+                }
+            }
+            v
+        })
+        .collect();
+    let mut list = json!({"tools": tools});
+    if modern {
+        // Never cached by the client: a test may swap the scenario between calls.
+        list["ttlMs"] = 0.into();
+        list["cacheScope"] = "private".into();
+    }
+    list
+}
+
+fn discover(server: &McpServer) -> Value {
+    let modern: Vec<&str> = server
+        .versions
+        .iter()
+        .copied()
+        .filter(|v| *v == MODERN)
+        .collect();
+    json!({
+        "supportedVersions": modern,
+        "capabilities": capabilities(server),
+        "ttlMs": 0,
+        "cacheScope": "private",
+    })
+}
+
+/// `DELETE` with a session id: the session ends (recorded); an unknown one is 404.
+fn delete(world: &World, server: &McpServer, headers: &HeaderMap) -> Response {
+    let Some(id) = headers.get(SESSION_HEADER).map(crate::service::header_text) else {
+        let e = McpError::NoSession("DELETE needs the Mcp-Session-Id of the session to end".into());
+        return answer(e.http_status(), e.body(None), false);
+    };
+    if !world.extension::<Sessions>().close(&server.name, &id) {
+        let e = McpError::UnknownSession(id.into_owned());
+        return answer(e.http_status(), e.body(None), false);
+    }
+    log(world, server, "session-closed", json!({"session": id}));
+    Response {
+        status: 200,
+        headers: Vec::new(),
+        body: Vec::new(),
+    }
+}
+
+/// `GET` with `Last-Event-ID` (legacy): the cut stream it names resumed, as `resume` says: its
+/// answer replayed, or 404 (the event store "lost"). Recorded either way.
+fn resume(world: &World, server: &McpServer, headers: &HeaderMap) -> Response {
+    let Some(id) = headers.get(SESSION_HEADER).map(crate::service::header_text) else {
+        let e = McpError::NoSession("a resumption names its session (Mcp-Session-Id)".into());
+        return answer(e.http_status(), e.body(None), false);
+    };
+    let last = headers
+        .get("last-event-id")
+        .map(crate::service::header_text)
+        .unwrap_or_default();
+    // Event ids are `SEQ-N`: the stream is the action's.
+    let target = last.split('-').next().and_then(|s| s.parse::<u64>().ok());
+    let sessions = world.extension::<Sessions>();
+    let kept = match (server.resume, target) {
+        (Resume::Replay, Some(seq)) => sessions.stream_of(&server.name, &id, seq),
+        _ => None,
+    };
+    let outcome = match (&kept, server.resume) {
+        (Some(_), _) => "replayed",
+        (None, Resume::Lost) => "lost",
+        (None, _) => "unknown",
+    };
+    let detail =
+        json!({"session": id, "last_event_id": last, "target": target, "outcome": outcome});
+    log(world, server, "resumed", detail);
+    match kept {
+        Some(body) => {
+            let mut r = answer(200, Value::Null, true);
+            r.body = body;
+            r
+        }
+        None => Response::json(
+            404,
+            &json!({"error": format!("no stream to resume after event {last}"), "status": 404}),
+        ),
+    }
+}
+
+/// `notifications/cancelled`: the call it names (by its session and request id), what the
+/// server's policy did with it, recorded. `ignore`: the call stands. `honor`: an effect still
+/// pending (an `apply-later` fate) is stopped; one already applied is too late.
+fn cancelled(world: &World, server: &McpServer, headers: &HeaderMap, params: &Value) {
+    let request_id = params.get("requestId");
+    let session = headers.get(SESSION_HEADER).map(crate::service::header_text);
+    let target = match (&session, request_id) {
+        (Some(s), Some(r)) => {
+            let text = serde_json::to_string(r).unwrap_or_default();
+            world
+                .extension::<Sessions>()
+                .call_of(&server.name, s, &text)
+        }
+        _ => None,
+    };
+    let outcome = match (server.cancel, target) {
+        (_, None) => "unknown",
+        (CancelMode::Ignore, Some(_)) => "ignored",
+        (CancelMode::Honor, Some(seq)) => match crate::service::cancel_pending(world, seq) {
+            Some(ActionState::Pending | ActionState::Cancelled) => "cancelled",
+            Some(ActionState::Applied) => "too-late",
+            None => "unknown",
+        },
+    };
+    let detail = json!({
+        "request_id": request_id, "reason": params.get("reason"), "session": session,
+        "policy": format!("{:?}", server.cancel).to_lowercase(), "target": target,
+        "outcome": outcome,
+    });
+    log(world, server, "cancelled", detail);
+}
+
+/// A protocol error: answered, and recorded as a refusal (nothing was executed).
+fn refuse(
+    world: &World,
+    server: &McpServer,
+    method: Option<&str>,
+    id: Option<&Id>,
+    e: McpError,
+    sse: bool,
+) -> Reply {
+    let detail = json!({
+        "method": method, "id": id, "code": e.code(), "message": e.to_string(),
+        "http_status": e.http_status(),
+    });
+    log(world, server, "rpc-error", detail);
+    // An error on another status than 200 is plain JSON: an HTTP-level refusal, not a stream.
+    Reply::now(answer(
+        e.http_status(),
+        e.body(id),
+        sse && e.http_status() == 200,
+    ))
+}
+
+/// Append an entry of the server's own.
+fn log(world: &World, server: &McpServer, event: &str, detail: Value) -> u64 {
+    let at = world.clock.now();
+    let mut rec = Record::agent_event(&format!("mcp/{}", server.name), event, at, detail);
+    rec.actor = Some(format!("mcp:{}", server.name));
+    world.lock().ledger.append(rec)
+}
+
+fn accepted() -> Response {
+    Response {
+        status: 202,
+        headers: Vec::new(),
+        body: Vec::new(),
+    }
+}
+
+/// Whether the answer goes as an event stream: when the server's `responses` say so and the
+/// client accepts one, or when the client does not take JSON.
+fn wants_sse(server: &McpServer, headers: &HeaderMap) -> bool {
+    let accept = headers
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .map(crate::service::header_text)
+        .collect::<Vec<_>>()
+        .join(",");
+    let sse = accept.contains("text/event-stream");
+    sse && (server.responses == Responses::Sse || !accept.contains("application/json"))
+}
+
+/// One SSE `message` event carrying a JSON-RPC message.
+fn event(message: &Value) -> Vec<u8> {
+    let mut body = b"event: message\ndata: ".to_vec();
+    // A `Value` always serialises.
+    let _ = serde_json::to_writer(&mut body, message);
+    body.extend_from_slice(b"\n\n");
+    body
+}
+
+/// A JSON-RPC message as the HTTP answer: JSON, or one SSE `message` event.
+fn answer(status: u16, message: Value, sse: bool) -> Response {
+    if !sse {
+        return Response::json(status, &message);
+    }
+    let body = event(&message);
+    Response {
+        status,
+        headers: vec![
+            ("content-type".into(), "text/event-stream".into()),
+            ("cache-control".into(), "no-cache".into()),
+            ("x-accel-buffering".into(), "no".into()),
+        ],
+        body,
+    }
+}

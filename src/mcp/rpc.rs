@@ -1,0 +1,264 @@
+//! The JSON-RPC 2.0 envelope as MCP uses it over Streamable HTTP: one message per POST (no
+//! batches since 2025-06-18), request ids that are strings or integers (never null), and the
+//! errors this server answers with, each carrying the HTTP status it travels with.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// A request id: echoed verbatim in the answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Id {
+    Number(serde_json::Number),
+    String(String),
+}
+
+/// One message read off a POST: a request (id and method), a notification (method, no id), or
+/// a response the client sent back (result or error, no method).
+#[derive(Debug, Deserialize)]
+pub(crate) struct Message {
+    pub(crate) jsonrpc: Option<String>,
+    /// `Some(Value::Null)` when `"id": null` was sent: MCP forbids it.
+    #[serde(default, deserialize_with = "present")]
+    pub(crate) id: Option<Value>,
+    pub(crate) method: Option<String>,
+    #[serde(default)]
+    pub(crate) params: Option<Value>,
+    #[serde(default)]
+    pub(crate) result: Option<Value>,
+    #[serde(default)]
+    pub(crate) error: Option<Value>,
+}
+
+/// A present member as `Some`, even when it is `null`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// What a POST's body is, once its envelope is checked.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    Request {
+        id: Id,
+        method: String,
+        params: Value,
+    },
+    Notification {
+        method: String,
+        params: Value,
+    },
+    /// A response to a request of ours (this server sends none): accepted, as the spec says.
+    Response,
+}
+
+/// Read a body as one JSON-RPC message: not JSON is -32700, not a single well-formed message
+/// -32600 (with the id, when one could be read, to answer with).
+pub(crate) fn parse(body: &[u8]) -> Result<Incoming, (Option<Id>, McpError)> {
+    let v: Value =
+        serde_json::from_slice(body).map_err(|e| (None, McpError::Parse(without_position(&e))))?;
+    if v.is_array() {
+        let e = "batches are not supported: send one JSON-RPC message per POST";
+        return Err((None, McpError::InvalidRequest(e.into())));
+    }
+    let m: Message = serde_json::from_value(v).map_err(|e| {
+        (
+            None,
+            McpError::InvalidRequest(format!("not a JSON-RPC message: {e}")),
+        )
+    })?;
+    let id = match m.id {
+        None => None,
+        Some(v) => match serde_json::from_value::<Id>(v) {
+            Ok(id) => Some(id),
+            Err(_) => {
+                let e = "the request id must be a string or an integer (MCP forbids null)";
+                return Err((None, McpError::InvalidRequest(e.into())));
+            }
+        },
+    };
+    if m.jsonrpc.as_deref() != Some("2.0") {
+        let e = "`jsonrpc` must be \"2.0\"".to_string();
+        return Err((id, McpError::InvalidRequest(e)));
+    }
+    let params = m.params.unwrap_or(Value::Null);
+    if !(params.is_null() || params.is_object()) {
+        let e = "`params` must be an object".to_string();
+        return Err((id, McpError::InvalidRequest(e)));
+    }
+    match (id, m.method) {
+        (Some(id), Some(method)) => Ok(Incoming::Request { id, method, params }),
+        (None, Some(method)) => Ok(Incoming::Notification { method, params }),
+        (_, None) if m.result.is_some() || m.error.is_some() => Ok(Incoming::Response),
+        (id, None) => Err((id, McpError::InvalidRequest("missing `method`".into()))),
+    }
+}
+
+/// serde_json's message without " at line L column C": for a one-line body it only adds noise.
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    text.strip_suffix(&suffix).unwrap_or(&text).to_string()
+}
+
+/// A successful answer.
+pub(crate) fn result(id: &Id, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// Every protocol error this server answers with: a JSON-RPC error, and the HTTP status it goes
+/// with (Streamable HTTP puts some on 400/404; most ride on 200).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum McpError {
+    #[error("Parse error: {0}")]
+    Parse(String),
+    #[error("Invalid Request: {0}")]
+    InvalidRequest(String),
+    /// Unknown method; `modern` puts it on 404, as 2026-07-28 says (its body tells it apart
+    /// from an unknown endpoint).
+    #[error("Method not found: {method}")]
+    MethodNotFound { method: String, modern: bool },
+    #[error("{0}")]
+    InvalidParams(String),
+    /// A legacy request without a session, or before `initialize`.
+    #[error("Bad Request: {0}")]
+    NoSession(String),
+    /// A session this server does not know (ended, or never opened): the client must
+    /// re-initialize.
+    #[error("Session not found: {0}")]
+    UnknownSession(String),
+    /// An initialize asking only for versions this server does not serve.
+    #[error("Unsupported protocol version: {requested}")]
+    LegacyVersion {
+        requested: String,
+        supported: Vec<&'static str>,
+    },
+    /// -32022: a modern request for a version this server does not serve.
+    #[error("Unsupported protocol version: {requested}")]
+    UnsupportedVersion {
+        requested: String,
+        supported: Vec<&'static str>,
+    },
+    /// -32020: an `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` header missing or unlike the
+    /// body.
+    #[error("Header mismatch: {0}")]
+    HeaderMismatch(String),
+    /// A modern request without its required `_meta` fields.
+    #[error("Missing required _meta: {0}")]
+    MissingMeta(String),
+    /// An idempotency key the route's policy refused (in flight, reused with other arguments,
+    /// or required and absent), in SEP-3182's shape (`error.data.type`; a closed proposal).
+    #[error("{message}")]
+    Key {
+        kind: &'static str,
+        message: String,
+        status: u16,
+    },
+}
+
+impl McpError {
+    pub(crate) fn code(&self) -> i64 {
+        match self {
+            McpError::Parse(_) => -32700,
+            McpError::InvalidRequest(_) | McpError::NoSession(_) | McpError::UnknownSession(_) => {
+                -32600
+            }
+            McpError::MethodNotFound { .. } => -32601,
+            McpError::InvalidParams(_)
+            | McpError::LegacyVersion { .. }
+            | McpError::MissingMeta(_)
+            | McpError::Key { .. } => -32602,
+            McpError::HeaderMismatch(_) => -32020,
+            McpError::UnsupportedVersion { .. } => -32022,
+        }
+    }
+
+    pub(crate) fn http_status(&self) -> u16 {
+        match self {
+            McpError::Parse(_)
+            | McpError::InvalidRequest(_)
+            | McpError::NoSession(_)
+            | McpError::HeaderMismatch(_)
+            | McpError::UnsupportedVersion { .. }
+            | McpError::MissingMeta(_) => 400,
+            McpError::UnknownSession(_) => 404,
+            McpError::MethodNotFound { modern: true, .. } => 404,
+            McpError::MethodNotFound { modern: false, .. }
+            | McpError::InvalidParams(_)
+            | McpError::LegacyVersion { .. }
+            | McpError::Key { .. } => 200,
+        }
+    }
+
+    fn data(&self) -> Option<Value> {
+        match self {
+            McpError::LegacyVersion {
+                requested,
+                supported,
+            }
+            | McpError::UnsupportedVersion {
+                requested,
+                supported,
+            } => Some(json!({"supported": supported, "requested": requested})),
+            McpError::Key { kind, status, .. } => Some(json!({"type": kind, "status": status})),
+            _ => None,
+        }
+    }
+
+    /// The whole error response (`id` null when none could be read).
+    pub(crate) fn body(&self, id: Option<&Id>) -> Value {
+        let mut error = json!({"code": self.code(), "message": self.to_string()});
+        if let Some(d) = self.data() {
+            error["data"] = d;
+        }
+        json!({"jsonrpc": "2.0", "id": id, "error": error})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelopes_are_told_apart() {
+        let req = parse(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).unwrap();
+        assert!(matches!(
+            req,
+            Incoming::Request {
+                id: Id::Number(_),
+                ..
+            }
+        ));
+        let note = parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert!(matches!(note, Incoming::Notification { .. }));
+        let resp = parse(br#"{"jsonrpc":"2.0","id":"s1","result":{}}"#).unwrap();
+        assert!(matches!(resp, Incoming::Response));
+        let bad = |b: &[u8]| parse(b).unwrap_err().1.code();
+        assert_eq!(bad(b"{nope"), -32700);
+        assert_eq!(
+            bad(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
+            -32600
+        );
+        assert_eq!(
+            bad(br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#),
+            -32600
+        );
+        assert_eq!(bad(br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#), -32600);
+        assert_eq!(
+            bad(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#),
+            -32600
+        );
+    }
+
+    #[test]
+    fn errors_carry_their_code_status_and_data() {
+        let e = McpError::UnsupportedVersion {
+            requested: "2030-01-01".into(),
+            supported: vec!["2026-07-28"],
+        };
+        assert_eq!(e.http_status(), 400);
+        let b = e.body(Some(&Id::String("a".into())));
+        assert_eq!(b["error"]["code"], -32022);
+        assert_eq!(b["error"]["data"]["supported"][0], "2026-07-28");
+        assert_eq!(b["id"], "a");
+    }
+}

@@ -1,0 +1,124 @@
+//! Legacy-era sessions (`Mcp-Session-Id`): opened by `initialize`, ended by `DELETE`, one table
+//! per world (a world extension, so reset and named sessions cover it). Ids are counted, not
+//! drawn: the same run gives the same ids, and a fake has nothing to protect with unguessable
+//! ones. Not journaled: after a restart a client gets 404 and re-initializes, as the spec says a
+//! client of an expired session must.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use crate::sync::unpoisoned;
+
+/// One open session.
+#[derive(Clone, Debug)]
+pub(crate) struct Session {
+    pub(crate) server: Arc<str>,
+    /// The version `initialize` settled on.
+    pub(crate) version: &'static str,
+}
+
+#[derive(Default)]
+pub(crate) struct Sessions(Mutex<Table>);
+
+#[derive(Default)]
+struct Table {
+    opened: u64,
+    open: HashMap<String, Open>,
+}
+
+struct Open {
+    session: Session,
+    /// The latest tool calls' JSON-RPC ids (as JSON text) and action seqs, for a
+    /// `notifications/cancelled` to name; the oldest forgotten past [`CALLS_KEPT`].
+    calls: VecDeque<(String, u64)>,
+    /// The answers of resumable streams that were cut, by action seq, for a `GET` with
+    /// `Last-Event-ID` to replay; the oldest forgotten past [`CALLS_KEPT`].
+    streams: VecDeque<(u64, Vec<u8>)>,
+}
+
+/// Calls a session remembers for cancellation: a client cancels what it has in flight, which is
+/// never more than a few.
+const CALLS_KEPT: usize = 256;
+
+impl Sessions {
+    /// A new session of `server`; its id.
+    pub(crate) fn open(&self, server: &Arc<str>, version: &'static str) -> String {
+        let mut t = unpoisoned(self.0.lock());
+        t.opened += 1;
+        let id = format!("{server}-{}", t.opened);
+        let session = Session {
+            server: server.clone(),
+            version,
+        };
+        let (calls, streams) = (VecDeque::new(), VecDeque::new());
+        t.open.insert(
+            id.clone(),
+            Open {
+                session,
+                calls,
+                streams,
+            },
+        );
+        id
+    }
+
+    /// Remember that call `request_id` (JSON text) of session `id` is action `seq`.
+    pub(crate) fn note_call(&self, id: &str, request_id: String, seq: u64) {
+        let mut t = unpoisoned(self.0.lock());
+        if let Some(o) = t.open.get_mut(id) {
+            if o.calls.len() == CALLS_KEPT {
+                o.calls.pop_front();
+            }
+            o.calls.push_back((request_id, seq));
+        }
+    }
+
+    /// Keep the answer of action `seq`'s stream in session `id`, for a resumption.
+    pub(crate) fn keep_stream(&self, id: &str, seq: u64, answer: Vec<u8>) {
+        let mut t = unpoisoned(self.0.lock());
+        if let Some(o) = t.open.get_mut(id) {
+            if o.streams.len() == CALLS_KEPT {
+                o.streams.pop_front();
+            }
+            o.streams.push_back((seq, answer));
+        }
+    }
+
+    /// The kept answer of action `seq`'s stream in session `id` of `server`.
+    pub(crate) fn stream_of(&self, server: &str, id: &str, seq: u64) -> Option<Vec<u8>> {
+        let t = unpoisoned(self.0.lock());
+        let o = t.open.get(id).filter(|o| &*o.session.server == server)?;
+        o.streams
+            .iter()
+            .find(|(s, _)| *s == seq)
+            .map(|(_, a)| a.clone())
+    }
+
+    /// The action of call `request_id` (JSON text) in session `id` of `server`, latest first.
+    pub(crate) fn call_of(&self, server: &str, id: &str, request_id: &str) -> Option<u64> {
+        let t = unpoisoned(self.0.lock());
+        let o = t.open.get(id).filter(|o| &*o.session.server == server)?;
+        o.calls
+            .iter()
+            .rev()
+            .find(|(r, _)| r == request_id)
+            .map(|(_, seq)| *seq)
+    }
+
+    /// The open session `id` of `server` (another server's is unknown here).
+    pub(crate) fn get(&self, server: &str, id: &str) -> Option<Session> {
+        let t = unpoisoned(self.0.lock());
+        let o = t.open.get(id).filter(|o| &*o.session.server == server)?;
+        Some(o.session.clone())
+    }
+
+    /// End session `id` of `server`; whether it was open.
+    pub(crate) fn close(&self, server: &str, id: &str) -> bool {
+        let mut t = unpoisoned(self.0.lock());
+        let known = t.open.get(id).is_some_and(|o| &*o.session.server == server);
+        if known {
+            t.open.remove(id);
+        }
+        known
+    }
+}

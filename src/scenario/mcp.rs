@@ -1,0 +1,568 @@
+//! The scenario model of a fake MCP tool server (`[mcp.NAME]`): the protocol versions it serves,
+//! what it does with a cancelled call, and its tools, each bound to a route of a fake service
+//! (`call = { service, route, path = { param = "/pointer" } }`) whose pipeline a `tools/call`
+//! runs through. Compiled at load: the route is looked up once, every pointer, path parameter
+//! and annotation checked, and problems reported with their key path like the rest of the
+//! scenario. `crate::mcp` serves the compiled [`McpServer`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::{did_you_mean, sub_table, Issues, PathTemplate, Pointer, Service};
+
+/// The protocol revisions a server may be configured to serve: the Streamable HTTP ones. The
+/// last is the modern (stateless, per-request `_meta`) era; the others need `initialize`.
+pub const KNOWN_VERSIONS: &[&str] = &["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
+
+/// The first revision of the modern era.
+pub const MODERN: &str = "2026-07-28";
+
+/// Served when a scenario lists none: the newest of each era.
+const DEFAULT_VERSIONS: &[&str] = &["2025-11-25", "2026-07-28"];
+
+/// The annotation keys MCP defines, with whether each is a boolean hint (else text).
+const ANNOTATIONS: &[(&str, bool)] = &[
+    ("title", false),
+    ("readOnlyHint", true),
+    ("destructiveHint", true),
+    ("idempotentHint", true),
+    ("openWorldHint", true),
+];
+
+/// What a cancelled call does (`cancel`).
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CancelMode {
+    /// The call still takes effect (recorded as ignored).
+    #[default]
+    Ignore,
+    /// The call does not take effect if it has not been applied yet.
+    Honor,
+}
+
+/// How answers go out to a client that accepts both JSON and an event stream (`responses`).
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Responses {
+    /// One JSON body (the response goes out whole, or not at all).
+    #[default]
+    Json,
+    /// A `text/event-stream`: headers first, the answer as a `message` event; a dropped answer
+    /// is then cut off mid-stream, after the headers, and a delayed one holds the open stream.
+    Sse,
+}
+
+/// What a legacy client finds when it resumes a cut-off stream (`resume`, with
+/// `responses = "sse"`): 2025-11-25 lets a client reconnect with `GET` and `Last-Event-ID`.
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Resume {
+    /// Streams carry no event ids: a cut stream cannot be resumed.
+    #[default]
+    None,
+    /// A priming event id first; a `GET` with `Last-Event-ID` replays the answer.
+    Replay,
+    /// A priming event id first, but the event store is "lost": the `GET` gets 404.
+    Lost,
+}
+
+/// What a modern request's `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers must do
+/// (`headers`).
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum HeaderPolicy {
+    /// Repeat the body, or the request is refused (400, -32020), as the spec says.
+    #[default]
+    Strict,
+    /// A mismatch is recorded (`header-violation`) and the request served: some clients omit
+    /// one (fastmcp-tasks' `Mcp-Name` on `tasks/get`).
+    Lenient,
+}
+
+/// A validated MCP server.
+#[derive(Clone, Debug)]
+pub struct McpServer {
+    pub name: Arc<str>,
+    /// In the order written; each one of [`KNOWN_VERSIONS`].
+    pub versions: Vec<&'static str>,
+    pub cancel: CancelMode,
+    pub responses: Responses,
+    pub resume: Resume,
+    pub headers: HeaderPolicy,
+    pub tools: Vec<Tool>,
+}
+
+impl McpServer {
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Whether `version` is one this server serves.
+    pub fn serves(&self, version: &str) -> bool {
+        self.versions.contains(&version)
+    }
+
+    /// The legacy (initialize-era) versions it serves, newest last as written.
+    /// Whether some tool reads its key from `params` (SEP-3182's shape), which a client learns
+    /// from `capabilities.tools.idempotency`.
+    pub fn keys_in_params(&self) -> bool {
+        self.tools
+            .iter()
+            .any(|t| matches!(t.key, Some(KeySource::Params(_))))
+    }
+
+    pub fn legacy_versions(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.versions.iter().copied().filter(|v| *v != MODERN)
+    }
+}
+
+/// A tool, bound to the route a call runs through.
+#[derive(Clone, Debug)]
+pub struct Tool {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// JSON Schema of the arguments (an object schema), advertised and checked per call.
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    /// Advertised as written, true or not: orchestrators key their retry policy on them.
+    pub annotations: Option<Map<String, Value>>,
+    pub service: String,
+    pub route: String,
+    pub method: String,
+    pub path: PathTemplate,
+    /// Route path parameter → pointer into the arguments.
+    pub path_params: Vec<(String, String)>,
+    /// Where the call's idempotency key is read.
+    pub key: Option<KeySource>,
+    /// The header the route's policy reads its key from: the call hands the key over there,
+    /// so the route's idempotency applies as it does to an HTTP client.
+    pub key_header: hyper::header::HeaderName,
+}
+
+/// Where a tool call's idempotency key comes from (`key`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeySource {
+    /// `key = "/pointer"`: an argument, as servers in the wild take one.
+    Argument(String),
+    /// `key = { meta = "NAME" }`: a `params._meta` entry (e.g. `dev.doubleagent/idempotencyKey`).
+    Meta(String),
+    /// `key = { params = "NAME" }`: a `params` member, as SEP-3182 proposed `idempotencyKey` (a
+    /// closed proposal; the server then advertises `capabilities.tools.idempotency`).
+    Params(String),
+}
+
+impl KeySource {
+    /// How the ledger names it (`detail.mcp.key_source`).
+    pub fn describe(&self) -> Value {
+        match self {
+            KeySource::Argument(p) => serde_json::json!({"argument": p}),
+            KeySource::Meta(n) => serde_json::json!({"meta": n}),
+            KeySource::Params(n) => serde_json::json!({"params": n}),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for KeySource {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<KeySource, D::Error> {
+        use serde::de::Error;
+        let expected = "expected a JSON pointer into the arguments (\"/idempotency_key\"), { meta = \"NAME\" } or { params = \"NAME\" }";
+        let v = toml::Value::deserialize(d)?;
+        let one = |t: &toml::Table| -> Option<(String, String)> {
+            let (k, v) = t.iter().next().filter(|_| t.len() == 1)?;
+            Some((k.clone(), v.as_str()?.to_string()))
+        };
+        match &v {
+            toml::Value::String(p) => {
+                super::check_pointer(p).map_err(D::Error::custom)?;
+                Ok(KeySource::Argument(p.clone()))
+            }
+            toml::Value::Table(t) => match one(t) {
+                Some((k, n)) if k == "meta" && !n.is_empty() => Ok(KeySource::Meta(n)),
+                Some((k, n)) if k == "params" && !n.is_empty() => Ok(KeySource::Params(n)),
+                _ => Err(D::Error::custom(expected)),
+            },
+            _ => Err(D::Error::custom(expected)),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    versions: Option<Vec<String>>,
+    cancel: Option<CancelMode>,
+    responses: Option<Responses>,
+    resume: Option<Resume>,
+    headers: Option<HeaderPolicy>,
+    #[serde(default)]
+    tools: Vec<RawTool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    name: String,
+    title: Option<String>,
+    description: Option<String>,
+    input_schema: Option<Value>,
+    output_schema: Option<Value>,
+    annotations: Option<Map<String, Value>>,
+    call: RawToolCall,
+    key: Option<KeySource>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToolCall {
+    service: String,
+    route: String,
+    #[serde(default)]
+    path: BTreeMap<String, Pointer>,
+}
+
+/// Every `[mcp.NAME]` table, each compiled against the scenario's services.
+pub(crate) fn compile_all(
+    raw: &BTreeMap<String, toml::Table>,
+    services: &[Service],
+    issues: &mut Issues,
+) -> Vec<McpServer> {
+    let mut out = Vec::new();
+    for (name, table) in raw {
+        let path = format!("mcp.{name}");
+        if !valid_segment(name) {
+            issues.push((path.clone(), "an MCP server name may use only letters, digits, '-' and '_' (it becomes a URL path segment)".into()));
+        }
+        if let Some(s) = compile(name, table, &path, services, issues) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+fn valid_segment(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn compile(
+    name: &str,
+    table: &toml::Table,
+    path: &str,
+    services: &[Service],
+    issues: &mut Issues,
+) -> Option<McpServer> {
+    let raw: RawServer = sub_table(table, path, issues)?;
+    let start = issues.len();
+    let versions = match &raw.versions {
+        None => DEFAULT_VERSIONS.to_vec(),
+        Some(vs) => compile_versions(vs, &format!("{path}.versions"), issues),
+    };
+    if raw.resume.is_some_and(|r| r != Resume::None) && raw.responses != Some(Responses::Sse) {
+        issues.push((
+            format!("{path}.resume"),
+            "resuming needs event streams: add responses = \"sse\"".into(),
+        ));
+    }
+    let mut tools: Vec<Tool> = Vec::new();
+    for (i, t) in raw.tools.into_iter().enumerate() {
+        let tpath = format!("{path}.tools[{i}]");
+        if tools.iter().any(|o| o.name == t.name) {
+            issues.push((
+                format!("{tpath}.name"),
+                format!(
+                    "duplicate tool name \"{}\" in MCP server \"{name}\"",
+                    t.name
+                ),
+            ));
+        }
+        if let Some(tool) = compile_tool(t, &tpath, services, issues) {
+            tools.push(tool);
+        }
+    }
+    (issues.len() == start).then(|| McpServer {
+        name: name.into(),
+        versions,
+        cancel: raw.cancel.unwrap_or_default(),
+        responses: raw.responses.unwrap_or_default(),
+        resume: raw.resume.unwrap_or_default(),
+        headers: raw.headers.unwrap_or_default(),
+        tools,
+    })
+}
+
+fn compile_versions(given: &[String], path: &str, issues: &mut Issues) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    for (i, v) in given.iter().enumerate() {
+        match KNOWN_VERSIONS.iter().find(|k| **k == v.as_str()) {
+            Some(k) if out.contains(k) => {
+                issues.push((format!("{path}[{i}]"), format!("\"{v}\" is listed twice")))
+            }
+            Some(k) => out.push(*k),
+            None => issues.push((
+                format!("{path}[{i}]"),
+                format!(
+                    "unknown MCP protocol version \"{v}\"; expected some of: {}",
+                    KNOWN_VERSIONS.join(", ")
+                ),
+            )),
+        }
+    }
+    if given.is_empty() {
+        issues.push((
+            path.to_string(),
+            "list at least one protocol version".into(),
+        ));
+    }
+    out
+}
+
+fn compile_tool(
+    t: RawTool,
+    tpath: &str,
+    services: &[Service],
+    issues: &mut Issues,
+) -> Option<Tool> {
+    let start = issues.len();
+    let name_ok = (1..=128).contains(&t.name.len())
+        && t.name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !name_ok {
+        issues.push((
+            format!("{tpath}.name"),
+            "a tool name is 1 to 128 of the characters A-Z, a-z, 0-9, '_', '-' and '.'".into(),
+        ));
+    }
+    let input_schema = t
+        .input_schema
+        .unwrap_or_else(|| serde_json::json!({"type": "object", "additionalProperties": false}));
+    if input_schema.get("type").and_then(Value::as_str) != Some("object") {
+        issues.push((
+            format!("{tpath}.input_schema"),
+            "an input schema describes the arguments object: it needs type = \"object\"".into(),
+        ));
+    }
+    check_schema(&input_schema, &format!("{tpath}.input_schema"), issues);
+    if let Some(s) = &t.output_schema {
+        check_schema(s, &format!("{tpath}.output_schema"), issues);
+    }
+    if let Some(a) = &t.annotations {
+        check_annotations(a, &format!("{tpath}.annotations"), issues);
+    }
+    let (svc, route) = find_route(&t.call, &format!("{tpath}.call"), services, issues)?;
+    for param in t.call.path.keys() {
+        if !route.path.has_param(param) {
+            issues.push((
+                format!("{tpath}.call.path.{param}"),
+                format!(
+                    "route \"{}\"'s path {} has no parameter {{{param}}}",
+                    route.name, route.path.raw
+                ),
+            ));
+        }
+    }
+    for param in route.path.params() {
+        if !t.call.path.contains_key(param) {
+            issues.push((format!("{tpath}.call"), format!("route \"{}\"'s path {} has the parameter {{{param}}}: say where the arguments hold it, e.g. path = {{ {param} = \"/{param}\" }}", route.name, route.path.raw)));
+        }
+    }
+    if issues.len() > start {
+        return None;
+    }
+    Some(Tool {
+        name: t.name,
+        title: t.title,
+        description: t.description,
+        input_schema,
+        output_schema: t.output_schema,
+        annotations: t.annotations,
+        service: svc.name.clone(),
+        route: route.name.clone(),
+        method: route.method.clone(),
+        path: route.path.clone(),
+        path_params: t.call.path.into_iter().map(|(k, p)| (k, p.0)).collect(),
+        key: t.key,
+        key_header: route.idempotency.header_name.clone(),
+    })
+}
+
+fn find_route<'s>(
+    call: &RawToolCall,
+    path: &str,
+    services: &'s [Service],
+    issues: &mut Issues,
+) -> Option<(&'s Service, &'s super::Route)> {
+    let Some(svc) = services.iter().find(|s| s.name == call.service) else {
+        issues.push((
+            format!("{path}.service"),
+            format!(
+                "no service named \"{}\"{}",
+                call.service,
+                did_you_mean(&call.service, services.iter().map(|s| s.name.as_str()))
+            ),
+        ));
+        return None;
+    };
+    let Some(route) = svc.route(&call.route) else {
+        issues.push((
+            format!("{path}.route"),
+            format!(
+                "no route named \"{}\" in service \"{}\"{}",
+                call.route,
+                svc.name,
+                did_you_mean(&call.route, svc.routes.iter().map(|r| r.name.as_str()))
+            ),
+        ));
+        return None;
+    };
+    Some((svc, route))
+}
+
+fn check_annotations(a: &Map<String, Value>, path: &str, issues: &mut Issues) {
+    for (k, v) in a {
+        match ANNOTATIONS.iter().find(|(n, _)| n == k) {
+            None => issues.push((
+                format!("{path}.{k}"),
+                format!(
+                    "unknown annotation `{k}`{}",
+                    did_you_mean(k, ANNOTATIONS.iter().map(|(n, _)| *n))
+                ),
+            )),
+            Some((_, true)) if !v.is_boolean() => {
+                issues.push((format!("{path}.{k}"), "expected true or false".into()))
+            }
+            Some((_, false)) if !v.is_string() => {
+                issues.push((format!("{path}.{k}"), "expected a string".into()))
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// The schema keywords the per-call check reads, checked for shape at load so that a typo
+/// in a scenario is an error here rather than a check that silently never fails.
+fn check_schema(s: &Value, path: &str, issues: &mut Issues) {
+    let Some(obj) = s.as_object() else {
+        issues.push((path.to_string(), "a JSON Schema is a table".into()));
+        return;
+    };
+    const TYPES: &[&str] = &[
+        "object", "array", "string", "number", "integer", "boolean", "null",
+    ];
+    let type_ok = |t: &Value| t.as_str().is_some_and(|t| TYPES.contains(&t));
+    match obj.get("type") {
+        None => {}
+        Some(Value::Array(ts)) if ts.iter().all(type_ok) => {}
+        Some(t) if type_ok(t) => {}
+        Some(_) => issues.push((
+            format!("{path}.type"),
+            format!("expected one of {} (or a list of them)", TYPES.join(", ")),
+        )),
+    }
+    if let Some(r) = obj.get("required") {
+        if !r.as_array().is_some_and(|r| r.iter().all(Value::is_string)) {
+            issues.push((
+                format!("{path}.required"),
+                "expected a list of property names".into(),
+            ));
+        }
+    }
+    if let Some(p) = obj.get("properties") {
+        match p.as_object() {
+            Some(props) => {
+                for (k, v) in props {
+                    check_schema(v, &format!("{path}.properties.{k}"), issues);
+                }
+            }
+            None => issues.push((
+                format!("{path}.properties"),
+                "expected a table of property schemas".into(),
+            )),
+        }
+    }
+    if let Some(items) = obj.get("items") {
+        check_schema(items, &format!("{path}.items"), issues);
+    }
+    if let Some(extra @ Value::Object(_)) = obj.get("additionalProperties") {
+        check_schema(extra, &format!("{path}.additionalProperties"), issues);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::Scenario;
+
+    const PAY: &str = "[services.payments]\nidempotency = { preset = \"stripe\" }\n[[services.payments.routes]]\nname = \"create-transfer\"\nmethod = \"POST\"\npath = \"/v1/transfers\"\nkind = \"action\"\n[[services.payments.routes]]\nname = \"get-transfer\"\nmethod = \"GET\"\npath = \"/v1/transfers/{id}\"\nkind = \"lookup\"\n";
+
+    fn err(extra: &str) -> String {
+        Scenario::from_toml(&format!("{PAY}{extra}"), "s.toml")
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn a_tool_compiles_against_its_route() {
+        let src = format!("{PAY}[mcp.payments]\n[[mcp.payments.tools]]\nname = \"get_transfer\"\ninput_schema = {{ type = \"object\" }}\ncall = {{ service = \"payments\", route = \"get-transfer\", path = {{ id = \"/id\" }} }}\nkey = \"/k\"\n");
+        let s = Scenario::from_toml(&src, "s.toml").unwrap();
+        let server = &s.mcp[0];
+        assert_eq!(server.versions, ["2025-11-25", "2026-07-28"]);
+        let tool = server.tool("get_transfer").unwrap();
+        assert_eq!(tool.method, "GET");
+        assert_eq!(tool.path_params, [("id".to_string(), "/id".to_string())]);
+        assert_eq!(tool.key_header.as_str(), "idempotency-key");
+    }
+
+    #[test]
+    fn an_unknown_route_is_located_with_a_hint() {
+        let e = err("[mcp.p]\n[[mcp.p.tools]]\nname = \"t\"\ncall = { service = \"payments\", route = \"create-transfr\" }\n");
+        assert!(e.contains("s.toml:16:32: mcp.p.tools[0].call.route: no route named \"create-transfr\" in service \"payments\"; did you mean `create-transfer`?"), "{e}");
+    }
+
+    #[test]
+    fn a_path_parameter_needs_a_pointer_and_versions_must_be_known() {
+        let e = err("[mcp.p]\nversions = [\"2025-11-25\", \"2024-01-01\"]\n[[mcp.p.tools]]\nname = \"t\"\ncall = { service = \"payments\", route = \"get-transfer\" }\nannotations = { idempotentHInt = true }\n");
+        assert!(
+            e.contains("mcp.p.versions[1]: unknown MCP protocol version \"2024-01-01\""),
+            "{e}"
+        );
+        assert!(
+            e.contains("mcp.p.tools[0].call: route \"get-transfer\"'s path /v1/transfers/{id} has the parameter {id}"),
+            "{e}"
+        );
+        assert!(
+            e.contains("mcp.p.tools[0].annotations.idempotentHInt: unknown annotation `idempotentHInt`; did you mean `idempotentHint`?"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_key_comes_from_an_argument_meta_or_params() {
+        let tool = |key: &str| {
+            let src = format!("{PAY}[mcp.p]\n[[mcp.p.tools]]\nname = \"t\"\ncall = {{ service = \"payments\", route = \"create-transfer\" }}\nkey = {key}\n");
+            Scenario::from_toml(&src, "s.toml").map(|s| s.mcp[0].tools[0].key.clone())
+        };
+        use super::KeySource::*;
+        assert_eq!(tool("\"/k\"").unwrap(), Some(Argument("/k".into())));
+        assert_eq!(tool("{ meta = \"m\" }").unwrap(), Some(Meta("m".into())));
+        assert_eq!(
+            tool("{ params = \"idempotencyKey\" }").unwrap(),
+            Some(Params("idempotencyKey".into()))
+        );
+        for bad in ["\"k\"", "{ meta = 1 }", "{ argument = \"/k\" }", "7"] {
+            let e = tool(bad).unwrap_err().to_string();
+            assert!(e.contains("mcp.p.tools[0].key: "), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_key_is_rejected() {
+        let e = err("[mcp.p]\n[[mcp.p.tools]]\nname = \"t\"\ncal = { service = \"payments\", route = \"create-transfer\" }\n");
+        assert!(e.contains("mcp.p.tools[0].cal: unknown key `cal`"), "{e}");
+    }
+}
