@@ -284,3 +284,25 @@ def test_the_lie_is_a_tool_error_though_the_effect_happened():
     assert r.is_error
     [entry] = w.actions()
     assert entry['applied'] is True and entry['response']['status'] == 500
+
+
+def test_rec_3_a_call_the_client_gave_up_on_still_took_effect():
+    # The answer is held on the scenario clock; the client times out and (legacy) POSTs
+    # notifications/cancelled, which the server ignores (`cancel = "ignore"`): the ledger says
+    # the transfer was applied and its answer abandoned, so "cancelled" is no proof of "not done".
+    w = World()
+
+    async def t():
+        async with w.client() as c:
+            with pytest.raises(MCPError) as e:
+                await c.call_tool('slow_transfer', TRANSFER, read_timeout_seconds=0.5)
+            assert e.value.error.code == -32001  # the SDK's own timeout code
+            await asyncio.sleep(0.3)  # let the cancellation notice (or the closed stream) arrive
+
+    run(t())
+    [entry] = w.actions()
+    assert entry['applied'] is True
+    if ERA == 'legacy':
+        [cancel] = w.entries(event='cancelled')
+        assert cancel['detail']['outcome'] == 'ignored'
+        assert cancel['detail']['target'] == entry['detail']['mcp']['jsonrpc_id']
