@@ -143,3 +143,30 @@ fn acc_1_a_re_send_after_a_header_mismatch_refusal_is_one_action() {
     assert!(findings(&da, "ACC-1").is_empty());
     assert!(findings(&da, "REC-4").is_empty());
 }
+
+#[test]
+fn rec_3_without_claims_a_cancellation_notice_is_named_as_not_judged() {
+    let da = Da::start(&SCENARIO.replace(
+        r#"versions = ["2026-07-28"]"#,
+        r#"versions = ["2025-11-25"]"#,
+    ));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let accept = ("accept", "application/json, text/event-stream");
+    let r = da.post_json("/mcp/payments", &[accept], &init).unwrap();
+    let session = r.header("mcp-session-id").expect("a session").to_string();
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "user pressed stop"}});
+    let headers = [
+        accept,
+        ("mcp-session-id", &session),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let r = da.post_json("/mcp/payments", &headers, &cancel).unwrap();
+    assert_eq!(r.status, 202, "{}", r.text());
+    let verdict = da.get("/_admin/verify").json();
+    let notes = verdict["notes"].to_string();
+    assert!(notes.contains("REC-3"), "{verdict}");
+    assert_eq!(verdict["state"], "incomplete", "{verdict}");
+}
