@@ -3,7 +3,7 @@ round's ratio), budget verdicts.
 
 usage: report.py RESULTS.tsv MODE ROUNDS MACHINE AGENTS [OUT.md]
 
-AGENTS is "a2a=X,agui=Y", each X/Y "1" (measured), "0" (unavailable: a "skipped" row) or "off"
+AGENTS is "a2a=X,agui=Y,mcp=Z", each X/Y/Z "1" (measured), "0" (unavailable: a "skipped" row) or "off"
 (left out by --only: no row).
 
 RESULTS.tsv has one measurement a line: figure, kind (da|base), metric, value. Exits 1 when a
@@ -170,6 +170,10 @@ if agents.get("agui") == "1":
     ratio_row("agui", "agents: AG-UI run with one interrupt: rps", "rps", "≥ 0.5×", lambda r: r >= 0.5)
 elif agents.get("agui") != "off":
     skipped("agents: AG-UI run with one interrupt: rps", "≥ 0.5×")
+if agents.get("mcp") == "1":
+    ratio_row("mcp", "MCP: tools/call round trips (2026-07-28): rps", "rps", "≥ 0.5×", lambda r: r >= 0.5)
+elif agents.get("mcp") not in (None, "off"):
+    skipped("MCP: tools/call round trips (2026-07-28): rps", "≥ 0.5×")
 
 errors = [(f, med(f, k, "errors")) for (f, k, m) in values if m == "errors"]
 errors = sorted({(f, e) for f, e in errors if e})

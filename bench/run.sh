@@ -250,7 +250,9 @@ A2A_BODY='{"jsonrpc":"2.0","id":"$K","method":"SendMessage","params":{"message":
 A2A_HEADERS='A2A-Version: 1.0'
 AGUI_BODY='{"threadId":"t-$K","runId":"r-$K","messages":[{"id":"m-$K","role":"user","content":"pay the vendor"}],"tools":[],"context":[],"state":{}}'
 AGUI_HEADERS='Accept: text/event-stream'
-A2A_OK=""; AGUI_OK=""
+MCP_BODY='{"jsonrpc":"2.0","id":"$K","method":"tools/call","params":{"name":"create_transfer","arguments":{"to":"acct-9","amount":100},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
+MCP_HEADERS='Accept: application/json, text/event-stream|MCP-Protocol-Version: 2026-07-28|Mcp-Method: tools/call|Mcp-Name: create_transfer'
+A2A_OK=""; AGUI_OK=""; MCP_OK=""
 
 # agent_probe NAME SCENARIO PATH BODY HEADERS MARKER: checks, captures the answer for the baseline
 agent_probe() {
@@ -273,6 +275,7 @@ agent_probe() {
 if want agents; then
   agent_probe a2a bench/agents-a2a.toml /agents/worker "$A2A_BODY" "$A2A_HEADERS" '"result"' && A2A_OK=1
   agent_probe agui bench/agents-agui.toml /agents/approver "$AGUI_BODY" "$AGUI_HEADERS" 'RUN_FINISHED' && AGUI_OK=1
+  agent_probe mcp bench/mcp.toml /mcp/payments "$MCP_BODY" "$MCP_HEADERS" '"structuredContent"' && MCP_OK=1
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -304,6 +307,9 @@ for round in $(seq 1 "$ROUNDS"); do
   fi
   if [ -n "$AGUI_OK" ]; then
     pair_figure agui "$ORDER" "$SLICE" bench/agents-agui.toml /agents/approver 64 none "$AGUI_BODY" "$AGUI_HEADERS" "$(cat "$TMP/agui.spec")"
+  fi
+  if [ -n "$MCP_OK" ]; then
+    pair_figure mcp "$ORDER" "$SLICE" bench/mcp.toml /mcp/payments 64 none "$MCP_BODY" "$MCP_HEADERS" "$(cat "$TMP/mcp.spec")"
   fi
 
   if want startup; then
@@ -426,5 +432,5 @@ fi
 
 MACHINE="$(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(rustc --version), load average $(cut -d' ' -f1-3 /proc/loadavg), loadgen $LOADGEN"
 # Agents left out by --only get no row, as any other figure; asked for and unavailable, a "skipped" row.
-if want agents; then AGENTS="a2a=${A2A_OK:-0},agui=${AGUI_OK:-0}"; else AGENTS="a2a=off,agui=off"; fi
+if want agents; then AGENTS="a2a=${A2A_OK:-0},agui=${AGUI_OK:-0},mcp=${MCP_OK:-0}"; else AGENTS="a2a=off,agui=off,mcp=off"; fi
 python3 bench/report.py "$RESULTS" "$MODE" "$ROUNDS" "$MACHINE" "$AGENTS" "${BENCH_OUT:-}"

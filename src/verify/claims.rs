@@ -36,6 +36,9 @@ pub struct ActionClaim {
 pub enum ActionOutcome {
     Succeeded,
     Failed,
+    /// The orchestrator believes its cancel stopped the action (an MCP `notifications/cancelled`,
+    /// a closed stream, a cancel route): true only if it never took effect (REC-3).
+    Cancelled,
     Unknown,
 }
 

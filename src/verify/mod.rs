@@ -91,7 +91,10 @@ fn run(l: &Ledger, extra: Option<&Claims>) -> Report {
                 seqs(unlearned.iter().map(|e| e.seq), "attempt")
             ));
         }
-        let cancels = ix.rows().filter(|e| e.agent_event("cancel").is_some());
+        // A2A cancels (`cancel`) and MCP cancellation notices (`cancelled`).
+        let cancels = ix
+            .rows()
+            .filter(|e| e.agent_event("cancel").is_some() || e.agent_event("cancelled").is_some());
         if cancels.clone().next().is_some() {
             unjudged.push(format!(
                 "what the orchestrator believed of {} (REC-3)",

@@ -182,24 +182,30 @@ pub(super) fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
                     c.intent.as_ref().map(|i| i.to_string()).unwrap_or_default()
                 )
             });
+        const REPORT: &str = "report what the authoritative state says; when it cannot be known, report the outcome as unknown";
         let contradiction = match c.claim {
-            ActionOutcome::Succeeded if !applied => Some(if hits.is_empty() {
+            ActionOutcome::Succeeded if !applied => Some(("ACC-3", if hits.is_empty() {
                 format!("the action named by {name} was claimed succeeded but was never executed")
             } else {
                 format!("the action named by {name} was claimed succeeded but never took effect")
-            }),
-            ActionOutcome::Failed if applied => Some(format!(
+            }, REPORT)),
+            ActionOutcome::Failed if applied => Some(("ACC-3", format!(
                 "the action named by {name} was claimed failed but it took effect"
-            )),
+            ), REPORT)),
+            // A cancel is a request: the call may have been applied before it arrived, or the
+            // server may ignore it (MCP makes cancellation advisory).
+            ActionOutcome::Cancelled if applied => Some(("REC-3", format!(
+                "the action named by {name} was claimed cancelled but it took effect"
+            ), "a cancel is a request, not an outcome: record \"stop requested\" and look the action up before believing it did not happen")),
             _ => None,
         };
-        if let Some(summary) = contradiction {
+        if let Some((rule, summary, hint)) = contradiction {
             contradicted.extend(hits.iter().map(|e| e.seq));
             out.push(Finding {
-                rule: "ACC-3".into(),
+                rule: rule.into(),
                 summary,
                 entries: hits.iter().map(|e| e.seq).collect(),
-                hint: "report what the authoritative state says; when it cannot be known, report the outcome as unknown".into(),
+                hint: hint.into(),
             });
         }
     }

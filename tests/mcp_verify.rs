@@ -1,0 +1,172 @@
+//! The verifier over MCP tool calls, against the real binary: a call the orchestrator claims it
+//! cancelled, though the ledger says it took effect, is a REC-3 finding; the same claim for a
+//! call that never took effect is not; and a call refused before execution (a header mismatch,
+//! -32020) re-sent correctly is one action, not two (no ACC-1). Rule IDs from
+//! shared/spec/rules.md are in the test names.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+const SCENARIO: &str = r#"
+name = "mcp-verify"
+clock = "manual"
+
+[services.payments]
+idempotency = { preset = "stripe", retention = "24h" }
+
+[[services.payments.routes]]
+name = "create-transfer"
+method = "POST"
+path = "/v1/transfers"
+kind = "action"
+intent = ["/to", "/amount"]
+respond = { status = 201, json = { id = "{{action.id}}", status = "succeeded" } }
+
+[[services.payments.routes]]
+name = "refused-transfer"
+method = "POST"
+path = "/v1/refused"
+kind = "action"
+intent = ["/to", "/amount"]
+fates = ["error-before-apply:503"]
+
+[mcp.payments]
+versions = ["2026-07-28"]
+
+[[mcp.payments.tools]]
+name = "create_transfer"
+input_schema = { type = "object", required = ["to", "amount"], properties = { to = { type = "string" }, amount = { type = "integer" }, idempotency_key = { type = "string" } } }
+call = { service = "payments", route = "create-transfer" }
+key = "/idempotency_key"
+
+[[mcp.payments.tools]]
+name = "refused_transfer"
+input_schema = { type = "object", required = ["to", "amount"], properties = { to = { type = "string" }, amount = { type = "integer" }, idempotency_key = { type = "string" } } }
+call = { service = "payments", route = "refused-transfer" }
+key = "/idempotency_key"
+"#;
+
+const VERSION: &str = "2026-07-28";
+
+/// A 2026-07-28 `tools/call` (no session: the version in `_meta` and the headers), with
+/// `name_header` as its `Mcp-Name`.
+fn call_tool(da: &Da, id: u64, tool: &str, name_header: &str, args: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": tool, "arguments": args,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": VERSION,
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let r = da
+        .post_json(
+            "/mcp/payments",
+            &[
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", VERSION),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", name_header),
+            ],
+            &body,
+        )
+        .unwrap();
+    r.json()
+}
+
+fn findings(da: &Da, rule: &str) -> Vec<Value> {
+    da.get("/_admin/verify").json()["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == rule)
+        .cloned()
+        .collect()
+}
+
+fn claim(da: &Da, claims: Value) {
+    let r = da.post_json("/_admin/claims", &[], &claims).unwrap();
+    assert!(r.status < 300, "{}", r.text());
+}
+
+#[test]
+fn rec_3_a_tool_call_claimed_cancelled_that_took_effect_is_found() {
+    let da = Da::start(SCENARIO);
+    let args = json!({"to": "acct-9", "amount": 100, "idempotency_key": "k-1"});
+    let r = call_tool(&da, 1, "create_transfer", "create_transfer", args);
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    claim(
+        &da,
+        json!({"actions": [{"key": "k-1", "claim": "cancelled"}]}),
+    );
+    let found = findings(&da, "REC-3");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("claimed cancelled but it took effect"),
+        "{found:?}"
+    );
+    assert!(findings(&da, "ACC-3").is_empty());
+}
+
+#[test]
+fn rec_3_a_cancelled_claim_for_a_call_that_never_took_effect_is_no_finding() {
+    let da = Da::start(SCENARIO);
+    let args = json!({"to": "acct-9", "amount": 100, "idempotency_key": "k-2"});
+    let r = call_tool(&da, 1, "refused_transfer", "refused_transfer", args);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    claim(
+        &da,
+        json!({"actions": [{"key": "k-2", "claim": "cancelled"}]}),
+    );
+    assert!(findings(&da, "REC-3").is_empty());
+    assert!(findings(&da, "ACC-3").is_empty());
+}
+
+#[test]
+fn acc_1_a_re_send_after_a_header_mismatch_refusal_is_one_action() {
+    let da = Da::start(SCENARIO);
+    let args = json!({"to": "acct-9", "amount": 100});
+    // The first attempt names the wrong tool in Mcp-Name: refused before execution (-32020),
+    // as the Python client provokes when its tool list is stale; it re-sends, correctly.
+    let refused = call_tool(&da, 1, "create_transfer", "get_transfer", args.clone());
+    assert_eq!(refused["error"]["code"], -32020, "{refused}");
+    let ok = call_tool(&da, 2, "create_transfer", "create_transfer", args);
+    assert_eq!(ok["result"]["isError"], false, "{ok}");
+    let actions = da.get("/_admin/ledger?service=payments").json()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| !e["route"].is_null())
+        .count();
+    assert_eq!(actions, 1);
+    assert!(findings(&da, "ACC-1").is_empty());
+    assert!(findings(&da, "REC-4").is_empty());
+}
+
+#[test]
+fn rec_3_without_claims_a_cancellation_notice_is_named_as_not_judged() {
+    let da = Da::start(&SCENARIO.replace(
+        r#"versions = ["2026-07-28"]"#,
+        r#"versions = ["2025-11-25"]"#,
+    ));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let accept = ("accept", "application/json, text/event-stream");
+    let r = da.post_json("/mcp/payments", &[accept], &init).unwrap();
+    let session = r.header("mcp-session-id").expect("a session").to_string();
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "user pressed stop"}});
+    let headers = [
+        accept,
+        ("mcp-session-id", &session),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let r = da.post_json("/mcp/payments", &headers, &cancel).unwrap();
+    assert_eq!(r.status, 202, "{}", r.text());
+    let verdict = da.get("/_admin/verify").json();
+    let notes = verdict["notes"].to_string();
+    assert!(notes.contains("REC-3"), "{verdict}");
+    assert_eq!(verdict["state"], "incomplete", "{verdict}");
+}
