@@ -2,6 +2,8 @@
 #   docker build -t doubleagent .
 #   docker run -p 7070:7070 -e DOUBLEAGENT_ADMIN_TOKEN=change-me -v "$PWD/scenarios:/scenarios:ro" \
 #     doubleagent serve /scenarios/lost-response.toml --listen 0.0.0.0:7070
+# A2A agents over gRPC: add `--grpc-listen 0.0.0.0:7071` and `-p 7071:7071` (without it the gRPC
+# listener takes a free port).
 
 # --- build: a release binary from the locked dependency set ---------------------------------------
 FROM rust:1-slim-bookworm AS build
@@ -10,7 +12,8 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends make \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock build.rs ./
+COPY proto ./proto
 COPY src ./src
 COPY scenarios ./scenarios
 COPY examples ./examples
@@ -25,7 +28,7 @@ RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin doub
 COPY --from=build /src/target/release/doubleagent /usr/local/bin/doubleagent
 COPY scenarios /scenarios
 USER doubleagent
-EXPOSE 7070
+EXPOSE 7070 7071
 VOLUME ["/scenarios", "/var/lib/doubleagent"]
 # The binary probes itself: no extra HTTP client in the image.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=2s --retries=3 \

@@ -120,6 +120,10 @@ pub struct ServeArgs {
     /// Address to listen on; port 0 picks a free port (reported on the ready line).
     #[arg(long, default_value = "127.0.0.1:7070")]
     pub listen: String,
+    /// Address of the A2A gRPC listener (default: when an A2A agent serves gRPC, the --listen
+    /// host at a free port); the ready line's `grpc` says where it is.
+    #[arg(long)]
+    pub grpc_listen: Option<String>,
     /// Also write the ready line's JSON to this file.
     #[arg(long)]
     pub ready_file: Option<PathBuf>,
@@ -515,14 +519,14 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: cannot run {}: {e}", args.command[0]);
-            let _ = stop.send(());
+            let _ = stop.send(true);
             return ExitCode::from(2);
         }
     };
     // Read claims only now: the command under test may have written them.
     let claims = read_claims(args.claims.as_ref());
     let entries = app.host.world().entries(&Filter::default());
-    let _ = stop.send(());
+    let _ = stop.send(true);
     let claims = match claims {
         Ok(c) => c,
         Err(e) => {
@@ -661,7 +665,15 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
             }
         }
     };
+    let grpc = match bind_grpc(&args, addr, host.world().scenario.serves_grpc()).await {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
     let app = Arc::new(App {
+        grpc: grpc
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+            .map(|a| a.to_string()),
         drain: args.drain_timeout,
         header_read_timeout: args.header_read_timeout,
         max_connections: args.max_connections,
@@ -669,7 +681,11 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         ..App::new(host, format!("http://{addr}"))
     });
     let signals = shutdown_signal();
-    let ready = Ready::of(&app.host.world(), &app.base_url).line();
+    let ready = Ready {
+        grpc: app.grpc.clone(),
+        ..Ready::of(&app.host.world(), &app.base_url)
+    }
+    .line();
     if let Some(path) = &args.ready_file {
         if let Err(e) = std::fs::write(path, format!("{ready}\n")) {
             eprintln!("error: cannot write the ready file {}: {e}", path.display());
@@ -687,10 +703,56 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         eprintln!("{}", quickstart_hints(&app.base_url));
     }
     tracing::info!(url = %app.base_url, "serving");
-    serve(listener, app.clone(), signals).await;
+    // One signal stops both listeners.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let grpc = grpc.map(|l| {
+        let mut stopped = stopped.clone();
+        let wait = async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        tokio::spawn(crate::server::grpc::serve(l, app.clone(), wait))
+    });
+    serve(listener, app.clone(), async move {
+        signals.await;
+        let _ = stop.send(true);
+    })
+    .await;
+    if let Some(grpc) = grpc {
+        // Streams a client keeps open (a subscription) end with the drain, as over HTTP.
+        if tokio::time::timeout(app.drain, grpc).await.is_err() {
+            tracing::info!("gRPC calls still open after the drain were cut");
+        }
+    }
     app.host.flush_journal();
     tracing::info!("stopped");
     ExitCode::SUCCESS
+}
+
+/// The gRPC listener: at `--grpc-listen`, else on the HTTP listener's host at a free port when
+/// an A2A agent serves gRPC; none otherwise.
+async fn bind_grpc(
+    args: &ServeArgs,
+    http: std::net::SocketAddr,
+    wanted: bool,
+) -> Result<Option<tokio::net::TcpListener>, ExitCode> {
+    let addr = match &args.grpc_listen {
+        Some(a) => a.clone(),
+        None if wanted => format!("{}:0", http.ip()),
+        None => return Ok(None),
+    };
+    match crate::server::bind(&addr).await {
+        Ok(l) => Ok(Some(l)),
+        Err(e) => {
+            eprintln!("error: cannot listen on {addr} for gRPC: {e}");
+            Err(ExitCode::from(
+                if e.kind() == std::io::ErrorKind::InvalidInput {
+                    2
+                } else {
+                    1
+                },
+            ))
+        }
+    }
 }
 
 fn quickstart_hints(url: &str) -> String {

@@ -190,6 +190,7 @@ fn acct_the_issue_example_serves_a_card_whose_interface_url_is_the_bound_address
         json!([
             {"url": format!("{}/agents/researcher", da.url), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": format!("{}/agents/researcher", da.url), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+            {"url": da.ready["grpc"], "protocolBinding": "GRPC", "protocolVersion": "1.0", "tenant": "researcher"},
         ])
     );
     assert_eq!(

@@ -89,6 +89,9 @@ fn the_ready_json_and_agent_cards_inside_a_session_carry_its_prefix() {
     let interfaces = json!([
         {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        // gRPC has no path: the tenant carries the session.
+        {"url": da.ready["grpc"], "protocolBinding": "GRPC", "protocolVersion": "1.0",
+            "tenant": "_s/t-1/researcher"},
     ]);
     let card = da
         .get("/_s/t-1/agents/researcher/.well-known/agent-card.json")

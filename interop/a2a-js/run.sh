@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Interop suite: the official TypeScript A2A client (@a2a-js/sdk 1.3.0) against a running
-# doubleagent, once over each binding the client and doubleagent share (A2A_TRANSPORTS, default
-# "JSONRPC HTTP+JSON"). The SDK also has a gRPC client (@a2a-js/sdk/client/grpc); doubleagent does
-# not serve gRPC yet, so GRPC is not in the list (TODO in test_a2a.mjs, transportFactory()).
+# doubleagent, once over each binding (A2A_TRANSPORTS, default "JSONRPC HTTP+JSON GRPC"; gRPC
+# through @a2a-js/sdk/client/grpc with its peer dependencies @grpc/grpc-js and @bufbuild/protobuf).
 #
 #   bash interop/a2a-js/run.sh [node --test args...]
 #
@@ -14,7 +13,7 @@
 #   DOUBLEAGENT_BIN       binary to run (default: <repo>/target/debug/doubleagent, built if missing)
 #   DOUBLEAGENT_SCENARIO  scenario file (default: <repo>/scenarios/a2a-interop.toml)
 #   DOUBLEAGENT_CACHE     cache root for the npm install (default: ${XDG_CACHE_HOME:-~/.cache}/doubleagent)
-#   A2A_TRANSPORTS        bindings to run the suite over, in order (default: "JSONRPC HTTP+JSON")
+#   A2A_TRANSPORTS        bindings to run the suite over, in order (default: "JSONRPC HTTP+JSON GRPC")
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -95,7 +94,7 @@ ln -s "$DEPS/node_modules" "$WORK/suite/node_modules"
 
 status=0
 set +e
-for transport in ${A2A_TRANSPORTS:-JSONRPC HTTP+JSON}; do
+for transport in ${A2A_TRANSPORTS:-JSONRPC HTTP+JSON GRPC}; do
     echo "interop/a2a-js: @a2a-js/sdk $SDK_VERSION over $transport" >&2
     A2A_TRANSPORT="$transport" DOUBLEAGENT_URL="$url" \
         node --test --test-reporter=spec "$@" "$WORK/suite/test_a2a.mjs"

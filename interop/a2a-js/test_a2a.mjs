@@ -2,8 +2,8 @@
 // A2A agents.
 //
 // Started by run.sh, which serves scenarios/a2a-interop.toml and exports DOUBLEAGENT_URL (the
-// ready line's `url`) and A2A_TRANSPORT, the one binding the client is restricted to (`JSONRPC` or
-// `HTTP+JSON`; run.sh runs the suite once per binding). The scenario's agents `honor`, `toolate`
+// ready line's `url`) and A2A_TRANSPORT, the one binding the client is restricted to (`JSONRPC`,
+// `HTTP+JSON` or `GRPC`; run.sh runs the suite once per binding). The scenario's agents `honor`, `toolate`
 // and `ackthen` (one per cancel policy), `early` (scripted behaviours) and `dedupe` each work 3 s
 // on a manual clock and produce an artifact with a text part and a data part sharing a canary.
 //
@@ -21,6 +21,7 @@ import { test } from 'node:test';
 
 import { Role, StreamResponse, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import {
   RequestMalformedError,
   TaskNotCancelableError,
@@ -49,12 +50,11 @@ function transportFactory() {
       return new JsonRpcTransportFactory();
     case 'HTTP+JSON':
       return new RestTransportFactory();
-    // TODO(grpc): @a2a-js/sdk 1.3.0 has a gRPC client (GrpcTransportFactory from
-    // '@a2a-js/sdk/client/grpc', needs @grpc/grpc-js and @bufbuild/protobuf). doubleagent does not
-    // serve gRPC yet; once it does and its card lists a GRPC interface, add the case here, the
-    // peer deps to package.json and GRPC to run.sh's default A2A_TRANSPORTS.
+    case 'GRPC':
+      // Plain-text HTTP/2 to the card's `host:port`; the interface's tenant names the agent.
+      return new GrpcTransportFactory();
     default:
-      throw new Error(`A2A_TRANSPORT ${TRANSPORT}: this suite speaks JSONRPC and HTTP+JSON`);
+      throw new Error(`A2A_TRANSPORT ${TRANSPORT}: this suite speaks JSONRPC, HTTP+JSON and GRPC`);
   }
 }
 
@@ -308,10 +308,17 @@ test(`ACC-T card resolves at the agent path and the factory picks ${TRANSPORT}`,
   const ifaces = card.supportedInterfaces.filter((i) => i.protocolBinding === TRANSPORT);
   assert.equal(ifaces.length, 1, JSON.stringify(card.supportedInterfaces));
   // The client sends its calls to this URL, so it must be the real bound address.
-  assert.equal(ifaces[0].url, agentUrl('honor'));
+  if (TRANSPORT === 'GRPC') {
+    // A channel target (the ready line's `grpc`), the agent named by the interface's tenant.
+    const ready = await (await fetch(`${URL_}/`)).json();
+    assert.equal(ifaces[0].url, ready.grpc);
+    assert.equal(ifaces[0].tenant, 'honor');
+  } else {
+    assert.equal(ifaces[0].url, agentUrl('honor'));
+    assert.equal(client.transport.endpoint, agentUrl('honor'));
+  }
   assert.equal(ifaces[0].protocolVersion, '1.0');
   assert.equal(client.protocolVersion, '1.0');
-  assert.equal(client.transport.endpoint, agentUrl('honor'));
   assert.ok(card.capabilities?.streaming && card.capabilities?.pushNotifications);
 });
 

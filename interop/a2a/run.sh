@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interop suite: the official Python A2A client (a2a-sdk 1.3.0) against a running doubleagent,
-# once over each binding (A2A_TRANSPORTS, default "JSONRPC HTTP+JSON").
+# once over each binding (A2A_TRANSPORTS, default "JSONRPC HTTP+JSON GRPC").
 #
 #   bash interop/a2a/run.sh [--reference] [pytest args...]
 #
@@ -34,7 +34,8 @@ if (( reference )); then
 else
     VENV="$CACHE/a2a-interop-$SDK_VERSION"
     # httpx and protobuf come with a2a-sdk; httpx is named because the tests import it directly.
-    REQS=("a2a-sdk==$SDK_VERSION" "httpx" "pytest")
+    # The grpc extra brings grpcio for the GRPC transport.
+    REQS=("a2a-sdk[grpc]==$SDK_VERSION" "httpx" "pytest")
 fi
 STAMP="$VENV/.installed"
 WANT="${REQS[*]}"
@@ -110,7 +111,7 @@ echo "interop: server ready at $url (scenario $SCENARIO)" >&2
 if (( reference )); then
     TRANSPORTS="JSONRPC"
 else
-    TRANSPORTS="${A2A_TRANSPORTS:-JSONRPC HTTP+JSON}"
+    TRANSPORTS="${A2A_TRANSPORTS:-JSONRPC HTTP+JSON GRPC}"
 fi
 status=0
 set +e

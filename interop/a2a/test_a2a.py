@@ -1,8 +1,8 @@
 """Interop suite: the official Python A2A client (a2a-sdk 1.3.0) against doubleagent's fake A2A agents.
 
 Started by run.sh, which serves a2a-interop.toml and exports DOUBLEAGENT_URL (the ready line's `url`)
-and A2A_TRANSPORT, the binding the client is restricted to (`JSONRPC` or `HTTP+JSON`; run.sh runs
-the suite once per binding).
+and A2A_TRANSPORT, the binding the client is restricted to (`JSONRPC`, `HTTP+JSON` or `GRPC`;
+run.sh runs the suite once per binding).
 The scenario has three agents, one per cancel policy (`honor`, `toolate`, `ackthen`), each working 3 s
 on a manual clock and producing an artifact with a text part and a data part that share a canary.
 
@@ -82,6 +82,13 @@ def agent_url(name: str) -> str:
     return f'{URL}/agents/{name}'
 
 
+def grpc_channel(target: str):
+    """The channel the gRPC transport calls over: the card's GRPC interface URL is `host:port`."""
+    import grpc  # only installed with a2a-sdk[grpc]
+
+    return grpc.aio.insecure_channel(target)
+
+
 @asynccontextmanager
 async def a2a(name: str, *, streaming: bool = False, polling: bool = False):
     """A client for one agent, resolved from its card like an orchestrator would.
@@ -98,6 +105,7 @@ async def a2a(name: str, *, streaming: bool = False, polling: bool = False):
                 streaming=streaming,
                 polling=polling,
                 supported_protocol_bindings=[TRANSPORT],
+                grpc_channel_factory=grpc_channel if TRANSPORT == 'GRPC' else None,
             ),
         )
         try:
@@ -314,7 +322,13 @@ def test_card_resolves_with_this_binding_at_agent_path():
         assert card.supported_interfaces[0].protocol_binding == 'JSONRPC'
         [iface] = [i for i in card.supported_interfaces if i.protocol_binding == TRANSPORT]
         # The client RPCs to this URL, so it must be the real bound address, not a template.
-        assert iface.url == agent_url('honor')
+        if TRANSPORT == 'GRPC':
+            # A channel target (the ready line's `grpc`), the agent named by the tenant.
+            async with httpx.AsyncClient(timeout=10) as hc:
+                ready = (await hc.get(f'{URL}/')).json()
+            assert iface.url == ready['grpc'] and iface.tenant == 'honor'
+        else:
+            assert iface.url == agent_url('honor')
         # Anything other than 1.x (or a legacy top-level `url`) flips the client to v0.3 method names.
         assert iface.protocol_version == '1.0'
         assert card.capabilities.streaming and card.capabilities.push_notifications
@@ -632,6 +646,7 @@ def test_context_mismatch_is_invalid_params():
 
 jsonrpc_only = pytest.mark.skipif(TRANSPORT != 'JSONRPC', reason='JSON-RPC envelope errors')
 rest_only = pytest.mark.skipif(TRANSPORT != 'HTTP+JSON', reason='HTTP+JSON error bodies')
+grpc_only = pytest.mark.skipif(TRANSPORT != 'GRPC', reason='gRPC statuses')
 
 
 @jsonrpc_only
@@ -680,6 +695,33 @@ def test_raw_rest_errors_are_google_rpc_status_with_the_spec_http_status():
                 headers={'Content-Type': 'application/a2a+json'},
             )
             assert r.status_code == 400 and r.json()['error']['status'] == 'INVALID_ARGUMENT'
+
+    run(t())
+
+
+@grpc_only
+def test_grpc_errors_are_statuses_with_the_error_info():
+    # REC-6 over gRPC (SPEC §10.6): the status code carries the error, an ErrorInfo detail the
+    # A2A reason; read with the stubs the SDK ships, below its client.
+    import grpc
+    from google.rpc import error_details_pb2, status_pb2
+
+    from a2a.types import a2a_pb2_grpc
+
+    async def t():
+        async with httpx.AsyncClient(timeout=10) as hc:
+            target = (await hc.get(f'{URL}/')).json()['grpc']
+        async with grpc.aio.insecure_channel(target) as ch:
+            stub = a2a_pb2_grpc.A2AServiceStub(ch)
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await stub.GetTask(GetTaskRequest(tenant='honor', id='nope'))
+        assert e.value.code() == grpc.StatusCode.NOT_FOUND
+        raw = dict(e.value.trailing_metadata()).get('grpc-status-details-bin')
+        assert raw, 'a google.rpc.Status in the trailers'
+        status = status_pb2.Status.FromString(raw)
+        info = error_details_pb2.ErrorInfo()
+        assert status.details[0].Unpack(info)
+        assert info.reason == 'TASK_NOT_FOUND' and info.domain == 'a2a-protocol.org'
 
     run(t())
 

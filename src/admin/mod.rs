@@ -389,6 +389,9 @@ pub struct Ready {
     pub agents: serde_json::Map<String, Value>,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     pub mcp: serde_json::Map<String, Value>,
+    /// The gRPC listener's `host:port`, when one serves the A2A agents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<String>,
 }
 
 impl Ready {
@@ -434,6 +437,7 @@ impl Ready {
             scenario: world.scenario.name.clone(),
             services,
             agents,
+            grpc: None,
         }
     }
 
@@ -441,11 +445,6 @@ impl Ready {
     pub fn line(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
-}
-
-/// The ready line as a JSON value (returned when the scenario is replaced).
-pub fn ready_json(world: &World, base_url: &str) -> Value {
-    serde_json::to_value(Ready::of(world, base_url)).unwrap_or(Value::Null)
 }
 
 fn clock_view(world: &World) -> Value {

@@ -59,6 +59,8 @@ pub struct Ctx<'a> {
     pub world: Arc<World>,
     /// The server's base URL (`http://127.0.0.1:PORT`), for agent cards.
     pub base_url: &'a str,
+    /// The gRPC listener's `host:port`, if one serves A2A, for agent cards.
+    pub grpc: Option<&'a str>,
     /// The scenario's name for the agent (what a task that outlives the call clones).
     pub name: &'a Arc<str>,
 }
@@ -79,8 +81,14 @@ pub fn restore(world: &Arc<World>) {
     agui::restore(world);
 }
 
-/// Serve one request to agent `name`.
-pub async fn handle(world: Arc<World>, base_url: &str, name: &str, req: AgentRequest) -> Reply {
+/// Serve one request to agent `name` on a server at `base_url` (and `grpc`, the gRPC
+/// listener's `host:port`, if one serves A2A).
+pub async fn handle(
+    world: Arc<World>,
+    (base_url, grpc): (&str, Option<&str>),
+    name: &str,
+    req: AgentRequest,
+) -> Reply {
     // Borrowed from the world's scenario, not copied: an agent's spec holds all its scripts.
     let scenario = world.scenario.clone();
     let Some(agent) = scenario.agent(name) else {
@@ -97,10 +105,45 @@ pub async fn handle(world: Arc<World>, base_url: &str, name: &str, req: AgentReq
     let ctx = Ctx {
         world,
         base_url,
+        grpc,
         name: &agent.name,
     };
     match &agent.spec {
         AgentSpec::A2a(spec) => a2a::handle(ctx, spec, req).await,
         AgentSpec::AgUi(spec) => agui::handle(ctx, spec, req).await,
     }
+}
+
+/// A call to A2A agent `name` over the gRPC binding: the method's name (`GetTask`, ...) and its
+/// request as ProtoJSON; `headers` are the call's metadata. Answered as the HTTP+JSON binding
+/// answers (a bare result, a `google.rpc.Status`-shaped error, a stream of bare events), which
+/// the server's gRPC adapter turns into messages and statuses.
+pub async fn a2a_grpc_call(
+    world: Arc<World>,
+    (base_url, grpc): (&str, Option<&str>),
+    name: &str,
+    (method, params): (&str, String),
+    headers: HeaderMap,
+) -> Reply {
+    let scenario = world.scenario.clone();
+    let spec = match scenario.agent(name).map(|a| (&a.name, &a.spec)) {
+        Some((agent_name, AgentSpec::A2a(spec))) => (agent_name, spec),
+        _ => {
+            let body = json!({"error": {"code": 404, "status": "NOT_FOUND",
+                "message": format!("no A2A agent named \"{name}\""), "details": []}});
+            return Reply::Full(Response::json(404, &body));
+        }
+    };
+    let ctx = Ctx {
+        world,
+        base_url,
+        grpc,
+        name: spec.0,
+    };
+    let req = AgentRequest {
+        method: hyper::Method::POST,
+        headers,
+        ..AgentRequest::default()
+    };
+    a2a::grpc_call(&ctx, spec.1, &req, method, params).await
 }

@@ -105,7 +105,13 @@ pub(super) fn call(
     let mut lead = progress(params, sse);
     if let (Era::Legacy { session, .. }, true) = (era, sse && server.resume != Resume::None) {
         let cut = out.plan == Plan::Drop;
-        resumable(world, server, (session, out.seq, cut), &mut response, &mut lead);
+        resumable(
+            world,
+            server,
+            (session, out.seq, cut),
+            &mut response,
+            &mut lead,
+        );
     }
     Ok(Reply {
         response,

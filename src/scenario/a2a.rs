@@ -57,6 +57,32 @@ enum RawPushPorts {
     Word(String),
 }
 
+/// One of A2A's standard bindings; its name is the agent card's `protocolBinding`, and every
+/// entry a call writes says which one it came over (one engine serves them all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub enum Binding {
+    #[serde(rename = "JSONRPC")]
+    JsonRpc,
+    #[serde(rename = "HTTP+JSON")]
+    HttpJson,
+    #[serde(rename = "GRPC")]
+    Grpc,
+}
+
+impl Binding {
+    /// Every binding, in the order the agent card lists them (JSON-RPC first: clients take the
+    /// first interface they speak, and most speak it).
+    pub const ALL: [Binding; 3] = [Binding::JsonRpc, Binding::HttpJson, Binding::Grpc];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Binding::JsonRpc => "JSONRPC",
+            Binding::HttpJson => "HTTP+JSON",
+            Binding::Grpc => "GRPC",
+        }
+    }
+}
+
 /// A validated A2A agent script.
 #[derive(Clone, Debug, Default)]
 pub struct A2aAgent {
@@ -74,6 +100,8 @@ pub struct A2aAgent {
     pub push_ports: PushPorts,
     /// Refuse calls without an `A2A-Version: 1.x` header (-32009), as a strict 1.0 server does.
     pub strict_version: bool,
+    /// The bindings the agent serves and its card lists (`bindings = [...]`); empty means all.
+    pub bindings: Vec<Binding>,
     /// Used when no behaviour matches. (Behind a pointer to keep `AgentSpec`'s variants of
     /// similar size; shared, so that a running task holds its script without copying it.)
     pub script: Arc<Script>,
@@ -96,6 +124,11 @@ fn stream_capacity<'a>(scripts: impl Iterator<Item = &'a Script>) -> usize {
 }
 
 impl A2aAgent {
+    /// Whether calls over `binding` are served.
+    pub fn serves(&self, binding: Binding) -> bool {
+        self.bindings.is_empty() || self.bindings.contains(&binding)
+    }
+
     /// The first behaviour matching the message, else the agent's own script. The index is the
     /// behaviour's position (for the ledger), `None` for the default.
     pub fn script_for(
@@ -383,6 +416,7 @@ struct RawAgent {
     push_hosts: Option<Vec<String>>,
     push_ports: Option<RawPushPorts>,
     strict_version: Option<bool>,
+    bindings: Option<Vec<Binding>>,
     #[serde(default)]
     behaviors: Vec<RawBehavior>,
     // The script keys, shared with behaviours.
@@ -536,6 +570,12 @@ pub(crate) fn compile(
             ));
         }
     }
+    if raw.bindings.as_ref().is_some_and(Vec::is_empty) {
+        issues.push((
+            format!("{path}.bindings"),
+            "an agent must serve at least one binding: list some of \"JSONRPC\", \"HTTP+JSON\", \"GRPC\" (or leave the key out for all three)".into(),
+        ));
+    }
     let base = RawScript {
         work: raw.work,
         cancel: raw.cancel,
@@ -604,6 +644,7 @@ pub(crate) fn compile(
             Some(RawPushPorts::Word(_)) => PushPorts::Any,
         },
         strict_version: raw.strict_version.unwrap_or(false),
+        bindings: raw.bindings.unwrap_or_default(),
         stream_capacity: stream_capacity(
             behaviors
                 .iter()

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::watch;
 
 use super::{bind, serve, App};
 use crate::admin;
@@ -36,7 +36,7 @@ pub enum StartError {
 /// ```
 pub struct Server {
     app: Arc<App>,
-    stop: Option<oneshot::Sender<()>>,
+    stop: Option<watch::Sender<bool>>,
 }
 
 impl Server {
@@ -64,22 +64,39 @@ impl Server {
         })
     }
 
-    /// Spawn `serve` on an already-bound listener; the sender stops it.
+    /// Spawn `serve` on an already-bound listener (and the gRPC service on a free port of its
+    /// host, if an A2A agent serves gRPC); sending `true` stops them.
     pub fn run(
         listener: TcpListener,
         scenario: Scenario,
         seed: Option<u64>,
         drain: Duration,
-    ) -> io::Result<(Arc<App>, oneshot::Sender<()>)> {
+    ) -> io::Result<(Arc<App>, watch::Sender<bool>)> {
         let addr = listener.local_addr()?;
+        let grpc = if scenario.serves_grpc() {
+            let l = std::net::TcpListener::bind((addr.ip(), 0))?;
+            l.set_nonblocking(true)?;
+            Some(TcpListener::from_std(l)?)
+        } else {
+            None
+        };
         let app = Arc::new(App {
             drain,
+            grpc: grpc
+                .as_ref()
+                .map(TcpListener::local_addr)
+                .transpose()?
+                .map(|a| a.to_string()),
             ..App::new(Host::new(scenario, seed), format!("http://{addr}"))
         });
-        let (tx, rx) = oneshot::channel::<()>();
-        tokio::spawn(serve(listener, app.clone(), async {
-            let _ = rx.await;
-        }));
+        let (tx, rx) = watch::channel(false);
+        let stopped = |mut rx: watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        if let Some(l) = grpc {
+            tokio::spawn(super::grpc::serve(l, app.clone(), stopped(rx.clone())));
+        }
+        tokio::spawn(serve(listener, app.clone(), stopped(rx)));
         Ok((app, tx))
     }
 
@@ -95,9 +112,18 @@ impl Server {
             .map(|s| format!("{}/{}", self.app.base_url, s.name))
     }
 
+    /// The gRPC listener's `host:port`, when an A2A agent serves gRPC.
+    pub fn grpc_addr(&self) -> Option<&str> {
+        self.app.grpc.as_deref()
+    }
+
     /// The ready line's JSON object.
     pub fn ready(&self) -> Value {
-        admin::ready_json(&self.world(), &self.app.base_url)
+        let ready = admin::Ready {
+            grpc: self.app.grpc.clone(),
+            ..admin::Ready::of(&self.world(), &self.app.base_url)
+        };
+        serde_json::to_value(ready).unwrap_or(Value::Null)
     }
 
     /// Every ledger entry so far.
@@ -129,7 +155,7 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
+            let _ = stop.send(true);
         }
         self.app.host.stop();
         self.app.host.close_all();

@@ -14,6 +14,7 @@
 
 mod body;
 mod conn;
+pub mod grpc;
 mod handle;
 
 pub use handle::{Server, StartError};
@@ -53,6 +54,8 @@ pub struct App {
     pub header_read_timeout: Duration,
     /// Connections open at once; beyond it new ones wait in the listen queue.
     pub max_connections: usize,
+    /// The gRPC listener's `host:port`, when one serves the A2A agents (see [`grpc`]).
+    pub grpc: Option<String>,
 }
 
 impl App {
@@ -64,6 +67,7 @@ impl App {
             admin_token: None,
             header_read_timeout: Duration::from_secs(30),
             max_connections: 4096,
+            grpc: None,
         }
     }
 
@@ -242,7 +246,10 @@ async fn handle(
     if path == "/" {
         return to_hyper(Response::json_of(
             200,
-            &admin::Ready::of(&world, &app.base_url),
+            &admin::Ready {
+                grpc: app.grpc.clone(),
+                ..admin::Ready::of(&world, &app.base_url)
+            },
         ));
     }
     if let Some(rest) = path.strip_prefix("/agents/") {
@@ -374,7 +381,7 @@ async fn agent_request(
         headers,
         body,
     };
-    match agent::handle(world, &app.base_url, name, areq).await {
+    match agent::handle(world, (&app.base_url, app.grpc.as_deref()), name, areq).await {
         Reply::Full(r) => to_hyper(r),
         Reply::Stream {
             status,

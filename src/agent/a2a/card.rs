@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::rpc::PROTOCOL_VERSION;
+use super::rpc::{Binding, PROTOCOL_VERSION};
 use crate::service::Response;
 
 /// How long a client may keep the card without asking again. It changes only with the scenario.
@@ -58,9 +58,6 @@ pub(crate) fn serve(
 
 /// Relative to the agent's base URL (`/agents/NAME` in doubleagent).
 pub(crate) const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
-/// The bindings doubleagent serves, at the same URL; clients match the names literally.
-pub(crate) const PROTOCOL_BINDING_JSONRPC: &str = "JSONRPC";
-pub(crate) const PROTOCOL_BINDING_HTTP_JSON: &str = "HTTP+JSON";
 
 /// The fields the 1.0 client needs. In 1.0 there is no top-level `url`: a legacy `url`,
 /// `preferredTransport` or `protocolVersion` makes the Python client build a 0.3 interface and
@@ -134,24 +131,46 @@ pub(crate) struct AgentProvider {
     pub(crate) organization: String,
 }
 
-/// The card for a scripted agent whose JSON-RPC endpoint is `url` (e.g.
-/// `http://127.0.0.1:PORT/agents/NAME`): JSON-RPC and HTTP+JSON 1.0 interfaces there, streaming and push on,
-/// one skill named after the agent (skills and their tags are required fields).
-pub(crate) fn agent_card(name: &str, description: &str, url: &str) -> AgentCard {
+/// The interfaces of an agent serving `bindings` (all when empty): JSON-RPC and HTTP+JSON at its
+/// `url` (e.g. `http://127.0.0.1:PORT/agents/NAME`); gRPC at the gRPC listener's `host:port`,
+/// with the agent (and its session) named by the interface's `tenant`. gRPC is listed only when
+/// a listener serves it.
+pub(crate) fn interfaces(
+    bindings: &[Binding],
+    url: &str,
+    grpc: Option<(&str, String)>,
+) -> Vec<AgentInterface> {
+    Binding::ALL
+        .into_iter()
+        .filter(|b| bindings.is_empty() || bindings.contains(b))
+        .filter_map(|b| {
+            let (url, tenant) = match (b, &grpc) {
+                (Binding::Grpc, Some((addr, tenant))) => (addr.to_string(), Some(tenant.clone())),
+                (Binding::Grpc, None) => return None,
+                _ => (url.to_string(), None),
+            };
+            Some(AgentInterface {
+                url,
+                protocol_binding: b.as_str().into(),
+                protocol_version: PROTOCOL_VERSION.into(),
+                tenant,
+            })
+        })
+        .collect()
+}
+
+/// The card for a scripted agent reached at `interfaces`: streaming and push on, one skill
+/// named after the agent (skills and their tags are required fields).
+pub(crate) fn agent_card(
+    name: &str,
+    description: &str,
+    interfaces: Vec<AgentInterface>,
+) -> AgentCard {
     let modes = vec!["text/plain".to_owned(), "application/json".to_owned()];
     AgentCard {
         name: name.into(),
         description: description.into(),
-        // JSON-RPC first: clients take the first interface they speak, and most speak it.
-        supported_interfaces: [PROTOCOL_BINDING_JSONRPC, PROTOCOL_BINDING_HTTP_JSON]
-            .into_iter()
-            .map(|binding| AgentInterface {
-                url: url.into(),
-                protocol_binding: binding.into(),
-                protocol_version: PROTOCOL_VERSION.into(),
-                tenant: None,
-            })
-            .collect(),
+        supported_interfaces: interfaces,
         // The agent's own version, not the protocol's: the fake's build is the honest answer.
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: AgentCapabilities {
@@ -192,12 +211,16 @@ mod tests {
         let card: AgentCard = serde_json::from_value(reference.clone()).unwrap();
         assert_eq!(serde_json::to_value(card).unwrap(), reference);
 
-        let card = serde_json::to_value(agent_card(
-            "researcher",
-            "does research",
-            "http://127.0.0.1:7070/agents/researcher",
-        ))
-        .unwrap();
+        let url = "http://127.0.0.1:7070/agents/researcher";
+        let all = interfaces(&[], url, Some(("127.0.0.1:7071", "researcher".into())));
+        let card = serde_json::to_value(agent_card("researcher", "does research", all)).unwrap();
+        assert_eq!(
+            card["supportedInterfaces"][2],
+            json!({"url": "127.0.0.1:7071", "protocolBinding": "GRPC", "protocolVersion": "1.0",
+                "tenant": "researcher"})
+        );
+        let two = interfaces(&[], url, None);
+        let card = serde_json::to_value(agent_card("researcher", "does research", two)).unwrap();
         for field in [
             "name",
             "description",
@@ -234,5 +257,16 @@ mod tests {
         );
         assert!(!card["skills"][0]["tags"].as_array().unwrap().is_empty());
         assert!(!serde_json::to_string(&card).unwrap().contains("null"));
+    }
+
+    #[test]
+    fn a_card_lists_only_the_bindings_the_agent_serves() {
+        let only = interfaces(
+            &[Binding::HttpJson],
+            "http://h/agents/a",
+            Some(("h:1", "a".into())),
+        );
+        assert_eq!(only.len(), 1);
+        assert_eq!(only[0].protocol_binding, "HTTP+JSON");
     }
 }

@@ -53,7 +53,7 @@ pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
     let card_path = card::AGENT_CARD_PATH;
     match (req.method.as_str(), path) {
         ("GET", card::AGENT_CARD_PATH) => Reply::Full(card::serve(
-            &card::agent_card(ctx.name, &spec.description, &ctx.url()),
+            &card::agent_card(ctx.name, &spec.description, card_interfaces(&ctx, spec)),
             ctx.world.clock.epoch_ms(),
             req.headers.get(hyper::header::IF_NONE_MATCH),
         )),
@@ -74,6 +74,16 @@ pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
             }),
         )),
     }
+}
+
+/// The agent's interfaces as its card lists them. Over gRPC the tenant names the agent, behind
+/// `_s/SESSION/` in a named session, since a gRPC channel has no path to carry either.
+fn card_interfaces(ctx: &Ctx<'_>, spec: &A2aAgent) -> Vec<card::AgentInterface> {
+    let tenant = match &ctx.world.session {
+        Some(s) => format!("_s/{s}/{}", ctx.name),
+        None => ctx.name.to_string(),
+    };
+    card::interfaces(&spec.bindings, &ctx.url(), ctx.grpc.map(|a| (a, tenant)))
 }
 
 /// A 200 JSON answer from its bytes.
@@ -127,6 +137,33 @@ async fn rest_call(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Reply 
     }
 }
 
+/// A call over the gRPC binding (see `agent::a2a_grpc_call`): its method's name and its request
+/// as ProtoJSON, served like every other call. `req` carries the call's metadata as headers.
+pub(crate) async fn grpc_call(
+    ctx: &Ctx<'_>,
+    spec: &A2aAgent,
+    req: &AgentRequest,
+    method: &str,
+    params: String,
+) -> Reply {
+    let Some(m) = Method::from_name(method) else {
+        let e = RpcError::method_not_found(method);
+        return error_reply(ctx, &rpc::RpcId::Grpc, method, e);
+    };
+    match serde_json::value::RawValue::from_string(params) {
+        Ok(raw) => {
+            let call = RpcRequest::bare(rpc::RpcId::Grpc, m, &raw);
+            rpc(ctx, spec, req, Some(call)).await
+        }
+        Err(e) => error_reply(
+            ctx,
+            &rpc::RpcId::Grpc,
+            method,
+            RpcError::internal(e.to_string()),
+        ),
+    }
+}
+
 async fn rpc(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
@@ -149,7 +186,7 @@ fn error_reply(ctx: &Ctx<'_>, id: &rpc::RpcId, method: &str, e: RpcError) -> Rep
     task::log_error(&ctx.world, ctx.name, method, &e);
     // JSON-RPC errors travel with HTTP 200; the HTTP+JSON binding's with their own status.
     let status = match id {
-        rpc::RpcId::Rest => rest::status_of(e.code).0,
+        rpc::RpcId::Rest | rpc::RpcId::Grpc => rest::status_of(e.code).0,
         _ => 200,
     };
     Reply::Full(Response {
@@ -165,10 +202,9 @@ fn rpc_now<'a>(
     req: &'a AgentRequest,
     rest: Option<RpcRequest<'a>>,
 ) -> Step<'a> {
-    let unread = if rest.is_some() {
-        rpc::RpcId::Rest
-    } else {
-        rpc::RpcId::Null
+    let unread = match &rest {
+        Some(call) => call.id.clone(),
+        None => rpc::RpcId::Null,
     };
     if let Some(e) = unsupported_content_type(req) {
         return Step::Done(error_reply(ctx, &unread, "", e));
@@ -221,6 +257,12 @@ fn method(spec: &A2aAgent, req: &AgentRequest, call: &RpcRequest<'_>) -> Result<
         }
         None if spec.strict_version => return Err(RpcError::version_not_supported("")),
         _ => {}
+    }
+    if !spec.serves(call.binding()) {
+        return Err(RpcError::unsupported_operation(format!(
+            "this agent does not serve the {} binding (the scenario's `bindings` leaves it out): its agent card lists the ones it does",
+            call.binding().as_str()
+        )));
     }
     Method::from_name(&call.method).ok_or_else(|| RpcError::method_not_found(&call.method))
 }

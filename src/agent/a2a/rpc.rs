@@ -109,6 +109,16 @@ pub(crate) enum RpcId {
     /// Not a JSON-RPC call at all: one over the HTTP+JSON binding, answered without the
     /// envelope (see `rest`). Never read from a body: `null` is [`RpcId::Null`].
     Rest,
+    /// One over the gRPC binding: answered like [`RpcId::Rest`], which `grpc` turns into
+    /// protobuf messages and statuses.
+    Grpc,
+}
+
+impl RpcId {
+    /// Whether answers to this call go without the JSON-RPC envelope.
+    pub(crate) fn bare(&self) -> bool {
+        matches!(self, RpcId::Rest | RpcId::Grpc)
+    }
 }
 
 impl From<&str> for RpcId {
@@ -123,15 +133,7 @@ impl From<i64> for RpcId {
     }
 }
 
-/// The standard binding a call came over; its name is the agent card's `protocolBinding`, and
-/// every entry a call writes says it (one engine serves them all).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub(crate) enum Binding {
-    #[serde(rename = "JSONRPC")]
-    JsonRpc,
-    #[serde(rename = "HTTP+JSON")]
-    HttpJson,
-}
+pub(crate) use crate::scenario::a2a::Binding;
 
 /// An incoming call, as far as the envelope goes; `params` stays raw (borrowed from the body)
 /// until the method is known.
@@ -148,8 +150,13 @@ impl<'a> RpcRequest<'a> {
     /// A call over the HTTP+JSON binding: its method and params, read from its path, query and
     /// body (see `rest::call_of`).
     pub(crate) fn rest(method: Method, params: &'a RawValue) -> RpcRequest<'a> {
+        RpcRequest::bare(RpcId::Rest, method, params)
+    }
+
+    /// A call that is not JSON-RPC (`id` is [`RpcId::Rest`] or [`RpcId::Grpc`]).
+    pub(crate) fn bare(id: RpcId, method: Method, params: &'a RawValue) -> RpcRequest<'a> {
         RpcRequest {
-            id: RpcId::Rest,
+            id,
             method: method.as_str().to_string(),
             params: Some(params),
         }
@@ -159,6 +166,7 @@ impl<'a> RpcRequest<'a> {
     pub(crate) fn binding(&self) -> Binding {
         match self.id {
             RpcId::Rest => Binding::HttpJson,
+            RpcId::Grpc => Binding::Grpc,
             _ => Binding::JsonRpc,
         }
     }
@@ -259,7 +267,7 @@ struct Failure<'a> {
 
 /// Writes the successful response to the call `id` into `out`.
 pub(crate) fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
-    if *id == RpcId::Rest {
+    if id.bare() {
         let _ = serde_json::to_writer(out, result);
         return;
     }
@@ -275,7 +283,7 @@ pub(crate) fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Seriali
 
 /// Writes the error response to the call `id` into `out`.
 pub(crate) fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
-    if *id == RpcId::Rest {
+    if id.bare() {
         super::rest::write_error(out, error);
         return;
     }

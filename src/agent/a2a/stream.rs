@@ -85,6 +85,12 @@ pub(crate) fn open(
 
 /// One SSE event: the stream event as the JSON-RPC response to the call `id`.
 fn frame(id: &RpcId, ev: &StreamResponse) -> Bytes {
+    if *id == RpcId::Grpc {
+        // gRPC frames its messages itself: each item is one bare event (see `grpc`).
+        let mut out = Vec::new();
+        rpc::write_success(&mut out, id, ev);
+        return Bytes::from(out);
+    }
     let mut out = b"data: ".to_vec();
     rpc::write_success(&mut out, id, ev);
     out.extend_from_slice(b"\r\n\r\n");
@@ -94,6 +100,11 @@ fn frame(id: &RpcId, ev: &StreamResponse) -> Bytes {
 /// An error in the middle of a stream: `event: error` so the client raises the mapped
 /// exception. (An error before the first event is a plain JSON answer instead.)
 fn error_frame(id: &RpcId, e: &RpcError) -> Bytes {
+    if *id == RpcId::Grpc {
+        let mut out = Vec::new();
+        rpc::write_error(&mut out, id, e);
+        return Bytes::from(out);
+    }
     let mut out = b"event: error\r\ndata: ".to_vec();
     rpc::write_error(&mut out, id, e);
     out.extend_from_slice(b"\r\n\r\n");
@@ -128,6 +139,8 @@ async fn pump(
         return End::Done;
     };
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
+    // HTTP/2 keeps a gRPC stream alive itself; SSE needs the comments.
+    let sse = id != RpcId::Grpc;
     loop {
         tokio::select! {
             r = events.recv() => match r {
@@ -148,7 +161,7 @@ async fn pump(
                 }
                 Err(broadcast::error::RecvError::Closed) => return End::Done,
             },
-            _ = ping.tick() => {
+            _ = ping.tick(), if sse => {
                 if tx.send(Bytes::from_static(SSE_PING.as_bytes())).await.is_err() {
                     return End::ClientLeft { sent };
                 }

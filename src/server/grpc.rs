@@ -1,0 +1,266 @@
+//! The A2A gRPC binding (SPEC §10) as a thin adapter: each RPC's protobuf request becomes its
+//! ProtoJSON (pbjson), enters the one A2A engine through [`agent::a2a_grpc_call`], and the
+//! engine's bare JSON answer becomes the protobuf response, or a `tonic::Status` carrying the
+//! spec's `google.rpc.ErrorInfo`. The agent is named by the request's `tenant` (the card's
+//! GRPC interface says so); a scenario with one A2A agent needs none. A session is picked by
+//! a `_s/SESSION/` prefix of the tenant (what a named session's card says) or the
+//! `x-doubleagent-session` metadata, as over HTTP.
+//!
+//! [`serve`] runs on its own listener (`serve --grpc-listen`), beside the HTTP one.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Code, Request, Response, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+
+use super::App;
+use crate::agent::{self, Reply};
+use crate::scenario::AgentSpec;
+
+/// The generated messages and service of `proto/a2a.proto`.
+#[allow(clippy::all, missing_docs)]
+pub mod pb {
+    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.rs"));
+    include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.serde.rs"));
+}
+
+use pb::a2a_service_server::{A2aService, A2aServiceServer};
+
+/// The service over an [`App`]'s worlds.
+pub struct Grpc {
+    app: Arc<App>,
+}
+
+/// The tonic service for `app`, to be served on the gRPC listener.
+pub fn service(app: Arc<App>) -> A2aServiceServer<Grpc> {
+    A2aServiceServer::new(Grpc { app })
+}
+
+/// Serve the A2A gRPC service on `listener` until `shutdown` resolves; calls in flight then
+/// finish (the caller bounds how long it waits for that).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let served = tonic::transport::Server::builder()
+        .add_service(service(app))
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await;
+    if let Err(e) = served {
+        tracing::error!(error = %e, "the gRPC listener stopped");
+    }
+}
+
+/// A request's tenant split into the session it names (`_s/SESSION/NAME`) and the agent.
+fn tenant_parts(tenant: &str) -> (Option<&str>, &str) {
+    match tenant
+        .strip_prefix("_s/")
+        .and_then(|rest| rest.split_once('/'))
+    {
+        Some((session, name)) => (Some(session), name),
+        None => (None, tenant),
+    }
+}
+
+type Events = Pin<Box<dyn Stream<Item = Result<pb::StreamResponse, Status>> + Send>>;
+
+impl Grpc {
+    /// Run `method` with `req`; the engine's reply as it came.
+    async fn call<Req: Serialize>(&self, method: &str, req: Request<Req>) -> Result<Reply, Status> {
+        let (meta, _, msg) = req.into_parts();
+        let params = serde_json::to_value(&msg).map_err(|e| Status::internal(e.to_string()))?;
+        let mut headers = meta.into_headers();
+        // `application/grpc` framed the call; the engine reads JSON made from it.
+        headers.remove(hyper::header::CONTENT_TYPE);
+        let tenant = params.get("tenant").and_then(Value::as_str).unwrap_or("");
+        let (prefix, tenant) = tenant_parts(tenant);
+        let session = super::pick_session(prefix, &headers)
+            .map_err(|_| {
+                Status::invalid_argument(
+                    "the tenant's _s/SESSION/ prefix and the x-doubleagent-session metadata name different sessions: send one, or the same in both",
+                )
+            })?
+            .map(str::to_string);
+        let world = self
+            .app
+            .host
+            .world_for(session.as_deref())
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let name = if tenant.is_empty() {
+            let mut a2a = world
+                .scenario
+                .agents
+                .iter()
+                .filter(|a| matches!(a.spec, AgentSpec::A2a(_)));
+            match (a2a.next(), a2a.next()) {
+                (Some(only), None) => only.name.to_string(),
+                _ => return Err(Status::invalid_argument(
+                    "name the agent in the request's tenant (the card's GRPC interface gives it)",
+                )),
+            }
+        } else {
+            tenant.to_string()
+        };
+        let urls = (self.app.base_url.as_str(), self.app.grpc.as_deref());
+        Ok(agent::a2a_grpc_call(world, urls, &name, (method, params.to_string()), headers).await)
+    }
+
+    async fn unary<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        method: &str,
+        req: Request<Req>,
+    ) -> Result<Response<Resp>, Status> {
+        match self.call(method, req).await? {
+            Reply::Full(r) if r.status == 200 => decode(&r.body).map(Response::new),
+            Reply::Full(r) => Err(status_of(&r.body)),
+            _ => Err(Status::internal("a unary call was answered with a stream")),
+        }
+    }
+
+    async fn streaming<Req: Serialize>(
+        &self,
+        method: &str,
+        req: Request<Req>,
+    ) -> Result<Response<Events>, Status> {
+        match self.call(method, req).await? {
+            Reply::Full(r) if r.status == 200 => {
+                // A direct Message answer to a streaming send: one event.
+                let ev: pb::StreamResponse = decode(&r.body)?;
+                Ok(Response::new(Box::pin(tokio_stream::once(Ok(ev)))))
+            }
+            Reply::Full(r) => Err(status_of(&r.body)),
+            Reply::Stream { body, .. } => {
+                let events = tokio_stream::wrappers::ReceiverStream::new(body).map(|frame| {
+                    let v: Value = serde_json::from_slice(&frame)
+                        .map_err(|e| Status::internal(e.to_string()))?;
+                    if v.get("error").is_some() {
+                        return Err(status_of(&frame));
+                    }
+                    serde_json::from_value(v).map_err(|e| Status::internal(e.to_string()))
+                });
+                Ok(Response::new(Box::pin(events)))
+            }
+            Reply::Ready { body, .. } => {
+                let ev: pb::StreamResponse = decode(&body)?;
+                Ok(Response::new(Box::pin(tokio_stream::once(Ok(ev)))))
+            }
+        }
+    }
+}
+
+fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, Status> {
+    serde_json::from_slice(body).map_err(|e| Status::internal(format!("answer not readable: {e}")))
+}
+
+/// The engine's `{"error": {code, status, message, details}}` as a gRPC status: the code from
+/// its status name, the ErrorInfo in the details.
+fn status_of(body: &[u8]) -> Status {
+    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let e = &v["error"];
+    let message = e["message"].as_str().unwrap_or("error").to_string();
+    let code = match e["status"].as_str().unwrap_or("") {
+        "NOT_FOUND" => Code::NotFound,
+        "FAILED_PRECONDITION" => Code::FailedPrecondition,
+        "UNIMPLEMENTED" => Code::Unimplemented,
+        "INVALID_ARGUMENT" => Code::InvalidArgument,
+        _ => Code::Internal,
+    };
+    let info = e["details"].as_array().and_then(|d| d.first());
+    match info.and_then(|i| i["reason"].as_str()) {
+        Some(reason) => {
+            let domain = info
+                .and_then(|i| i["domain"].as_str())
+                .unwrap_or("a2a-protocol.org");
+            let details = ErrorDetails::with_error_info(
+                reason,
+                domain,
+                std::collections::HashMap::<String, String>::new(),
+            );
+            Status::with_error_details(code, message, details)
+        }
+        None => Status::new(code, message),
+    }
+}
+
+#[tonic::async_trait]
+impl A2aService for Grpc {
+    type SendStreamingMessageStream = Events;
+    type SubscribeToTaskStream = Events;
+
+    async fn send_message(
+        &self,
+        r: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<pb::SendMessageResponse>, Status> {
+        self.unary("SendMessage", r).await
+    }
+    async fn send_streaming_message(
+        &self,
+        r: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<Events>, Status> {
+        self.streaming("SendStreamingMessage", r).await
+    }
+    async fn get_task(&self, r: Request<pb::GetTaskRequest>) -> Result<Response<pb::Task>, Status> {
+        self.unary("GetTask", r).await
+    }
+    async fn list_tasks(
+        &self,
+        r: Request<pb::ListTasksRequest>,
+    ) -> Result<Response<pb::ListTasksResponse>, Status> {
+        self.unary("ListTasks", r).await
+    }
+    async fn cancel_task(
+        &self,
+        r: Request<pb::CancelTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        self.unary("CancelTask", r).await
+    }
+    async fn subscribe_to_task(
+        &self,
+        r: Request<pb::SubscribeToTaskRequest>,
+    ) -> Result<Response<Events>, Status> {
+        self.streaming("SubscribeToTask", r).await
+    }
+    async fn create_task_push_notification_config(
+        &self,
+        r: Request<pb::TaskPushNotificationConfig>,
+    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        self.unary("CreateTaskPushNotificationConfig", r).await
+    }
+    async fn get_task_push_notification_config(
+        &self,
+        r: Request<pb::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        self.unary("GetTaskPushNotificationConfig", r).await
+    }
+    async fn list_task_push_notification_configs(
+        &self,
+        r: Request<pb::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
+        self.unary("ListTaskPushNotificationConfigs", r).await
+    }
+    async fn get_extended_agent_card(
+        &self,
+        r: Request<pb::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<pb::AgentCard>, Status> {
+        self.unary("GetExtendedAgentCard", r).await
+    }
+    async fn delete_task_push_notification_config(
+        &self,
+        r: Request<pb::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<pbjson_types::Empty>, Status> {
+        // The engine answers `null`; Empty is the protobuf answer.
+        match self.call("DeleteTaskPushNotificationConfig", r).await? {
+            Reply::Full(r) if r.status == 200 => Ok(Response::new(pbjson_types::Empty {})),
+            Reply::Full(r) => Err(status_of(&r.body)),
+            _ => Err(Status::internal("a unary call was answered with a stream")),
+        }
+    }
+}
