@@ -541,16 +541,16 @@ impl Scenario {
         self.agents.iter().find(|a| *a.name == *name)
     }
 
+    pub fn mcp_server(&self, name: &str) -> Option<&mcp::McpServer> {
+        self.mcp.iter().find(|s| *s.name == *name)
+    }
+
     /// Whether an A2A agent serves the gRPC binding (so a gRPC listener is wanted).
     pub fn serves_grpc(&self) -> bool {
         self.agents.iter().any(|a| match &a.spec {
             AgentSpec::A2a(spec) => spec.serves(a2a::Binding::Grpc),
             _ => false,
         })
-    }
-
-    pub fn mcp_server(&self, name: &str) -> Option<&mcp::McpServer> {
-        self.mcp.iter().find(|s| *s.name == *name)
     }
 }
 
