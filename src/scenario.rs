@@ -554,6 +554,38 @@ impl Scenario {
     }
 }
 
+/// The service and route a step or tool names (`service`, `route` under key path `path`), or
+/// an issue for the one that does not exist, with the nearest name.
+pub(crate) fn find_route<'s>(
+    services: &'s [Service],
+    (service, route): (&str, &str),
+    path: &str,
+    issues: &mut Issues,
+) -> Option<(&'s Service, &'s Route)> {
+    let Some(svc) = services.iter().find(|s| s.name == service) else {
+        issues.push((
+            format!("{path}.service"),
+            format!(
+                "no service named \"{service}\"{}",
+                did_you_mean(service, services.iter().map(|s| s.name.as_str()))
+            ),
+        ));
+        return None;
+    };
+    let Some(found) = svc.route(route) else {
+        issues.push((
+            format!("{path}.route"),
+            format!(
+                "no route named \"{route}\" in service \"{}\"{}",
+                svc.name,
+                did_you_mean(route, svc.routes.iter().map(|r| r.name.as_str()))
+            ),
+        ));
+        return None;
+    };
+    Some((svc, found))
+}
+
 impl Route {
     /// The name of the counter an execution of this route advances (its fate ordinal), as
     /// chosen by `per`.

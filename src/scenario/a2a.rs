@@ -927,29 +927,12 @@ fn compile_step(
     issues: &mut Issues,
 ) -> Option<CallStep> {
     let call = &s.call;
-    let Some(svc) = services.iter().find(|x| x.name == call.service) else {
-        issues.push((
-            format!("{path}.call.service"),
-            format!(
-                "no service named \"{}\"{}",
-                call.service,
-                did_you_mean(&call.service, services.iter().map(|x| x.name.as_str()))
-            ),
-        ));
-        return None;
-    };
-    let Some(route) = svc.route(&call.route) else {
-        issues.push((
-            format!("{path}.call.route"),
-            format!(
-                "no route named \"{}\" in service \"{}\"{}",
-                call.route,
-                svc.name,
-                did_you_mean(&call.route, svc.routes.iter().map(|r| r.name.as_str()))
-            ),
-        ));
-        return None;
-    };
+    let (svc, route) = super::find_route(
+        services,
+        (&call.service, &call.route),
+        &format!("{path}.call"),
+        issues,
+    )?;
     let has_params = route.path.raw.contains('{');
     let path_value = match &call.path {
         Some(p) => {

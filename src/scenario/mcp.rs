@@ -355,7 +355,12 @@ fn compile_tool(
     if let Some(a) = &t.annotations {
         check_annotations(a, &format!("{tpath}.annotations"), issues);
     }
-    let (svc, route) = find_route(&t.call, &format!("{tpath}.call"), services, issues)?;
+    let (svc, route) = super::find_route(
+        services,
+        (&t.call.service, &t.call.route),
+        &format!("{tpath}.call"),
+        issues,
+    )?;
     for param in t.call.path.keys() {
         if !route.path.has_param(param) {
             issues.push((
@@ -390,38 +395,6 @@ fn compile_tool(
         key: t.key,
         key_header: route.idempotency.header_name.clone(),
     })
-}
-
-fn find_route<'s>(
-    call: &RawToolCall,
-    path: &str,
-    services: &'s [Service],
-    issues: &mut Issues,
-) -> Option<(&'s Service, &'s super::Route)> {
-    let Some(svc) = services.iter().find(|s| s.name == call.service) else {
-        issues.push((
-            format!("{path}.service"),
-            format!(
-                "no service named \"{}\"{}",
-                call.service,
-                did_you_mean(&call.service, services.iter().map(|s| s.name.as_str()))
-            ),
-        ));
-        return None;
-    };
-    let Some(route) = svc.route(&call.route) else {
-        issues.push((
-            format!("{path}.route"),
-            format!(
-                "no route named \"{}\" in service \"{}\"{}",
-                call.route,
-                svc.name,
-                did_you_mean(&call.route, svc.routes.iter().map(|r| r.name.as_str()))
-            ),
-        ));
-        return None;
-    };
-    Some((svc, route))
 }
 
 fn check_annotations(a: &Map<String, Value>, path: &str, issues: &mut Issues) {
