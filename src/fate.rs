@@ -37,6 +37,8 @@ pub enum Fate {
     ErrorBeforeApply(u16),
     /// Applied, then answered with this error status: a lie.
     ErrorAfterApply(u16),
+    /// Not applied, yet answered with the route's success: the other lie.
+    RespondWithoutApply,
     /// Accepted with 202; the effect happens after the duration (pending until then).
     ApplyLater(Duration),
 }
@@ -44,7 +46,10 @@ pub enum Fate {
 impl Fate {
     /// Whether the attempt's effect takes place at all (possibly later).
     pub fn applies(self) -> bool {
-        !matches!(self, Fate::DropBeforeApply | Fate::ErrorBeforeApply(_))
+        !matches!(
+            self,
+            Fate::DropBeforeApply | Fate::ErrorBeforeApply(_) | Fate::RespondWithoutApply
+        )
     }
 
     /// Whether a client receiving (or not receiving) this fate's response can know the outcome.
@@ -71,12 +76,13 @@ pub const NAMES: &[&str] = &[
     "drop-before-apply",
     "error-before-apply",
     "error-after-apply",
+    "respond-without-apply",
     "apply-later",
 ];
 
 const FATE_FORMS: &str = "respond, delay:<dur>, drop-after-apply, hang-after-apply, \
 reset-after-apply, drop-before-apply, error-before-apply:<status>, error-after-apply:<status>, \
-apply-later:<dur>";
+respond-without-apply, apply-later:<dur>";
 
 /// Why a fate string was rejected.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -122,6 +128,7 @@ impl FromStr for Fate {
             "drop-before-apply" => no_arg(Fate::DropBeforeApply),
             "error-before-apply" => Ok(Fate::ErrorBeforeApply(status(arg)?)),
             "error-after-apply" => Ok(Fate::ErrorAfterApply(status(arg)?)),
+            "respond-without-apply" => no_arg(Fate::RespondWithoutApply),
             "apply-later" => Ok(Fate::ApplyLater(dur(arg)?)),
             _ => Err(FateError(format!(
                 "unknown fate \"{s}\"; expected one of: {FATE_FORMS}"
@@ -140,6 +147,7 @@ impl Fate {
             Fate::HangAfterApply => "hang-after-apply",
             Fate::ResetAfterApply => "reset-after-apply",
             Fate::DropBeforeApply => "drop-before-apply",
+            Fate::RespondWithoutApply => "respond-without-apply",
             Fate::Delay(_)
             | Fate::ErrorBeforeApply(_)
             | Fate::ErrorAfterApply(_)
@@ -158,7 +166,8 @@ impl fmt::Display for Fate {
             | Fate::DropAfterApply
             | Fate::HangAfterApply
             | Fate::ResetAfterApply
-            | Fate::DropBeforeApply => Ok(()),
+            | Fate::DropBeforeApply
+            | Fate::RespondWithoutApply => Ok(()),
             Fate::Delay(d) => write!(f, "delay:{}", format_duration(*d)),
             Fate::ErrorBeforeApply(s) => write!(f, "error-before-apply:{s}"),
             Fate::ErrorAfterApply(s) => write!(f, "error-after-apply:{s}"),
@@ -301,6 +310,7 @@ mod tests {
             "drop-before-apply",
             "error-before-apply:503",
             "error-after-apply:500",
+            "respond-without-apply",
             "apply-later:2s",
         ] {
             assert_eq!(s.parse::<Fate>().unwrap().to_string(), s);

@@ -170,3 +170,37 @@ fn rec_3_without_claims_a_cancellation_notice_is_named_as_not_judged() {
     assert!(notes.contains("REC-3"), "{verdict}");
     assert_eq!(verdict["state"], "incomplete", "{verdict}");
 }
+
+#[test]
+fn acc_3_a_success_that_never_took_effect_is_found_when_claimed_succeeded() {
+    // `respond-without-apply`: the tool answers the route's success, yet nothing was applied;
+    // an orchestrator that reports the transfer as done is contradicted by the ledger.
+    let da = Da::start(&SCENARIO.replace(
+        r#"fates = ["error-before-apply:503"]"#,
+        r#"fates = ["respond-without-apply"]
+respond = { status = 201, json = { id = "{{action.id}}", status = "succeeded" } }"#,
+    ));
+    let args = json!({"to": "acct-9", "amount": 100, "idempotency_key": "k-3"});
+    let r = call_tool(&da, 1, "refused_transfer", "refused_transfer", args);
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(
+        r["result"]["structuredContent"]["status"], "succeeded",
+        "{r}"
+    );
+    let entries = da.get("/_admin/ledger?service=payments").json()["entries"].clone();
+    assert_eq!(entries[0]["applied"], false, "{entries}");
+    assert_eq!(entries[0]["fate"], "respond-without-apply", "{entries}");
+    claim(
+        &da,
+        json!({"actions": [{"key": "k-3", "claim": "succeeded"}]}),
+    );
+    let found = findings(&da, "ACC-3");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("never took effect"),
+        "{found:?}"
+    );
+}

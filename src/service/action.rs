@@ -272,7 +272,7 @@ fn fated(
     let error =
         |s: u16| Failure::new(s, Kind::Fate, error_text(s)).respond(&route.errors, record.seq);
     match fate {
-        Fate::Respond => (ok, Plan::Now, now),
+        Fate::Respond | Fate::RespondWithoutApply => (ok, Plan::Now, now),
         Fate::Delay(d) => (ok, Plan::At(now + d), now + d),
         Fate::DropAfterApply | Fate::DropBeforeApply => (ok, Plan::Drop, now),
         Fate::HangAfterApply => (ok, Plan::Hang, now),
