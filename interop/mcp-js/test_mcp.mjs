@@ -70,6 +70,9 @@ async function ledgerWait(query, count = 1) {
   return (await r.json()).entries;
 }
 
+/** The verifier's rule ids over the ledger so far (GET /_admin/verify). */
+const findings = async () => (await admin('GET', '/_admin/verify')).findings.map((f) => f.rule);
+
 const payments = (route) => ledger({ service: 'payments', ...(route ? { route } : {}) });
 const mcpEntries = async (event) => (await ledger({ service: `mcp/${SERVER}` })).filter((e) => !event || e.event === event);
 
@@ -222,12 +225,15 @@ test(`${LABEL} ACC-1 a repeated call with the same key is replayed: one effect, 
   assert.equal(entries[1].replay_of, entries[0].seq);
   entries.forEach((e) => assertMcpDetail(e, 'create_transfer', key));
   assert.notEqual(String(entries[0].detail.mcp.jsonrpc_id) + entries[0].detail.mcp.session, String(entries[1].detail.mcp.jsonrpc_id) + entries[1].detail.mcp.session, 'two requests');
-  // Without a key every call executes: two effects, which is what ACC-1 forbids an orchestrator.
+  assert.ok(!(await findings()).includes('ACC-1'), 'a replay is not a second effect');
+  // Without a key every call executes: two effects, which is what ACC-1 forbids an orchestrator,
+  // and the verifier says so.
   await withClient(async (c) => {
-    await c.call('create_transfer', { to: 'acct_42', amount: 1250 });
-    await c.call('create_transfer', { to: 'acct_42', amount: 1250 });
+    await c.call('create_transfer', { to: 'acct_7', amount: 99 });
+    await c.call('create_transfer', { to: 'acct_7', amount: 99 });
   });
   assert.equal((await payments('create-transfer')).filter((e) => e.applied).length, 3);
+  assert.ok((await findings()).includes('ACC-1'), 'the keyless re-call is found');
 });
 
 // ----------------------------------------------------------------------------------------------
@@ -259,6 +265,8 @@ test(`${LABEL} REC-4 a response dropped after the effect: the client sees an err
   const entries = await payments('create-transfer-lost');
   assert.deepEqual(entries.map((e) => e.disposition), ['executed', 'replayed']);
   assert.equal(entries.filter((e) => e.applied).length, 1, 'one effect');
+  const rules = await findings();
+  assert.ok(!rules.includes('ACC-1') && !rules.includes('REC-4'), `resolved, yet found: ${rules}`);
 });
 
 test(`${LABEL} REC-4 a request lost before the effect: an error, nothing applied, the lookup finds nothing`, T, async () => {
@@ -410,4 +418,34 @@ test(`${LABEL} ACC-T an unknown tool is refused as a JSON-RPC error and recorded
   assert.ok(r, `an rpc-error entry with -32602: ${JSON.stringify(refusals)}`);
   assert.equal(r.detail.method, 'tools/call');
   assert.equal(r.applied, false);
+});
+
+test(`${LABEL} REC-4 a key reused for other arguments, or while its call is in flight, is refused as -32602 with error.data.type and executes nothing`, T, async () => {
+  const key = newKey();
+  const slowKey = newKey();
+  await withClient(async (c) => {
+    await c.call('create_transfer', transfer(key));
+    await assert.rejects(c.call('create_transfer', transfer(key, { amount: 9999 })), (e) => {
+      assert.equal(e.code, -32602, `${e?.constructor?.name} ${e?.code} ${e?.message}`);
+      assert.equal(e.data?.type, 'idempotency_key_conflict', JSON.stringify(e.data));
+      return true;
+    });
+    // The first call with slowKey is applied and held 30 s (scenario clock); a second one meanwhile:
+    const first = c.call('create_transfer_slow', transfer(slowKey));
+    await ledgerWait({ service: 'payments', route: 'create-transfer-slow' });
+    await assert.rejects(c.call('create_transfer_slow', transfer(slowKey)), (e) => {
+      assert.equal(e.code, -32602, `${e?.constructor?.name} ${e?.code} ${e?.message}`);
+      assert.equal(e.data?.type, 'idempotency_key_in_progress', JSON.stringify(e.data));
+      return true;
+    });
+    await advance('30s');
+    assert.equal((await first).isError, false);
+  });
+  const create = await payments('create-transfer');
+  assert.deepEqual(create.map((e) => [e.disposition, e.applied]), [['executed', true], ['mismatch', false]]);
+  assert.equal(create[1].detail.key_owner, create[0].seq);
+  const slow = await payments('create-transfer-slow');
+  assert.deepEqual(slow.map((e) => e.disposition).sort(), ['conflict', 'executed']);
+  assert.equal(slow.filter((e) => e.applied).length, 1, 'one effect');
+  [...create, ...slow].forEach((e) => assertMcpDetail(e, e.route === 'create-transfer' ? 'create_transfer' : 'create_transfer_slow'));
 });
