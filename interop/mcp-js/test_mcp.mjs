@@ -269,6 +269,20 @@ test(`${LABEL} REC-4 a response dropped after the effect: the client sees an err
   assert.ok(!rules.includes('ACC-1') && !rules.includes('REC-4'), `resolved, yet found: ${rules}`);
 });
 
+test(`${LABEL} ACC-1 REC-4 the wrong move: a blind re-call under a new key after a lost answer moves the money twice, and the verifier says so`, T, async () => {
+  await withClient(async (c) => {
+    await callFails(c, 'create_transfer_lost', transfer(newKey()));
+    await ledgerWait({ service: 'payments', route: 'create-transfer-lost' });
+    // What the 2026-07-28 spec tells a client whose stream broke ("re-issue it as a new request"),
+    // done by an orchestrator that mints a fresh key per attempt:
+    const again = await c.call('create_transfer_lost', transfer(newKey()));
+    assert.equal(again.isError, false);
+  });
+  const entries = await payments('create-transfer-lost');
+  assert.deepEqual(entries.map((e) => [e.disposition, e.applied]), [['executed', true], ['executed', true]]);
+  assert.ok((await findings()).includes('ACC-1'), 'the duplicate effect is found');
+});
+
 test(`${LABEL} REC-4 a request lost before the effect: an error, nothing applied, the lookup finds nothing`, T, async () => {
   const key = newKey();
   await withClient(async (c) => {
