@@ -78,6 +78,9 @@ pub fn handle(world: &World, name: &str, req: McpRequest) -> Reply {
             &json!({"error": error, "status": 404, "mcp": names}),
         ));
     };
+    if let Err(e) = origin_allowed(server, &req.headers) {
+        return refuse(world, server, None, None, e, false);
+    }
     match req.method {
         hyper::Method::POST => post(world, server, &req),
         hyper::Method::DELETE if server.legacy_versions().next().is_some() => {
@@ -95,6 +98,32 @@ pub fn handle(world: &World, name: &str, req: McpRequest) -> Reply {
             Reply::now(r)
         }
     }
+}
+
+/// A request a browser sent (it carries `Origin`) is served only from a loopback origin or one
+/// the scenario lists: the transport spec's defence against DNS rebinding. Clients outside
+/// browsers send no `Origin`.
+fn origin_allowed(server: &McpServer, headers: &HeaderMap) -> Result<(), McpError> {
+    let Some(given) = headers.get(hyper::header::ORIGIN) else {
+        return Ok(());
+    };
+    let text = String::from_utf8_lossy(given.as_bytes()).to_ascii_lowercase();
+    let origin = text.trim_end_matches('/');
+    let host = origin.parse::<hyper::Uri>().ok().and_then(|u| {
+        u.scheme()?;
+        u.host().map(str::to_string)
+    });
+    let loopback = host.as_deref().is_some_and(|h| {
+        matches!(h, "localhost" | "[::1]" | "::1")
+            || h.parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    });
+    if loopback || server.origins.iter().any(|o| o == origin) {
+        return Ok(());
+    }
+    Err(McpError::Forbidden(format!(
+        "Origin {text} is not allowed (loopback origins are; list others in the server's `origins`)"
+    )))
 }
 
 fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {

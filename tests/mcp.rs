@@ -985,3 +985,65 @@ fn acct_rec4_a_legacy_client_resumes_a_cut_stream_with_last_event_id_replayed_or
         "{err}"
     );
 }
+
+#[test]
+fn a_browser_origin_other_than_loopback_or_listed_is_refused_403_and_recorded() {
+    // DNS rebinding: a page on evil.example.com whose name resolves to 127.0.0.1 posts to the
+    // server with its own Origin (and Host); the transport spec says refuse it with 403.
+    let scenario = issue().replace(
+        "cancel = \"ignore\"",
+        "cancel = \"ignore\"\norigins = [\"https://app.example\"]",
+    );
+    let da = Da::start(&scenario);
+    let init = rpc(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let evil = post(
+        &da,
+        &[
+            ("origin", "http://evil.example.com"),
+            ("host", "evil.example.com"),
+        ],
+        &init,
+    )
+    .unwrap();
+    assert_eq!(evil.status, 403, "{}", evil.text());
+    assert!(json_of(&evil)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("evil.example.com"));
+    let refusals = events(&da, "rpc-error");
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert_eq!(refusals[0]["detail"]["http_status"], 403);
+    for ok in [
+        "http://localhost:5173",
+        "http://127.0.0.1:8080",
+        "https://app.example",
+    ] {
+        let r = post(&da, &[("origin", ok)], &init).unwrap();
+        assert_eq!(r.status, 200, "{ok}: {}", r.text());
+    }
+    // No Origin at all (every non-browser client) is served.
+    assert_eq!(post(&da, &[], &init).unwrap().status, 200);
+}
+
+#[test]
+fn an_origin_that_is_not_scheme_host_port_is_a_scenario_error() {
+    let path = temp_file(
+        "origins.toml",
+        &issue().replace(
+            "cancel = \"ignore\"",
+            "cancel = \"ignore\"\norigins = [\"app.example/path\"]",
+        ),
+    );
+    let out = std::process::Command::new(bin())
+        .args(["check", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mcp.payments.origins[0]"), "{err}");
+}

@@ -142,6 +142,9 @@ pub(crate) enum McpError {
     /// body.
     #[error("Header mismatch: {0}")]
     HeaderMismatch(String),
+    /// A browser origin this server does not allow (DNS rebinding protection, 403).
+    #[error("Forbidden: {0}")]
+    Forbidden(String),
     /// A modern request without its required `_meta` fields.
     #[error("Missing required _meta: {0}")]
     MissingMeta(String),
@@ -169,6 +172,7 @@ impl McpError {
             | McpError::Key { .. } => -32602,
             McpError::HeaderMismatch(_) => -32020,
             McpError::UnsupportedVersion { .. } => -32022,
+            McpError::Forbidden(_) => -32000,
         }
     }
 
@@ -181,6 +185,7 @@ impl McpError {
             | McpError::UnsupportedVersion { .. }
             | McpError::MissingMeta(_) => 400,
             McpError::UnknownSession(_) => 404,
+            McpError::Forbidden(_) => 403,
             McpError::MethodNotFound { modern: true, .. } => 404,
             McpError::MethodNotFound { modern: false, .. }
             | McpError::InvalidParams(_)

@@ -92,6 +92,9 @@ pub struct McpServer {
     pub responses: Responses,
     pub resume: Resume,
     pub headers: HeaderPolicy,
+    /// Browser origins allowed besides loopback ones (`scheme://host[:port]`, lowercase): a
+    /// request with another `Origin` is refused (403), against DNS rebinding.
+    pub origins: Vec<String>,
     pub tools: Vec<Tool>,
 }
 
@@ -105,7 +108,6 @@ impl McpServer {
         self.versions.contains(&version)
     }
 
-    /// The legacy (initialize-era) versions it serves, newest last as written.
     /// Whether some tool reads its key from `params` (SEP-3182's shape), which a client learns
     /// from `capabilities.tools.idempotency`.
     pub fn keys_in_params(&self) -> bool {
@@ -114,6 +116,7 @@ impl McpServer {
             .any(|t| matches!(t.key, Some(KeySource::Params(_))))
     }
 
+    /// The legacy (initialize-era) versions it serves, newest last as written.
     pub fn legacy_versions(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.versions.iter().copied().filter(|v| *v != MODERN)
     }
@@ -198,6 +201,7 @@ struct RawServer {
     responses: Option<Responses>,
     resume: Option<Resume>,
     headers: Option<HeaderPolicy>,
+    origins: Option<Vec<String>>,
     #[serde(default)]
     tools: Vec<RawTool>,
 }
@@ -269,6 +273,19 @@ fn compile(
             "resuming needs event streams: add responses = \"sse\"".into(),
         ));
     }
+    let mut origins = Vec::new();
+    for (i, o) in raw.origins.iter().flatten().enumerate() {
+        let o = o.trim_end_matches('/').to_ascii_lowercase();
+        match o.parse::<hyper::Uri>() {
+            Ok(u) if u.scheme().is_some() && u.host().is_some() && u.path() == "/" => {
+                origins.push(o)
+            }
+            _ => issues.push((
+                format!("{path}.origins[{i}]"),
+                format!("\"{o}\" is not an origin: write scheme://host[:port], like \"https://app.example\""),
+            )),
+        }
+    }
     let mut tools: Vec<Tool> = Vec::new();
     for (i, t) in raw.tools.into_iter().enumerate() {
         let tpath = format!("{path}.tools[{i}]");
@@ -292,6 +309,7 @@ fn compile(
         responses: raw.responses.unwrap_or_default(),
         resume: raw.resume.unwrap_or_default(),
         headers: raw.headers.unwrap_or_default(),
+        origins,
         tools,
     })
 }
