@@ -85,7 +85,7 @@ fn a_service_named_admin_is_rejected() {
 fn unknown_fates_and_kinds_get_hints() {
     golden(
         &route("fates = [\"respond\", \"dleay:1s\"]"),
-        "bad.toml:7:9: services.payments.routes[0].fates[1]: unknown fate \"dleay:1s\"; did you mean `delay`?; expected one of: respond, delay:<dur>, drop-after-apply, hang-after-apply, reset-after-apply, drop-before-apply, error-before-apply:<status>, error-after-apply:<status>, apply-later:<dur>",
+        "bad.toml:7:9: services.payments.routes[0].fates[1]: unknown fate \"dleay:1s\"; did you mean `delay`?; expected one of: respond, delay:<dur>, drop-after-apply, hang-after-apply, reset-after-apply, drop-before-apply, error-before-apply:<status>, error-after-apply:<status>, respond-without-apply, apply-later:<dur>",
     );
     golden(
         "[services.payments]\n[[services.payments.routes]]\nname = \"a\"\nmethod = \"POST\"\npath = \"/a\"\nkind = \"acton\"\n",
