@@ -80,7 +80,7 @@ fn malformed_declarations_get_a_precise_400_and_change_nothing() {
     );
     assert_eq!(r.status, 400);
     let err = r.json()["error"].as_str().unwrap().to_string();
-    assert!(err.contains("actions[0].claim: unknown variant `done`, expected one of `succeeded`, `failed`, `unknown`"), "{err}");
+    assert!(err.contains("actions[0].claim: unknown variant `done`, expected one of `succeeded`, `failed`, `cancelled`, `unknown`"), "{err}");
     let r = post(
         &da,
         "/_admin/claims",
