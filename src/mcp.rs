@@ -25,6 +25,8 @@ mod era;
 mod rpc;
 mod schema;
 mod session;
+mod task;
+mod task_rpc;
 
 use era::{Era, SESSION_HEADER};
 use rpc::{Id, Incoming, McpError};
@@ -181,10 +183,21 @@ fn request(
         "tools/list" => Ok(ok(tools_list(server, modern))),
         "server/discover" if modern => Ok(ok(discover(server))),
         "tools/call" => call::call(world, server, (&era, headers), id, params, sse),
-        _ => Err(McpError::MethodNotFound {
-            method: method.to_string(),
-            modern,
-        }),
+        _ => {
+            let c = task_rpc::Call {
+                era: &era,
+                id,
+                params,
+                sse,
+            };
+            if let Some(r) = task_rpc::method(world, server, c, method) {
+                return r;
+            }
+            Err(McpError::MethodNotFound {
+                method: method.to_string(),
+                modern,
+            })
+        }
     }
 }
 
@@ -204,13 +217,22 @@ fn complete(mut result: Value, era: &Era, server: &McpServer) -> Value {
 }
 
 /// The tools capability; `idempotency` (SEP-3182, a closed proposal) when a tool takes its key
-/// from `params`.
-fn capabilities(server: &McpServer) -> Value {
+/// from `params`; tasks when a tool runs them (legacy: the core capability, modern: the
+/// extension).
+fn capabilities(server: &McpServer, modern: bool) -> Value {
     let mut tools = json!({"listChanged": false});
     if server.keys_in_params() {
         tools["idempotency"] = json!({});
     }
-    json!({"tools": tools})
+    let mut caps = json!({"tools": tools});
+    if server.tools.iter().any(|t| t.task.is_some()) {
+        if modern {
+            caps["extensions"] = json!({task::EXTENSION: {}});
+        } else {
+            caps["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+        }
+    }
+    caps
 }
 
 fn server_info(server: &McpServer) -> Value {
@@ -251,7 +273,7 @@ fn initialize(
     log(world, server, "initialize", detail);
     let result = json!({
         "protocolVersion": version,
-        "capabilities": capabilities(server),
+        "capabilities": capabilities(server, false),
         "serverInfo": server_info(server),
     });
     let mut r = answer(200, rpc::result(id, result), sse);
@@ -276,6 +298,16 @@ fn tools_list(server: &McpServer, modern: bool) -> Value {
                     v[k] = x;
                 }
             }
+            // The legacy era lists which tools take `params.task`; in the modern one the
+            // server decides per call.
+            if let (Some(spec), false) = (&t.task, modern) {
+                let support = if spec.required {
+                    "required"
+                } else {
+                    "optional"
+                };
+                v["execution"] = json!({"taskSupport": support});
+            }
             v
         })
         .collect();
@@ -297,7 +329,7 @@ fn discover(server: &McpServer) -> Value {
         .collect();
     json!({
         "supportedVersions": modern,
-        "capabilities": capabilities(server),
+        "capabilities": capabilities(server, true),
         "ttlMs": 0,
         "cacheScope": "private",
     })

@@ -66,6 +66,9 @@ pub struct Request<'a> {
     /// The protocol the request came through, when not plain HTTP (an MCP tool call): its facts
     /// go into the entry's `detail` under the protocol's name.
     pub via: Option<Via>,
+    /// The effect lands this long after admission instead of at once (an MCP task's work): a
+    /// fate that applies then applies at the end of it, and is pending until.
+    pub defer: Option<Duration>,
 }
 
 /// What a protocol wrapped around a request knows of it (an MCP call's server, tool, JSON-RPC

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use super::era::Era;
 use super::rpc::{self, Id, McpError};
-use super::{answer, complete, log, schema, Reply};
+use super::task::Answer;
+use super::{answer, complete, log, schema, task_rpc, Reply};
 use crate::ledger::Disposition;
 use crate::scenario::mcp::{KeySource, McpServer, Resume, Tool};
 use crate::service::{self, Plan, Request, Via};
@@ -44,7 +45,6 @@ pub(super) fn call(
             return Err(McpError::InvalidParams(e.into()));
         }
     };
-    let modern = matches!(era, Era::Modern);
     let built = build(tool, params, &args);
     let (path, key, mut headers) = match built {
         Ok(b) => b,
@@ -87,20 +87,79 @@ pub(super) fn call(
         }),
         ..Request::default()
     };
+    // Whether it runs as a task is settled before anything runs: a refusal is no action.
+    if let (Some(ttl), Some(spec)) = (task_rpc::asked(tool, era, params)?, &tool.task) {
+        let call = task_rpc::Call {
+            era,
+            id,
+            params,
+            sse,
+        };
+        return Ok(task_rpc::create(
+            world,
+            (server, tool, spec),
+            call,
+            req,
+            ttl,
+        ));
+    }
+    let out = admit(world, era, id, req);
+    let message = message(id, era, server, answer_of(world, (server, tool), era, &out));
+    Ok(deliver(
+        world,
+        server,
+        (era, id, params, sse),
+        &out,
+        message,
+    ))
+}
+
+/// Admit a call's request; a legacy session remembers it for `notifications/cancelled`.
+pub(super) fn admit(world: &World, era: &Era, id: &Id, req: Request<'_>) -> service::Outcome {
     let out = service::admit(world, req);
     if let Some(session) = era.session() {
         let request_id = serde_json::to_string(id).unwrap_or_default();
         let sessions = world.extension::<super::session::Sessions>();
         sessions.note_call(session, request_id, out.seq);
     }
-    let message = match key_refusal(out.disposition, out.response.status) {
-        Some(e) => e.body(Some(id)),
+    out
+}
+
+/// What an admitted call answers: its result, or a JSON-RPC error for a key the route's policy
+/// refused.
+pub(super) fn answer_of(
+    world: &World,
+    (server, tool): (&McpServer, &Tool),
+    era: &Era,
+    out: &service::Outcome,
+) -> Answer {
+    match key_refusal(out.disposition, out.response.status) {
+        Some(e) => Answer::Error(e.body(None)["error"].take()),
         None => {
-            let result = result_of(&out.response, modern);
+            let result = result_of(&out.response, matches!(era, Era::Modern));
             check_output(world, server, tool, out.seq, &result);
-            rpc::result(id, complete(result, era, server))
+            Answer::Result(result)
         }
-    };
+    }
+}
+
+/// An answer as the JSON-RPC message that carries it.
+pub(super) fn message(id: &Id, era: &Era, server: &McpServer, answer: Answer) -> Value {
+    match answer {
+        Answer::Result(r) => rpc::result(id, complete(r, era, server)),
+        Answer::Error(e) => json!({"jsonrpc": "2.0", "id": id, "error": e}),
+    }
+}
+
+/// The HTTP answer to an admitted call, delivered as its plan says; streamed ones lead with
+/// progress and (legacy, resumable) a priming event.
+pub(super) fn deliver(
+    world: &World,
+    server: &McpServer,
+    (era, _id, params, sse): (&Era, &Id, &Value, bool),
+    out: &service::Outcome,
+    message: Value,
+) -> Reply {
     let mut response = answer(200, message, sse);
     let mut lead = progress(params, sse);
     if let (Era::Legacy { session, .. }, true) = (era, sse && server.resume != Resume::None) {
@@ -113,13 +172,13 @@ pub(super) fn call(
             &mut lead,
         );
     }
-    Ok(Reply {
+    Reply {
         response,
         plan: out.plan,
         seq: out.seq,
         stream: sse,
         lead,
-    })
+    }
 }
 
 /// A legacy stream a client may resume: a priming event with an id (and a short `retry`, so a
@@ -250,7 +309,7 @@ fn check_output(world: &World, server: &McpServer, tool: &Tool, seq: u64, result
 
 /// A key decision that refused the call before it ran: a JSON-RPC error in SEP-3182's shape
 /// (a closed proposal, the only one there is), with the route's HTTP status as data.
-fn key_refusal(d: Disposition, status: u16) -> Option<McpError> {
+pub(super) fn key_refusal(d: Disposition, status: u16) -> Option<McpError> {
     let (kind, message) = match d {
         Disposition::Conflict => (
             "idempotency_key_in_progress",

@@ -56,6 +56,17 @@ impl Era {
     }
 }
 
+/// Whether a modern request's `_meta` declares client extension `ext` (extensions are
+/// negotiated per request in 2026-07-28).
+pub(crate) fn declares(params: &Value, ext: &str) -> bool {
+    params
+        .get("_meta")
+        .and_then(|m| m.get(META_CAPABILITIES))
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(ext))
+        .is_some()
+}
+
 fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<std::borrow::Cow<'h, str>> {
     headers.get(name).map(header_text)
 }

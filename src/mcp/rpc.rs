@@ -156,6 +156,13 @@ pub(crate) enum McpError {
         message: String,
         status: u16,
     },
+    /// -32601 on a legacy `tools/call`: a task asked of a tool that runs none, or none asked of
+    /// one that needs it.
+    #[error("{0}")]
+    TaskSupport(String),
+    /// -32021: a modern request needs the tasks extension its `_meta` does not declare.
+    #[error("Missing required client capability: {0}")]
+    TasksExtension(String),
 }
 
 impl McpError {
@@ -165,13 +172,14 @@ impl McpError {
             McpError::InvalidRequest(_) | McpError::NoSession(_) | McpError::UnknownSession(_) => {
                 -32600
             }
-            McpError::MethodNotFound { .. } => -32601,
+            McpError::MethodNotFound { .. } | McpError::TaskSupport(_) => -32601,
             McpError::InvalidParams(_)
             | McpError::LegacyVersion { .. }
             | McpError::MissingMeta(_)
             | McpError::Key { .. } => -32602,
             McpError::HeaderMismatch(_) => -32020,
             McpError::UnsupportedVersion { .. } => -32022,
+            McpError::TasksExtension(_) => -32021,
             McpError::Forbidden(_) => -32000,
         }
     }
@@ -183,6 +191,7 @@ impl McpError {
             | McpError::NoSession(_)
             | McpError::HeaderMismatch(_)
             | McpError::UnsupportedVersion { .. }
+            | McpError::TasksExtension(_)
             | McpError::MissingMeta(_) => 400,
             McpError::UnknownSession(_) => 404,
             McpError::Forbidden(_) => 403,
@@ -190,6 +199,7 @@ impl McpError {
             McpError::MethodNotFound { modern: false, .. }
             | McpError::InvalidParams(_)
             | McpError::LegacyVersion { .. }
+            | McpError::TaskSupport(_)
             | McpError::Key { .. } => 200,
         }
     }
@@ -205,6 +215,9 @@ impl McpError {
                 supported,
             } => Some(json!({"supported": supported, "requested": requested})),
             McpError::Key { kind, status, .. } => Some(json!({"type": kind, "status": status})),
+            McpError::TasksExtension(_) => Some(json!({"requiredCapabilities": {
+                "extensions": {super::task::EXTENSION: {}}
+            }})),
             _ => None,
         }
     }

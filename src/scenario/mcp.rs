@@ -7,11 +7,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{did_you_mean, sub_table, Issues, PathTemplate, Pointer, Service};
+use super::{did_you_mean, sub_table, Dur, Issues, PathTemplate, Pointer, Service};
 
 /// The protocol revisions a server may be configured to serve: the Streamable HTTP ones. The
 /// last is the modern (stateless, per-request `_meta`) era; the others need `initialize`.
@@ -144,6 +145,40 @@ pub struct Tool {
     /// The header the route's policy reads its key from: the call hands the key over there,
     /// so the route's idempotency applies as it does to an HTTP client.
     pub key_header: hyper::header::HeaderName,
+    /// A call may run as a task (`task = { ... }`); `None`: never.
+    pub task: Option<TaskSpec>,
+}
+
+/// How a tool's calls run as tasks (2025-11-25 core tasks, the 2026-07-28 tasks extension):
+/// everything on the scenario clock.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskSpec {
+    /// `required`: a call that does not ask for a task (legacy) or does not declare the
+    /// extension (modern) is refused.
+    pub required: bool,
+    /// How long the task works before it completes; its effect lands then.
+    pub duration: Duration,
+    /// The poll interval the server asks for (`pollInterval`, `pollIntervalMs`).
+    pub poll_interval: Duration,
+    /// How long the task is kept after its creation; `None`: the client's requested TTL, or
+    /// for ever.
+    pub ttl: Option<Duration>,
+    /// What `tasks/cancel` does: `honor` stops the effect if it has not landed; `ignore`
+    /// acknowledges and completes anyway.
+    pub cancel: CancelMode,
+    /// The task stops to ask for input (2026-07-28 `input_required`, answered by
+    /// `tasks/update`).
+    pub input: Option<TaskInput>,
+}
+
+/// A question a task asks part-way (`task.input`): an `elicitation/create` request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskInput {
+    /// How long into its work the task asks; the rest of its work follows the answer.
+    pub after: Duration,
+    pub message: String,
+    /// The `requestedSchema` of the answer's content.
+    pub schema: Value,
 }
 
 /// Where a tool call's idempotency key comes from (`key`).
@@ -217,6 +252,33 @@ struct RawTool {
     annotations: Option<Map<String, Value>>,
     call: RawToolCall,
     key: Option<KeySource>,
+    task: Option<RawTask>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTask {
+    support: Option<RawSupport>,
+    duration: Option<Dur>,
+    poll_interval: Option<Dur>,
+    ttl: Option<Dur>,
+    cancel: Option<CancelMode>,
+    input: Option<RawInput>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum RawSupport {
+    Optional,
+    Required,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInput {
+    after: Option<Dur>,
+    message: String,
+    schema: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -298,7 +360,7 @@ fn compile(
                 ),
             ));
         }
-        if let Some(tool) = compile_tool(t, &tpath, services, issues) {
+        if let Some(tool) = compile_tool(t, &tpath, services, raw.cancel, issues) {
             tools.push(tool);
         }
     }
@@ -344,6 +406,7 @@ fn compile_tool(
     t: RawTool,
     tpath: &str,
     services: &[Service],
+    cancel: Option<CancelMode>,
     issues: &mut Issues,
 ) -> Option<Tool> {
     let start = issues.len();
@@ -395,6 +458,9 @@ fn compile_tool(
             issues.push((format!("{tpath}.call"), format!("route \"{}\"'s path {} has the parameter {{{param}}}: say where the arguments hold it, e.g. path = {{ {param} = \"/{param}\" }}", route.name, route.path.raw)));
         }
     }
+    let task = t
+        .task
+        .map(|raw| compile_task(raw, &format!("{tpath}.task"), cancel, issues));
     if issues.len() > start {
         return None;
     }
@@ -412,7 +478,45 @@ fn compile_tool(
         path_params: t.call.path.into_iter().map(|(k, p)| (k, p.0)).collect(),
         key: t.key,
         key_header: route.idempotency.header_name.clone(),
+        task,
     })
+}
+
+/// A tool's `task` table: defaults a client can live with (a short task, the 5 s poll and
+/// the server's cancel policy); an input asked within the task's work.
+fn compile_task(
+    raw: RawTask,
+    path: &str,
+    cancel: Option<CancelMode>,
+    issues: &mut Issues,
+) -> TaskSpec {
+    let duration = raw.duration.map_or(Duration::from_secs(1), |d| d.0);
+    let input = raw.input.map(|i| {
+        let after = i.after.map_or(Duration::ZERO, |d| d.0);
+        if after > duration {
+            issues.push((
+                format!("{path}.input.after"),
+                "the task asks within its work: `after` is at most the task's `duration`".into(),
+            ));
+        }
+        let schema = i
+            .schema
+            .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+        check_schema(&schema, &format!("{path}.input.schema"), issues);
+        TaskInput {
+            after,
+            message: i.message,
+            schema,
+        }
+    });
+    TaskSpec {
+        required: raw.support == Some(RawSupport::Required),
+        duration,
+        poll_interval: raw.poll_interval.map_or(Duration::from_secs(5), |d| d.0),
+        ttl: raw.ttl.map(|d| d.0),
+        cancel: raw.cancel.or(cancel).unwrap_or_default(),
+        input,
+    }
 }
 
 fn check_annotations(a: &Map<String, Value>, path: &str, issues: &mut Issues) {

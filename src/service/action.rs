@@ -172,7 +172,7 @@ fn execute(
     record.fate = Some(fate);
     record.applies_at = match fate {
         Fate::ApplyLater(d) => Some(now + d),
-        f if f.applies() => Some(now),
+        f if f.applies() => Some(now + req.defer.unwrap_or_default()),
         _ => None,
     };
     // Rendering is most of what answering costs; an answer nobody reads and no key store keeps

@@ -1,0 +1,336 @@
+//! Tasks: a `tools/call` answered with a task instead of its result, in both shapes: the
+//! 2025-11-25 core tasks (`params.task`, `tasks/get`/`result`/`list`/`cancel`) and the 2026-07-28
+//! `io.modelcontextprotocol/tasks` extension (the server decides, `resultType: "task"`,
+//! `tasks/get`/`update`/`cancel`).
+//!
+//! A task's status is never stored: it is read off the scenario clock and the ledger whenever
+//! asked. The call is admitted when the task is created (or, for a task that asks for input
+//! first, when the answer comes) with its effect deferred to the end of the task's work, so the
+//! ledger holds the effect exactly when it lands; an honoured `tasks/cancel` stops it there, an
+//! ignored one lets it land. Tasks are a world extension like sessions, not journaled: after a
+//! restart a client polling an old task gets "not found".
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::ledger::ActionState;
+use crate::scenario::mcp::TaskSpec;
+use crate::service::Request;
+use crate::sync::unpoisoned;
+use crate::world::World;
+
+/// The extension's identifier, in capabilities and `-32021`'s data.
+pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The one key a task's input request goes under (`inputRequests`, `inputResponses`).
+pub(crate) const INPUT_KEY: &str = "input";
+
+/// A task's status on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub(crate) fn terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+}
+
+/// What the call answered, once admitted: a `CallToolResult`, or a JSON-RPC error object.
+#[derive(Clone, Debug)]
+pub(crate) enum Answer {
+    Result(Value),
+    Error(Value),
+}
+
+/// Where a task's question stands.
+#[derive(Clone, Debug, PartialEq)]
+enum Input {
+    /// The task asks nothing.
+    None,
+    /// Asked at `created_at + after`; not answered yet.
+    Waiting,
+    /// Answered at this time: accepted (the work goes on) or not (the task ends cancelled).
+    Answered { at: Duration, accepted: bool },
+}
+
+/// One task.
+#[derive(Clone, Debug)]
+pub(crate) struct Task {
+    pub(crate) id: String,
+    pub(crate) server: Arc<str>,
+    pub(crate) tool: String,
+    pub(crate) modern: bool,
+    pub(crate) session: Option<String>,
+    pub(crate) created_at: Duration,
+    /// The TTL reported (and kept to): the scenario's, else the client's request.
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) spec: TaskSpec,
+    /// The action the call became, once admitted.
+    pub(crate) action: Option<u64>,
+    pub(crate) answer: Option<Answer>,
+    /// When the work ends (the effect's time), once admitted.
+    pub(crate) done_at: Option<Duration>,
+    input: Input,
+    /// When a cancel ended the task (honoured, or acknowledged in the legacy era, where a
+    /// cancelled task stays cancelled whatever the work does).
+    pub(crate) cancelled_at: Option<Duration>,
+    /// The call, kept until the task's input is answered and it is admitted.
+    pub(crate) prepared: Option<Request<'static>>,
+}
+
+impl Task {
+    /// A new task of a call made at `now`.
+    pub(crate) fn new(
+        id: String,
+        (server, tool): (&Arc<str>, &str),
+        (modern, session): (bool, Option<&str>),
+        spec: &TaskSpec,
+        requested_ttl: Option<Duration>,
+        now: Duration,
+    ) -> Task {
+        // The legacy era has its questions asked through `tasks/result` streams; a legacy task
+        // works straight through.
+        let input = if spec.input.is_some() && modern {
+            Input::Waiting
+        } else {
+            Input::None
+        };
+        Task {
+            id,
+            server: server.clone(),
+            tool: tool.to_string(),
+            modern,
+            session: session.map(str::to_string),
+            created_at: now,
+            ttl: spec.ttl.or(requested_ttl),
+            spec: spec.clone(),
+            action: None,
+            answer: None,
+            done_at: None,
+            input,
+            cancelled_at: None,
+            prepared: None,
+        }
+    }
+
+    /// Whether the task asks for input before it is admitted.
+    pub(crate) fn asks_first(&self) -> bool {
+        self.input == Input::Waiting
+    }
+
+    /// How long the work runs from its admission: all of it, or what follows the question.
+    pub(crate) fn remaining(&self) -> Duration {
+        let asked = self
+            .spec
+            .input
+            .as_ref()
+            .filter(|_| self.input != Input::None);
+        self.spec
+            .duration
+            .saturating_sub(asked.map_or(Duration::ZERO, |i| i.after))
+    }
+
+    fn asked_at(&self) -> Option<Duration> {
+        let input = self.spec.input.as_ref()?;
+        (self.input != Input::None).then(|| self.created_at + input.after)
+    }
+
+    pub(crate) fn expired(&self, now: Duration) -> bool {
+        self.ttl.is_some_and(|t| now >= self.created_at + t)
+    }
+
+    /// The status at `now`, given the state of its action in the ledger.
+    pub(crate) fn status(&self, now: Duration, action: Option<ActionState>) -> Status {
+        if self.cancelled_at.is_some_and(|c| c <= now) || action == Some(ActionState::Cancelled) {
+            return Status::Cancelled;
+        }
+        match self.input {
+            Input::Waiting => {
+                return match self.asked_at() {
+                    Some(t) if now >= t => Status::InputRequired,
+                    _ => Status::Working,
+                }
+            }
+            Input::Answered {
+                accepted: false, ..
+            } => return Status::Cancelled,
+            _ => {}
+        }
+        match (self.done_at, &self.answer) {
+            (Some(t), Some(answer)) if now >= t => match answer {
+                Answer::Error(_) => Status::Failed,
+                // An error result fails a legacy task; the extension completes it with the
+                // result, `isError` and all.
+                Answer::Result(r) if !self.modern && r["isError"] == true => Status::Failed,
+                Answer::Result(_) => Status::Completed,
+            },
+            _ => Status::Working,
+        }
+    }
+
+    /// When the current status began.
+    fn since(&self, status: Status) -> Duration {
+        let input_at = match self.input {
+            Input::Answered { at, .. } => Some(at),
+            _ => None,
+        };
+        match status {
+            Status::Cancelled => self.cancelled_at.or(input_at),
+            Status::InputRequired => self.asked_at(),
+            Status::Completed | Status::Failed => self.done_at,
+            Status::Working => input_at,
+        }
+        .unwrap_or(self.created_at)
+    }
+
+    /// The task as the era's wire shows it (flat in both; the extension renames the TTL and
+    /// poll interval with `Ms`).
+    pub(crate) fn wire(&self, world: &World, status: Status) -> Value {
+        let ms = |d: Duration| d.as_millis() as u64;
+        let clock = &world.clock;
+        let mut t = json!({
+            "taskId": self.id,
+            "status": status.name(),
+            "createdAt": clock.rfc3339(self.created_at),
+            "lastUpdatedAt": clock.rfc3339(self.since(status)),
+        });
+        let (ttl, poll) = if self.modern {
+            ("ttlMs", "pollIntervalMs")
+        } else {
+            ("ttl", "pollInterval")
+        };
+        t[ttl] = self.ttl.map(ms).into();
+        t[poll] = ms(self.spec.poll_interval).into();
+        if status == Status::InputRequired {
+            t["statusMessage"] = "waiting for input".into();
+        }
+        t
+    }
+
+    /// The extension's `tasks/get` body: the task and, by status, its result, its error or its
+    /// question.
+    pub(crate) fn detailed(&self, world: &World, status: Status) -> Value {
+        let mut t = self.wire(world, status);
+        match (status, &self.answer, &self.spec.input) {
+            (Status::Completed, Some(Answer::Result(r)), _) => t["result"] = r.clone(),
+            (Status::Failed, Some(Answer::Error(e)), _) => t["error"] = e.clone(),
+            (Status::InputRequired, _, Some(input)) => {
+                t["inputRequests"] = json!({INPUT_KEY: {
+                    "method": "elicitation/create",
+                    "params": {"mode": "form", "message": input.message, "requestedSchema": input.schema},
+                }})
+            }
+            _ => {}
+        }
+        t
+    }
+
+    /// Record the answer to the task's question at `now`: whether it was accepted.
+    pub(crate) fn answer_input(&mut self, now: Duration, accepted: bool) {
+        self.input = Input::Answered { at: now, accepted };
+    }
+}
+
+/// The tasks of a world, by id.
+#[derive(Default)]
+pub(crate) struct Tasks(Mutex<Table>);
+
+#[derive(Default)]
+struct Table {
+    made: u64,
+    tasks: HashMap<String, Task>,
+}
+
+impl Tasks {
+    /// A fresh task id: drawn from the scenario's seed (the same run gives the same ids) and
+    /// unguessable without it, as the extension asks.
+    pub(crate) fn next_id(&self, world: &World, server: &str) -> String {
+        let n = {
+            let mut t = unpoisoned(self.0.lock());
+            t.made += 1;
+            t.made
+        };
+        let digest = Sha256::digest(format!("{}/{server}/{n}", world.seed));
+        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    pub(crate) fn insert(&self, task: Task) {
+        unpoisoned(self.0.lock())
+            .tasks
+            .insert(task.id.clone(), task);
+    }
+
+    /// A copy of task `id` of `server`, unless it is unknown or (at `now`) expired.
+    pub(crate) fn get(&self, server: &str, id: &str, now: Duration) -> Result<Task, Lookup> {
+        let mut t = unpoisoned(self.0.lock());
+        match t.tasks.get(id) {
+            Some(task) if &*task.server == server && task.expired(now) => {
+                t.tasks.remove(id);
+                Err(Lookup::Expired)
+            }
+            Some(task) if &*task.server == server => Ok(task.clone()),
+            _ => Err(Lookup::Unknown),
+        }
+    }
+
+    /// Change task `id` in place; whether it is there.
+    pub(crate) fn update(&self, id: &str, f: impl FnOnce(&mut Task)) -> bool {
+        let mut t = unpoisoned(self.0.lock());
+        t.tasks.get_mut(id).map(f).is_some()
+    }
+
+    /// The live tasks of `server` a legacy session made, oldest first.
+    pub(crate) fn of_session(
+        &self,
+        server: &str,
+        session: Option<&str>,
+        now: Duration,
+    ) -> Vec<Task> {
+        let t = unpoisoned(self.0.lock());
+        let mut out: Vec<Task> = t
+            .tasks
+            .values()
+            .filter(|x| &*x.server == server && !x.modern && x.session.as_deref() == session)
+            .filter(|x| !x.expired(now))
+            .cloned()
+            .collect();
+        out.sort_by_key(|x| x.created_at);
+        out
+    }
+}
+
+/// Why a task id found no task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    Unknown,
+    Expired,
+}
+
+impl Lookup {
+    pub(crate) fn message(self, id: &str) -> String {
+        match self {
+            Lookup::Unknown => format!("Failed to retrieve task: Task not found ({id})"),
+            Lookup::Expired => format!("Failed to retrieve task: Task has expired ({id})"),
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! The task methods, over [`super::task`]: a tasked `tools/call` (create), `tasks/get`,
+//! `tasks/cancel`, and by era `tasks/result`/`tasks/list` (2025-11-25) or `tasks/update`
+//! (2026-07-28). Each is recorded as an entry of the server's own (`task-created`, `task-get`,
+//! `task-cancel`, …) naming the action it concerns (`target`): a poll is the orchestrator
+//! learning the outcome, which the verifier counts as reconciliation.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::call::{self, answer_of};
+use super::era::{declares, Era};
+use super::rpc::{self, Id, McpError};
+use super::task::{Answer, Lookup, Status, Task, Tasks, EXTENSION, INPUT_KEY};
+use super::{answer, complete, log, Reply};
+use crate::ledger::ActionState;
+use crate::scenario::mcp::{CancelMode, McpServer, TaskSpec, Tool};
+use crate::service::{self, Plan, Request};
+use crate::world::World;
+
+/// The call a task answers: its era, JSON-RPC id, params, and whether it is streamed.
+pub(super) struct Call<'c> {
+    pub(super) era: &'c Era,
+    pub(super) id: &'c Id,
+    pub(super) params: &'c Value,
+    pub(super) sse: bool,
+}
+
+/// Whether a `tools/call` runs as a task (`Some`, with the TTL the client asked for): legacy,
+/// when it asks (`params.task`); modern, when the tool runs tasks and this request declares the
+/// extension (the server decides). A task asked of a tool that runs none, or a task-only tool
+/// called without one, is refused before anything runs.
+pub(super) fn asked(
+    tool: &Tool,
+    era: &Era,
+    params: &Value,
+) -> Result<Option<Option<Duration>>, McpError> {
+    let required = tool.task.as_ref().is_some_and(|t| t.required);
+    if let Era::Modern = era {
+        let declared = declares(params, EXTENSION);
+        return match (&tool.task, declared) {
+            (Some(_), true) => Ok(Some(None)),
+            _ if required => Err(McpError::TasksExtension(format!(
+                "tool {} runs only as a task: declare the {EXTENSION} extension",
+                tool.name
+            ))),
+            _ => Ok(None),
+        };
+    }
+    match (params.get("task"), &tool.task) {
+        (None | Some(Value::Null), _) if required => Err(McpError::TaskSupport(format!(
+            "Task augmentation required: tool {} runs only as a task",
+            tool.name
+        ))),
+        (None | Some(Value::Null), _) => Ok(None),
+        (Some(_), None) => Err(McpError::TaskSupport(format!(
+            "tool {} does not support task-augmented calls",
+            tool.name
+        ))),
+        (Some(t), Some(_)) => {
+            let ttl = t
+                .get("ttl")
+                .and_then(Value::as_u64)
+                .map(Duration::from_millis);
+            Ok(Some(ttl))
+        }
+    }
+}
+
+/// A request that outlives the call it came with (kept until a task's input is answered).
+fn owned(req: Request<'_>) -> Request<'static> {
+    let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+    Request {
+        service: own(req.service),
+        method: own(req.method),
+        path: own(req.path),
+        headers: req.headers,
+        body: req.body,
+        too_large: req.too_large,
+        incomplete: req.incomplete,
+        actor: req.actor,
+        work_id: req.work_id,
+        revision: req.revision,
+        unread: req.unread,
+        via: req.via,
+        defer: req.defer,
+    }
+}
+
+/// A tasked call: the task created and its creation answered at once, its work (and effect)
+/// running on the scenario clock. The call's fate decides how the creation answer travels (a
+/// drop loses the task id after the task exists); a fate that refuses before anything applies
+/// refuses the call as it would a plain one, and no task is created.
+pub(super) fn create(
+    world: &World,
+    (server, tool, spec): (&McpServer, &Tool, &TaskSpec),
+    c: Call<'_>,
+    mut req: Request<'_>,
+    requested_ttl: Option<Duration>,
+) -> Reply {
+    let tasks = world.extension::<Tasks>();
+    let modern = matches!(c.era, Era::Modern);
+    let id = tasks.next_id(world, &server.name);
+    if let Some(via) = req.via.as_mut() {
+        via.facts["task_id"] = id.clone().into();
+    }
+    let now = world.clock.now();
+    let who = (&server.name, tool.name.as_str());
+    let mut task = Task::new(id, who, (modern, c.era.session()), spec, requested_ttl, now);
+    if task.asks_first() {
+        let detail = json!({"task_id": task.id, "tool": tool.name, "id": c.id, "target": null,
+            "asks_input": true, "revision": req_revision(world, &req)});
+        log(world, server, "task-created", detail);
+        task.prepared = Some(owned(req));
+        let msg = created(world, server, &c, &task);
+        tasks.insert(task);
+        return Reply::now(answer(200, msg, c.sse));
+    }
+    req.defer = Some(task.remaining());
+    let revision = req_revision(world, &req);
+    let out = call::admit(world, c.era, c.id, req);
+    let answer = answer_of(world, (server, tool), c.era, &out);
+    let started = matches!(answer, Answer::Result(_)) && took_up(world, out.seq);
+    if !started {
+        let msg = call::message(c.id, c.era, server, answer);
+        return call::deliver(world, server, (c.era, c.id, c.params, c.sse), &out, msg);
+    }
+    task.action = Some(out.seq);
+    task.answer = Some(answer);
+    task.done_at = Some(now + task.remaining());
+    let detail = json!({"task_id": task.id, "tool": tool.name, "id": c.id, "target": out.seq,
+        "done_at_ms": task.done_at.map(|d| d.as_millis() as u64), "revision": revision});
+    log(world, server, "task-created", detail);
+    let msg = created(world, server, &c, &task);
+    tasks.insert(task);
+    call::deliver(world, server, (c.era, c.id, c.params, c.sse), &out, msg)
+}
+
+/// The revision the call was made under (the service's revision header, as the action reads
+/// it), for the verifier's ACC-2: a task's result adopted after its revision was superseded.
+fn req_revision(world: &World, req: &Request<'_>) -> Value {
+    let header = world
+        .scenario
+        .service(&req.service)
+        .and_then(|s| req.headers.get(&s.revision_header));
+    header.map_or(Value::Null, |v| {
+        crate::revision::Revision::parse(&crate::service::header_text(v)).to_value()
+    })
+}
+
+/// Whether admission took the call up: it applies (now or at the task's end), or it replays
+/// an earlier call of the same key.
+fn took_up(world: &World, seq: u64) -> bool {
+    let st = world.lock();
+    st.ledger
+        .get(seq)
+        .is_some_and(|r| r.applies_at.is_some() || r.replay_of.is_some())
+}
+
+/// The creation answer: legacy `{task}`, modern the flat task with `resultType: "task"`.
+fn created(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Value {
+    let wire = task.wire(world, Status::Working);
+    let result = match c.era {
+        Era::Modern => {
+            let mut r = complete(wire, c.era, server);
+            r["resultType"] = "task".into();
+            r
+        }
+        Era::Legacy { .. } => json!({"task": wire}),
+    };
+    rpc::result(c.id, result)
+}
+
+/// A task method, if `method` is one this era has.
+pub(super) fn method(
+    world: &World,
+    server: &McpServer,
+    c: Call<'_>,
+    method: &str,
+) -> Option<Result<Reply, McpError>> {
+    let modern = matches!(c.era, Era::Modern);
+    let known = match method {
+        "tasks/get" | "tasks/cancel" => true,
+        "tasks/result" | "tasks/list" => !modern,
+        "tasks/update" => modern,
+        _ => false,
+    };
+    if !known {
+        return None;
+    }
+    if modern && !declares(c.params, EXTENSION) {
+        return Some(Err(McpError::TasksExtension(format!(
+            "{method} belongs to the {EXTENSION} extension: declare it in this request's _meta"
+        ))));
+    }
+    if method == "tasks/list" {
+        return Some(Ok(list(world, server, &c)));
+    }
+    let Some(task_id) = c.params.get("taskId").and_then(Value::as_str) else {
+        let e = format!("{method} needs params.taskId (a string)");
+        return Some(Err(McpError::InvalidParams(e)));
+    };
+    let now = world.clock.now();
+    let task = match world.extension::<Tasks>().get(&server.name, task_id, now) {
+        Ok(t) if t.modern == modern => t,
+        Ok(_) => {
+            return Some(Err(McpError::InvalidParams(
+                Lookup::Unknown.message(task_id),
+            )))
+        }
+        Err(l) => {
+            let detail = json!({"task_id": task_id, "method": method, "outcome": format!("{l:?}").to_lowercase()});
+            log(world, server, "task-unknown", detail);
+            return Some(Err(McpError::InvalidParams(l.message(task_id))));
+        }
+    };
+    Some(match method {
+        "tasks/get" => Ok(get(world, server, &c, &task)),
+        "tasks/cancel" => cancel(world, server, &c, task),
+        "tasks/result" => result(world, server, &c, &task),
+        _ => update(world, server, &c, task),
+    })
+}
+
+/// The task's status now, reading its action's state in the ledger.
+fn status_now(world: &World, task: &Task) -> Status {
+    let now = world.clock.now();
+    let state = task.action.and_then(|seq| {
+        let st = world.lock();
+        st.ledger.get(seq).and_then(|r| r.state_at(now))
+    });
+    task.status(now, state)
+}
+
+fn ok(c: &Call<'_>, server: &McpServer, result: Value) -> Reply {
+    Reply::now(answer(
+        200,
+        rpc::result(c.id, complete(result, c.era, server)),
+        c.sse,
+    ))
+}
+
+/// `tasks/get`: legacy the flat task, modern the detailed one (with its result, error or
+/// question).
+fn get(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Reply {
+    let status = status_now(world, task);
+    let detail = json!({"task_id": task.id, "target": task.action, "status": status.name()});
+    log(world, server, "task-get", detail);
+    let body = match c.era {
+        Era::Modern => task.detailed(world, status),
+        Era::Legacy { .. } => task.wire(world, status),
+    };
+    ok(c, server, body)
+}
+
+/// `tasks/cancel` on a task not yet terminal. `honor`: its effect is stopped if it has not
+/// landed (a task still waiting for input never runs). `ignore`: acknowledged, and the work
+/// goes on to its effect; a legacy task then reads `cancelled` (the spec says it stays so)
+/// though its effect lands, a modern one completes (the extension allows it).
+fn cancel(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result<Reply, McpError> {
+    let status = status_now(world, &task);
+    if status.terminal() {
+        return Err(McpError::InvalidParams(format!(
+            "Cannot cancel task: already in terminal status '{}'",
+            status.name()
+        )));
+    }
+    let now = world.clock.now();
+    let outcome = match (task.spec.cancel, task.action) {
+        (CancelMode::Honor, Some(seq)) => match service::cancel_pending(world, seq) {
+            Some(ActionState::Applied) => "too-late",
+            _ => "cancelled",
+        },
+        (CancelMode::Honor, None) => "cancelled",
+        (CancelMode::Ignore, _) => "ignored",
+    };
+    let marks = outcome == "cancelled" || !task.modern;
+    let tasks = world.extension::<Tasks>();
+    if marks {
+        tasks.update(&task.id, |t| t.cancelled_at = Some(now));
+    }
+    let detail = json!({"task_id": task.id, "target": task.action, "policy": format!("{:?}", task.spec.cancel).to_lowercase(), "outcome": outcome, "status_before": status.name()});
+    log(world, server, "task-cancel", detail);
+    let body = match c.era {
+        Era::Modern => json!({}),
+        Era::Legacy { .. } => {
+            let mut t = task;
+            t.cancelled_at = Some(now);
+            t.wire(world, Status::Cancelled)
+        }
+    };
+    Ok(ok(c, server, body))
+}
+
+/// Legacy `tasks/result`: the call's own answer once the task is terminal, with the task it
+/// belongs to in `_meta`; asked earlier, it waits (on the scenario clock) until the work ends.
+fn result(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Result<Reply, McpError> {
+    let status = status_now(world, task);
+    let detail = json!({"task_id": task.id, "target": task.action, "status": status.name()});
+    log(world, server, "task-result", detail);
+    if status == Status::Cancelled {
+        return Err(McpError::InvalidParams(format!(
+            "Task {} was cancelled: it has no result",
+            task.id
+        )));
+    }
+    let related = json!({"taskId": task.id});
+    let msg = match &task.answer {
+        Some(Answer::Result(r)) => {
+            let mut r = r.clone();
+            r["_meta"] = json!({"io.modelcontextprotocol/related-task": related});
+            rpc::result(c.id, r)
+        }
+        Some(Answer::Error(e)) => json!({"jsonrpc": "2.0", "id": c.id, "error": e}),
+        None => {
+            let e = format!("Task {} has no result yet", task.id);
+            return Err(McpError::InvalidParams(e));
+        }
+    };
+    let mut reply = Reply::now(answer(200, msg, c.sse));
+    if let Some(at) = task.done_at.filter(|_| !status.terminal()) {
+        reply.plan = Plan::At(at);
+        reply.stream = c.sse;
+    }
+    Ok(reply)
+}
+
+/// Legacy `tasks/list`: the session's live tasks.
+fn list(world: &World, server: &McpServer, c: &Call<'_>) -> Reply {
+    let now = world.clock.now();
+    let tasks = world
+        .extension::<Tasks>()
+        .of_session(&server.name, c.era.session(), now);
+    let targets: Vec<Option<u64>> = tasks.iter().map(|t| t.action).collect();
+    let wire: Vec<Value> = tasks
+        .iter()
+        .map(|t| t.wire(world, status_now(world, t)))
+        .collect();
+    let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+    log(
+        world,
+        server,
+        "task-list",
+        json!({"task_ids": ids, "targets": targets}),
+    );
+    ok(c, server, json!({"tasks": wire}))
+}
+
+/// Modern `tasks/update`: the answer to the task's question. Accepted, the call is admitted now
+/// and works the rest of its time; declined or cancelled, the task ends cancelled and nothing
+/// runs. Answers to keys it did not ask, or asked already, are ignored, as the extension says.
+fn update(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result<Reply, McpError> {
+    let Some(responses) = c.params.get("inputResponses").and_then(Value::as_object) else {
+        let e = "tasks/update needs params.inputResponses (an object)";
+        return Err(McpError::InvalidParams(e.into()));
+    };
+    let status = status_now(world, &task);
+    let response = responses.get(INPUT_KEY);
+    let detail = json!({"task_id": task.id, "status": status.name(), "responses": responses});
+    log(world, server, "task-update", detail);
+    let (Some(response), Status::InputRequired) = (response, status) else {
+        return Ok(ok(c, server, json!({})));
+    };
+    let accepted = response.get("action").and_then(Value::as_str) == Some("accept");
+    let now = world.clock.now();
+    let tasks = world.extension::<Tasks>();
+    let mut prepared = None;
+    tasks.update(&task.id, |t| {
+        t.answer_input(now, accepted);
+        prepared = t.prepared.take();
+    });
+    if let (true, Some(mut req)) = (accepted, prepared) {
+        let remaining = task.remaining();
+        req.defer = Some(remaining);
+        let Some(tool) = server.tool(&task.tool) else {
+            return Ok(ok(c, server, json!({})));
+        };
+        let out = call::admit(world, c.era, c.id, req);
+        let answer = answer_of(world, (server, tool), c.era, &out);
+        let started = took_up(world, out.seq);
+        tasks.update(&task.id, |t| {
+            t.action = Some(out.seq);
+            t.done_at = Some(if started { now + remaining } else { now });
+            t.answer = Some(answer);
+        });
+    }
+    Ok(ok(c, server, json!({})))
+}
