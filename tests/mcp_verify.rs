@@ -204,3 +204,112 @@ respond = { status = 201, json = { id = "{{action.id}}", status = "succeeded" } 
         "{found:?}"
     );
 }
+
+/// The scenario with a `book` tool whose calls run as 2 s tasks.
+fn with_tasks() -> String {
+    format!(
+        "{SCENARIO}\n[[mcp.payments.tools]]\nname = \"book\"\ninput_schema = {{ type = \"object\" }}\ncall = {{ service = \"payments\", route = \"create-transfer\" }}\ntask = {{ duration = \"2s\" }}\n"
+    )
+}
+
+/// A 2026-07-28 request that declares the tasks extension, with `headers` added.
+fn task_request(da: &Da, id: u64, method: &str, params: Value, headers: &[(&str, &str)]) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let name = params["name"].as_str().unwrap_or("").to_string();
+    let mut h = vec![
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", VERSION),
+        ("mcp-method", method),
+        ("mcp-name", name.as_str()),
+    ];
+    h.extend_from_slice(headers);
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    da.post_json("/mcp/payments", &h, &body).unwrap().json()
+}
+
+#[test]
+fn rec_4_a_tool_called_again_while_its_task_id_was_held_is_found_and_a_poll_clears_it() {
+    let da = Da::start(&with_tasks());
+    let args = json!({"to": "acct-9", "amount": 100});
+    let call = |id| {
+        task_request(
+            &da,
+            id,
+            "tools/call",
+            json!({"name": "book", "arguments": args}),
+            &[],
+        )
+    };
+    let task = call(1);
+    assert_eq!(task["result"]["resultType"], "task", "{task}");
+    call(2);
+    let found = findings(&da, "REC-4");
+    assert_eq!(found.len(), 1, "{found:?}");
+    let summary = found[0]["summary"].as_str().unwrap();
+    assert!(summary.contains("while holding task"), "{summary}");
+
+    // A client that polls its task first is judged to have learnt the outcome.
+    let da = Da::start(&with_tasks());
+    let task = call_on(&da, 1);
+    let id = task["result"]["taskId"].clone();
+    for n in 2..4 {
+        // Retried polls are legitimate: a poll is a read.
+        let got = task_request(&da, n, "tasks/get", json!({"taskId": id}), &[]);
+        assert_eq!(got["result"]["status"], "working", "{got}");
+    }
+    call_on(&da, 4);
+    assert!(findings(&da, "REC-4").is_empty());
+}
+
+fn call_on(da: &Da, id: u64) -> Value {
+    let args = json!({"to": "acct-9", "amount": 100});
+    task_request(
+        da,
+        id,
+        "tools/call",
+        json!({"name": "book", "arguments": args}),
+        &[],
+    )
+}
+
+#[test]
+fn acc_2_a_task_result_adopted_after_its_revision_was_superseded_is_found() {
+    let da = Da::start(&with_tasks());
+    let args = json!({"to": "acct-9", "amount": 100});
+    let rev1 = [("x-revision", "1")];
+    let task = task_request(
+        &da,
+        1,
+        "tools/call",
+        json!({"name": "book", "arguments": args}),
+        &rev1,
+    );
+    let id = task["result"]["taskId"].as_str().unwrap().to_string();
+    // The user redirects: the next action carries revision 2.
+    let other = json!({"to": "acct-10", "amount": 5});
+    let rev2 = [("x-revision", "2")];
+    task_request(
+        &da,
+        2,
+        "tools/call",
+        json!({"name": "create_transfer", "arguments": other}),
+        &rev2,
+    );
+    da.advance("2s");
+    let done = task_request(&da, 3, "tasks/get", json!({"taskId": id}), &[]);
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let verdict = da.get("/_admin/verify").json();
+    assert!(
+        verdict["notes"].to_string().contains("ACC-2"),
+        "without claims, the superseded task is named as not judged: {verdict}"
+    );
+    claim(&da, json!({"adopted": [id]}));
+    let found = findings(&da, "ACC-2");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0]["summary"].as_str().unwrap().contains(&id),
+        "{found:?}"
+    );
+}

@@ -1,5 +1,6 @@
-//! Rules about the effects of actions: the same intent applied more than once (ACC-1), and a
-//! retry sent blind after an attempt whose outcome was unknown (REC-4).
+//! Rules about the effects of actions: the same intent applied more than once (ACC-1), a retry
+//! sent blind after an attempt whose outcome was unknown (REC-4), and a tool call made again
+//! while its first call's task was still the client's to poll (REC-4).
 
 use serde_json::Value;
 
@@ -98,6 +99,63 @@ pub(super) fn rec4_blind_retries(ix: &Index, out: &mut Vec<Finding>) {
                 ),
                 entries: vec![first.seq, retry.seq],
                 hint: "classify the first attempt as unknown, query the authoritative state (lookup) or retry with the SAME key within its retention window; if it cannot be resolved, block the retry and report the uncertainty".into(),
+            });
+        }
+    }
+}
+
+/// The MCP task each tool call started, by the call's seq (its `task-created` entry).
+fn tasks_started<'e>(ix: &Index<'e>) -> crate::hash::FastMap<u64, &'e str> {
+    let mut m = crate::hash::FastMap::default();
+    for e in ix.rows() {
+        let Some(d) = e.agent_event("task-created") else {
+            continue;
+        };
+        if let (Some(t), Some(id)) = (d.get("target").and_then(Value::as_u64), e.task_of()) {
+            m.insert(t, id);
+        }
+    }
+    m
+}
+
+/// REC-4: a tool call made again (a new or no key) while the client held the task id of the
+/// first one (its creation answer was delivered), without a poll of that task in between: it
+/// should have asked `tasks/get` instead of starting the work over.
+pub(super) fn rec4_recalls_holding_a_task(ix: &Index, out: &mut Vec<Finding>) {
+    let started = tasks_started(ix);
+    if started.is_empty() {
+        return;
+    }
+    let groups = intent_groups(ix, |e| {
+        e.disposition == Disposition::Executed && e.by_client()
+    });
+    for group in &groups {
+        for (i, first) in group.iter().enumerate() {
+            let Some(task) = started.get(&first.seq) else {
+                continue;
+            };
+            if first.uncertain() {
+                // The task id never arrived: the blind-retry rule judges that one.
+                continue;
+            }
+            let Some(retry) = group[i + 1..]
+                .iter()
+                .find(|r| first.key.is_none() || r.key() != first.key())
+            else {
+                continue;
+            };
+            if ix.learned(first, retry.seq) {
+                continue;
+            }
+            out.push(Finding {
+                rule: "REC-4".into(),
+                summary: format!(
+                    "called {} {} again while holding task {task} of the first call, without polling it",
+                    first.route().unwrap_or("?"),
+                    first.intent_text()
+                ),
+                entries: vec![first.seq, retry.seq],
+                hint: "a tool call answered with a task is still running: poll tasks/get (it is safe to retry) for its outcome instead of calling the tool again".into(),
             });
         }
     }

@@ -252,6 +252,26 @@ impl<'e> Index<'e> {
                     }
                 }
             }
+            // An MCP task polled, listed, read or cancelled: the client learnt (or settled)
+            // the state of the action the task runs.
+            if e.disposition == Disposition::Agent
+                && matches!(
+                    e.event(),
+                    Some("task-get" | "task-result" | "task-list" | "task-cancel")
+                )
+            {
+                if let Some(d) = &e.detail {
+                    let one = d.get("target").into_iter();
+                    let many = d
+                        .get("targets")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten();
+                    for t in one.chain(many).filter_map(Value::as_u64) {
+                        lookups_by_target.entry(t).or_default().push(e.seq);
+                    }
+                }
+            }
             if e.disposition == Disposition::Lookup {
                 if let Some(d) = &e.detail {
                     if let Some(t) = d.get("target").and_then(Value::as_u64) {

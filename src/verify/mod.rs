@@ -45,6 +45,7 @@ fn run(l: &Ledger, extra: Option<&Claims>) -> Report {
         let mut out = Vec::new();
         effects::acc1_duplicate_effects(ix, &mut out);
         effects::rec4_blind_retries(ix, &mut out);
+        effects::rec4_recalls_holding_a_task(ix, &mut out);
         keys::rec4_key_reuse(ix, &mut out);
         keys::rec4_expired_keys(ix, &mut out);
         revisions::rec2_stale_admissions(ix, &mut out);
