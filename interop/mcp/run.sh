@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Interop suite: the official Python MCP client (`mcp` 2.3.0) and FastMCP 4.1.6's client against
 # a running doubleagent: test_mcp.py once per client mode (MCP_MODES, default "auto legacy":
-# 2026-07-28 through server/discover, and 2025-11-25 through initialize), then test_fastmcp.py.
+# 2026-07-28 through server/discover, and 2025-11-25 through initialize), then test_fastmcp.py,
+# then test_fastmcp_tasks.py (fastmcp-tasks 4.1.4: the 2026-07-28 tasks extension).
 #
 #   bash interop/mcp/run.sh [pytest args...]
 #
@@ -19,20 +20,26 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(git -C "$HERE" rev-parse --show-toplevel 2>/dev/null || (cd "$HERE/../.." && pwd))"
 MCP_VERSION="2.3.0"
 FASTMCP_VERSION="4.1.6"
+FASTMCP_TASKS_VERSION="4.1.4"
 
 # --- virtualenv --------------------------------------------------------------------------------
 CACHE="${DOUBLEAGENT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/doubleagent}"
 VENV="$CACHE/mcp-interop-$MCP_VERSION"
 # fastmcp 4.1.6 pins mcp 2.3.0; httpx is named because the tests import it directly.
 REQS=("mcp==$MCP_VERSION" "fastmcp==$FASTMCP_VERSION" "httpx" "pytest")
+# fastmcp-tasks 4.1.4 (the newest) pins fastmcp-slim 4.1.4 while fastmcp 4.1.6 pins 4.1.6, so a
+# resolver refuses the pair: it is installed without its dependencies, which are named here
+# (its client half runs on fastmcp-slim 4.1.6 unchanged).
+TASKS_REQS=("pydocket==0.27.2" "redis!=8.1.0" "cryptography>=43.0.0")
 STAMP="$VENV/.installed"
-WANT="${REQS[*]}"
+WANT="${REQS[*]} fastmcp-tasks==$FASTMCP_TASKS_VERSION ${TASKS_REQS[*]}"
 if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
     echo "interop/mcp: creating virtualenv $VENV ($WANT)" >&2
     rm -rf "$VENV"
     mkdir -p "$CACHE"
     "${PYTHON:-python3}" -m venv "$VENV"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${REQS[@]}"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${REQS[@]}" "${TASKS_REQS[@]}"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "fastmcp-tasks==$FASTMCP_TASKS_VERSION"
     echo "$WANT" > "$STAMP"
 fi
 PY="$VENV/bin/python"
@@ -91,6 +98,10 @@ for mode in ${MCP_MODES:-auto legacy}; do
 done
 echo "interop/mcp: fastmcp $FASTMCP_VERSION" >&2
 DOUBLEAGENT_URL="$url" "$PY" -m pytest -p no:cacheprovider -q "$HERE/test_fastmcp.py" "$@"
+rc=$?
+(( rc != 0 )) && status=$rc
+echo "interop/mcp: fastmcp $FASTMCP_VERSION with fastmcp-tasks $FASTMCP_TASKS_VERSION" >&2
+DOUBLEAGENT_URL="$url" "$PY" -m pytest -p no:cacheprovider -q "$HERE/test_fastmcp_tasks.py" "$@"
 rc=$?
 (( rc != 0 )) && status=$rc
 set -e
