@@ -448,3 +448,53 @@ fn a_bad_task_table_is_rejected_with_its_location() {
         "{err}"
     );
 }
+
+#[test]
+fn acc2_rec3_the_shipped_task_finishes_after_the_redirection_and_adopting_it_is_found() {
+    let da = Da::start_file("mcp-task-after-redirect.toml");
+    let caps = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let request = |id: &str, method: &str, mut params: Value, extra: &[(&str, &str)]| {
+        params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": caps});
+        let name = params["name"].as_str().unwrap_or("").to_string();
+        let mut h = vec![
+            ACCEPT,
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", method),
+            ("mcp-name", name.as_str()),
+        ];
+        h.extend_from_slice(extra);
+        let body = rpc(json!(id), method, params);
+        da.post_json("/mcp/travel", &h, &body).unwrap().json()
+    };
+    let booking =
+        json!({"name": "book_flight", "arguments": {"flight": "LH400", "passenger": "ada"}});
+    let task = request("1", "tools/call", booking, &[("x-revision", "1")]);
+    let id = task["result"]["taskId"].as_str().unwrap().to_string();
+    da.advance("10s");
+    let r = da.post_json("/_admin/revision", &[], &json!({"revision": 2}));
+    assert!(r.unwrap().status < 300);
+    let ack = request("2", "tasks/cancel", json!({"taskId": id}), &[]);
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    da.advance("20s");
+    let done = request("3", "tasks/get", json!({"taskId": id}), &[]);
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["structuredContent"]["status"],
+        "confirmed"
+    );
+    let booked = da.get("/_admin/ledger?route=create-booking").json()["entries"].clone();
+    assert_eq!(booked[0]["applied"], true, "{booked}");
+    let claims = json!({"adopted": [id], "actions": [{"intent": {"/flight": "LH400", "/passenger": "ada"}, "claim": "cancelled"}]});
+    let r = da.post_json("/_admin/claims", &[], &claims).unwrap();
+    assert!(r.status < 300, "{}", r.text());
+    let findings = da.get("/_admin/verify").json()["findings"].clone();
+    let rules: Vec<&str> = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
+    assert!(rules.contains(&"ACC-2"), "{findings}");
+    assert!(rules.contains(&"REC-3"), "{findings}");
+}
