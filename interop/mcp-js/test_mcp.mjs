@@ -168,7 +168,7 @@ test(`${LABEL} ACC-T connects in the ${ERA} era and lists the tools with their a
     const { tools } = await c.list();
     const names = tools.map((t) => t.name).sort();
     assert.ok(names.includes('create_transfer') && names.includes('get_transfer'), names.join(', '));
-    assert.equal(names.length, 10);
+    assert.equal(names.length, 11);
     const create = tools.find((t) => t.name === 'create_transfer');
     assert.equal(create.description, 'Move money to an account.');
     assert.deepEqual(create.annotations, { title: 'Create transfer', destructiveHint: false, idempotentHint: true });
@@ -462,4 +462,44 @@ test(`${LABEL} REC-4 a key reused for other arguments, or while its call is in f
   assert.deepEqual(slow.map((e) => e.disposition).sort(), ['conflict', 'executed']);
   assert.equal(slow.filter((e) => e.applied).length, 1, 'one effect');
   [...create, ...slow].forEach((e) => assertMcpDetail(e, e.route === 'create-transfer' ? 'create_transfer' : 'create_transfer_slow'));
+});
+
+// ----------------------------------------------------------------------------------------------
+// tasks
+
+test(`${LABEL} ACC-T a tool that runs as a task: the legacy SDK streams it to completion; a client without the tasks extension gets a plain result`, T, async () => {
+  const key = newKey();
+  await withClient(async (c) => {
+    if (CLIENT === 'sdk') {
+      const stream = c.client.experimental.tasks.callToolStream(
+        { name: 'book_task', arguments: transfer(key) }, undefined, { task: { ttl: 60_000 }, timeout: OK_TIMEOUT });
+      // Once the SDK has polled the working task, the clock moves past its 2 s of work.
+      const moved = ledgerWait({ service: `mcp/${SERVER}`, event: 'task-get' }).then(() => advance('2s'));
+      const seen = [];
+      let result;
+      for await (const m of stream) {
+        seen.push(m.type === 'taskStatus' ? m.task.status : m.type);
+        if (m.type === 'result') result = m.result;
+        if (m.type === 'error') throw m.error;
+      }
+      await moved;
+      assert.equal(seen[0], 'taskCreated', seen.join(', '));
+      assert.ok(seen.includes('working') && seen.includes('completed'), seen.join(', '));
+      assert.equal(result.structuredContent.status, 'succeeded');
+    } else {
+      const r = await c.call('book_task', transfer(key));
+      assert.equal(r.isError, false);
+      assert.equal(r.structuredContent.status, 'succeeded');
+    }
+  });
+  const [entry] = await payments('create-transfer');
+  assert.equal(entry.applied, true);
+  const created = await mcpEntries('task-created');
+  if (CLIENT === 'sdk') {
+    assert.equal(created.length, 1, JSON.stringify(created));
+    assert.equal(entry.detail.mcp.task_id, created[0].detail.task_id);
+    assert.equal(created[0].detail.target, entry.seq);
+  } else {
+    assert.equal(created.length, 0, 'no task for a client that did not declare the extension');
+  }
 });
