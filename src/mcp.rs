@@ -53,6 +53,9 @@ pub struct Reply {
     /// Events the stream carries before the answer (or the cut): a `notifications/progress`
     /// for a call that asked for progress.
     pub lead: Option<Vec<u8>>,
+    /// A modern call: a client that closes its stream before the answer cancels it
+    /// ([`stream_closed`]).
+    pub close_cancels: bool,
 }
 
 impl Reply {
@@ -63,7 +66,37 @@ impl Reply {
             seq: 0,
             stream: false,
             lead: None,
+            close_cancels: false,
         }
+    }
+}
+
+/// A modern client closed the stream of call `seq` before its answer came: 2026-07-28's way to
+/// cancel. Under `honor` an effect still pending is stopped (one applied is too late); under
+/// `ignore` it stands. Recorded as a `cancelled` entry either way.
+pub fn stream_closed(world: &World, name: &str, seq: u64) {
+    let scenario = world.scenario.clone();
+    let Some(server) = scenario.mcp_server(name) else {
+        return;
+    };
+    let outcome = cancel_outcome(world, server.cancel, Some(seq));
+    let detail = json!({
+        "via": "stream-close", "target": seq,
+        "policy": format!("{:?}", server.cancel).to_lowercase(), "outcome": outcome,
+    });
+    log(world, server, "cancelled", detail);
+}
+
+/// What a cancellation of action `target` came to under `mode`.
+fn cancel_outcome(world: &World, mode: CancelMode, target: Option<u64>) -> &'static str {
+    match (mode, target) {
+        (_, None) => "unknown",
+        (CancelMode::Ignore, Some(_)) => "ignored",
+        (CancelMode::Honor, Some(seq)) => match crate::service::cancel_pending(world, seq) {
+            Some(ActionState::Pending | ActionState::Cancelled) => "cancelled",
+            Some(ActionState::Applied) => "too-late",
+            None => "unknown",
+        },
     }
 }
 
@@ -407,15 +440,7 @@ fn cancelled(world: &World, server: &McpServer, headers: &HeaderMap, params: &Va
         }
         _ => None,
     };
-    let outcome = match (server.cancel, target) {
-        (_, None) => "unknown",
-        (CancelMode::Ignore, Some(_)) => "ignored",
-        (CancelMode::Honor, Some(seq)) => match crate::service::cancel_pending(world, seq) {
-            Some(ActionState::Pending | ActionState::Cancelled) => "cancelled",
-            Some(ActionState::Applied) => "too-late",
-            None => "unknown",
-        },
-    };
+    let outcome = cancel_outcome(world, server.cancel, target);
     let detail = json!({
         "request_id": request_id, "reason": params.get("reason"), "session": session,
         "policy": format!("{:?}", server.cancel).to_lowercase(), "target": target,

@@ -498,3 +498,36 @@ fn acc2_rec3_the_shipped_task_finishes_after_the_redirection_and_adopting_it_is_
     assert!(rules.contains(&"ACC-2"), "{findings}");
     assert!(rules.contains(&"REC-3"), "{findings}");
 }
+
+#[test]
+fn rec3_a_modern_client_closing_its_stream_cancels_the_call_under_honor_and_not_under_ignore() {
+    for (policy, outcome, state) in [
+        ("honor", "cancelled", "cancelled"),
+        ("ignore", "ignored", "pending"),
+    ] {
+        let toml = scenario("[\"delay:10s\"]").replace(
+            "[mcp.payments]\ncancel = \"ignore\"",
+            &format!("[mcp.payments]\ncancel = \"{policy}\"\nresponses = \"sse\""),
+        );
+        let da = Da::start(&toml);
+        let params = json!({"name": "book", "arguments": args(), "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}});
+        let body = rpc(json!("s"), "tools/call", params).to_string();
+        let h = [
+            ("content-type", "application/json"),
+            ACCEPT,
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "book"),
+        ];
+        // The task's creation answer is held 10 s; its 2 s of work have not begun to land.
+        let mut s = send(&da.url, "POST", "/mcp/payments", &h, body.as_bytes());
+        read_until(&mut s, "\r\n\r\n");
+        drop(s);
+        let c = da.wait_for("event=cancelled", 1);
+        assert_eq!(c[0]["detail"]["via"], "stream-close", "{policy}: {}", c[0]);
+        assert_eq!(c[0]["detail"]["outcome"], outcome, "{policy}");
+        assert_eq!(transfers(&da)[0]["state"], state, "{policy}");
+    }
+}

@@ -178,6 +178,7 @@ pub(super) fn deliver(
         seq: out.seq,
         stream: sse,
         lead,
+        close_cancels: matches!(era, Era::Modern),
     }
 }
 

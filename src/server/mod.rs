@@ -438,6 +438,7 @@ async fn mcp_request(
                 let _ = tx.try_send(l.into());
             }
             let (seq, body) = (reply.seq, r.body);
+            let cancels = reply.close_cancels.then(|| name.to_string());
             tokio::spawn(async move {
                 tokio::select! {
                     // A closed world ends the stream without its answer.
@@ -448,7 +449,12 @@ async fn mcp_request(
                     }
                     // The client closed the stream first: it never sees the answer (for a
                     // modern client, the spec's way to cancel).
-                    _ = tx.closed() => world.abandon(seq),
+                    _ = tx.closed() => {
+                        world.abandon(seq);
+                        if let Some(name) = cancels {
+                            crate::mcp::stream_closed(&world, &name, seq);
+                        }
+                    }
                 }
             });
             streamed(r.status, r.headers, HttpBody::Channel(ChannelBody(rx)))
