@@ -313,3 +313,48 @@ fn acc_2_a_task_result_adopted_after_its_revision_was_superseded_is_found() {
         "{found:?}"
     );
 }
+
+#[test]
+fn rec_4_acc_1_a_session_that_expires_after_the_effect_and_a_blind_re_call_in_a_new_one_are_found()
+{
+    let toml = SCENARIO.replace(
+        r#"versions = ["2026-07-28"]"#,
+        "versions = [\"2025-11-25\"]\nexpire_session = 1",
+    );
+    let da = Da::start(&toml);
+    let accept = ("accept", "application/json, text/event-stream");
+    let open = || {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}});
+        let r = da.post_json("/mcp/payments", &[accept], &init).unwrap();
+        r.header("mcp-session-id").unwrap().to_string()
+    };
+    let call = |sid: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "create_transfer", "arguments": {"to": "acct-9", "amount": 100}}});
+        let h = [accept, ("mcp-session-id", sid)];
+        da.post_json("/mcp/payments", &h, &body).unwrap()
+    };
+    let first = open();
+    let r = call(&first);
+    assert_eq!(r.status, 404, "the session is gone: {}", r.text());
+    assert_eq!(r.json()["error"]["code"], -32600);
+    let entries = da.get("/_admin/ledger?route=create-transfer").json()["entries"].clone();
+    assert_eq!(entries[0]["applied"], true, "the effect stands: {entries}");
+    assert_eq!(entries[0]["response"]["delivery"], "abandoned");
+    let expired = da.get("/_admin/ledger?event=session-expired").json()["entries"].clone();
+    assert_eq!(
+        expired[0]["detail"]["target"], entries[0]["seq"],
+        "{expired}"
+    );
+    // What rmcp does: re-initialize and send the call again, blind.
+    let second = open();
+    assert_eq!(
+        call(&second).status,
+        404,
+        "each session ends after its first call"
+    );
+    assert_eq!(findings(&da, "ACC-1").len(), 1);
+    assert_eq!(findings(&da, "REC-4").len(), 1);
+}

@@ -104,6 +104,10 @@ pub(super) fn call(
         ));
     }
     let out = admit(world, era, id, req);
+    if expires_now(world, server, era, &out) {
+        let e = McpError::UnknownSession(era.session().unwrap_or_default().to_string());
+        return Ok(Reply::now(answer(e.http_status(), e.body(Some(id)), false)));
+    }
     let message = message(id, era, server, answer_of(world, (server, tool), era, &out));
     Ok(deliver(
         world,
@@ -112,6 +116,24 @@ pub(super) fn call(
         &out,
         message,
     ))
+}
+
+/// Whether this call is the one after which its legacy session expires (`expire_session`):
+/// the session ends, and the call's answer never reaches the client (recorded `abandoned`,
+/// with a `session-expired` entry naming it), though its effect stands.
+fn expires_now(world: &World, server: &McpServer, era: &Era, out: &service::Outcome) -> bool {
+    let (Some(n), Era::Legacy { session, .. }) = (server.expire_session, era) else {
+        return false;
+    };
+    let sessions = world.extension::<super::session::Sessions>();
+    if sessions.calls_made(session) != n {
+        return false;
+    }
+    sessions.close(&server.name, session);
+    world.abandon(out.seq);
+    let detail = json!({"session": session, "target": out.seq, "after_calls": n});
+    log(world, server, "session-expired", detail);
+    true
 }
 
 /// Admit a call's request; a legacy session remembers it for `notifications/cancelled`.

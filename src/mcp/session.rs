@@ -31,6 +31,8 @@ struct Open {
     /// The latest tool calls' JSON-RPC ids (as JSON text) and action seqs, for a
     /// `notifications/cancelled` to name; the oldest forgotten past [`CALLS_KEPT`].
     calls: VecDeque<(String, u64)>,
+    /// Tool calls admitted in this session so far.
+    made: u64,
     /// The answers of resumable streams that were cut, by action seq, for a `GET` with
     /// `Last-Event-ID` to replay; the oldest forgotten past [`CALLS_KEPT`].
     streams: VecDeque<(u64, Vec<u8>)>,
@@ -57,20 +59,30 @@ impl Sessions {
                 session,
                 calls,
                 streams,
+                made: 0,
             },
         );
         id
     }
 
-    /// Remember that call `request_id` (JSON text) of session `id` is action `seq`.
-    pub(crate) fn note_call(&self, id: &str, request_id: String, seq: u64) {
+    /// Remember that call `request_id` (JSON text) of session `id` is action `seq`; how many
+    /// calls the session has made with it (0: no such session).
+    pub(crate) fn note_call(&self, id: &str, request_id: String, seq: u64) -> u64 {
         let mut t = unpoisoned(self.0.lock());
-        if let Some(o) = t.open.get_mut(id) {
-            if o.calls.len() == CALLS_KEPT {
-                o.calls.pop_front();
-            }
-            o.calls.push_back((request_id, seq));
+        let Some(o) = t.open.get_mut(id) else {
+            return 0;
+        };
+        if o.calls.len() == CALLS_KEPT {
+            o.calls.pop_front();
         }
+        o.calls.push_back((request_id, seq));
+        o.made += 1;
+        o.made
+    }
+
+    /// How many tool calls session `id` has made.
+    pub(crate) fn calls_made(&self, id: &str) -> u64 {
+        unpoisoned(self.0.lock()).open.get(id).map_or(0, |o| o.made)
     }
 
     /// Keep the answer of action `seq`'s stream in session `id`, for a resumption.

@@ -96,6 +96,9 @@ pub struct McpServer {
     /// Browser origins allowed besides loopback ones (`scheme://host[:port]`, lowercase): a
     /// request with another `Origin` is refused (403), against DNS rebinding.
     pub origins: Vec<String>,
+    /// A legacy session ends right after its Nth tool call took effect: that call is answered
+    /// 404 (the client must re-initialize), its effect standing.
+    pub expire_session: Option<u64>,
     pub tools: Vec<Tool>,
 }
 
@@ -237,6 +240,7 @@ struct RawServer {
     resume: Option<Resume>,
     headers: Option<HeaderPolicy>,
     origins: Option<Vec<String>>,
+    expire_session: Option<u64>,
     #[serde(default)]
     tools: Vec<RawTool>,
 }
@@ -335,6 +339,12 @@ fn compile(
             "resuming needs event streams: add responses = \"sse\"".into(),
         ));
     }
+    if raw.expire_session == Some(0) {
+        issues.push((
+            format!("{path}.expire_session"),
+            "the session ends after its Nth tool call: N is at least 1".into(),
+        ));
+    }
     let mut origins = Vec::new();
     for (i, o) in raw.origins.iter().flatten().enumerate() {
         let o = o.trim_end_matches('/').to_ascii_lowercase();
@@ -372,6 +382,7 @@ fn compile(
         resume: raw.resume.unwrap_or_default(),
         headers: raw.headers.unwrap_or_default(),
         origins,
+        expire_session: raw.expire_session,
         tools,
     })
 }
