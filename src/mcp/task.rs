@@ -10,7 +10,7 @@
 //! ignored one lets it land. Tasks are a world extension like sessions, not journaled: after a
 //! restart a client polling an old task gets "not found".
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -259,7 +259,13 @@ pub(crate) struct Tasks(Mutex<Table>);
 struct Table {
     made: u64,
     tasks: HashMap<String, Task>,
+    /// Ids in creation order, for forgetting the oldest past [`TASKS_KEPT`].
+    order: VecDeque<String>,
 }
+
+/// Tasks a world remembers: a long-running sidecar must not grow without bound, and a client
+/// polls its recent tasks, not ten thousand ago (an evicted one reads "not found").
+const TASKS_KEPT: usize = 10_000;
 
 impl Tasks {
     /// A fresh task id: drawn from the scenario's seed (the same run gives the same ids) and
@@ -275,9 +281,14 @@ impl Tasks {
     }
 
     pub(crate) fn insert(&self, task: Task) {
-        unpoisoned(self.0.lock())
-            .tasks
-            .insert(task.id.clone(), task);
+        let mut t = unpoisoned(self.0.lock());
+        while t.order.len() >= TASKS_KEPT {
+            if let Some(old) = t.order.pop_front() {
+                t.tasks.remove(&old);
+            }
+        }
+        t.order.push_back(task.id.clone());
+        t.tasks.insert(task.id.clone(), task);
     }
 
     /// A copy of task `id` of `server`, unless it is unknown or (at `now`) expired.
