@@ -56,6 +56,17 @@ pub struct Reply {
     /// A modern call: a client that closes its stream before the answer cancels it
     /// ([`stream_closed`]).
     pub close_cancels: bool,
+    /// The call's `_meta.progressToken`, when it streams: a delayed answer is preceded by
+    /// progress as scenario time passes ([`progress_event`]).
+    pub progress: Option<Value>,
+}
+
+/// A `notifications/progress` event: `done` of `total` milliseconds of the call's wait.
+pub fn progress_event(token: &Value, done: u64, total: u64) -> Vec<u8> {
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": done, "total": total,
+            "message": "waiting"}});
+    event(&note)
 }
 
 impl Reply {
@@ -67,6 +78,7 @@ impl Reply {
             stream: false,
             lead: None,
             close_cancels: false,
+            progress: None,
         }
     }
 }

@@ -201,6 +201,11 @@ pub(super) fn deliver(
         stream: sse,
         lead,
         close_cancels: matches!(era, Era::Modern),
+        progress: params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|_| sse)
+            .cloned(),
     }
 }
 

@@ -439,10 +439,11 @@ async fn mcp_request(
             }
             let (seq, body) = (reply.seq, r.body);
             let cancels = reply.close_cancels.then(|| name.to_string());
+            let progress = reply.progress;
             tokio::spawn(async move {
                 tokio::select! {
                     // A closed world ends the stream without its answer.
-                    due = world.clock.wait_until(t) => {
+                    due = mcp_wait(&world, t, progress.as_ref(), &tx) => {
                         if due && tx.send(body.into()).await.is_err() {
                             world.abandon(seq);
                         }
@@ -467,6 +468,35 @@ async fn mcp_request(
             deliver(app, &world, ctl, plan, reply.seq, r).await
         }
     }
+}
+
+/// Wait on the scenario clock until `t` (false: the world closed first); a call that asked for
+/// progress hears it every second of scenario time meanwhile.
+async fn mcp_wait(
+    world: &World,
+    t: std::time::Duration,
+    progress: Option<&serde_json::Value>,
+    tx: &tokio::sync::mpsc::Sender<Bytes>,
+) -> bool {
+    let Some(token) = progress else {
+        return world.clock.wait_until(t).await;
+    };
+    let start = world.clock.now();
+    let total = t.saturating_sub(start).as_millis() as u64;
+    let step = std::time::Duration::from_secs(1);
+    let mut next = start + step;
+    while next < t {
+        if !world.clock.wait_until(next).await {
+            return false;
+        }
+        let done = (next - start).as_millis() as u64;
+        // A client gone away is found by the caller's `closed()` arm.
+        let _ = tx
+            .send(crate::mcp::progress_event(token, done, total).into())
+            .await;
+        next += step;
+    }
+    world.clock.wait_until(t).await
 }
 
 /// Marks a delayed response abandoned when its future is dropped before the response is handed
