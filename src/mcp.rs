@@ -22,6 +22,7 @@ use crate::world::World;
 
 mod call;
 mod era;
+mod mrtr;
 mod rpc;
 mod schema;
 mod session;

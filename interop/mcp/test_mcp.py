@@ -22,6 +22,7 @@ import pytest
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp.types import ElicitResult
 
 
 URL = os.environ.get('DOUBLEAGENT_URL', '').rstrip('/')
@@ -306,3 +307,31 @@ def test_rec_3_a_call_the_client_gave_up_on_still_took_effect():
         [cancel] = w.entries(event='cancelled')
         assert cancel['detail']['outcome'] == 'ignored'
         assert cancel['detail']['target'] == entry['detail']['mcp']['jsonrpc_id']
+
+
+def test_acc_1_a_call_that_asks_for_confirmation_runs_once_after_the_answer():
+    w = World()
+    asked = []
+
+    async def confirm(context, params):
+        asked.append(params.message)
+        return ElicitResult(action='accept', content={'ok': True})
+
+    async def t():
+        async with Client(
+            f'{w.base}/mcp/payments', mode=MODE, read_timeout_seconds=10, elicitation_callback=confirm
+        ) as c:
+            return await c.call_tool('confirm_transfer', TRANSFER)
+
+    result = run(t())
+    assert not result.is_error
+    [entry] = w.actions()
+    assert entry['applied'] is True
+    rounds = w.entries(event='input-required')
+    if ERA == 'modern':
+        # The client answered the question and re-sent the call with its requestState.
+        assert asked == ['Send the transfer?']
+        assert len(rounds) == 1
+    else:
+        assert asked == [] and rounds == []
+    assert not rules(w.verdict()) & {'ACC-1', 'REC-4'}

@@ -103,6 +103,13 @@ pub(super) fn call(
             ttl,
         ));
     }
+    if let (Era::Modern, Some(input)) = (era, &tool.input) {
+        if let Some(r) =
+            super::mrtr::round(world, (server, tool, input), (era, id, params, sse), &args)?
+        {
+            return Ok(r);
+        }
+    }
     let out = admit(world, era, id, req);
     if expires_now(world, server, era, &out) {
         let e = McpError::UnknownSession(era.session().unwrap_or_default().to_string());

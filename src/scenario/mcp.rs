@@ -150,6 +150,9 @@ pub struct Tool {
     pub key_header: hyper::header::HeaderName,
     /// A call may run as a task (`task = { ... }`); `None`: never.
     pub task: Option<TaskSpec>,
+    /// A modern call (not run as a task) first asks this question, a multi-round-trip request:
+    /// answered `input_required` with a `requestState`, it runs when re-sent with the answer.
+    pub input: Option<TaskInput>,
 }
 
 /// How a tool's calls run as tasks (2025-11-25 core tasks, the 2026-07-28 tasks extension):
@@ -257,6 +260,7 @@ struct RawTool {
     call: RawToolCall,
     key: Option<KeySource>,
     task: Option<RawTask>,
+    input: Option<RawInput>,
 }
 
 #[derive(Deserialize)]
@@ -472,6 +476,9 @@ fn compile_tool(
     let task = t
         .task
         .map(|raw| compile_task(raw, &format!("{tpath}.task"), cancel, issues));
+    let input = t
+        .input
+        .map(|raw| compile_input(raw, Duration::MAX, &format!("{tpath}.input"), issues));
     if issues.len() > start {
         return None;
     }
@@ -490,7 +497,34 @@ fn compile_tool(
         key: t.key,
         key_header: route.idempotency.header_name.clone(),
         task,
+        input,
     })
+}
+
+/// A question (`input`): asked `after` into a task's work (at most `within`), or before a
+/// plain call runs.
+fn compile_input(i: RawInput, within: Duration, path: &str, issues: &mut Issues) -> TaskInput {
+    let after = i.after.map_or(Duration::ZERO, |d| d.0);
+    if within == Duration::MAX && i.after.is_some() {
+        issues.push((
+            format!("{path}.after"),
+            "a call asks before it runs: `after` belongs to a task's input".into(),
+        ));
+    } else if after > within {
+        issues.push((
+            format!("{path}.after"),
+            "the task asks within its work: `after` is at most the task's `duration`".into(),
+        ));
+    }
+    let schema = i
+        .schema
+        .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+    check_schema(&schema, &format!("{path}.schema"), issues);
+    TaskInput {
+        after,
+        message: i.message,
+        schema,
+    }
 }
 
 /// A tool's `task` table: defaults a client can live with (a short task, the 5 s poll and
@@ -502,24 +536,9 @@ fn compile_task(
     issues: &mut Issues,
 ) -> TaskSpec {
     let duration = raw.duration.map_or(Duration::from_secs(1), |d| d.0);
-    let input = raw.input.map(|i| {
-        let after = i.after.map_or(Duration::ZERO, |d| d.0);
-        if after > duration {
-            issues.push((
-                format!("{path}.input.after"),
-                "the task asks within its work: `after` is at most the task's `duration`".into(),
-            ));
-        }
-        let schema = i
-            .schema
-            .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
-        check_schema(&schema, &format!("{path}.input.schema"), issues);
-        TaskInput {
-            after,
-            message: i.message,
-            schema,
-        }
-    });
+    let input = raw
+        .input
+        .map(|i| compile_input(i, duration, &format!("{path}.input"), issues));
     TaskSpec {
         required: raw.support == Some(RawSupport::Required),
         duration,

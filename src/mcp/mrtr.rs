@@ -1,0 +1,67 @@
+//! Multi-round-trip requests (2026-07-28): a tool with `input` answers a modern call it has
+//! not yet asked with `resultType: "input_required"`, its question and a `requestState`; the
+//! client re-sends the call (a new id) with the answer and that state, and only then does the
+//! call run. A round that asks is no action (an `input-required` entry), so a correct re-send is
+//! never a duplicate. The state is derived from the seed, the tool and the arguments: it binds
+//! the answer to this call, and a re-send with other arguments is refused.
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::era::Era;
+use super::rpc::{self, Id, McpError};
+use super::task::INPUT_KEY;
+use super::{answer, complete, log, Reply};
+use crate::scenario::mcp::{McpServer, TaskInput, Tool};
+use crate::world::World;
+
+/// The state that binds an answer to this tool and these arguments.
+fn state_of(world: &World, server: &McpServer, tool: &Tool, args: &Value) -> String {
+    let text = format!("{}/{}/{}/{args}", world.seed, server.name, tool.name);
+    let digest = Sha256::digest(text);
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The round this call is: `Some` answer when it asks (or was declined), `None` when it was
+/// answered and accepted and runs now.
+pub(super) fn round(
+    world: &World,
+    (server, tool, input): (&McpServer, &Tool, &TaskInput),
+    (era, id, params, sse): (&Era, &Id, &Value, bool),
+    args: &Value,
+) -> Result<Option<Reply>, McpError> {
+    let state = state_of(world, server, tool, args);
+    let reply = |result: Value, kind: &str| {
+        let mut r = complete(result, era, server);
+        r["resultType"] = kind.into();
+        Reply::now(answer(200, rpc::result(id, r), sse))
+    };
+    match params.get("requestState") {
+        None | Some(Value::Null) => {
+            let detail = json!({"tool": tool.name, "id": id, "request_state": state});
+            log(world, server, "input-required", detail);
+            let ask = json!({
+                "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": {
+                    "mode": "form", "message": input.message, "requestedSchema": input.schema}}},
+                "requestState": state,
+            });
+            Ok(Some(reply(ask, "input_required")))
+        }
+        Some(Value::String(s)) if *s == state => {
+            let response = params.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
+            let action = response.and_then(|r| r.get("action")).and_then(Value::as_str);
+            let accepted = action == Some("accept");
+            let detail = json!({"tool": tool.name, "id": id, "action": action, "response": response});
+            log(world, server, "input-answered", detail);
+            if accepted {
+                return Ok(None);
+            }
+            let text = format!("{} was not confirmed ({}): nothing was done", tool.name, action.unwrap_or("no answer"));
+            let result = json!({"content": [{"type": "text", "text": text}], "isError": true});
+            Ok(Some(reply(result, "complete")))
+        }
+        Some(_) => Err(McpError::InvalidParams(
+            "requestState does not belong to this call: re-send the same tool and arguments with the state it was given".into(),
+        )),
+    }
+}
