@@ -161,30 +161,41 @@ pub struct Record {
 /// `Value` tree, encoding it field by field into the store and freeing it again. In JSON (the
 /// journal) it is the object itself; in the store's binary form, its text as one string.
 #[derive(Clone, Debug)]
-pub struct Detail(Box<RawValue>);
+pub struct Detail(String);
+
+/// Room for the usual detail, so that writing one seldom grows its buffer.
+const DETAIL_CAPACITY: usize = 256;
 
 impl Detail {
     /// The detail `v` serialises to. Details are maps of strings, numbers and `Value`s, which
     /// always serialise; should one not, it is recorded as `null`.
     pub fn of(v: &(impl Serialize + ?Sized)) -> Detail {
-        // Written by serde_json, so not parsed again to be checked.
-        let raw = serde_json::value::to_raw_value(v);
-        Detail(raw.unwrap_or_else(|_| RawValue::NULL.to_owned()))
+        // Written by serde_json, so not parsed again to be checked; kept in the buffer it was
+        // written to (a record lives only until the store has encoded it).
+        let mut buf = Vec::with_capacity(DETAIL_CAPACITY);
+        let text = match serde_json::to_writer(&mut buf, v) {
+            Ok(()) => String::from_utf8(buf).ok(),
+            Err(_) => None,
+        };
+        Detail(text.unwrap_or_else(|| "null".into()))
     }
 
     /// A detail from text read back (checked: a store's bytes could in principle be corrupt).
     fn from_text(text: String) -> Detail {
-        Detail(RawValue::from_string(text).unwrap_or_else(|_| RawValue::NULL.to_owned()))
+        match serde_json::from_str::<&RawValue>(&text) {
+            Ok(_) => Detail(text),
+            Err(_) => Detail("null".into()),
+        }
     }
 
     /// The detail as a JSON value.
     pub fn value(&self) -> Value {
-        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
     }
 
     /// Its JSON text.
     pub fn text(&self) -> &str {
-        self.0.get()
+        &self.0
     }
 }
 
@@ -197,9 +208,11 @@ impl From<Value> for Detail {
 impl Serialize for Detail {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if s.is_human_readable() {
-            self.0.serialize(s)
+            // As the JSON it is (checked when made), not as a string of it.
+            let raw = serde_json::from_str::<&RawValue>(&self.0).ok();
+            raw.unwrap_or(RawValue::NULL).serialize(s)
         } else {
-            s.serialize_str(self.0.get())
+            s.serialize_str(&self.0)
         }
     }
 }

@@ -5,6 +5,7 @@
 //! (-32600), then the caller checks the method (-32601) and decodes the params (-32602). Every
 //! answer, errors included, is one JSON-RPC response with HTTP 200.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -193,6 +194,13 @@ fn without_position(e: &serde_json::Error) -> String {
     }
 }
 
+/// A member name (or string value) as the body spells it: borrowed unless it has escapes.
+#[derive(Deserialize, PartialEq, Eq, Hash)]
+struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// A call's members by name, each value left raw.
+type Members<'a> = HashMap<Name<'a>, &'a RawValue, foldhash::fast::RandomState>;
+
 /// Validates an HTTP body as a single JSON-RPC 2.0 request, in the order the reference server
 /// checks: JSON (-32700), envelope (-32600). The method name is checked by the caller with
 /// [`Method::from_name`] (-32601) because only it knows which methods an endpoint serves.
@@ -201,7 +209,7 @@ pub(crate) fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcEr
     let fail = |id, e| Err((id, e));
     // Members by name, read in one pass; a repeated one is its last value, as for any JSON
     // object read here. Only when that fails is the body looked at again, to say why.
-    let members = match serde_json::from_slice::<HashMap<String, &RawValue>>(body) {
+    let members = match serde_json::from_slice::<Members<'_>>(body) {
         Ok(members) => members,
         Err(_) => {
             let error = match serde_json::from_slice::<&RawValue>(body) {
@@ -214,32 +222,29 @@ pub(crate) fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcEr
             return fail(RpcId::Null, error);
         }
     };
-    let member = |k: &str| -> Option<Value> {
-        // Each member was read as JSON already; a value (not a raw one) only for the checks.
-        members
-            .get(k)
-            .and_then(|v| serde_json::from_str(v.get()).ok())
-    };
+    let raw = |k: &'static str| members.get(&Name(Cow::Borrowed(k))).map(|v| v.get());
+    // Each member was read as JSON already; read again only as the type each check wants.
+    let text = |k: &'static str| raw(k).and_then(|v| serde_json::from_str::<Name<'_>>(v).ok());
     // An unusable id (bool, object, array) cannot be echoed, so the error goes out with null.
-    let id = match member("id") {
-        None | Some(Value::Null) => RpcId::Null,
-        Some(Value::String(s)) => RpcId::String(s),
-        Some(Value::Number(n)) => RpcId::Number(n),
+    let id = match raw("id").map(serde_json::from_str::<Value>) {
+        None | Some(Ok(Value::Null)) => RpcId::Null,
+        Some(Ok(Value::String(s))) => RpcId::String(s),
+        Some(Ok(Value::Number(n))) => RpcId::Number(n),
         Some(_) => {
             let e =
                 RpcError::invalid_request("Invalid request: id must be a string, integer, or null");
             return fail(RpcId::Null, e);
         }
     };
-    if member("jsonrpc").as_ref().and_then(Value::as_str) != Some("2.0") {
+    if text("jsonrpc").is_none_or(|v| v.0 != "2.0") {
         let e = RpcError::invalid_request("Invalid request: 'jsonrpc' must be exactly '2.0'");
         return fail(id, e);
     }
-    let method = match member("method") {
-        Some(Value::String(m)) if !m.is_empty() => m,
+    let method = match text("method") {
+        Some(Name(m)) if !m.is_empty() => m.into_owned(),
         _ => return fail(id, RpcError::invalid_request("Method is required")),
     };
-    let params = match members.get("params") {
+    let params = match members.get(&Name(Cow::Borrowed("params"))) {
         None => None,
         Some(p) if p.get() == "null" => None,
         Some(p) if p.get().starts_with('{') => Some(*p),

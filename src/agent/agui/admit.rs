@@ -4,8 +4,10 @@
 //! `run-started` ledger entry. Anything refused is a [`Refusal`]: an HTTP 4xx with a JSON
 //! body and no stream, recorded as `run-rejected`.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::input::{self, RunAgentInput, VersionVerdict};
@@ -144,7 +146,7 @@ pub(super) fn admit(
     {
         // The refusal's detail merges the run's into its own.
         let mut refusal = Refusal::new(*status, code, message.clone());
-        refusal.extra = detail;
+        refusal.extra = serde_json::to_value(&detail).unwrap_or_default();
         return Err(refusal);
     }
     let started_at = world.clock.now();
@@ -439,46 +441,82 @@ fn continuity_notices(cp: &Checkpoint, input: &RunAgentInput) -> Vec<Notice> {
     out
 }
 
+/// The `run-started` entry's detail (fields in name order, as the entries have always had
+/// them): borrowed from the input, not built as a `Value` tree only to be written out.
+#[derive(Serialize)]
+struct StartedDetail<'a> {
+    continuation: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    continues: Option<&'a str>,
+    decision: &'static str,
+    messages: usize,
+    parent_run_id: &'a Option<String>,
+    protocol_version: &'a Option<String>,
+    resume: &'a [super::interrupt::ResumeEntry],
+    run_id: &'a str,
+    start: Value,
+    state: Cow<'a, Value>,
+    thread_id: &'a str,
+    uncovered: Vec<Uncovered<'a>>,
+    verdicts: Vec<VerdictOf<'a>>,
+}
+
+#[derive(Serialize)]
+struct Uncovered<'a> {
+    interrupt_id: &'a str,
+    why: String,
+}
+
+#[derive(Serialize)]
+struct VerdictOf<'a> {
+    interrupt_id: &'a str,
+    verdict: &'static str,
+}
+
 /// The `run-started` entry's detail: the input's facts, the judgement and where the run starts.
-fn started_detail(
+fn started_detail<'a>(
     spec: &AgUiAgent,
-    input: &RunAgentInput,
-    judgement: &Judgement,
-    checkpoint: Option<&Checkpoint>,
+    input: &'a RunAgentInput,
+    judgement: &'a Judgement,
+    checkpoint: Option<&'a Checkpoint>,
     start: &Start,
-) -> Value {
-    let uncovered: Vec<Value> = judgement
-        .uncovered
-        .iter()
-        .map(|u| json!({"interrupt_id": u.interrupt.id, "why": format!("{:?}", u.why)}))
-        .collect();
-    let verdicts: Vec<Value> = judgement
-        .verdicts
-        .iter()
-        .map(|v| json!({"interrupt_id": v.interrupt_id(), "verdict": v.label()}))
-        .collect();
-    let mut detail = json!({
-        "continuation": input.is_continuation(),
-        "decision": decision_label(&judgement.decision),
-        "messages": input.messages.len(),
-        "parent_run_id": input.parent_run_id,
-        "protocol_version": input.protocol_version,
-        "resume": input.resume_entries(),
-        "run_id": input.run_id,
-        "start": start.json(),
-        "state": input.state_or_default(),
-        "thread_id": input.thread_id,
-        "uncovered": uncovered,
-        "verdicts": verdicts,
-    });
+) -> StartedDetail<'a> {
     // The interrupted run whose checkpoint this run consumed: what a restart needs to tell
     // which checkpoints are still open (the `Threads` lock is not held across the append).
-    if let (ResumeMode::Stateful, Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) =
-        (spec.resume, checkpoint, &judgement.decision)
-    {
-        detail["continues"] = json!(cp.run_id);
+    let continues = match (spec.resume, checkpoint, &judgement.decision) {
+        (ResumeMode::Stateful, Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) => {
+            Some(cp.run_id.as_str())
+        }
+        _ => None,
+    };
+    StartedDetail {
+        continuation: input.is_continuation(),
+        continues,
+        decision: decision_label(&judgement.decision),
+        messages: input.messages.len(),
+        parent_run_id: &input.parent_run_id,
+        protocol_version: &input.protocol_version,
+        resume: input.resume_entries(),
+        run_id: &input.run_id,
+        start: start.json(),
+        state: match &input.state {
+            Some(s) => Cow::Borrowed(s),
+            None => Cow::Owned(Value::Object(serde_json::Map::new())),
+        },
+        thread_id: &input.thread_id,
+        uncovered: (judgement.uncovered.iter())
+            .map(|u| Uncovered {
+                interrupt_id: &u.interrupt.id,
+                why: format!("{:?}", u.why),
+            })
+            .collect(),
+        verdicts: (judgement.verdicts.iter())
+            .map(|v| VerdictOf {
+                interrupt_id: v.interrupt_id(),
+                verdict: v.label(),
+            })
+            .collect(),
     }
-    detail
 }
 
 fn decision_label(d: &Decision) -> &'static str {
