@@ -561,7 +561,7 @@ impl Run {
 
     // --- ledger ----------------------------------------------------------------------------
 
-    fn record(&self, event: &str, detail: Value) -> u64 {
+    fn record(&self, event: &str, detail: impl serde::Serialize) -> u64 {
         let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), detail);
         rec.work_id = Some(self.input.run_id.clone());
         rec.revision = self.revision.clone();

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{End, Run};
@@ -17,18 +18,15 @@ impl Run {
     /// Close the run as `end` says, record it, and play a scripted late error.
     pub(super) async fn finish(&mut self, end: End) {
         let mut usage = self.usage();
-        let mut detail = json!({
-            "thread_id": self.input.thread_id,
-            "run_id": self.input.run_id,
-        });
-        if let Some(u) = &usage {
-            detail["usage"] = json!(u);
-        }
+        let mut detail = FinishedDetail {
+            usage: usage.as_ref().map(|u| json!(u)),
+            ..FinishedDetail::default()
+        };
         let mut finished = false;
         match end {
             End::Success { pending } => {
-                detail["outcome"] = json!("success");
-                detail["pending_tool_call_ids"] = json!(pending);
+                detail.outcome = "success";
+                detail.pending_tool_call_ids = Some(pending.clone());
                 let mut e = Event::run_success(&self.input.thread_id, &self.input.run_id, pending);
                 set_usage(&mut e, usage.take());
                 finished = self.run_finished(e);
@@ -37,20 +35,20 @@ impl Run {
                 finished = self.finish_interrupted(batch, at, calls, usage.take(), &mut detail);
             }
             End::Cancelled => {
-                detail["outcome"] = json!("cancelled");
-                detail["cause"] = json!("scripted");
+                detail.outcome = "cancelled";
+                detail.cause = Some("scripted");
                 let mut e = Event::run_cancelled(&self.input.thread_id, &self.input.run_id);
                 set_usage(&mut e, usage.take());
                 finished = self.run_finished(e);
             }
             End::Gone => {
-                detail["outcome"] = json!("cancelled");
-                detail["cause"] = json!("client-disconnected");
+                detail.outcome = "cancelled";
+                detail.cause = Some("client-disconnected");
                 self.put_back_checkpoint(&mut detail);
             }
             End::WorldClosed => {
-                detail["outcome"] = json!("error");
-                detail["cause"] = json!("world-reset");
+                detail.outcome = "error";
+                detail.cause = Some("world-reset");
                 self.emit(Event::run_error(
                     "the scenario was reset while the run was in progress",
                     Some("world_reset"),
@@ -60,11 +58,11 @@ impl Run {
         // What the client got is known once it is handed over.
         self.flush(false).await;
         let finished = finished && !self.gone;
-        detail["model_calls"] = json!(self.model_calls);
-        detail["events"] = json!(self.types);
-        if self.gone {
-            detail["client_disconnected"] = json!(true);
-        }
+        detail.model_calls = self.model_calls;
+        detail.events = &self.types;
+        detail.client_disconnected = self.gone;
+        detail.run_id = &self.input.run_id;
+        detail.thread_id = &self.input.thread_id;
         let seq = self.record("run-finished", detail);
         if self.gone {
             // What the client never got is not what it knows (REC-4), as for any response.
@@ -85,7 +83,7 @@ impl Run {
         at: Boundary,
         calls: Vec<Call>,
         usage: Option<Vec<TokenUsage>>,
-        detail: &mut Value,
+        detail: &mut FinishedDetail<'_>,
     ) -> bool {
         let mut batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
             batch
@@ -95,9 +93,9 @@ impl Run {
         } else {
             batch
         };
-        detail["outcome"] = json!("interrupt");
-        detail["interrupts"] = batch.iter().map(|i| i.id.as_str()).collect();
-        detail["paused_at"] = at.json();
+        detail.outcome = "interrupt";
+        detail.interrupts = Some(batch.iter().map(|i| i.id.clone()).collect());
+        detail.paused_at = Some(at.json());
         // Only a stateful agent keeps the batch (its checkpoint).
         let mut wire_batch = if self.spec.resume == ResumeMode::Stateful {
             batch.clone()
@@ -153,7 +151,7 @@ impl Run {
                 answers,
             };
             // What a restart rebuilds the thread from (`restore`).
-            detail["checkpoint"] = cp.ledger_json();
+            detail.checkpoint = Some(cp.ledger_json());
             self.world
                 .extension::<Threads>()
                 .store(&self.agent, &self.input.thread_id, cp);
@@ -163,7 +161,7 @@ impl Run {
 
     /// The client went away: it never heard how this continuation ended and still holds its
     /// open interrupts. Keep them open, minus what already ran, for its retry.
-    fn put_back_checkpoint(&mut self, detail: &mut Value) {
+    fn put_back_checkpoint(&mut self, detail: &mut FinishedDetail<'_>) {
         if let Some(mut cp) = self.consumed.take() {
             for c in &mut cp.calls {
                 if let Some(result) = self.executed.get(&c.id) {
@@ -171,8 +169,8 @@ impl Run {
                     c.result = result.clone();
                 }
             }
-            detail["restored_checkpoint"] = json!(cp.run_id);
-            detail["checkpoint"] = cp.ledger_json();
+            detail.restored_checkpoint = Some(cp.run_id.clone());
+            detail.checkpoint = Some(cp.ledger_json());
             self.world
                 .extension::<Threads>()
                 .store(&self.agent, &self.input.thread_id, cp);
@@ -225,6 +223,34 @@ impl Run {
             }]
         })
     }
+}
+
+/// The `run-finished` entry's detail, fields in name order (as the entries have always had
+/// them); what only some ends have is left out when absent. The nested parts stay `Value`s, as
+/// they were: their keys are in name order too.
+#[derive(Default, Serialize)]
+pub(super) struct FinishedDetail<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cause: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checkpoint: Option<Value>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    client_disconnected: bool,
+    events: &'a [&'static str],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interrupts: Option<Vec<String>>,
+    model_calls: u64,
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paused_at: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pending_tool_call_ids: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    restored_checkpoint: Option<String>,
+    run_id: &'a str,
+    thread_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Value>,
 }
 
 fn set_usage(e: &mut Event, usage: Option<Vec<TokenUsage>>) {
