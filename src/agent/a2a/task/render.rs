@@ -86,8 +86,9 @@ pub(crate) fn canary(world: &World, task_id: &str, revision: Option<&Value>) -> 
         .and_then(Revision::of)
         .map(|r| serde_json::to_string(&r).unwrap_or_default())
         .unwrap_or_default();
-    let h = crate::fate::stream_seed(world.seed, &format!("canary/{task_id}/{rev}"), 0);
-    format!("cny-{h:016x}")
+    let stream = ["canary/", task_id, "/", &rev].concat();
+    let h = crate::fate::stream_seed(world.seed, &stream, 0);
+    ["cny-", &crate::hash::hex16(h)].concat()
 }
 
 #[cfg(test)]
