@@ -71,6 +71,29 @@ pub struct Request<'a> {
     pub defer: Option<Duration>,
 }
 
+impl Request<'_> {
+    /// The request with its names copied, to outlive what it borrowed from (an MCP task's call,
+    /// kept until its input is answered).
+    pub fn into_owned(self) -> Request<'static> {
+        let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+        Request {
+            service: own(self.service),
+            method: own(self.method),
+            path: own(self.path),
+            headers: self.headers,
+            body: self.body,
+            too_large: self.too_large,
+            incomplete: self.incomplete,
+            actor: self.actor,
+            work_id: self.work_id,
+            revision: self.revision,
+            unread: self.unread,
+            via: self.via,
+            defer: self.defer,
+        }
+    }
+}
+
 /// What a protocol wrapped around a request knows of it (an MCP call's server, tool, JSON-RPC
 /// id, era, session, key and where the key came from).
 #[derive(Clone, Debug)]

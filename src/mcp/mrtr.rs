@@ -6,20 +6,17 @@
 //! the answer to this call, and a re-send with other arguments is refused.
 
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use super::era::Era;
 use super::rpc::{self, Id, McpError};
-use super::task::INPUT_KEY;
+use super::task::{seeded_token, INPUT_KEY};
 use super::{answer, complete, log, Reply};
 use crate::scenario::mcp::{McpServer, TaskInput, Tool};
 use crate::world::World;
 
 /// The state that binds an answer to this tool and these arguments.
 fn state_of(world: &World, server: &McpServer, tool: &Tool, args: &Value) -> String {
-    let text = format!("{}/{}/{}/{args}", world.seed, server.name, tool.name);
-    let digest = Sha256::digest(text);
-    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    seeded_token(world, &format!("{}/{}/{args}", server.name, tool.name))
 }
 
 /// The round this call is: `Some` answer when it asks (or was declined), `None` when it was

@@ -276,8 +276,7 @@ impl Tasks {
             t.made += 1;
             t.made
         };
-        let digest = Sha256::digest(format!("{}/{server}/{n}", world.seed));
-        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+        seeded_token(world, &format!("{server}/{n}"))
     }
 
     pub(crate) fn insert(&self, task: Task) {
@@ -328,6 +327,13 @@ impl Tasks {
         out.sort_by_key(|x| x.created_at);
         out
     }
+}
+
+/// 32 hex digits derived from the scenario's seed and `text`: the same run gives the same
+/// token, and without the seed it cannot be guessed (task ids, MRTR request states).
+pub(crate) fn seeded_token(world: &World, text: &str) -> String {
+    let digest = Sha256::digest(format!("{}/{text}", world.seed));
+    hex::encode(&digest[..16])
 }
 
 /// Why a task id found no task.

@@ -4,7 +4,6 @@
 //! `task-cancel`, …) naming the action it concerns (`target`): a poll is the orchestrator
 //! learning the outcome, which the verifier counts as reconciliation.
 
-use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -68,26 +67,6 @@ pub(super) fn asked(
     }
 }
 
-/// A request that outlives the call it came with (kept until a task's input is answered).
-fn owned(req: Request<'_>) -> Request<'static> {
-    let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
-    Request {
-        service: own(req.service),
-        method: own(req.method),
-        path: own(req.path),
-        headers: req.headers,
-        body: req.body,
-        too_large: req.too_large,
-        incomplete: req.incomplete,
-        actor: req.actor,
-        work_id: req.work_id,
-        revision: req.revision,
-        unread: req.unread,
-        via: req.via,
-        defer: req.defer,
-    }
-}
-
 /// A tasked call: the task created and its creation answered at once, its work (and effect)
 /// running on the scenario clock. The call's fate decides how the creation answer travels (a
 /// drop loses the task id after the task exists); a fate that refuses before anything applies
@@ -112,7 +91,7 @@ pub(super) fn create(
         let detail = json!({"task_id": task.id, "tool": tool.name, "id": c.id, "target": null,
             "asks_input": true, "revision": req_revision(world, &req)});
         log(world, server, "task-created", detail);
-        task.prepared = Some(owned(req));
+        task.prepared = Some(req.into_owned());
         let msg = created(world, server, &c, &task);
         tasks.insert(task);
         return Reply::now(answer(200, msg, c.sse));
