@@ -436,6 +436,7 @@ fn a_bad_task_table_is_rejected_with_its_location() {
         "task = { duration = \"2s\", poll_interval = \"250ms\" }",
         "task = { duration = \"2s\", input = { after = \"5s\", message = \"m\" }, polling = 1 }",
     );
+    let bad = bad.replace("[mcp.payments]\n", "[mcp.payments]\nexpire_session = 0\n");
     let path = temp_file("bad-task.toml", &bad);
     let out = std::process::Command::new(bin())
         .args(["check", path.to_str().unwrap()])
