@@ -86,3 +86,53 @@ fn acc1_rec4_a_call_that_asks_first_runs_once_when_re_sent_with_the_answer() {
         "{verdict}"
     );
 }
+
+#[test]
+fn acc1_a_request_state_past_its_ttl_is_refused_and_a_fresh_round_runs_once() {
+    let scenario = scenario().replace("input = { message", "input = { ttl = \"30s\", message");
+    let da = Da::start(&scenario);
+    let asked = call(&da, 1, json!({}));
+    let state = asked["result"]["requestState"].clone();
+    let answer = json!({"input": {"action": "accept", "content": {"ok": true}}});
+    da.advance("31s");
+    let late = call(
+        &da,
+        2,
+        json!({"requestState": state, "inputResponses": answer}),
+    );
+    assert_eq!(late["error"]["code"], -32602, "{late}");
+    let message = late["error"]["message"].as_str().unwrap();
+    assert!(message.contains("requestState has expired"), "{message}");
+    assert_eq!(actions(&da), 0, "an expired round runs nothing");
+
+    let again = call(&da, 3, json!({}));
+    let fresh = again["result"]["requestState"].clone();
+    assert_ne!(fresh, state, "a new round gets a new state");
+    let done = call(
+        &da,
+        4,
+        json!({"requestState": fresh, "inputResponses": answer}),
+    );
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert_eq!(actions(&da), 1);
+}
+
+#[test]
+fn a_task_question_with_a_ttl_of_its_own_is_rejected_at_load() {
+    let scenario = format!(
+        "{}\n[mcp.payments]\n[[mcp.payments.tools]]\nname = \"pay\"\ncall = {{ service = \"payments\", route = \"create-transfer\" }}\ntask = {{ duration = \"10s\", input = {{ message = \"ok?\", ttl = \"5s\" }} }}\n",
+        LOST_RESPONSE
+    );
+    let path = temp_file("task-input-ttl.toml", &scenario);
+    let out = std::process::Command::new(bin())
+        .args(["check", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("mcp.payments.tools[0].task.input.ttl"),
+        "{err}"
+    );
+    assert!(err.contains("belongs to a call's input"), "{err}");
+}

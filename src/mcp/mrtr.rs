@@ -2,8 +2,10 @@
 //! not yet asked with `resultType: "input_required"`, its question and a `requestState`; the
 //! client re-sends the call (a new id) with the answer and that state, and only then does the
 //! call run. A round that asks is no action (an `input-required` entry), so a correct re-send is
-//! never a duplicate. The state is derived from the seed, the tool and the arguments: it binds
-//! the answer to this call, and a re-send with other arguments is refused.
+//! never a duplicate. The state is derived from the seed, the tool, the arguments and the
+//! scenario time it was issued (which it carries): it binds the answer to this call, a re-send
+//! with other arguments is refused, and so is one past the input's `ttl` (as the spec asks a
+//! server to bind a TTL).
 
 use serde_json::{json, Value};
 
@@ -14,9 +16,45 @@ use super::{answer, complete, log, Reply};
 use crate::scenario::mcp::{McpServer, TaskInput, Tool};
 use crate::world::World;
 
-/// The state that binds an answer to this tool and these arguments.
-fn state_of(world: &World, server: &McpServer, tool: &Tool, args: &Value) -> String {
-    seeded_token(world, &format!("{}/{}/{args}", server.name, tool.name))
+/// The state that binds an answer to this tool and these arguments, issued at `issued_ms`.
+fn state_of(
+    world: &World,
+    server: &McpServer,
+    tool: &Tool,
+    args: &Value,
+    issued_ms: u128,
+) -> String {
+    let token = seeded_token(
+        world,
+        &format!("{}/{}/{args}/{issued_ms}", server.name, tool.name),
+    );
+    format!("{token}.{issued_ms}")
+}
+
+/// What a re-sent state says: `Ok` when it was issued for this call and is still honoured.
+fn check_state(
+    world: &World,
+    (server, tool, input): (&McpServer, &Tool, &TaskInput),
+    args: &Value,
+    given: &str,
+) -> Result<(), McpError> {
+    let issued = given
+        .rsplit_once('.')
+        .and_then(|(_, ms)| ms.parse::<u128>().ok())
+        .filter(|ms| state_of(world, server, tool, args, *ms) == given);
+    let Some(issued_ms) = issued else {
+        return Err(McpError::InvalidParams(
+            "requestState does not belong to this call: re-send the same tool and arguments with the state it was given".into(),
+        ));
+    };
+    let age = world.clock.now().as_millis().saturating_sub(issued_ms);
+    match input.ttl {
+        Some(ttl) if age > ttl.as_millis() => Err(McpError::InvalidParams(format!(
+            "requestState has expired (issued {age} ms ago, honoured for {} ms): call again without it to be asked anew",
+            ttl.as_millis()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The round this call is: `Some` answer when it asks (or was declined), `None` when it was
@@ -27,7 +65,6 @@ pub(super) fn round(
     (era, id, params, sse): (&Era, &Id, &Value, bool),
     args: &Value,
 ) -> Result<Option<Reply>, McpError> {
-    let state = state_of(world, server, tool, args);
     let reply = |result: Value, kind: &str| {
         let mut r = complete(result, era, server);
         r["resultType"] = kind.into();
@@ -35,6 +72,7 @@ pub(super) fn round(
     };
     match params.get("requestState") {
         None | Some(Value::Null) => {
+            let state = state_of(world, server, tool, args, world.clock.now().as_millis());
             let detail = json!({"tool": tool.name, "id": id, "request_state": state});
             log(world, server, "input-required", detail);
             let ask = json!({
@@ -44,21 +82,29 @@ pub(super) fn round(
             });
             Ok(Some(reply(ask, "input_required")))
         }
-        Some(Value::String(s)) if *s == state => {
+        Some(Value::String(s)) => {
+            check_state(world, (server, tool, input), args, s)?;
             let response = params.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
-            let action = response.and_then(|r| r.get("action")).and_then(Value::as_str);
+            let action = response
+                .and_then(|r| r.get("action"))
+                .and_then(Value::as_str);
             let accepted = action == Some("accept");
-            let detail = json!({"tool": tool.name, "id": id, "action": action, "response": response});
+            let detail =
+                json!({"tool": tool.name, "id": id, "action": action, "response": response});
             log(world, server, "input-answered", detail);
             if accepted {
                 return Ok(None);
             }
-            let text = format!("{} was not confirmed ({}): nothing was done", tool.name, action.unwrap_or("no answer"));
+            let text = format!(
+                "{} was not confirmed ({}): nothing was done",
+                tool.name,
+                action.unwrap_or("no answer")
+            );
             let result = json!({"content": [{"type": "text", "text": text}], "isError": true});
             Ok(Some(reply(result, "complete")))
         }
         Some(_) => Err(McpError::InvalidParams(
-            "requestState does not belong to this call: re-send the same tool and arguments with the state it was given".into(),
+            "requestState is the string this call was given".into(),
         )),
     }
 }

@@ -185,6 +185,9 @@ pub struct TaskInput {
     pub message: String,
     /// The `requestedSchema` of the answer's content.
     pub schema: Value,
+    /// A plain call's question only: how long its `requestState` is honoured (`None`: for as
+    /// long as the scenario runs).
+    pub ttl: Option<Duration>,
 }
 
 /// Where a tool call's idempotency key comes from (`key`).
@@ -287,6 +290,7 @@ struct RawInput {
     after: Option<Dur>,
     message: String,
     schema: Option<Value>,
+    ttl: Option<Dur>,
 }
 
 #[derive(Deserialize)]
@@ -516,6 +520,12 @@ fn compile_input(i: RawInput, within: Duration, path: &str, issues: &mut Issues)
             "the task asks within its work: `after` is at most the task's `duration`".into(),
         ));
     }
+    if within != Duration::MAX && i.ttl.is_some() {
+        issues.push((
+            format!("{path}.ttl"),
+            "a task's question lasts as long as the task: `ttl` belongs to a call's input (its requestState), set the task's own `ttl` instead".into(),
+        ));
+    }
     let schema = i
         .schema
         .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
@@ -524,6 +534,7 @@ fn compile_input(i: RawInput, within: Duration, path: &str, issues: &mut Issues)
         after,
         message: i.message,
         schema,
+        ttl: i.ttl.map(|d| d.0),
     }
 }
 
