@@ -235,6 +235,7 @@ fn request(
                 id,
                 params,
                 sse,
+                fate: crate::fate::Fate::Respond,
             };
             if let Some(r) = task_rpc::method(world, server, c, method) {
                 return r;

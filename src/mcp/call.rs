@@ -94,6 +94,7 @@ pub(super) fn call(
             id,
             params,
             sse,
+            fate: crate::fate::Fate::Respond,
         };
         return Ok(task_rpc::create(
             world,

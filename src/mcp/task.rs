@@ -96,6 +96,9 @@ pub(crate) struct Task {
     pub(crate) cancelled_at: Option<Duration>,
     /// The call, kept until the task's input is answered and it is admitted.
     pub(crate) prepared: Option<Request<'static>>,
+    /// How many times each task method was asked of it (the ordinal of its next fate), in
+    /// the order of [`crate::scenario::mcp::TaskFates::of`].
+    pub(crate) asked: [u64; 4],
 }
 
 impl Task {
@@ -130,6 +133,7 @@ impl Task {
             input,
             cancelled_at: None,
             prepared: None,
+            asked: [0; 4],
         }
     }
 

@@ -13,17 +13,87 @@ use super::era::{declares, Era};
 use super::rpc::{self, Id, McpError};
 use super::task::{Answer, Lookup, Status, Task, Tasks, EXTENSION, INPUT_KEY};
 use super::{answer, complete, log, Reply};
+use crate::fate::Fate;
 use crate::ledger::ActionState;
 use crate::scenario::mcp::{CancelMode, McpServer, TaskSpec, Tool};
 use crate::service::{self, Plan, Request};
 use crate::world::World;
 
-/// The call a task answers: its era, JSON-RPC id, params, and whether it is streamed.
+/// The call a task answers, or a task method: its era, JSON-RPC id, params, whether it is
+/// streamed, and (a task method) its fate.
 pub(super) struct Call<'c> {
     pub(super) era: &'c Era,
     pub(super) id: &'c Id,
     pub(super) params: &'c Value,
     pub(super) sse: bool,
+    pub(super) fate: Fate,
+}
+
+impl Call<'_> {
+    /// A task method's entry; one whose answer does not reach the client says so
+    /// (`answered: false`), for the verifier does not count it as learning anything.
+    fn log(&self, world: &World, server: &McpServer, event: &str, mut detail: Value) {
+        if self.fate != Fate::Respond {
+            detail["fate"] = self.fate.to_string().into();
+        }
+        if !answers(self.fate) {
+            detail["answered"] = false.into();
+        }
+        log(world, server, event, detail);
+    }
+
+    /// The HTTP answer `body` (a JSON-RPC message) as this method's fate delivers it.
+    fn deliver(&self, body: Value, at_least: Option<Duration>, now: Duration) -> Reply {
+        let mut reply = Reply::now(answer(200, body, self.sse));
+        let due = match self.fate {
+            Fate::Delay(d) => Some(now + d),
+            _ => None,
+        }
+        .max(at_least);
+        if let Some(t) = due {
+            reply.plan = Plan::At(t);
+            reply.stream = self.sse;
+        }
+        match self.fate {
+            Fate::DropAfterApply | Fate::DropBeforeApply => reply.plan = Plan::Drop,
+            Fate::ResetAfterApply => reply.plan = Plan::Reset,
+            Fate::HangAfterApply => reply.plan = Plan::Hang,
+            Fate::ErrorAfterApply(status) | Fate::ErrorBeforeApply(status) => {
+                reply = Reply::now(failure(self.id, status));
+            }
+            _ => {}
+        }
+        reply
+    }
+}
+
+/// Whether a task method under `fate` answers the client with what it did.
+fn answers(fate: Fate) -> bool {
+    matches!(
+        fate,
+        Fate::Respond | Fate::Delay(_) | Fate::RespondWithoutApply
+    )
+}
+
+/// The answer of a server failing with HTTP `status`: a JSON-RPC internal error saying so.
+fn failure(id: &Id, status: u16) -> service::Response {
+    let error = json!({"code": -32603, "message": format!("Internal error (HTTP {status})"),
+        "data": {"status": status}});
+    service::Response::json(status, &json!({"jsonrpc": "2.0", "id": id, "error": error}))
+}
+
+/// The fate of this asking of `method` of `task`, counted per task and method.
+fn fate_of(world: &World, task: &Task, method: &str) -> Fate {
+    let Some((slot, schedule)) = task.spec.fates.of(method) else {
+        return Fate::Respond;
+    };
+    let mut ordinal = 0;
+    world.extension::<Tasks>().update(&task.id, |t| {
+        ordinal = t.asked[slot];
+        t.asked[slot] += 1;
+    });
+    let stream = format!("mcp/{}/{}/{method}", task.server, task.id);
+    schedule.pick(world.seed, &stream, ordinal)
 }
 
 /// Whether a `tools/call` runs as a task (`Some`, with the TTL the client asked for): legacy,
@@ -194,6 +264,17 @@ pub(super) fn method(
             return Some(Err(McpError::InvalidParams(l.message(task_id))));
         }
     };
+    let c = Call {
+        fate: fate_of(world, &task, method),
+        ..c
+    };
+    if matches!(c.fate, Fate::DropBeforeApply | Fate::ErrorBeforeApply(_)) {
+        // Lost or refused on the way in: the task is not read or changed.
+        let detail = json!({"task_id": task.id, "target": task.action});
+        let event = format!("task-{}", method.trim_start_matches("tasks/"));
+        c.log(world, server, &event, detail);
+        return Some(Ok(c.deliver(Value::Null, None, now)));
+    }
     Some(match method {
         "tasks/get" => Ok(get(world, server, &c, &task)),
         "tasks/cancel" => cancel(world, server, &c, task),
@@ -212,12 +293,10 @@ fn status_now(world: &World, task: &Task) -> Status {
     task.status(now, state)
 }
 
-fn ok(c: &Call<'_>, server: &McpServer, result: Value) -> Reply {
-    Reply::now(answer(
-        200,
-        rpc::result(c.id, complete(result, c.era, server)),
-        c.sse,
-    ))
+/// A task method's result, as its fate delivers it.
+fn ok(world: &World, c: &Call<'_>, server: &McpServer, result: Value) -> Reply {
+    let body = rpc::result(c.id, complete(result, c.era, server));
+    c.deliver(body, None, world.clock.now())
 }
 
 /// `tasks/get`: legacy the flat task, modern the detailed one (with its result, error or
@@ -225,12 +304,12 @@ fn ok(c: &Call<'_>, server: &McpServer, result: Value) -> Reply {
 fn get(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Reply {
     let status = status_now(world, task);
     let detail = json!({"task_id": task.id, "target": task.action, "status": status.name()});
-    log(world, server, "task-get", detail);
+    c.log(world, server, "task-get", detail);
     let body = match c.era {
         Era::Modern => task.detailed(world, status),
         Era::Legacy { .. } => task.wire(world, status),
     };
-    ok(c, server, body)
+    ok(world, c, server, body)
 }
 
 /// `tasks/cancel` on a task not yet terminal. `honor`: its effect is stopped if it has not
@@ -247,6 +326,7 @@ fn cancel(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
     }
     let now = world.clock.now();
     let outcome = match (task.spec.cancel, task.action) {
+        _ if c.fate == Fate::RespondWithoutApply => "lied",
         (CancelMode::Honor, Some(seq)) => match service::cancel_pending(world, seq) {
             Some(ActionState::Applied) => "too-late",
             _ => "cancelled",
@@ -254,13 +334,13 @@ fn cancel(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
         (CancelMode::Honor, None) => "cancelled",
         (CancelMode::Ignore, _) => "ignored",
     };
-    let marks = outcome == "cancelled" || !task.modern;
+    let marks = outcome == "cancelled" || (!task.modern && outcome != "lied");
     let tasks = world.extension::<Tasks>();
     if marks {
         tasks.update(&task.id, |t| t.cancelled_at = Some(now));
     }
     let detail = json!({"task_id": task.id, "target": task.action, "policy": format!("{:?}", task.spec.cancel).to_lowercase(), "outcome": outcome, "status_before": status.name()});
-    log(world, server, "task-cancel", detail);
+    c.log(world, server, "task-cancel", detail);
     let body = match c.era {
         Era::Modern => json!({}),
         Era::Legacy { .. } => {
@@ -269,7 +349,7 @@ fn cancel(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
             t.wire(world, Status::Cancelled)
         }
     };
-    Ok(ok(c, server, body))
+    Ok(ok(world, c, server, body))
 }
 
 /// Legacy `tasks/result`: the call's own answer once the task is terminal, with the task it
@@ -277,7 +357,7 @@ fn cancel(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
 fn result(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Result<Reply, McpError> {
     let status = status_now(world, task);
     let detail = json!({"task_id": task.id, "target": task.action, "status": status.name()});
-    log(world, server, "task-result", detail);
+    c.log(world, server, "task-result", detail);
     if status == Status::Cancelled {
         return Err(McpError::InvalidParams(format!(
             "Task {} was cancelled: it has no result",
@@ -297,12 +377,8 @@ fn result(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Resul
             return Err(McpError::InvalidParams(e));
         }
     };
-    let mut reply = Reply::now(answer(200, msg, c.sse));
-    if let Some(at) = task.done_at.filter(|_| !status.terminal()) {
-        reply.plan = Plan::At(at);
-        reply.stream = c.sse;
-    }
-    Ok(reply)
+    let wait = task.done_at.filter(|_| !status.terminal());
+    Ok(c.deliver(msg, wait, world.clock.now()))
 }
 
 /// Legacy `tasks/list`: the session's live tasks.
@@ -323,7 +399,7 @@ fn list(world: &World, server: &McpServer, c: &Call<'_>) -> Reply {
         "task-list",
         json!({"task_ids": ids, "targets": targets}),
     );
-    ok(c, server, json!({"tasks": wire}))
+    ok(world, c, server, json!({"tasks": wire}))
 }
 
 /// Modern `tasks/update`: the answer to the task's question. Accepted, the call is admitted now
@@ -337,9 +413,9 @@ fn update(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
     let status = status_now(world, &task);
     let response = responses.get(INPUT_KEY);
     let detail = json!({"task_id": task.id, "status": status.name(), "responses": responses});
-    log(world, server, "task-update", detail);
+    c.log(world, server, "task-update", detail);
     let (Some(response), Status::InputRequired) = (response, status) else {
-        return Ok(ok(c, server, json!({})));
+        return Ok(ok(world, c, server, json!({})));
     };
     let accepted = response.get("action").and_then(Value::as_str) == Some("accept");
     let now = world.clock.now();
@@ -353,7 +429,7 @@ fn update(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
         let remaining = task.remaining();
         req.defer = Some(remaining);
         let Some(tool) = server.tool(&task.tool) else {
-            return Ok(ok(c, server, json!({})));
+            return Ok(ok(world, c, server, json!({})));
         };
         let out = call::admit(world, c.era, c.id, req);
         let answer = answer_of(world, (server, tool), c.era, &out);
@@ -364,5 +440,5 @@ fn update(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
             t.answer = Some(answer);
         });
     }
-    Ok(ok(c, server, json!({})))
+    Ok(ok(world, c, server, json!({})))
 }

@@ -12,6 +12,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::fate::{Fate, FateSchedule};
+
 use super::{did_you_mean, sub_table, Dur, Issues, PathTemplate, Pointer, Service};
 
 /// The protocol revisions a server may be configured to serve: the Streamable HTTP ones. The
@@ -175,6 +177,34 @@ pub struct TaskSpec {
     /// The task stops to ask for input (2026-07-28 `input_required`, answered by
     /// `tasks/update`).
     pub input: Option<TaskInput>,
+    /// The fates of the task's own methods, each counted per task.
+    pub fates: TaskFates,
+}
+
+/// What becomes of a task's `tasks/get`, `tasks/result` (legacy), `tasks/cancel` and
+/// `tasks/update` (modern), the n-th of each method on one task getting the n-th fate. A
+/// method's "effect" is what it does to the task (a cancel, an answer) or, for a read, the
+/// server reading it: `drop-before-apply` loses the request, `drop-after-apply` its answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskFates {
+    pub get: FateSchedule,
+    pub result: FateSchedule,
+    pub cancel: FateSchedule,
+    pub update: FateSchedule,
+}
+
+impl TaskFates {
+    /// The schedule of task method `method` (`tasks/get`, …), if it is one, with the method's
+    /// place among the four (for a per-task count).
+    pub fn of(&self, method: &str) -> Option<(usize, &FateSchedule)> {
+        match method {
+            "tasks/get" => Some((0, &self.get)),
+            "tasks/result" => Some((1, &self.result)),
+            "tasks/cancel" => Some((2, &self.cancel)),
+            "tasks/update" => Some((3, &self.update)),
+            _ => None,
+        }
+    }
 }
 
 /// A question a task asks part-way (`task.input`): an `elicitation/create` request.
@@ -275,6 +305,16 @@ struct RawTask {
     ttl: Option<Dur>,
     cancel: Option<CancelMode>,
     input: Option<RawInput>,
+    fates: Option<RawTaskFates>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTaskFates {
+    get: Option<FateSchedule>,
+    result: Option<FateSchedule>,
+    cancel: Option<FateSchedule>,
+    update: Option<FateSchedule>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -557,6 +597,39 @@ fn compile_task(
         ttl: raw.ttl.map(|d| d.0),
         cancel: raw.cancel.or(cancel).unwrap_or_default(),
         input,
+        fates: raw
+            .fates
+            .map(|f| compile_task_fates(f, &format!("{path}.fates"), issues))
+            .unwrap_or_default(),
+    }
+}
+
+/// A task method's fates: a task method answers at once or not at all, so `apply-later` has no
+/// meaning; `respond-without-apply` (a cancel acknowledged and not done) only for `cancel`.
+fn compile_task_fates(raw: RawTaskFates, path: &str, issues: &mut Issues) -> TaskFates {
+    let mut check = |schedule: Option<FateSchedule>, method: &str| {
+        let schedule = schedule.unwrap_or_default();
+        let fates: Vec<Fate> = match &schedule {
+            FateSchedule::Sequence(f) => f.clone(),
+            FateSchedule::Weighted(w) => w.iter().map(|(f, _)| *f).collect(),
+        };
+        for fate in fates {
+            let refused = match fate {
+                Fate::ApplyLater(_) => Some("a task method answers now or never: `apply-later` is for actions"),
+                Fate::RespondWithoutApply if method != "cancel" => Some("`respond-without-apply` (a cancel acknowledged and not done) belongs to `cancel`"),
+                _ => None,
+            };
+            if let Some(why) = refused {
+                issues.push((format!("{path}.{method}"), why.into()));
+            }
+        }
+        schedule
+    };
+    TaskFates {
+        get: check(raw.get, "get"),
+        result: check(raw.result, "result"),
+        cancel: check(raw.cancel, "cancel"),
+        update: check(raw.update, "update"),
     }
 }
 

@@ -253,14 +253,15 @@ impl<'e> Index<'e> {
                 }
             }
             // An MCP task polled, listed, read or cancelled: the client learnt (or settled)
-            // the state of the action the task runs.
+            // the state of the action the task runs, unless the answer was lost on the way.
             if e.disposition == Disposition::Agent
                 && matches!(
                     e.event(),
                     Some("task-get" | "task-result" | "task-list" | "task-cancel")
                 )
             {
-                if let Some(d) = &e.detail {
+                let heard = |d: &&Value| d.get("answered") != Some(&Value::Bool(false));
+                if let Some(d) = e.detail.as_ref().filter(heard) {
                     let one = d.get("target").into_iter();
                     let many = d
                         .get("targets")
