@@ -60,6 +60,9 @@ pub struct Reply {
     /// The call's `_meta.progressToken`, when it streams: a delayed answer is preceded by
     /// progress as scenario time passes ([`progress_event`]).
     pub progress: Option<Value>,
+    /// The stream leads with a priming event (legacy, resumable): a dropped one ends cleanly
+    /// after it, as a server polling by SEP-1699 closes it, and the client resumes with `GET`.
+    pub primed: bool,
 }
 
 /// A `notifications/progress` event: `done` of `total` milliseconds of the call's wait.
@@ -80,6 +83,7 @@ impl Reply {
             lead: None,
             close_cancels: false,
             progress: None,
+            primed: false,
         }
     }
 }

@@ -192,7 +192,8 @@ pub(super) fn deliver(
 ) -> Reply {
     let mut response = answer(200, message, sse);
     let mut lead = progress(params, sse);
-    if let (Era::Legacy { session, .. }, true) = (era, sse && server.resume != Resume::None) {
+    let primed = matches!(era, Era::Legacy { .. }) && sse && server.resume != Resume::None;
+    if let (Era::Legacy { session, .. }, true) = (era, primed) {
         let cut = out.plan == Plan::Drop;
         resumable(
             world,
@@ -214,6 +215,7 @@ pub(super) fn deliver(
             .and_then(|m| m.get("progressToken"))
             .filter(|_| sse)
             .cloned(),
+        primed,
     }
 }
 

@@ -36,13 +36,17 @@ pub(crate) struct Cut;
 pub(crate) struct CutBody {
     lead: Option<Bytes>,
     waited: bool,
+    clean: bool,
 }
 
 impl CutBody {
-    pub(crate) fn after(lead: Option<Bytes>) -> CutBody {
+    /// `clean`: the body ends normally after `lead` instead of failing (a stream closed on
+    /// purpose, whose client is expected to resume it).
+    pub(crate) fn after(lead: Option<Bytes>, clean: bool) -> CutBody {
         CutBody {
             lead,
             waited: false,
+            clean,
         }
     }
 }
@@ -58,7 +62,7 @@ impl Body for CutBody {
             return Poll::Ready(Some(Ok(Frame::data(lead))));
         }
         if self.waited {
-            return Poll::Ready(Some(Err(Cut)));
+            return Poll::Ready((!self.clean).then_some(Err(Cut)));
         }
         self.waited = true;
         cx.waker().wake_by_ref();

@@ -428,7 +428,7 @@ async fn mcp_request(
         // An event stream's headers (and lead events) go out at once: a drop cuts the stream
         // there, a delay holds it open.
         (true, Plan::Drop) => {
-            let cut = CutBody::after(lead.map(Bytes::from));
+            let cut = CutBody::after(lead.map(Bytes::from), reply.primed);
             streamed(r.status, r.headers, HttpBody::Cut(cut))
         }
         (true, Plan::At(t)) => {
