@@ -607,63 +607,12 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    if args
-        .admin_token
-        .as_deref()
-        .is_some_and(|t| t.trim().is_empty())
-    {
-        // An empty Kubernetes secret must not quietly turn auth off.
-        eprintln!(
-            "error: the admin token is empty (--admin-token or DOUBLEAGENT_ADMIN_TOKEN): \
-             refusing to start with auth silently off.\n\
-             fix: give a non-empty token, or unset it (and pass --insecure-admin off loopback)"
-        );
-        return ExitCode::from(2);
+    if let Err(code) = admin_guard(&args, addr) {
+        return code;
     }
-    if !addr.ip().is_loopback() && args.admin_token.is_none() && !args.insecure_admin {
-        eprintln!(
-            "error: refusing to serve the admin API on non-loopback address {addr} without a token: \
-             anyone who can reach it could reset the world or read the ledger.\n\
-             fix: pass --admin-token TOKEN (or set DOUBLEAGENT_ADMIN_TOKEN), or --insecure-admin if the network is private"
-        );
-        return ExitCode::from(2);
-    }
-    let limits = Limits {
-        seed: args.seed,
-        max_sessions: args.max_sessions,
-        session_ttl: args.session_ttl,
-        max_entries: (args.max_entries > 0).then_some(args.max_entries),
-        max_keys: args.max_keys,
-    };
-    let host = match &args.journal {
-        None => Host::with_limits(scenario, limits),
-        Some(path) => {
-            let opened = journal::load(path, args.journal_recover)
-                .and_then(|loaded| Ok((loaded, Journal::open(path, args.fsync)?)));
-            match opened {
-                Ok((journal::Loaded { lines, lost }, j)) => {
-                    if let Some(lost) = lost {
-                        tracing::warn!("{lost}");
-                        eprintln!("doubleagent: {lost}");
-                    }
-                    if !lines.is_empty() {
-                        tracing::info!(path = %path.display(), lines = lines.len(), "resuming from the journal");
-                    }
-                    let host = Host::with_journal(scenario, limits, Some(j), lines);
-                    // The journal rebuilt each world's ledger; the agents rebuild their own
-                    // state (A2A tasks) from it. World does not know about agents, so it is
-                    // done here, before anything is served.
-                    for world in host.worlds() {
-                        crate::agent::restore(&world);
-                    }
-                    host
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(1);
-                }
-            }
-        }
+    let host = match open_host(&args, scenario) {
+        Ok(h) => h,
+        Err(code) => return code,
     };
     let grpc = match bind_grpc(&args, addr, host.world().scenario.serves_grpc()).await {
         Ok(l) => l,
@@ -726,6 +675,75 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
     app.host.flush_journal();
     tracing::info!("stopped");
     ExitCode::SUCCESS
+}
+
+/// The admin API is never served open by accident: an empty token, or none off loopback
+/// without `--insecure-admin`, refuses to start (exit 2).
+fn admin_guard(args: &ServeArgs, addr: std::net::SocketAddr) -> Result<(), ExitCode> {
+    if args
+        .admin_token
+        .as_deref()
+        .is_some_and(|t| t.trim().is_empty())
+    {
+        // An empty Kubernetes secret must not quietly turn auth off.
+        eprintln!(
+            "error: the admin token is empty (--admin-token or DOUBLEAGENT_ADMIN_TOKEN): \
+             refusing to start with auth silently off.\n\
+             fix: give a non-empty token, or unset it (and pass --insecure-admin off loopback)"
+        );
+        return Err(ExitCode::from(2));
+    }
+    if !addr.ip().is_loopback() && args.admin_token.is_none() && !args.insecure_admin {
+        eprintln!(
+            "error: refusing to serve the admin API on non-loopback address {addr} without a token: \
+             anyone who can reach it could reset the world or read the ledger.\n\
+             fix: pass --admin-token TOKEN (or set DOUBLEAGENT_ADMIN_TOKEN), or --insecure-admin if the network is private"
+        );
+        return Err(ExitCode::from(2));
+    }
+    Ok(())
+}
+
+/// The host of the scenario's worlds: fresh, or resumed from `--journal` (each world's
+/// ledger replayed, then its agents' state rebuilt from it).
+fn open_host(args: &ServeArgs, scenario: Scenario) -> Result<Host, ExitCode> {
+    let limits = Limits {
+        seed: args.seed,
+        max_sessions: args.max_sessions,
+        session_ttl: args.session_ttl,
+        max_entries: (args.max_entries > 0).then_some(args.max_entries),
+        max_keys: args.max_keys,
+    };
+    match &args.journal {
+        None => Ok(Host::with_limits(scenario, limits)),
+        Some(path) => {
+            let opened = journal::load(path, args.journal_recover)
+                .and_then(|loaded| Ok((loaded, Journal::open(path, args.fsync)?)));
+            match opened {
+                Ok((journal::Loaded { lines, lost }, j)) => {
+                    if let Some(lost) = lost {
+                        tracing::warn!("{lost}");
+                        eprintln!("doubleagent: {lost}");
+                    }
+                    if !lines.is_empty() {
+                        tracing::info!(path = %path.display(), lines = lines.len(), "resuming from the journal");
+                    }
+                    let host = Host::with_journal(scenario, limits, Some(j), lines);
+                    // The journal rebuilt each world's ledger; the agents rebuild their own
+                    // state (A2A tasks) from it. World does not know about agents, so it is
+                    // done here, before anything is served.
+                    for world in host.worlds() {
+                        crate::agent::restore(&world);
+                    }
+                    Ok(host)
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    Err(ExitCode::from(1))
+                }
+            }
+        }
+    }
 }
 
 /// The gRPC listener: at `--grpc-listen`, else on the HTTP listener's host at a free port when
