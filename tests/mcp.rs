@@ -945,6 +945,8 @@ fn acct_rec4_a_legacy_client_resumes_a_cut_stream_with_last_event_id_replayed_or
         let raw = r.text();
         assert!(raw.contains(&format!("id: {seq}-0")), "{raw:?} {primed:?}");
         assert!(!raw.contains("isError"), "{raw}");
+        // It ends cleanly after the priming event, as SEP-1699's polling closes a stream.
+        assert!(r.body.ends_with(b"0\r\n\r\n"), "{raw:?}");
         let last = format!("{seq}-0");
         let h = [
             ("mcp-session-id", sid.as_str()),
