@@ -109,7 +109,7 @@ pub enum Delivery {
 }
 
 /// The response part of a record, as scheduled.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResponsePlan {
     pub delivery: Delivery,
     /// Status the client receives; `None` when it receives nothing.
@@ -119,7 +119,7 @@ pub struct ResponsePlan {
 }
 
 /// One request as the world keeps it (serialized as is into the journal).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Record {
     pub seq: u64,
     pub service: String,
@@ -332,27 +332,9 @@ impl Record {
     /// A bare record for an agent event at time `at`: no body, no action, response "sent".
     pub fn agent_event(agent: &str, event: &str, at: Duration, detail: impl Serialize) -> Record {
         Record {
-            seq: 0,
             service: agent.to_string(),
-            route: None,
-            method: String::new(),
-            path: String::new(),
             received_at: at,
-            idempotency_key: None,
-            fingerprint: None,
-            intent: None,
-            work_id: None,
-            revision: None,
-            body: Value::Null,
-            body_truncated: false,
-            raw_body: None,
-            object_id: None,
             disposition: Disposition::Agent,
-            replay_of: None,
-            executed_after_expiry: false,
-            fate: None,
-            applies_at: None,
-            cancelled_at: None,
             response: ResponsePlan {
                 delivery: Delivery::Sent,
                 status: None,
@@ -361,6 +343,7 @@ impl Record {
             actor: Some(["agent:", agent].concat()),
             event: Some(event.to_string()),
             detail: Some(Detail::of(&detail)),
+            ..Record::default()
         }
     }
 }

@@ -324,37 +324,23 @@ fn new_record(
     revision: Option<Revision>,
 ) -> Record {
     let take = |s: &mut Cow<'_, str>| std::mem::take(s).into_owned();
+    // The body is filled in last, from the parsed body, which is then no longer needed: moved,
+    // not copied.
     Record {
-        seq: 0,
         service: take(&mut req.service),
-        route: None,
         method: take(&mut req.method),
         path: take(&mut req.path),
         received_at: now,
-        idempotency_key: None,
-        fingerprint: None,
-        intent: None,
         work_id,
         revision,
-        // Filled in last, from the parsed body, which is then no longer needed: moved, not copied.
-        body: Value::Null,
-        body_truncated: false,
-        raw_body: None,
-        object_id: None,
         disposition: Disposition::Unmatched,
-        replay_of: None,
-        executed_after_expiry: false,
-        fate: None,
-        applies_at: None,
-        cancelled_at: None,
         response: ResponsePlan {
             delivery: Delivery::Sent,
             status: None,
             at: Some(now),
         },
         actor: req.actor.take(),
-        event: None,
-        detail: None,
+        ..Record::default()
     }
 }
 

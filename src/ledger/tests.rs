@@ -24,18 +24,7 @@ fn action(applies_at: Option<u64>, cancelled_at: Option<u64>) -> Record {
         method: "POST".into(),
         path: "/v1/t".into(),
         received_at: Duration::from_secs(1),
-        idempotency_key: None,
-        fingerprint: None,
-        intent: None,
-        work_id: None,
-        revision: None,
-        body: Value::Null,
-        body_truncated: false,
-        raw_body: None,
-        object_id: None,
         disposition: Disposition::Executed,
-        replay_of: None,
-        executed_after_expiry: false,
         fate: Some(Fate::ApplyLater(Duration::from_secs(4))),
         applies_at: applies_at.map(Duration::from_secs),
         cancelled_at: cancelled_at.map(Duration::from_secs),
@@ -44,9 +33,7 @@ fn action(applies_at: Option<u64>, cancelled_at: Option<u64>) -> Record {
             status: Some(202),
             at: Some(Duration::from_secs(1)),
         },
-        actor: None,
-        event: None,
-        detail: None,
+        ..Record::default()
     }
 }
 
