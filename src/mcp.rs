@@ -24,7 +24,6 @@ mod call;
 mod era;
 mod mrtr;
 mod rpc;
-mod schema;
 mod session;
 mod task;
 mod task_rpc;
@@ -341,7 +340,10 @@ fn tools_list(server: &McpServer, modern: bool) -> Value {
             let optional = [
                 ("title", t.title.clone().map(Value::from)),
                 ("description", t.description.clone().map(Value::from)),
-                ("outputSchema", t.output_schema.clone()),
+                (
+                    "outputSchema",
+                    t.output_schema.as_ref().map(|s| s.json().clone()),
+                ),
                 ("annotations", t.annotations.clone().map(Value::Object)),
             ];
             for (k, x) in optional {

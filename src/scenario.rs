@@ -31,6 +31,7 @@ mod compile;
 pub mod mcp;
 mod placeholders;
 mod problems;
+pub mod schema;
 
 pub(crate) use compile::check_header;
 use compile::compile;

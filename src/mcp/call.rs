@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::era::Era;
 use super::rpc::{self, Id, McpError};
 use super::task::Answer;
-use super::{answer, complete, log, schema, task_rpc, Reply};
+use super::{answer, complete, log, task_rpc, Reply};
 use crate::ledger::Disposition;
 use crate::scenario::mcp::{KeySource, McpServer, Resume, Tool};
 use crate::service::{self, Plan, Request, Via};
@@ -289,7 +289,7 @@ fn build(
     params: &Value,
     args: &Value,
 ) -> Result<(String, Option<String>, HeaderMap), Vec<String>> {
-    let mut problems = schema::problems(&tool.input_schema, args);
+    let mut problems = tool.input_schema.problems(args);
     let mut headers = HeaderMap::new();
     let key = match key_of(tool, params, args) {
         Ok(k) => k,
@@ -338,7 +338,7 @@ fn check_output(world: &World, server: &McpServer, tool: &Tool, seq: u64, result
     else {
         return;
     };
-    let problems = schema::problems(schema, content);
+    let problems = schema.problems(content);
     if !problems.is_empty() {
         let detail = json!({"tool": tool.name, "action": seq, "problems": problems});
         log(world, server, "output-mismatch", detail);

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::fate::{Fate, FateSchedule};
 
+use super::schema::Schema;
 use super::{did_you_mean, sub_table, Dur, Issues, PathTemplate, Pointer, Service};
 
 /// The protocol revisions a server may be configured to serve: the Streamable HTTP ones. The
@@ -135,8 +136,8 @@ pub struct Tool {
     pub title: Option<String>,
     pub description: Option<String>,
     /// JSON Schema of the arguments (an object schema), advertised and checked per call.
-    pub input_schema: Value,
-    pub output_schema: Option<Value>,
+    pub input_schema: Schema,
+    pub output_schema: Option<Schema>,
     /// Advertised as written, true or not: orchestrators key their retry policy on them.
     pub annotations: Option<Map<String, Value>>,
     pub service: String,
@@ -488,10 +489,10 @@ fn compile_tool(
             "an input schema describes the arguments object: it needs type = \"object\"".into(),
         ));
     }
-    check_schema(&input_schema, &format!("{tpath}.input_schema"), issues);
-    if let Some(s) = &t.output_schema {
-        check_schema(s, &format!("{tpath}.output_schema"), issues);
-    }
+    let input_schema = compile_schema(input_schema, &format!("{tpath}.input_schema"), issues);
+    let output_schema = t
+        .output_schema
+        .and_then(|s| compile_schema(s, &format!("{tpath}.output_schema"), issues));
     if let Some(a) = &t.annotations {
         check_annotations(a, &format!("{tpath}.annotations"), issues);
     }
@@ -530,8 +531,8 @@ fn compile_tool(
         name: t.name,
         title: t.title,
         description: t.description,
-        input_schema,
-        output_schema: t.output_schema,
+        input_schema: input_schema?,
+        output_schema,
         annotations: t.annotations,
         service: svc.name.clone(),
         route: route.name.clone(),
@@ -569,7 +570,8 @@ fn compile_input(i: RawInput, within: Duration, path: &str, issues: &mut Issues)
     let schema = i
         .schema
         .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
-    check_schema(&schema, &format!("{path}.schema"), issues);
+    // Checked only: the answer is judged by the client that renders the form.
+    compile_schema(schema.clone(), &format!("{path}.schema"), issues);
     TaskInput {
         after,
         message: i.message,
@@ -656,51 +658,15 @@ fn check_annotations(a: &Map<String, Value>, path: &str, issues: &mut Issues) {
 
 /// The schema keywords the per-call check reads, checked for shape at load so that a typo
 /// in a scenario is an error here rather than a check that silently never fails.
-fn check_schema(s: &Value, path: &str, issues: &mut Issues) {
-    let Some(obj) = s.as_object() else {
+/// A tool's schema compiled, or where in it (below `path`) it is not a valid JSON Schema.
+fn compile_schema(s: Value, path: &str, issues: &mut Issues) -> Option<Schema> {
+    if !s.is_object() {
         issues.push((path.to_string(), "a JSON Schema is a table".into()));
-        return;
-    };
-    const TYPES: &[&str] = &[
-        "object", "array", "string", "number", "integer", "boolean", "null",
-    ];
-    let type_ok = |t: &Value| t.as_str().is_some_and(|t| TYPES.contains(&t));
-    match obj.get("type") {
-        None => {}
-        Some(Value::Array(ts)) if ts.iter().all(type_ok) => {}
-        Some(t) if type_ok(t) => {}
-        Some(_) => issues.push((
-            format!("{path}.type"),
-            format!("expected one of {} (or a list of them)", TYPES.join(", ")),
-        )),
+        return None;
     }
-    if let Some(r) = obj.get("required") {
-        if !r.as_array().is_some_and(|r| r.iter().all(Value::is_string)) {
-            issues.push((
-                format!("{path}.required"),
-                "expected a list of property names".into(),
-            ));
-        }
-    }
-    if let Some(p) = obj.get("properties") {
-        match p.as_object() {
-            Some(props) => {
-                for (k, v) in props {
-                    check_schema(v, &format!("{path}.properties.{k}"), issues);
-                }
-            }
-            None => issues.push((
-                format!("{path}.properties"),
-                "expected a table of property schemas".into(),
-            )),
-        }
-    }
-    if let Some(items) = obj.get("items") {
-        check_schema(items, &format!("{path}.items"), issues);
-    }
-    if let Some(extra @ Value::Object(_)) = obj.get("additionalProperties") {
-        check_schema(extra, &format!("{path}.additionalProperties"), issues);
-    }
+    Schema::compile(s)
+        .map_err(|(at, what)| issues.push((format!("{path}{at}"), what)))
+        .ok()
 }
 
 #[cfg(test)]

@@ -1,0 +1,202 @@
+//! A tool's JSON Schemas (its input and output), compiled once when the scenario loads by the
+//! `jsonschema` crate, in the dialect a schema names (else 2020-12, MCP's default), every
+//! keyword checked. [`Schema::problems`] names every way a value fails one, each with its JSON
+//! pointer, so a model reading the `isError` text can correct its call (as SEP-1303 intends).
+//! The common keywords are worded as the rest of doubleagent words its errors; the others keep
+//! the crate's own message.
+
+use std::sync::Arc;
+
+use jsonschema::error::{TypeKind, ValidationErrorKind as Kind};
+use jsonschema::ValidationError;
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+/// A compiled schema beside the JSON it came from, which `tools/list` sends as written.
+#[derive(Clone, Debug)]
+pub struct Schema {
+    json: Value,
+    validator: Arc<jsonschema::Validator>,
+}
+
+impl Schema {
+    /// Compile `json`; an invalid schema gives where in it (a dotted key path, empty for its
+    /// top) and what is wrong.
+    pub fn compile(json: Value) -> Result<Schema, (String, String)> {
+        match jsonschema::validator_for(&json) {
+            Ok(v) => Ok(Schema {
+                json,
+                validator: Arc::new(v),
+            }),
+            Err(e) => {
+                let at: String = e
+                    .instance_path()
+                    .into_iter()
+                    .map(|s| format!(".{s}"))
+                    .collect();
+                Err((at, e.to_string()))
+            }
+        }
+    }
+
+    /// The schema as written.
+    pub fn json(&self) -> &Value {
+        &self.json
+    }
+
+    /// Every way `v` fails the schema, as `"/pointer: what was expected"`, in pointer order.
+    pub fn problems(&self, v: &Value) -> Vec<String> {
+        let mut out: Vec<String> = self.validator.iter_errors(v).flat_map(worded).collect();
+        out.sort();
+        out
+    }
+}
+
+impl Serialize for Schema {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(s)
+    }
+}
+
+/// One validation error as the lines it makes (`additionalProperties` names each property).
+fn worded(e: ValidationError<'_>) -> Vec<String> {
+    let path = e.instance_path().as_str();
+    let here = if path.is_empty() { "/" } else { path };
+    let found = e.instance();
+    let number = found.as_f64().unwrap_or_default();
+    let limit = |l: &Value| l.as_f64().unwrap_or_default();
+    let said = match e.kind() {
+        Kind::Type { kind } => {
+            let allowed: Vec<String> = match kind {
+                TypeKind::Single(t) => vec![t.to_string()],
+                TypeKind::Multiple(ts) => ts.into_iter().map(|t| t.to_string()).collect(),
+            };
+            format!(
+                "expected {}, found {}",
+                allowed.join(" or "),
+                type_of(found)
+            )
+        }
+        Kind::Required { property } => {
+            let name = property.as_str().unwrap_or_default();
+            format!("missing required property \"{name}\"")
+        }
+        Kind::AdditionalProperties { unexpected } => {
+            return unexpected
+                .iter()
+                .map(|k| {
+                    let k = k.replace('~', "~0").replace('/', "~1");
+                    format!("{path}/{k}: no such property is allowed")
+                })
+                .collect();
+        }
+        Kind::Enum { options } => format!("expected one of {options}"),
+        Kind::Constant { expected_value } => format!("expected {expected_value}"),
+        Kind::Minimum { limit: l } => bound("at least", limit(l), number),
+        Kind::Maximum { limit: l } => bound("at most", limit(l), number),
+        Kind::ExclusiveMinimum { limit: l } => bound("more than", limit(l), number),
+        Kind::ExclusiveMaximum { limit: l } => bound("less than", limit(l), number),
+        Kind::MinLength { limit } => count("at least", *limit, "characters", found),
+        Kind::MaxLength { limit } => count("at most", *limit, "characters", found),
+        Kind::MinItems { limit } => count("at least", *limit, "items", found),
+        Kind::MaxItems { limit } => count("at most", *limit, "items", found),
+        Kind::MinProperties { limit } => count("at least", *limit, "properties", found),
+        Kind::MaxProperties { limit } => count("at most", *limit, "properties", found),
+        _ => e.to_string(),
+    };
+    vec![format!("{here}: {said}")]
+}
+
+fn bound(says: &str, limit: f64, n: f64) -> String {
+    format!("expected a number {says} {limit}, found {n}")
+}
+
+/// A length bound: characters of a string, items of an array, properties of an object.
+fn count(says: &str, limit: u64, what: &str, v: &Value) -> String {
+    let n = match v {
+        Value::String(t) => t.chars().count(),
+        Value::Array(a) => a.len(),
+        Value::Object(m) => m.len(),
+        _ => 0,
+    };
+    format!("expected {says} {limit} {what}, found {n}")
+}
+
+fn type_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::Schema;
+
+    fn problems(schema: serde_json::Value, v: serde_json::Value) -> Vec<String> {
+        Schema::compile(schema).unwrap().problems(&v)
+    }
+
+    #[test]
+    fn every_problem_is_named_by_its_pointer() {
+        let schema = json!({"type": "object", "required": ["to", "amount"], "additionalProperties": false,
+            "properties": {"to": {"type": "string", "minLength": 2}, "amount": {"type": "integer", "minimum": 1},
+                "tags": {"type": "array", "items": {"enum": ["a", "b"]}}}});
+        assert!(problems(schema.clone(), json!({"to": "acct", "amount": 5.0})).is_empty());
+        let got = problems(
+            schema.clone(),
+            json!({"to": "x", "amount": 0, "tags": ["c"], "extra": 1}),
+        );
+        assert_eq!(
+            got,
+            [
+                "/amount: expected a number at least 1, found 0",
+                "/extra: no such property is allowed",
+                "/tags/0: expected one of [\"a\",\"b\"]",
+                "/to: expected at least 2 characters, found 1",
+            ]
+        );
+        let got = problems(schema, json!({"amount": "5"}));
+        assert_eq!(
+            got,
+            [
+                "/: missing required property \"to\"",
+                "/amount: expected integer, found string"
+            ]
+        );
+    }
+
+    #[test]
+    fn keywords_beyond_the_common_ones_are_checked_too() {
+        let schema = json!({"type": "object", "properties": {
+            "iban": {"type": "string", "pattern": "^[A-Z]{2}[0-9]+$"},
+            "mode": {"oneOf": [{"const": "fast"}, {"const": "cheap"}]},
+            "to": {"$ref": "#/$defs/account"}},
+            "$defs": {"account": {"type": "string", "maxLength": 4}}});
+        assert!(problems(
+            schema.clone(),
+            json!({"iban": "DE12", "mode": "fast", "to": "a"})
+        )
+        .is_empty());
+        let got = problems(schema, json!({"iban": "x", "mode": "slow", "to": "abcdef"}));
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[0].starts_with("/iban: "), "{got:?}");
+        assert!(got[1].starts_with("/mode: "), "{got:?}");
+        assert_eq!(got[2], "/to: expected at most 4 characters, found 6");
+    }
+
+    #[test]
+    fn an_invalid_schema_is_located() {
+        let (at, what) =
+            Schema::compile(json!({"type": "object", "properties": {"n": {"type": "integr"}}}))
+                .unwrap_err();
+        assert_eq!(at, ".properties.n.type", "{what}");
+    }
+}
