@@ -23,7 +23,9 @@ impl Schema {
     /// Compile `json`; an invalid schema gives where in it (a dotted key path, empty for its
     /// top) and what is wrong.
     pub fn compile(json: Value) -> Result<Schema, (String, String)> {
-        match jsonschema::validator_for(&json) {
+        let mut checked = json.clone();
+        name_no_properties(&mut checked);
+        match jsonschema::validator_for(&checked) {
             Ok(v) => Ok(Schema {
                 json,
                 validator: Arc::new(v),
@@ -55,6 +57,23 @@ impl Schema {
 impl Serialize for Schema {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.json.serialize(s)
+    }
+}
+
+/// `additionalProperties: false` beside no `properties` gets `properties: {}` (the same schema):
+/// without it the crate (0.61) reports only the first extra property, as a `false` schema at
+/// the object's own pointer, where every extra property named by its pointer is wanted.
+fn name_no_properties(schema: &mut Value) {
+    match schema {
+        Value::Object(m) => {
+            if m.get("additionalProperties") == Some(&Value::Bool(false)) {
+                m.entry("properties")
+                    .or_insert_with(|| Value::Object(Default::default()));
+            }
+            m.values_mut().for_each(name_no_properties);
+        }
+        Value::Array(a) => a.iter_mut().for_each(name_no_properties),
+        _ => {}
     }
 }
 
@@ -190,6 +209,27 @@ mod tests {
         assert!(got[0].starts_with("/iban: "), "{got:?}");
         assert!(got[1].starts_with("/mode: "), "{got:?}");
         assert_eq!(got[2], "/to: expected at most 4 characters, found 6");
+    }
+
+    #[test]
+    fn every_extra_property_is_named_when_the_schema_lists_none() {
+        let schema = json!({"type": "object", "additionalProperties": false,
+            "properties": {"inner": {"type": "object", "additionalProperties": false}}});
+        let got = problems(
+            schema.clone(),
+            json!({"to": "a", "amount": 1, "inner": {"x": 1}}),
+        );
+        assert_eq!(
+            got,
+            [
+                "/amount: no such property is allowed",
+                "/inner/x: no such property is allowed",
+                "/to: no such property is allowed",
+            ]
+        );
+        let bare = json!({"type": "object", "additionalProperties": false});
+        let schema = Schema::compile(bare.clone()).unwrap();
+        assert_eq!(schema.json(), &bare, "advertised as written");
     }
 
     #[test]
