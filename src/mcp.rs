@@ -210,7 +210,7 @@ fn request(
     params: &Value,
     sse: bool,
 ) -> Result<Reply, McpError> {
-    if method == "initialize" {
+    if method == "initialize" && !(server.serves(MODERN) && era::modern_initialize(params)) {
         return initialize(world, server, id, params, sse);
     }
     let (era, let_pass) = era::admit(world, server, headers, method, params)?;

@@ -656,9 +656,13 @@ fn acc1_rec4_a_key_from_meta_or_params_is_honoured_like_one_from_an_argument() {
         ("mcp-protocol-version", "2026-07-28"),
         ("mcp-method", "server/discover"),
     ];
-    let v = post(&da, &h, &rpc(json!(0), "server/discover", json!({})))
-        .unwrap()
-        .json();
+    let v = post(
+        &da,
+        &h,
+        &rpc(json!(0), "server/discover", json!({"_meta": meta()})),
+    )
+    .unwrap()
+    .json();
     assert_eq!(
         v["result"]["capabilities"]["tools"]["idempotency"],
         json!({}),

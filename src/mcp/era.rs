@@ -113,42 +113,42 @@ pub(crate) fn admit(
     Ok((era, Vec::new()))
 }
 
-/// A modern request's `_meta` and headers. `server/discover` is how a client learns the
-/// versions, so it is taken without them. A lenient server lets header mismatches pass and
-/// returns them (to be recorded); a strict one refuses them.
+/// A modern request's `_meta` and headers, `server/discover` included (the conformance kit
+/// holds it to the same rules): the fields `_meta` must carry (-32602), then the headers
+/// against the body (-32020), then the version (-32022), all 400. A lenient server lets header
+/// mismatches pass and returns them (to be recorded); a strict one refuses them.
 fn check_modern(
     server: &McpServer,
     headers: &HeaderMap,
     method: &str,
     params: &Value,
 ) -> Result<Vec<McpError>, McpError> {
-    if method == "server/discover" {
-        return Ok(Vec::new());
-    }
     let meta = params.get("_meta");
     let Some(version) = meta.and_then(|m| m.get(META_VERSION)) else {
         return Err(McpError::MissingMeta(format!(
             "params._meta[\"{META_VERSION}\"] names the protocol version of every request"
         )));
     };
-    let supported = vec![MODERN];
-    let version = version.as_str().unwrap_or_default();
-    if version != MODERN || !server.serves(MODERN) {
-        return Err(McpError::UnsupportedVersion {
-            requested: version.to_string(),
-            supported,
-        });
-    }
     if meta.and_then(|m| m.get(META_CAPABILITIES)).is_none() {
         return Err(McpError::MissingMeta(format!(
             "params._meta[\"{META_CAPABILITIES}\"] is required on every request"
         )));
     }
-    let name = params.get("name").and_then(Value::as_str);
+    let version = version.as_str().unwrap_or_default();
+    // The name-shaped field a router reads (SEP-2243). SEP-2663 adds the task methods' task
+    // id; there a missing header is let be, since the official Python client (mcp 2.3.0) sends
+    // none, and only a contradicting one is refused.
+    let name = match method {
+        "tools/call" => params.get("name"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" if headers.contains_key("mcp-name") => {
+            params.get("taskId")
+        }
+        _ => None,
+    };
     let checks = [
         ("MCP-Protocol-Version", Some(version)),
         ("Mcp-Method", Some(method)),
-        ("Mcp-Name", name.filter(|_| method == "tools/call")),
+        ("Mcp-Name", name.and_then(Value::as_str)),
     ];
     let mut let_pass = Vec::new();
     for (header, body) in checks {
@@ -157,7 +157,23 @@ fn check_modern(
             r => r?,
         }
     }
+    if version != MODERN || !server.serves(MODERN) {
+        return Err(McpError::UnsupportedVersion {
+            requested: version.to_string(),
+            supported: vec![MODERN],
+        });
+    }
     Ok(let_pass)
+}
+
+/// An `initialize` sent by a 2026-07-28 client (modern `_meta`, no `protocolVersion`): the
+/// method is gone from that era, so it is answered as an unknown one (404, -32601).
+pub(crate) fn modern_initialize(params: &Value) -> bool {
+    params.get("protocolVersion").is_none()
+        && params
+            .get("_meta")
+            .and_then(|m| m.get(META_VERSION))
+            .is_some()
 }
 
 /// The header must be present and equal `body` (decoded first when sent as `=?base64?…?=`).

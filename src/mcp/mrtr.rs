@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::era::Era;
 use super::rpc::{self, Id, McpError};
-use super::task::{seeded_token, INPUT_KEY};
+use super::task::seeded_token;
 use super::{answer, complete, log, Reply};
 use crate::scenario::mcp::{McpServer, TaskInput, Tool};
 use crate::world::World;
@@ -76,7 +76,7 @@ pub(super) fn round(
             let detail = json!({"tool": tool.name, "id": id, "request_state": state});
             log(world, server, "input-required", detail);
             let ask = json!({
-                "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": {
+                "inputRequests": {&input.key: {"method": "elicitation/create", "params": {
                     "mode": "form", "message": input.message, "requestedSchema": input.schema}}},
                 "requestState": state,
             });
@@ -84,7 +84,7 @@ pub(super) fn round(
         }
         Some(Value::String(s)) => {
             check_state(world, (server, tool, input), args, s)?;
-            let response = params.get("inputResponses").and_then(|r| r.get(INPUT_KEY));
+            let response = params.get("inputResponses").and_then(|r| r.get(&input.key));
             let action = response
                 .and_then(|r| r.get("action"))
                 .and_then(Value::as_str);

@@ -239,7 +239,7 @@ impl Task {
             (Status::Completed, Some(Answer::Result(r)), _) => t["result"] = r.clone(),
             (Status::Failed, Some(Answer::Error(e)), _) => t["error"] = e.clone(),
             (Status::InputRequired, _, Some(input)) => {
-                t["inputRequests"] = json!({INPUT_KEY: {
+                t["inputRequests"] = json!({&input.key: {
                     "method": "elicitation/create",
                     "params": {"mode": "form", "message": input.message, "requestedSchema": input.schema},
                 }})

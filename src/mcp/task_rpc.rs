@@ -170,14 +170,17 @@ pub(super) fn create(
     let revision = req_revision(world, &req);
     let out = call::admit(world, c.era, c.id, req);
     let answer = answer_of(world, (server, tool), c.era, &out);
-    let started = matches!(answer, Answer::Result(_)) && took_up(world, out.seq);
-    if !started {
+    let result = matches!(answer, Answer::Result(_));
+    let started = result && took_up(world, out.seq);
+    // Refused before anything applied: a plain answer, unless the tool runs only as a task,
+    // which then ends at once with the refusal as its (tool error) result.
+    if !started && (!result || !spec.required) {
         let msg = call::message(c.id, c.era, server, answer);
         return call::deliver(world, server, (c.era, c.id, c.params, c.sse), &out, msg);
     }
     task.action = Some(out.seq);
     task.answer = Some(answer);
-    task.done_at = Some(now + task.remaining());
+    task.done_at = Some(if started { now + task.remaining() } else { now });
     let detail = json!({"task_id": task.id, "tool": tool.name, "id": c.id, "target": out.seq,
         "done_at_ms": task.done_at.map(|d| d.as_millis() as u64), "revision": revision});
     log(world, server, "task-created", detail);
@@ -319,10 +322,17 @@ fn get(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Reply {
 fn cancel(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result<Reply, McpError> {
     let status = status_now(world, &task);
     if status.terminal() {
-        return Err(McpError::InvalidParams(format!(
-            "Cannot cancel task: already in terminal status '{}'",
-            status.name()
-        )));
+        // 2025-11-25 refuses it; the 2026-07-28 extension acknowledges it (cancel is
+        // idempotent there, -32602 is for unknown ids only) and nothing changes.
+        if let Era::Legacy { .. } = c.era {
+            return Err(McpError::InvalidParams(format!(
+                "Cannot cancel task: already in terminal status '{}'",
+                status.name()
+            )));
+        }
+        let detail = json!({"task_id": task.id, "target": task.action, "outcome": "already-terminal", "status_before": status.name()});
+        c.log(world, server, "task-cancel", detail);
+        return Ok(ok(world, c, server, json!({})));
     }
     let now = world.clock.now();
     let outcome = match (task.spec.cancel, task.action) {
@@ -411,7 +421,8 @@ fn update(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
         return Err(McpError::InvalidParams(e.into()));
     };
     let status = status_now(world, &task);
-    let response = responses.get(INPUT_KEY);
+    let key = task.spec.input.as_ref().map_or(INPUT_KEY, |i| &i.key);
+    let response = responses.get(key);
     let detail = json!({"task_id": task.id, "status": status.name(), "responses": responses});
     c.log(world, server, "task-update", detail);
     let (Some(response), Status::InputRequired) = (response, status) else {

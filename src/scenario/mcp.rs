@@ -211,6 +211,8 @@ impl TaskFates {
 /// A question a task asks part-way (`task.input`): an `elicitation/create` request.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TaskInput {
+    /// The question's key in `inputRequests`, under which the answer comes back.
+    pub key: String,
     /// How long into its work the task asks; the rest of its work follows the answer.
     pub after: Duration,
     pub message: String,
@@ -328,6 +330,7 @@ enum RawSupport {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawInput {
+    key: Option<String>,
     after: Option<Dur>,
     message: String,
     schema: Option<Value>,
@@ -573,6 +576,7 @@ fn compile_input(i: RawInput, within: Duration, path: &str, issues: &mut Issues)
     // Checked only: the answer is judged by the client that renders the form.
     compile_schema(schema.clone(), &format!("{path}.schema"), issues);
     TaskInput {
+        key: i.key.unwrap_or_else(|| "input".into()),
         after,
         message: i.message,
         schema,
