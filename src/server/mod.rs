@@ -422,7 +422,19 @@ async fn mcp_request(
         headers,
         body,
     };
-    let reply = crate::mcp::handle(&world, name, req);
+    let mut reply = crate::mcp::handle(&world, name, req);
+    if let Some(later) = reply.later.take() {
+        // Its events come as the task goes on; a client that stops reading ends it.
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = later.run(&world, &tx) => {}
+                _ = tx.closed() => {}
+            }
+        });
+        let r = reply.response;
+        return streamed(r.status, r.headers, HttpBody::Channel(ChannelBody(rx)));
+    }
     let (mut r, lead) = (reply.response, reply.lead);
     match (reply.stream, reply.plan) {
         // An event stream's headers (and lead events) go out at once: a drop cuts the stream
