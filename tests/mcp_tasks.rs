@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 /// Payments with every transfer answered (`FATES` swapped per test), and an MCP server whose
 /// tools run as tasks: `book` (2 s, cancel ignored), `book_honor` (cancel honoured), `confirm`
-/// (asks for input after 1 s, modern only), `only_task` (task required), `quick` (no task).
+/// (asks for input after 1 s), `only_task` (task required), `quick` (no task).
 fn scenario(fates: &str) -> String {
     let base = LOST_RESPONSE.replace(
         "fates = [\"drop-after-apply\", \"respond\"]",
