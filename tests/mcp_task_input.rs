@@ -346,3 +346,49 @@ fn a_response_that_answers_no_waiting_question_is_accepted_and_ignored() {
     assert_eq!(events(&da, "task-update").len(), 1);
     assert_eq!(transfers(&da).len(), 1);
 }
+
+#[test]
+fn a_result_fate_holds_or_loses_the_legacy_question_with_the_answer() {
+    let da = Da::start(&scenario(
+        ", fates = { result = [\"drop-after-apply\", \"delay:2s\"] }",
+    ));
+    let (sid, task_id) = asked(&da);
+    // Lost: the connection closes before any byte, and no question went out.
+    let body = rpc(8, "tasks/result", json!({"taskId": task_id})).to_string();
+    let lost = raw_request(
+        &da.url,
+        format!(
+            "POST /mcp/payments HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-session-id: {sid}\r\nmcp-protocol-version: 2025-11-25\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    assert!(lost.is_err() || lost.unwrap().body.is_empty());
+    let entries = events(&da, "task-result");
+    assert_eq!(entries[0]["detail"]["answered"], false, "{entries:?}");
+    // Delayed: the stream's events are held 2 s of scenario time.
+    let mut stream = open_result(&da, &sid, &task_id);
+    let headers = read_until(&mut stream, "\r\n\r\n");
+    let headers = String::from_utf8_lossy(&headers);
+    assert!(headers.contains("text/event-stream"), "{headers}");
+    assert!(!headers.contains("elicitation"), "held: {headers}");
+    // Nothing follows the headers before the clock moves (a bounded check that nothing came,
+    // not a wait for something to come).
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_millis(300)))
+        .unwrap();
+    let mut buf = [0u8; 256];
+    let early = std::io::Read::read(&mut stream, &mut buf);
+    assert!(
+        early.is_err(),
+        "{:?}",
+        early.map(|n| String::from_utf8_lossy(&buf[..n]).into_owned())
+    );
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    da.advance("2s");
+    let ask = next_event(&mut stream, "elicitation/create");
+    assert_eq!(ask["params"]["message"], "Send it?");
+    assert_eq!(status(&da, &sid, &task_id)["status"], "input_required");
+}
