@@ -94,7 +94,7 @@ pub(super) fn call(
             id,
             params,
             sse,
-            streamable: sse,
+            streamable: super::accepts_stream(incoming),
             fate: crate::fate::Fate::Respond,
         };
         return Ok(task_rpc::create(
