@@ -27,10 +27,10 @@ mod rpc;
 mod schema;
 mod session;
 mod task;
-mod task_question;
+mod task_result;
 mod task_rpc;
 
-pub use task_question::Later;
+pub use task_result::Later;
 
 use era::{Era, SESSION_HEADER};
 use rpc::{Id, Incoming, McpError};
@@ -66,8 +66,8 @@ pub struct Reply {
     /// The stream leads with a priming event (legacy, resumable): a dropped one ends cleanly
     /// after it, as a server polling by SEP-1699 closes it, and the client resumes with `GET`.
     pub primed: bool,
-    /// A stream whose events come later (a legacy `tasks/result` whose task asks a question
-    /// first): the server runs it once the headers are out ([`Later::run`]).
+    /// An answer made later (a legacy `tasks/result` held until its task ends, asking the
+    /// task's question on the way): the server runs it ([`Later::run`]).
     pub later: Option<Later>,
 }
 
@@ -201,7 +201,7 @@ fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
                 (None, None) => None,
             };
             if let (Some(id), Some(reply)) = (id, reply) {
-                task_question::answered(world, server, &req.headers, &id, reply);
+                task_result::answered(world, server, &req.headers, &id, reply);
             }
             Reply::now(accepted())
         }

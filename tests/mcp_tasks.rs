@@ -224,6 +224,47 @@ fn acct_a_legacy_tasks_result_asked_early_waits_for_the_clock() {
 }
 
 #[test]
+fn rec3_a_held_legacy_tasks_result_ends_as_the_task_does_when_a_cancel_stops_its_work() {
+    // JSON, and an event stream (a client that takes only `text/event-stream`).
+    for accept in ["application/json, text/event-stream", "text/event-stream"] {
+        let da = Da::start(&scenario("[\"respond\"]"));
+        let (sid, _) = session(&da);
+        let params = json!({"name": "book_honor", "arguments": args(), "task": {}});
+        let created = legacy(&da, &sid, 1, "tools/call", params).unwrap().json();
+        let id = created["result"]["task"]["taskId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let body = rpc(json!(2), "tasks/result", json!({"taskId": id})).to_string();
+        let h = [
+            ("content-type", "application/json"),
+            ("accept", accept),
+            ("mcp-session-id", sid.as_str()),
+        ];
+        let pending = send(&da.url, "POST", "/mcp/payments", &h, body.as_bytes());
+        da.wait_for("event=task-result", 1);
+        let cancel = legacy(&da, &sid, 3, "tasks/cancel", json!({"taskId": id}));
+        assert_eq!(cancel.unwrap().json()["result"]["status"], "cancelled");
+        da.advance("2s");
+        // The held answer is made when the task ends: the cancel's error, not a success the
+        // stopped work never had.
+        let r = read_response(pending).unwrap();
+        let text = String::from_utf8_lossy(&dechunk_if(&r)).into_owned();
+        assert!(text.contains("was cancelled"), "{accept}: {text}");
+        assert!(!text.contains("succeeded"), "{accept}: {text}");
+        assert_eq!(transfers(&da)[0]["state"], "cancelled", "{accept}");
+    }
+}
+
+/// A response's body, undone from chunked transfer encoding when it was sent so.
+fn dechunk_if(r: &Resp) -> Vec<u8> {
+    match r.header("transfer-encoding") {
+        Some(te) if te.contains("chunked") => dechunk(&r.body),
+        _ => r.body.clone(),
+    }
+}
+
+#[test]
 fn acct_a_modern_task_is_created_only_for_a_client_that_declares_the_extension() {
     let da = Da::start(&scenario("[\"respond\"]"));
     let discover = modern(&da, "d", "server/discover", json!({}), false).json();

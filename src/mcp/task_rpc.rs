@@ -12,7 +12,7 @@ use super::call::{self, answer_of};
 use super::era::{declares, Era};
 use super::rpc::{self, Id, McpError};
 use super::task::{Answer, Lookup, Status, Task, Tasks, EXTENSION, INPUT_KEY};
-use super::{answer, complete, log, task_question, Reply};
+use super::{answer, complete, log, task_result, Reply};
 use crate::fate::Fate;
 use crate::ledger::ActionState;
 use crate::scenario::mcp::{CancelMode, McpServer, TaskSpec, Tool};
@@ -355,9 +355,9 @@ fn cancel(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
 }
 
 /// Legacy `tasks/result`: the call's own answer once the task is terminal, with the task it
-/// belongs to in `_meta`; asked earlier, it waits (on the scenario clock) until the work ends.
-/// A task still waiting for its question's answer asks it on this answer's event stream
-/// ([`task_question`]), so a client that takes no event stream is refused.
+/// belongs to in `_meta`; asked earlier, it is held (on the scenario clock) and made from the
+/// task as it is when it ends ([`task_result`]). A task still waiting for its question's answer
+/// asks it on this answer's event stream, so a client that takes no event stream is refused.
 fn result(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Result<Reply, McpError> {
     let status = status_now(world, task);
     let asks = task.waiting() && !status.terminal();
@@ -370,21 +370,19 @@ fn result(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Resul
     let detail = json!({"task_id": task.id, "target": task.action, "status": status.name()});
     c.log(world, server, "task-result", detail);
     let now = world.clock.now();
-    if asks {
+    if !status.terminal() {
+        if !answers(c.fate) {
+            // Lost, reset, hung or failed: no answer (nor question) is made.
+            return Ok(c.deliver(Value::Null, None, now));
+        }
         let hold = match c.fate {
             Fate::Delay(d) => Some(now + d),
             _ => None,
         };
-        // Lost, reset, held or failed, the answer carries no question.
-        return Ok(if answers(c.fate) {
-            task_question::stream(server, task, c.id, hold)
-        } else {
-            c.deliver(Value::Null, None, now)
-        });
+        return Ok(task_result::held(server, task, c.id, (hold, c.sse || asks)));
     }
     let msg = result_message(task, status, c.id)?;
-    let wait = task.done_at.filter(|_| !status.terminal());
-    Ok(c.deliver(msg, wait, now))
+    Ok(c.deliver(msg, None, now))
 }
 
 /// The answer `tasks/result` gives for a task in `status` (its end, or what it will be).

@@ -424,8 +424,23 @@ async fn mcp_request(
     };
     let mut reply = crate::mcp::handle(&world, name, req);
     if let Some(later) = reply.later.take() {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        if !later.streams() {
+            // One JSON answer, sent whole once made, as a held answer is; the connection
+            // dropped if the world closed first.
+            later.run(&world, &tx).await;
+            drop(tx);
+            let mut r = reply.response;
+            let plan = match rx.recv().await {
+                Some(body) => {
+                    r.body = body.to_vec();
+                    Plan::Now
+                }
+                None => Plan::Drop,
+            };
+            return deliver(app, &world, ctl, plan, 0, r).await;
+        }
         // Its events come as the task goes on; a client that stops reading ends it.
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
             tokio::select! {
                 _ = later.run(&world, &tx) => {}

@@ -1,14 +1,19 @@
-//! A 2025-11-25 task's question. A task that needs input reads `input_required`; the client
-//! then calls `tasks/result`, whose event stream carries the server's `elicitation/create`
-//! request (with `_meta["io.modelcontextprotocol/related-task"]`); the client POSTs its JSON-RPC
-//! response, which is the answer. Accepted, the call is admitted then and works the rest of its
-//! time on the scenario clock, and the same stream ends with the call's result; declined,
-//! cancelled or answered with an error, the task ends `cancelled` and nothing runs. The answer
-//! is taken as a modern `tasks/update`'s is ([`task_rpc::take_answer`]), and recorded as the
-//! same `task-update` entry.
+//! A legacy (2025-11-25) `tasks/result` asked before its task ends, and the task's question.
 //!
-//! The stream watches the task (the task table's [`Tasks::changed`] and the scenario clock), so
-//! it ends as the task does: a `tasks/cancel`, an expiry or a closed world end it too.
+//! `tasks/result` blocks until the task is terminal, and a task that needs input is answered
+//! through it: at its question's time the task reads `input_required`, and the `tasks/result`
+//! event stream carries the server's `elicitation/create` request (with
+//! `_meta["io.modelcontextprotocol/related-task"]`); the client POSTs its JSON-RPC response,
+//! which is the answer ([`answered`]). Accepted, the call is admitted then and works the rest of
+//! its time on the scenario clock; declined, cancelled or answered with an error, the task ends
+//! `cancelled` and nothing runs. The answer is taken as a modern `tasks/update`'s is
+//! ([`task_rpc::take_answer`]) and recorded as the same `task-update` entry.
+//!
+//! The held answer ([`Later`]) watches the task (the task table's [`Tasks::changed`] and the
+//! scenario clock) and is made when the task ends, from the task as it is then: the call's
+//! result, or the error `tasks/result` gives for a task cancelled or expired meanwhile. A client
+//! that takes an event stream gets it as one (the question on the way); one that takes only
+//! JSON gets the answer whole once it is known.
 
 use std::time::Duration;
 
@@ -30,38 +35,62 @@ use crate::world::World;
 /// What follows a task id in its question's JSON-RPC id: the client's response names it.
 const QUESTION_SUFFIX: &str = "/input";
 
-/// A legacy `tasks/result` stream for a task that asks (or will ask) a question, run by the
-/// server once the headers are out ([`Later::run`]).
+/// A legacy `tasks/result` held until its task ends, run by the server ([`Later::run`]): as an
+/// event stream once its headers are out, or (JSON) before the answer goes out whole.
 #[derive(Debug)]
 pub struct Later {
     server: String,
     task_id: String,
-    /// The `tasks/result` request's id: the stream's last event answers it.
+    /// The `tasks/result` request's id: the last message answers it.
     id: Id,
     /// A `delay` fate: nothing goes out before this scenario time.
     hold: Option<Duration>,
+    /// An event stream (which can carry the question), or one JSON answer.
+    sse: bool,
 }
 
-/// The `tasks/result` answer for a task still waiting for its answer: an event stream whose
-/// events come later.
-pub(super) fn stream(server: &McpServer, task: &Task, id: &Id, hold: Option<Duration>) -> Reply {
-    let mut response = answer(200, Value::Null, true);
+/// The `tasks/result` answer for a task not yet ended: made when it ends, as an event stream
+/// (`sse`) or JSON.
+pub(super) fn held(
+    server: &McpServer,
+    task: &Task,
+    id: &Id,
+    (hold, sse): (Option<Duration>, bool),
+) -> Reply {
+    let mut response = answer(200, Value::Null, sse);
     response.body.clear();
     let mut reply = Reply::now(response);
-    reply.stream = true;
+    reply.stream = sse;
     reply.later = Some(Later {
         server: server.name.to_string(),
         task_id: task.id.clone(),
         id: id.clone(),
         hold,
+        sse,
     });
     reply
 }
 
 impl Later {
-    /// Carry the stream to its end: the question when it is due, then (once answered) the
-    /// call's result when the work ends, or the error `tasks/result` gives for a task cancelled
-    /// or expired meanwhile. Returns early if the world closes or the client stops reading.
+    /// Whether the answer is an event stream (else one JSON body, sent once [`Later::run`] ends).
+    pub fn streams(&self) -> bool {
+        self.sse
+    }
+
+    /// A message as this answer carries it: an SSE event, or the JSON itself.
+    fn frame(&self, message: &Value) -> Bytes {
+        if self.sse {
+            event(message).into()
+        } else {
+            // A `Value` always serialises.
+            serde_json::to_vec(message).unwrap_or_default().into()
+        }
+    }
+
+    /// Carry the answer to its end: the question when it is due (streams only), then (once
+    /// answered) the call's result when the work ends, or the error `tasks/result` gives for a
+    /// task cancelled or expired meanwhile. Returns early if the world closes or the client
+    /// stops reading.
     pub async fn run(self, world: &World, tx: &Sender<Bytes>) {
         if let Some(t) = self.hold {
             if !world.clock.wait_until(t).await {
@@ -80,7 +109,7 @@ impl Later {
                 Ok(t) => t,
                 Err(l) => {
                     let e = McpError::InvalidParams(l.message(&self.task_id));
-                    let _ = tx.send(event(&e.body(Some(&self.id))).into()).await;
+                    let _ = tx.send(self.frame(&e.body(Some(&self.id)))).await;
                     return;
                 }
             };
@@ -88,11 +117,13 @@ impl Later {
             if status.terminal() {
                 let msg = result_message(&task, status, &self.id)
                     .unwrap_or_else(|e| e.body(Some(&self.id)));
-                let _ = tx.send(event(&msg).into()).await;
+                let _ = tx.send(self.frame(&msg)).await;
                 return;
             }
-            if let (Status::InputRequired, false, Some(q)) = (status, asked, question(&task)) {
-                if tx.send(event(&q).into()).await.is_err() {
+            // A JSON answer cannot carry it: such a client was refused while the task waited.
+            let ask = status == Status::InputRequired && self.sse && !asked;
+            if let (true, Some(q)) = (ask, question(&task)) {
+                if tx.send(self.frame(&q)).await.is_err() {
                     return;
                 }
                 asked = true;
