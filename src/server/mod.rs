@@ -467,10 +467,12 @@ async fn mcp_request(
             let (seq, body) = (reply.seq, r.body);
             let cancels = reply.close_cancels.then(|| name.to_string());
             let progress = reply.progress;
+            // Read now: the spawned task may first run after the clock has moved on.
+            let start = world.clock.now();
             tokio::spawn(async move {
                 tokio::select! {
                     // A closed world ends the stream without its answer.
-                    due = mcp_wait(&world, t, progress.as_ref(), &tx) => {
+                    due = mcp_wait(&world, (start, t), progress.as_ref(), &tx) => {
                         if due && tx.send(body.into()).await.is_err() {
                             world.abandon(seq);
                         }
@@ -497,18 +499,17 @@ async fn mcp_request(
     }
 }
 
-/// Wait on the scenario clock until `t` (false: the world closed first); a call that asked for
-/// progress hears it every second of scenario time meanwhile.
+/// Wait on the scenario clock from `start` until `t` (false: the world closed first); a call
+/// that asked for progress hears it every second of scenario time meanwhile.
 async fn mcp_wait(
     world: &World,
-    t: std::time::Duration,
+    (start, t): (std::time::Duration, std::time::Duration),
     progress: Option<&serde_json::Value>,
     tx: &tokio::sync::mpsc::Sender<Bytes>,
 ) -> bool {
     let Some(token) = progress else {
         return world.clock.wait_until(t).await;
     };
-    let start = world.clock.now();
     let total = t.saturating_sub(start).as_millis() as u64;
     let step = std::time::Duration::from_secs(1);
     let mut next = start + step;
