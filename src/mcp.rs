@@ -26,7 +26,10 @@ mod mrtr;
 mod rpc;
 mod session;
 mod task;
+mod task_result;
 mod task_rpc;
+
+pub use task_result::Later;
 
 use era::{Era, SESSION_HEADER};
 use rpc::{Id, Incoming, McpError};
@@ -62,6 +65,9 @@ pub struct Reply {
     /// The stream leads with a priming event (legacy, resumable): a dropped one ends cleanly
     /// after it, as a server polling by SEP-1699 closes it, and the client resumes with `GET`.
     pub primed: bool,
+    /// An answer made later (a legacy `tasks/result` held until its task ends, asking the
+    /// task's question on the way): the server runs it ([`Later::run`]).
+    pub later: Option<Later>,
 }
 
 /// A `notifications/progress` event: `done` of `total` milliseconds of the call's wait.
@@ -83,6 +89,7 @@ impl Reply {
             close_cancels: false,
             progress: None,
             primed: false,
+            later: None,
         }
     }
 }
@@ -184,7 +191,19 @@ fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
         Err((id, e)) => return refuse(world, server, None, id.as_ref(), e, sse),
     };
     match incoming {
-        Incoming::Response => Reply::now(accepted()),
+        Incoming::Response { id, result, error } => {
+            // The answer to a legacy task's question; any other response is accepted and
+            // ignored.
+            let reply = match (&error, &result) {
+                (Some(e), _) => Some(Err(e)),
+                (None, Some(r)) => Some(Ok(r)),
+                (None, None) => None,
+            };
+            if let (Some(id), Some(reply)) = (id, reply) {
+                task_result::answered(world, server, &req.headers, &id, reply);
+            }
+            Reply::now(accepted())
+        }
         Incoming::Notification { method, params } => {
             if method == "notifications/cancelled" {
                 cancelled(world, server, &req.headers, &params);
@@ -238,6 +257,7 @@ fn request(
                 id,
                 params,
                 sse,
+                streamable: accepts_stream(headers),
                 fate: crate::fate::Fate::Respond,
             };
             if let Some(r) = task_rpc::method(world, server, c, method) {
@@ -510,14 +530,23 @@ fn accepted() -> Response {
 /// Whether the answer goes as an event stream: when the server's `responses` say so and the
 /// client accepts one, or when the client does not take JSON.
 fn wants_sse(server: &McpServer, headers: &HeaderMap) -> bool {
-    let accept = headers
+    let accept = accept_of(headers);
+    let sse = accept.contains("text/event-stream");
+    sse && (server.responses == Responses::Sse || !accept.contains("application/json"))
+}
+
+/// Whether the client takes an event stream at all.
+fn accepts_stream(headers: &HeaderMap) -> bool {
+    accept_of(headers).contains("text/event-stream")
+}
+
+fn accept_of(headers: &HeaderMap) -> String {
+    headers
         .get_all(hyper::header::ACCEPT)
         .iter()
         .map(crate::service::header_text)
         .collect::<Vec<_>>()
-        .join(",");
-    let sse = accept.contains("text/event-stream");
-    sse && (server.responses == Responses::Sse || !accept.contains("application/json"))
+        .join(",")
 }
 
 /// One SSE `message` event carrying a JSON-RPC message.

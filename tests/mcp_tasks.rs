@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 /// Payments with every transfer answered (`FATES` swapped per test), and an MCP server whose
 /// tools run as tasks: `book` (2 s, cancel ignored), `book_honor` (cancel honoured), `confirm`
-/// (asks for input after 1 s, modern only), `only_task` (task required), `quick` (no task).
+/// (asks for input after 1 s), `only_task` (task required), `quick` (no task).
 fn scenario(fates: &str) -> String {
     let base = LOST_RESPONSE.replace(
         "fates = [\"drop-after-apply\", \"respond\"]",
@@ -224,6 +224,47 @@ fn acct_a_legacy_tasks_result_asked_early_waits_for_the_clock() {
 }
 
 #[test]
+fn rec3_a_held_legacy_tasks_result_ends_as_the_task_does_when_a_cancel_stops_its_work() {
+    // JSON, and an event stream (a client that takes only `text/event-stream`).
+    for accept in ["application/json, text/event-stream", "text/event-stream"] {
+        let da = Da::start(&scenario("[\"respond\"]"));
+        let (sid, _) = session(&da);
+        let params = json!({"name": "book_honor", "arguments": args(), "task": {}});
+        let created = legacy(&da, &sid, 1, "tools/call", params).unwrap().json();
+        let id = created["result"]["task"]["taskId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let body = rpc(json!(2), "tasks/result", json!({"taskId": id})).to_string();
+        let h = [
+            ("content-type", "application/json"),
+            ("accept", accept),
+            ("mcp-session-id", sid.as_str()),
+        ];
+        let pending = send(&da.url, "POST", "/mcp/payments", &h, body.as_bytes());
+        da.wait_for("event=task-result", 1);
+        let cancel = legacy(&da, &sid, 3, "tasks/cancel", json!({"taskId": id}));
+        assert_eq!(cancel.unwrap().json()["result"]["status"], "cancelled");
+        da.advance("2s");
+        // The held answer is made when the task ends: the cancel's error, not a success the
+        // stopped work never had.
+        let r = read_response(pending).unwrap();
+        let text = String::from_utf8_lossy(&dechunk_if(&r)).into_owned();
+        assert!(text.contains("was cancelled"), "{accept}: {text}");
+        assert!(!text.contains("succeeded"), "{accept}: {text}");
+        assert_eq!(transfers(&da)[0]["state"], "cancelled", "{accept}");
+    }
+}
+
+/// A response's body, undone from chunked transfer encoding when it was sent so.
+fn dechunk_if(r: &Resp) -> Vec<u8> {
+    match r.header("transfer-encoding") {
+        Some(te) if te.contains("chunked") => dechunk(&r.body),
+        _ => r.body.clone(),
+    }
+}
+
+#[test]
 fn acct_a_modern_task_is_created_only_for_a_client_that_declares_the_extension() {
     let da = Da::start(&scenario("[\"respond\"]"));
     let discover = modern(&da, "d", "server/discover", json!({}), false).json();
@@ -302,9 +343,16 @@ fn rec3_a_task_cancel_honoured_stops_the_effect_and_one_ignored_still_lands() {
     let cancels = events(&da, "task-cancel");
     assert_eq!(cancels[0]["detail"]["outcome"], "cancelled");
     assert_eq!(cancels[1]["detail"]["outcome"], "ignored");
-    // A terminal task cannot be cancelled.
+    // Cancelling a terminal task is acknowledged (the extension errs for unknown ids only) and
+    // changes nothing.
     let late = modern(&da, "c", "tasks/cancel", json!({"taskId": ignored}), true).json();
-    assert_eq!(late["error"]["code"], -32602, "{late}");
+    assert_eq!(late["result"]["resultType"], "complete", "{late}");
+    assert!(late.get("error").is_none(), "{late}");
+    assert_eq!(status(&ignored), "completed");
+    assert_eq!(
+        events(&da, "task-cancel")[2]["detail"]["outcome"],
+        "already-terminal"
+    );
 }
 
 #[test]

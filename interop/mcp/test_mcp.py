@@ -335,3 +335,66 @@ def test_acc_1_a_call_that_asks_for_confirmation_runs_once_after_the_answer():
     else:
         assert asked == [] and rounds == []
     assert not rules(w.verdict()) & {'ACC-1', 'REC-4'}
+
+
+@pytest.mark.skipif(ERA != 'legacy', reason='a 2025-11-25 core task: legacy sessions only')
+def test_acc_1_acc_t_a_legacy_task_asks_on_its_tasks_result_stream_and_runs_once_accepted():
+    """The 2025-11-25 task flow the SDK has no runtime for, driven through its public pieces: the
+    tasked `tools/call` goes out beside the client (2.3.0 validates a `tools/call` result as a
+    `CallToolResult`, so a `CreateTaskResult` fails its own validation) in the client's own
+    session, whose id an httpx2 event hook reads; `tasks/result` goes through the session's
+    `send_request`, and the server's `elicitation/create` on that stream reaches the client's
+    elicitation callback, whose answer the client POSTs back itself."""
+    import httpx2
+    from pydantic import TypeAdapter
+
+    from mcp import types
+    from mcp.client.streamable_http import streamable_http_client
+
+    w = World()
+    url = f'{w.base}/mcp/payments'
+    asked = []
+    sessions = []
+
+    async def confirm(context, params):
+        asked.append((params.message, (params.meta or {}).get('io.modelcontextprotocol/related-task')))
+        return ElicitResult(action='accept', content={'ok': True})
+
+    async def seen(response):
+        if sid := response.headers.get('mcp-session-id'):
+            sessions.append(sid)
+
+    async def answered_then_advance():
+        # The work goes on for its 1 s only once the answer is in.
+        for _ in range(100):
+            if w.entries(event='task-update'):
+                return await w.advance('1s')
+            await asyncio.sleep(0.05)
+        raise AssertionError('no answer reached the server')
+
+    async def t():
+        http = httpx2.AsyncClient(event_hooks={'response': [seen]}, timeout=10)
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, mode=MODE, read_timeout_seconds=10, elicitation_callback=confirm) as c:
+            call = {'jsonrpc': '2.0', 'id': 'create-1', 'method': 'tools/call',
+                    'params': {'name': 'confirm_task', 'arguments': TRANSFER, 'task': {'ttl': 60000}}}
+            headers = {'mcp-session-id': sessions[-1], 'mcp-protocol-version': VERSION,
+                       'accept': 'application/json, text/event-stream'}
+            async with httpx.AsyncClient(timeout=10) as hc:
+                created = (await hc.post(url, json=call, headers=headers)).json()
+            task_id = created['result']['task']['taskId']
+            request = types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task_id))
+            result, _ = await asyncio.gather(
+                c.session.send_request(request, TypeAdapter(dict)), answered_then_advance()
+            )
+            return task_id, result
+
+    task_id, result = run(t())
+    assert asked == [('Send the transfer?', {'taskId': task_id})]
+    assert result['isError'] is False
+    assert result['_meta']['io.modelcontextprotocol/related-task'] == {'taskId': task_id}
+    [update] = w.entries(event='task-update')
+    assert update['detail']['responses']['input']['action'] == 'accept'
+    [entry] = w.actions()
+    assert entry['applied'] is True and entry['detail']['mcp']['task_id'] == task_id
+    assert not rules(w.verdict()) & {'ACC-1', 'REC-4'}

@@ -94,6 +94,7 @@ pub(super) fn call(
             id,
             params,
             sse,
+            streamable: super::accepts_stream(incoming),
             fate: crate::fate::Fate::Respond,
         };
         return Ok(task_rpc::create(
@@ -216,6 +217,7 @@ pub(super) fn deliver(
             .filter(|_| sse)
             .cloned(),
         primed,
+        later: None,
     }
 }
 

@@ -136,13 +136,12 @@ fn check_modern(
     }
     let version = version.as_str().unwrap_or_default();
     // The name-shaped field a router reads (SEP-2243). SEP-2663 adds the task methods' task
-    // id; there a missing header is let be, since the official Python client (mcp 2.3.0) sends
-    // none, and only a contradicting one is refused.
+    // id; there a missing (or empty) header is let be, since the official Python client
+    // (mcp 2.3.0) sends none, and only one naming another task is refused.
+    let named = headers.get("mcp-name").is_some_and(|v| !v.is_empty());
     let name = match method {
         "tools/call" => params.get("name"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" if headers.contains_key("mcp-name") => {
-            params.get("taskId")
-        }
+        "tasks/get" | "tasks/update" | "tasks/cancel" if named => params.get("taskId"),
         _ => None,
     };
     let checks = [

@@ -47,8 +47,12 @@ pub(crate) enum Incoming {
         method: String,
         params: Value,
     },
-    /// A response to a request of ours (this server sends none): accepted, as the spec says.
-    Response,
+    /// A response to a request of ours (a legacy task's question): accepted, as the spec says.
+    Response {
+        id: Option<Id>,
+        result: Option<Value>,
+        error: Option<Value>,
+    },
 }
 
 /// Read a body as one JSON-RPC message: not JSON is -32700, not a single well-formed message
@@ -88,7 +92,11 @@ pub(crate) fn parse(body: &[u8]) -> Result<Incoming, (Option<Id>, McpError)> {
     match (id, m.method) {
         (Some(id), Some(method)) => Ok(Incoming::Request { id, method, params }),
         (None, Some(method)) => Ok(Incoming::Notification { method, params }),
-        (_, None) if m.result.is_some() || m.error.is_some() => Ok(Incoming::Response),
+        (id, None) if m.result.is_some() || m.error.is_some() => Ok(Incoming::Response {
+            id,
+            result: m.result,
+            error: m.error,
+        }),
         (id, None) => Err((id, McpError::InvalidRequest("missing `method`".into()))),
     }
 }
@@ -249,7 +257,7 @@ mod tests {
         let note = parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert!(matches!(note, Incoming::Notification { .. }));
         let resp = parse(br#"{"jsonrpc":"2.0","id":"s1","result":{}}"#).unwrap();
-        assert!(matches!(resp, Incoming::Response));
+        assert!(matches!(resp, Incoming::Response { .. }));
         let bad = |b: &[u8]| parse(b).unwrap_err().1.code();
         assert_eq!(bad(b"{nope"), -32700);
         assert_eq!(

@@ -111,9 +111,8 @@ impl Task {
         requested_ttl: Option<Duration>,
         now: Duration,
     ) -> Task {
-        // The legacy era has its questions asked through `tasks/result` streams; a legacy task
-        // works straight through.
-        let input = if spec.input.is_some() && modern {
+        // Both eras ask: a legacy task on its `tasks/result` stream, a modern one in `tasks/get`.
+        let input = if spec.input.is_some() {
             Input::Waiting
         } else {
             Input::None
@@ -137,8 +136,9 @@ impl Task {
         }
     }
 
-    /// Whether the task asks for input before it is admitted.
-    pub(crate) fn asks_first(&self) -> bool {
+    /// Whether the task's question is still unanswered: it is admitted only once the answer
+    /// accepts.
+    pub(crate) fn waiting(&self) -> bool {
         self.input == Input::Waiting
     }
 
@@ -154,13 +154,19 @@ impl Task {
             .saturating_sub(asked.map_or(Duration::ZERO, |i| i.after))
     }
 
-    fn asked_at(&self) -> Option<Duration> {
+    /// When the task asks its question (if it has one).
+    pub(crate) fn asked_at(&self) -> Option<Duration> {
         let input = self.spec.input.as_ref()?;
         (self.input != Input::None).then(|| self.created_at + input.after)
     }
 
+    /// When the task expires (its TTL after creation), if it does.
+    pub(crate) fn expires_at(&self) -> Option<Duration> {
+        self.ttl.map(|t| self.created_at + t)
+    }
+
     pub(crate) fn expired(&self, now: Duration) -> bool {
-        self.ttl.is_some_and(|t| now >= self.created_at + t)
+        self.expires_at().is_some_and(|t| now >= t)
     }
 
     /// The status at `now`, given the state of its action in the ledger.
@@ -235,18 +241,26 @@ impl Task {
     /// question.
     pub(crate) fn detailed(&self, world: &World, status: Status) -> Value {
         let mut t = self.wire(world, status);
-        match (status, &self.answer, &self.spec.input) {
+        match (status, &self.answer, self.question()) {
             (Status::Completed, Some(Answer::Result(r)), _) => t["result"] = r.clone(),
             (Status::Failed, Some(Answer::Error(e)), _) => t["error"] = e.clone(),
-            (Status::InputRequired, _, Some(input)) => {
-                t["inputRequests"] = json!({&input.key: {
+            (Status::InputRequired, _, Some(params)) => {
+                let key = self.spec.input.as_ref().map_or(INPUT_KEY, |i| &i.key);
+                t["inputRequests"] = json!({key: {
                     "method": "elicitation/create",
-                    "params": {"mode": "form", "message": input.message, "requestedSchema": input.schema},
+                    "params": params,
                 }})
             }
             _ => {}
         }
         t
+    }
+
+    /// The params of the task's `elicitation/create` question (a form), if it has one: in the
+    /// extension's `inputRequests`, or the request a legacy `tasks/result` stream carries.
+    pub(crate) fn question(&self) -> Option<Value> {
+        let input = self.spec.input.as_ref()?;
+        Some(json!({"mode": "form", "message": input.message, "requestedSchema": input.schema}))
     }
 
     /// Record the answer to the task's question at `now`: whether it was accepted.
@@ -255,9 +269,13 @@ impl Task {
     }
 }
 
-/// The tasks of a world, by id.
+/// The tasks of a world, by id; `changed` wakes whoever waits on a task (a legacy
+/// `tasks/result` stream waiting for the answer to its question) whenever one is updated.
 #[derive(Default)]
-pub(crate) struct Tasks(Mutex<Table>);
+pub(crate) struct Tasks {
+    table: Mutex<Table>,
+    pub(crate) changed: tokio::sync::Notify,
+}
 
 #[derive(Default)]
 struct Table {
@@ -276,7 +294,7 @@ impl Tasks {
     /// unguessable without it, as the extension asks.
     pub(crate) fn next_id(&self, world: &World, server: &str) -> String {
         let n = {
-            let mut t = unpoisoned(self.0.lock());
+            let mut t = unpoisoned(self.table.lock());
             t.made += 1;
             t.made
         };
@@ -284,7 +302,7 @@ impl Tasks {
     }
 
     pub(crate) fn insert(&self, task: Task) {
-        let mut t = unpoisoned(self.0.lock());
+        let mut t = unpoisoned(self.table.lock());
         while t.order.len() >= TASKS_KEPT {
             if let Some(old) = t.order.pop_front() {
                 t.tasks.remove(&old);
@@ -296,7 +314,7 @@ impl Tasks {
 
     /// A copy of task `id` of `server`, unless it is unknown or (at `now`) expired.
     pub(crate) fn get(&self, server: &str, id: &str, now: Duration) -> Result<Task, Lookup> {
-        let mut t = unpoisoned(self.0.lock());
+        let mut t = unpoisoned(self.table.lock());
         match t.tasks.get(id) {
             Some(task) if &*task.server == server && task.expired(now) => {
                 t.tasks.remove(id);
@@ -309,8 +327,12 @@ impl Tasks {
 
     /// Change task `id` in place; whether it is there.
     pub(crate) fn update(&self, id: &str, f: impl FnOnce(&mut Task)) -> bool {
-        let mut t = unpoisoned(self.0.lock());
-        t.tasks.get_mut(id).map(f).is_some()
+        let found = {
+            let mut t = unpoisoned(self.table.lock());
+            t.tasks.get_mut(id).map(f).is_some()
+        };
+        self.changed.notify_waiters();
+        found
     }
 
     /// The live tasks of `server` a legacy session made, oldest first.
@@ -320,7 +342,7 @@ impl Tasks {
         session: Option<&str>,
         now: Duration,
     ) -> Vec<Task> {
-        let t = unpoisoned(self.0.lock());
+        let t = unpoisoned(self.table.lock());
         let mut out: Vec<Task> = t
             .tasks
             .values()

@@ -12,7 +12,7 @@ use super::call::{self, answer_of};
 use super::era::{declares, Era};
 use super::rpc::{self, Id, McpError};
 use super::task::{Answer, Lookup, Status, Task, Tasks, EXTENSION, INPUT_KEY};
-use super::{answer, complete, log, Reply};
+use super::{answer, complete, log, task_result, Reply};
 use crate::fate::Fate;
 use crate::ledger::ActionState;
 use crate::scenario::mcp::{CancelMode, McpServer, TaskSpec, Tool};
@@ -26,6 +26,8 @@ pub(super) struct Call<'c> {
     pub(super) id: &'c Id,
     pub(super) params: &'c Value,
     pub(super) sse: bool,
+    /// The client takes an event stream (a legacy task's question needs one).
+    pub(super) streamable: bool,
     pub(super) fate: Fate,
 }
 
@@ -157,7 +159,7 @@ pub(super) fn create(
     let now = world.clock.now();
     let who = (&server.name, tool.name.as_str());
     let mut task = Task::new(id, who, (modern, c.era.session()), spec, requested_ttl, now);
-    if task.asks_first() {
+    if task.waiting() {
         let detail = json!({"task_id": task.id, "tool": tool.name, "id": c.id, "target": null,
             "asks_input": true, "revision": req_revision(world, &req)});
         log(world, server, "task-created", detail);
@@ -287,7 +289,7 @@ pub(super) fn method(
 }
 
 /// The task's status now, reading its action's state in the ledger.
-fn status_now(world: &World, task: &Task) -> Status {
+pub(super) fn status_now(world: &World, task: &Task) -> Status {
     let now = world.clock.now();
     let state = task.action.and_then(|seq| {
         let st = world.lock();
@@ -363,11 +365,38 @@ fn cancel(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
 }
 
 /// Legacy `tasks/result`: the call's own answer once the task is terminal, with the task it
-/// belongs to in `_meta`; asked earlier, it waits (on the scenario clock) until the work ends.
+/// belongs to in `_meta`; asked earlier, it is held (on the scenario clock) and made from the
+/// task as it is when it ends ([`task_result`]). A task still waiting for its question's answer
+/// asks it on this answer's event stream, so a client that takes no event stream is refused.
 fn result(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Result<Reply, McpError> {
     let status = status_now(world, task);
+    let asks = task.waiting() && !status.terminal();
+    if asks && answers(c.fate) && !c.streamable {
+        return Err(McpError::InvalidRequest(format!(
+            "task {} needs input: its question comes as a request on the tasks/result event stream, so send Accept: application/json, text/event-stream",
+            task.id
+        )));
+    }
     let detail = json!({"task_id": task.id, "target": task.action, "status": status.name()});
     c.log(world, server, "task-result", detail);
+    let now = world.clock.now();
+    if !status.terminal() {
+        if !answers(c.fate) {
+            // Lost, reset, hung or failed: no answer (nor question) is made.
+            return Ok(c.deliver(Value::Null, None, now));
+        }
+        let hold = match c.fate {
+            Fate::Delay(d) => Some(now + d),
+            _ => None,
+        };
+        return Ok(task_result::held(server, task, c.id, (hold, c.sse || asks)));
+    }
+    let msg = result_message(task, status, c.id)?;
+    Ok(c.deliver(msg, None, now))
+}
+
+/// The answer `tasks/result` gives for a task in `status` (its end, or what it will be).
+pub(super) fn result_message(task: &Task, status: Status, id: &Id) -> Result<Value, McpError> {
     if status == Status::Cancelled {
         return Err(McpError::InvalidParams(format!(
             "Task {} was cancelled: it has no result",
@@ -375,20 +404,56 @@ fn result(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Resul
         )));
     }
     let related = json!({"taskId": task.id});
-    let msg = match &task.answer {
+    match &task.answer {
         Some(Answer::Result(r)) => {
             let mut r = r.clone();
             r["_meta"] = json!({"io.modelcontextprotocol/related-task": related});
-            rpc::result(c.id, r)
+            Ok(rpc::result(id, r))
         }
-        Some(Answer::Error(e)) => json!({"jsonrpc": "2.0", "id": c.id, "error": e}),
-        None => {
-            let e = format!("Task {} has no result yet", task.id);
-            return Err(McpError::InvalidParams(e));
-        }
+        Some(Answer::Error(e)) => Ok(json!({"jsonrpc": "2.0", "id": id, "error": e})),
+        None => Err(McpError::InvalidParams(format!(
+            "Task {} has no result yet",
+            task.id
+        ))),
+    }
+}
+
+/// The answer to a task's question taken (a modern `tasks/update`, a legacy client's response
+/// on its `tasks/result` stream): accepted, the call is admitted now, under its own JSON-RPC id,
+/// and works the rest of its time; declined or cancelled, the task ends cancelled and nothing
+/// runs.
+pub(super) fn take_answer(
+    world: &World,
+    server: &McpServer,
+    era: &Era,
+    task: &Task,
+    accepted: bool,
+) {
+    let now = world.clock.now();
+    let tasks = world.extension::<Tasks>();
+    let mut prepared = None;
+    tasks.update(&task.id, |t| {
+        t.answer_input(now, accepted);
+        prepared = t.prepared.take();
+    });
+    let (true, Some(mut req), Some(tool)) = (accepted, prepared, server.tool(&task.tool)) else {
+        return;
     };
-    let wait = task.done_at.filter(|_| !status.terminal());
-    Ok(c.deliver(msg, wait, world.clock.now()))
+    let call_id = req
+        .via
+        .as_ref()
+        .and_then(|v| serde_json::from_value::<Id>(v.facts["jsonrpc_id"].clone()).ok())
+        .unwrap_or_else(|| Id::String(task.id.clone()));
+    let remaining = task.remaining();
+    req.defer = Some(remaining);
+    let out = call::admit(world, era, &call_id, req);
+    let answer = answer_of(world, (server, tool), era, &out);
+    let started = took_up(world, out.seq);
+    tasks.update(&task.id, |t| {
+        t.action = Some(out.seq);
+        t.done_at = Some(if started { now + remaining } else { now });
+        t.answer = Some(answer);
+    });
 }
 
 /// Legacy `tasks/list`: the session's live tasks.
@@ -429,27 +494,6 @@ fn update(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
         return Ok(ok(world, c, server, json!({})));
     };
     let accepted = response.get("action").and_then(Value::as_str) == Some("accept");
-    let now = world.clock.now();
-    let tasks = world.extension::<Tasks>();
-    let mut prepared = None;
-    tasks.update(&task.id, |t| {
-        t.answer_input(now, accepted);
-        prepared = t.prepared.take();
-    });
-    if let (true, Some(mut req)) = (accepted, prepared) {
-        let remaining = task.remaining();
-        req.defer = Some(remaining);
-        let Some(tool) = server.tool(&task.tool) else {
-            return Ok(ok(world, c, server, json!({})));
-        };
-        let out = call::admit(world, c.era, c.id, req);
-        let answer = answer_of(world, (server, tool), c.era, &out);
-        let started = took_up(world, out.seq);
-        tasks.update(&task.id, |t| {
-            t.action = Some(out.seq);
-            t.done_at = Some(if started { now + remaining } else { now });
-            t.answer = Some(answer);
-        });
-    }
+    take_answer(world, server, c.era, &task, accepted);
     Ok(ok(world, c, server, json!({})))
 }

@@ -175,8 +175,9 @@ pub struct TaskSpec {
     /// What `tasks/cancel` does: `honor` stops the effect if it has not landed; `ignore`
     /// acknowledges and completes anyway.
     pub cancel: CancelMode,
-    /// The task stops to ask for input (2026-07-28 `input_required`, answered by
-    /// `tasks/update`).
+    /// The task stops to ask for input (`input_required`): in 2026-07-28 `tasks/get` shows the
+    /// question and `tasks/update` answers it; in 2025-11-25 the `tasks/result` stream asks it
+    /// and the client's response answers.
     pub input: Option<TaskInput>,
     /// The fates of the task's own methods, each counted per task.
     pub fates: TaskFates,

@@ -422,7 +422,34 @@ async fn mcp_request(
         headers,
         body,
     };
-    let reply = crate::mcp::handle(&world, name, req);
+    let mut reply = crate::mcp::handle(&world, name, req);
+    if let Some(later) = reply.later.take() {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        if !later.streams() {
+            // One JSON answer, sent whole once made, as a held answer is; the connection
+            // dropped if the world closed first.
+            later.run(&world, &tx).await;
+            drop(tx);
+            let mut r = reply.response;
+            let plan = match rx.recv().await {
+                Some(body) => {
+                    r.body = body.to_vec();
+                    Plan::Now
+                }
+                None => Plan::Drop,
+            };
+            return deliver(app, &world, ctl, plan, 0, r).await;
+        }
+        // Its events come as the task goes on; a client that stops reading ends it.
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = later.run(&world, &tx) => {}
+                _ = tx.closed() => {}
+            }
+        });
+        let r = reply.response;
+        return streamed(r.status, r.headers, HttpBody::Channel(ChannelBody(rx)));
+    }
     let (mut r, lead) = (reply.response, reply.lead);
     match (reply.stream, reply.plan) {
         // An event stream's headers (and lead events) go out at once: a drop cuts the stream
@@ -440,10 +467,12 @@ async fn mcp_request(
             let (seq, body) = (reply.seq, r.body);
             let cancels = reply.close_cancels.then(|| name.to_string());
             let progress = reply.progress;
+            // Read now: the spawned task may first run after the clock has moved on.
+            let start = world.clock.now();
             tokio::spawn(async move {
                 tokio::select! {
                     // A closed world ends the stream without its answer.
-                    due = mcp_wait(&world, t, progress.as_ref(), &tx) => {
+                    due = mcp_wait(&world, (start, t), progress.as_ref(), &tx) => {
                         if due && tx.send(body.into()).await.is_err() {
                             world.abandon(seq);
                         }
@@ -470,18 +499,17 @@ async fn mcp_request(
     }
 }
 
-/// Wait on the scenario clock until `t` (false: the world closed first); a call that asked for
-/// progress hears it every second of scenario time meanwhile.
+/// Wait on the scenario clock from `start` until `t` (false: the world closed first); a call
+/// that asked for progress hears it every second of scenario time meanwhile.
 async fn mcp_wait(
     world: &World,
-    t: std::time::Duration,
+    (start, t): (std::time::Duration, std::time::Duration),
     progress: Option<&serde_json::Value>,
     tx: &tokio::sync::mpsc::Sender<Bytes>,
 ) -> bool {
     let Some(token) = progress else {
         return world.clock.wait_until(t).await;
     };
-    let start = world.clock.now();
     let total = t.saturating_sub(start).as_millis() as u64;
     let step = std::time::Duration::from_secs(1);
     let mut next = start + step;
