@@ -575,99 +575,46 @@ mod tests {
 
     #[test]
     fn every_event_type_round_trips_with_its_type_name() {
-        let events = vec![
+        let mut events = vec![
             Event::text_start("m1"),
             Event::text_content("m1", "hello"),
             Event::text_end("m1"),
-            Event::TextMessageChunk(TextMessageChunk {
-                delta: Some("x".into()),
-                ..Default::default()
-            }),
             Event::tool_call_start("tc1", "transfer_funds", Some("m1")),
             Event::tool_call_args("tc1", "{\"to\":\"acct-9\"}"),
             Event::tool_call_end("tc1"),
-            Event::ToolCallChunk(ToolCallChunk {
-                tool_call_id: Some("tc2".into()),
-                ..Default::default()
-            }),
             Event::tool_call_result("m2", "tc1", "{\"id\":\"act-1\"}"),
             Event::state_snapshot(json!({"balance": 5})),
-            Event::StateDelta(StateDelta {
-                delta: vec![JsonPatchOp::Replace {
-                    path: "/balance".into(),
-                    value: json!(4),
-                }],
-                ..Default::default()
-            }),
             Event::messages_snapshot(vec![Message::user("u1", "hi")]),
-            Event::ActivitySnapshot(ActivitySnapshot {
-                message_id: "a".into(),
-                activity_type: "plan".into(),
-                ..Default::default()
-            }),
-            Event::ActivityDelta(ActivityDelta {
-                message_id: "a".into(),
-                activity_type: "plan".into(),
-                patch: vec![JsonPatchOp::Remove { path: "/x".into() }],
-                ..Default::default()
-            }),
-            Event::Raw(Raw {
-                event: json!({"k": 1}),
-                source: Some("fake".into()),
-                ..Default::default()
-            }),
             Event::custom("doubleagent.warning", json!({"rule": "PROD-2"})),
             Event::run_started(&RunAgentInput::new("t", "r")),
             Event::run_success("t", "r", vec![]),
             Event::run_error("boom", None),
             Event::step_started("beforeTools"),
             Event::step_finished("beforeTools"),
-            Event::ReasoningStart(ReasoningStart {
-                message_id: "rm".into(),
-                ..Default::default()
-            }),
-            Event::ReasoningMessageStart(ReasoningMessageStart {
-                message_id: "rm".into(),
-                ..Default::default()
-            }),
-            Event::ReasoningMessageContent(ReasoningMessageContent {
-                message_id: "rm".into(),
-                delta: "d".into(),
-                ..Default::default()
-            }),
-            Event::ReasoningMessageEnd(ReasoningMessageEnd {
-                message_id: "rm".into(),
-                ..Default::default()
-            }),
-            Event::ReasoningMessageChunk(ReasoningMessageChunk::default()),
-            Event::ReasoningEnd(ReasoningEnd {
-                message_id: "rm".into(),
-                ..Default::default()
-            }),
-            Event::ReasoningEncryptedValue(ReasoningEncryptedValue {
-                subtype: EncryptedValueSubtype::ToolCall,
-                entity_id: "tc1".into(),
-                encrypted_value: "e".into(),
-                ..Default::default()
-            }),
-            Event::SubagentStarted(SubagentStarted {
-                subagent_run_id: "sa1".into(),
-                name: "helper".into(),
-                ..Default::default()
-            }),
-            Event::SubagentFinished(SubagentFinished {
-                subagent_run_id: "sa1".into(),
-                outcome: Some(SubagentOutcome::Suspended {
-                    interrupt_ids: Some(vec!["i1".into()]),
-                }),
-                ..Default::default()
-            }),
-            Event::SubagentError(SubagentError {
-                subagent_run_id: "sa1".into(),
-                message: "x".into(),
-                ..Default::default()
-            }),
         ];
+        // The types doubleagent never emits, as a producer would send them.
+        let sent = json!([
+            {"type": "TEXT_MESSAGE_CHUNK", "delta": "x"},
+            {"type": "TOOL_CALL_CHUNK", "toolCallId": "tc2"},
+            {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/balance", "value": 4}]},
+            {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "plan", "content": {}},
+            {"type": "ACTIVITY_DELTA", "messageId": "a", "activityType": "plan",
+             "patch": [{"op": "remove", "path": "/x"}]},
+            {"type": "RAW", "event": {"k": 1}, "source": "fake"},
+            {"type": "REASONING_START", "messageId": "rm"},
+            {"type": "REASONING_MESSAGE_START", "messageId": "rm", "role": "reasoning"},
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": "rm", "delta": "d"},
+            {"type": "REASONING_MESSAGE_END", "messageId": "rm"},
+            {"type": "REASONING_MESSAGE_CHUNK"},
+            {"type": "REASONING_END", "messageId": "rm"},
+            {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "tool-call", "entityId": "tc1",
+             "encryptedValue": "e"},
+            {"type": "SUBAGENT_STARTED", "subagentRunId": "sa1", "name": "helper"},
+            {"type": "SUBAGENT_FINISHED", "subagentRunId": "sa1",
+             "outcome": {"type": "suspended", "interruptIds": ["i1"]}},
+            {"type": "SUBAGENT_ERROR", "subagentRunId": "sa1", "message": "x"},
+        ]);
+        events.extend(serde_json::from_value::<Vec<Event>>(sent).unwrap());
         assert_eq!(events.len(), 31);
         let mut seen = std::collections::BTreeSet::new();
         for e in &events {

@@ -464,20 +464,18 @@ mod tests {
 
     #[test]
     fn protocol_version_verdicts() {
-        let mut i = RunAgentInput::new("t", "r");
-        i.protocol_version = Some("1.3".into());
+        let verdict = |declared: &str| {
+            let mut i = RunAgentInput::new("t", "r");
+            i.protocol_version = Some(declared.into());
+            i.version_verdict()
+        };
         assert!(matches!(
-            i.version_verdict(),
+            verdict("1.3"),
             VersionVerdict::AcceptWithWarning(_)
         ));
-        i.protocol_version = Some("2.0".into());
+        assert!(matches!(verdict("2.0"), VersionVerdict::UnknownMajor(_)));
         assert!(matches!(
-            i.version_verdict(),
-            VersionVerdict::UnknownMajor(_)
-        ));
-        i.protocol_version = Some("1.0.0".into());
-        assert!(matches!(
-            i.version_verdict(),
+            verdict("1.0.0"),
             VersionVerdict::AcceptWithWarning(_)
         ));
     }

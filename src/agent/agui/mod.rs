@@ -47,6 +47,8 @@ mod start;
 mod tanstack;
 mod wire;
 
+pub use restore::restore;
+
 use crate::sync::unpoisoned;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -125,14 +127,6 @@ impl Threads {
     fn is_empty(&self) -> bool {
         self.lock().is_empty()
     }
-}
-
-/// Rebuild a world's AG-UI threads from its ledger after a restart (see `restore.rs`):
-/// each thread's open checkpoint as its last finished run left it; runs still streaming at the
-/// crash end as if their client had gone away, recorded as `run-finished` with
-/// `cause: "restart"`. Returns how many checkpoints are open.
-pub fn restore(world: &Arc<World>) -> usize {
-    restore::restore(world)
 }
 
 /// Where a run starts in the script.

@@ -136,10 +136,12 @@ struct Started {
     finished: bool,
 }
 
-/// Rebuild the AG-UI threads of `world` from its ledger and end the runs that were streaming.
-/// Meant for a world just restored from the journal; a world whose threads are already in use
-/// is left alone. Returns how many checkpoints are open.
-pub(super) fn restore(world: &Arc<World>) -> usize {
+/// Rebuild a world's AG-UI threads from its ledger after a restart: each thread's open
+/// checkpoint as its last finished run left it; runs still streaming at the crash end as if
+/// their client had gone away, recorded as `run-finished` with `cause: "restart"`. Meant for a
+/// world just restored from the journal; a world whose threads are already in use is left
+/// alone. Returns how many checkpoints are open.
+pub fn restore(world: &Arc<World>) -> usize {
     let agents: HashMap<&str, &AgUiAgent> = world
         .scenario
         .agents
