@@ -200,7 +200,8 @@ pub fn parse_json(body: &[u8]) -> serde_json::Result<(Value, bool)> {
     Ok((value, repeats.get()))
 }
 
-/// serde_json's own `Value` visitor, plus the repeat check.
+/// serde_json's own `Value` visitor, plus the repeat check: only what serde_json's
+/// `deserialize_any` calls (a `null` is a unit, a string is borrowed or copied).
 struct ValueNotingRepeats<'a>(&'a std::cell::Cell<bool>);
 
 impl<'de> serde::de::DeserializeSeed<'de> for ValueNotingRepeats<'_> {
@@ -231,17 +232,8 @@ impl<'de> serde::de::Visitor<'de> for ValueNotingRepeats<'_> {
     fn visit_str<E>(self, s: &str) -> Result<Value, E> {
         Ok(Value::String(s.to_owned()))
     }
-    fn visit_string<E>(self, s: String) -> Result<Value, E> {
-        Ok(Value::String(s))
-    }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
     fn visit_unit<E>(self) -> Result<Value, E> {
         Ok(Value::Null)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        serde::de::DeserializeSeed::deserialize(self, d)
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::new();
