@@ -117,22 +117,13 @@ impl Run {
         admitted: Admitted,
         outlet: Outlet,
     ) -> Run {
-        let Admitted {
-            input,
-            judgement,
-            consumed,
-            start,
-            notices,
-            started_at,
-            revision,
-        } = admitted;
-        let carried = consumed
-            .as_ref()
+        let carried = (admitted.consumed.as_ref())
             .map(|c| c.answers.clone())
             .unwrap_or_default();
-        let resumed = (judgement.resumed().map(str::to_string))
+        let resumed = (admitted.judgement.resumed().map(str::to_string))
             .chain(carried.keys().cloned())
             .collect();
+        let input = admitted.input;
         Run {
             continuation: input.is_continuation(),
             answered: answered_calls(&input.messages),
@@ -141,7 +132,7 @@ impl Run {
             agent,
             spec,
             input,
-            judgement,
+            judgement: admitted.judgement,
             tx: None,
             outlet,
             resumed,
@@ -153,13 +144,13 @@ impl Run {
             out: Vec::with_capacity(2048),
             gone: false,
             violated: BTreeSet::new(),
-            consumed,
+            consumed: admitted.consumed,
             executed: BTreeMap::new(),
             carried,
-            cursor: started_at,
-            start: Some(start),
-            notices,
-            revision,
+            cursor: admitted.started_at,
+            start: Some(admitted.start),
+            notices: admitted.notices,
+            revision: admitted.revision,
         }
     }
 
