@@ -26,6 +26,7 @@ pub type Metadata = Map<String, Value>;
 /// members, every field `pub`. A field written `name?: T` is an `Option<T>` that is left out
 /// when `None` and may be absent but never `null` on input ([`non_null`]; for `Metadata`,
 /// [`object_non_null`]). Other fields are written as usual, with their own serde attributes.
+/// Most of the schema's fields are such optionals: one marker each instead of four attributes.
 macro_rules! wire {
     (@fields [$($head:tt)*] [$($done:tt)*]) => {
         #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
