@@ -247,7 +247,7 @@ fn input_notices(spec: &AgUiAgent, input: &mut RunAgentInput) -> Result<Vec<Noti
             return Err(Refusal::new(400, "unsupported_protocol_version", m))
         }
     }
-    let unknown = input.unknown_members();
+    let unknown = input.strip_unknown();
     let warned: Vec<&String> = unknown
         .iter()
         .filter(|p| !(spec.client == ClientKind::Tanstack && tanstack_habit(input, p)))
@@ -263,7 +263,6 @@ fn input_notices(spec: &AgUiAgent, input: &mut RunAgentInput) -> Result<Vec<Noti
             json!({"stripped": warned}),
         ));
     }
-    input.strip_unknown();
     Ok(notices)
 }
 
@@ -334,7 +333,7 @@ fn judge_resume(
         entries: input.resume_entries(),
         parent_run_id: input.parent_run_id.as_deref(),
         now_ms,
-        policy: spec.uncovered.into(),
+        policy: spec.uncovered,
     });
     if matches!(
         judgement.decision,
@@ -454,7 +453,7 @@ struct StartedDetail<'a> {
     protocol_version: &'a Option<String>,
     resume: &'a [super::interrupt::ResumeEntry],
     run_id: &'a str,
-    start: Value,
+    start: &'a Start,
     state: Cow<'a, Value>,
     thread_id: &'a str,
     uncovered: Vec<Uncovered<'a>>,
@@ -479,7 +478,7 @@ fn started_detail<'a>(
     input: &'a RunAgentInput,
     judgement: &'a Judgement,
     checkpoint: Option<&'a Checkpoint>,
-    start: &Start,
+    start: &'a Start,
 ) -> StartedDetail<'a> {
     // The interrupted run whose checkpoint this run consumed: what a restart needs to tell
     // which checkpoints are still open (the `Threads` lock is not held across the append).
@@ -498,7 +497,7 @@ fn started_detail<'a>(
         protocol_version: &input.protocol_version,
         resume: input.resume_entries(),
         run_id: &input.run_id,
-        start: start.json(),
+        start,
         state: match &input.state {
             Some(s) => Cow::Borrowed(s),
             None => Cow::Owned(Value::Object(serde_json::Map::new())),

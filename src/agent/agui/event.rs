@@ -7,108 +7,41 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::input::RunAgentInput;
-use super::input::{non_null, object_non_null, Metadata};
 use super::interrupt::Interrupt;
 use super::message::{Content, Message};
+use super::wire::{non_null, wire};
 
 /// The protocol version a producer declares on `RUN_STARTED.protocolVersion` (its own
 /// version, never an echo of the input's).
 pub const PROTOCOL_VERSION: &str = "1.0";
 
-/// Token counts for one provider and model. A resumed run reports only its own calls (RES-7).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TokenUsage {
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub provider: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub model: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub input_tokens: Option<u64>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub output_tokens: Option<u64>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub total_tokens: Option<u64>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub reasoning_tokens: Option<u64>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub cached_input_tokens: Option<u64>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub cache_write_input_tokens: Option<u64>,
+wire! {
+    /// Token counts for one provider and model. A resumed run reports only its own calls
+    /// (RES-7).
+    #[derive(Default, Eq)]
+    pub struct TokenUsage {
+        provider?: String,
+        model?: String,
+        input_tokens?: u64,
+        output_tokens?: u64,
+        total_tokens?: u64,
+        reasoning_tokens?: u64,
+        cached_input_tokens?: u64,
+        cache_write_input_tokens?: u64,
+    }
 }
 
-/// Fields every event carries, plus unknown members (empty unless a scenario deliberately
-/// emits unknown fields).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EventBase {
-    /// Milliseconds since the epoch, in practice.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub timestamp: Option<i64>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub raw_event: Option<Value>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
-    )]
-    pub metadata: Option<Metadata>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-/// Declares an event struct: camelCase fields, then `#[serde(flatten)] base`.
-macro_rules! event_struct {
-    ($(#[$m:meta])* $name:ident { $($body:tt)* }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        pub struct $name {
-            $($body)*
-            #[serde(flatten)]
-            pub base: EventBase,
-        }
-    };
+wire! {
+    /// Fields every event carries, plus unknown members (empty unless a scenario deliberately
+    /// emits unknown fields).
+    #[derive(Default)]
+    pub struct EventBase {
+        /// Milliseconds since the epoch, in practice.
+        timestamp?: i64,
+        raw_event?: Value,
+        metadata?: Metadata,
+        #[serde(flatten)] extra: Map<String, Value>,
+    }
 }
 
 /// Roles a streamed text message may take (no `tool`).
@@ -194,332 +127,21 @@ pub enum SubagentOutcome {
     },
 }
 
-event_struct!(
-    /// Opens a streamed text message.
-    TextMessageStart {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub message_id: String,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub role: Option<TextMessageRole>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub name: Option<String>,
-    }
-);
-event_struct!(
-    /// Appends a fragment to a streamed text message.
-    TextMessageContent {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub message_id: String,
-        pub delta: String,
-    }
-);
-event_struct!(
-    /// Closes a streamed text message.
-    TextMessageEnd {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub message_id: String,
-    }
-);
-event_struct!(
-    /// Shorthand for start + content + end.
-    TextMessageChunk {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub message_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub role: Option<TextMessageRole>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub delta: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub name: Option<String>,
-    }
-);
-event_struct!(
-    /// Opens a tool call.
-    ToolCallStart {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub tool_call_id: String,
-        pub tool_call_name: String,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub parent_message_id: Option<String>,
-    }
-);
-event_struct!(
-    /// Appends a fragment of a tool call's JSON arguments.
-    ToolCallArgs {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub tool_call_id: String,
-        pub delta: String,
-    }
-);
-event_struct!(
-    /// Closes a tool call (its arguments are complete).
-    ToolCallEnd {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub tool_call_id: String,
-    }
-);
-event_struct!(
-    /// Shorthand for a tool call's start + args + end.
-    ToolCallChunk {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub tool_call_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub tool_call_name: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub parent_message_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub delta: Option<String>,
-    }
-);
-/// What a tool returned; mints a tool message with its own `messageId`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolCallResult {
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub subagent_run_id: Option<String>,
-    pub message_id: String,
-    pub tool_call_id: String,
-    pub content: Content,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub role: Option<ToolRole>,
-    #[serde(flatten)]
-    pub base: EventBase,
-}
-event_struct!(
-    /// Replaces the agent state wholesale (any JSON value, `null` included).
-    StateSnapshot {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub snapshot: Value,
-    }
-);
-event_struct!(
-    /// Changes the agent state by an RFC 6902 patch.
-    StateDelta {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub delta: Vec<JsonPatchOp>,
-    }
-);
-event_struct!(
-    /// The complete set of messages the producer owns (conversation-wide: no attribution).
-    MessagesSnapshot {
-        pub messages: Vec<Message>,
-    }
-);
-event_struct!(
-    /// Structured progress that is not conversation content.
-    ActivitySnapshot {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub message_id: String,
-        pub activity_type: String,
-        pub content: Map<String, Value>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub replace: Option<bool>,
-    }
-);
-event_struct!(
-    /// Patches an activity message's content.
-    ActivityDelta {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub message_id: String,
-        pub activity_type: String,
-        pub patch: Vec<JsonPatchOp>,
-    }
-);
-event_struct!(
-    /// A provider-native event passed through.
-    Raw {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub event: Value,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub source: Option<String>,
-    }
-);
-event_struct!(
-    /// The application's own events. doubleagent uses it for warnings (PROD-2).
-    Custom {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub name: String,
-        pub value: Value,
-    }
-);
-event_struct!(
-    /// Opens a run. `protocolVersion` is the producer's own declaration.
-    RunStarted {
-        pub thread_id: String,
-        pub run_id: String,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub protocol_version: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub parent_run_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub input: Option<Box<RunAgentInput>>,
-    }
-);
-event_struct!(
-    /// Closes a run that did not fail.
-    RunFinished {
-        pub thread_id: String,
-        pub run_id: String,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub result: Option<Value>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub outcome: Option<RunOutcome>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub usage: Option<Vec<TokenUsage>>,
-    }
-);
-event_struct!(
-    /// Ends a run that failed (or, late, reports a failure after it closed: INT-6).
-    RunError {
-        pub message: String,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub code: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub usage: Option<Vec<TokenUsage>>,
-    }
-);
-event_struct!(
-    /// Opens a named step.
-    StepStarted {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub step_name: String,
-    }
-);
-event_struct!(
-    /// Closes a named step.
-    StepFinished {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub step_name: String,
-    }
-);
-event_struct!(
-    /// Opens a span of reasoning.
-    ReasoningStart {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub message_id: String,
-    }
-);
-event_struct!(
-    /// Opens a streamed reasoning message.
-    ReasoningMessageStart {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub message_id: String,
-        pub role: ReasoningRole,
-    }
-);
-event_struct!(
-    /// Appends to a streamed reasoning message.
-    ReasoningMessageContent {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub message_id: String,
-        pub delta: String,
-    }
-);
-event_struct!(
-    /// Closes a streamed reasoning message.
-    ReasoningMessageEnd {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub message_id: String,
-    }
-);
-event_struct!(
-    /// Shorthand for a reasoning message.
-    ReasoningMessageChunk {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub message_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub delta: Option<String>,
-    }
-);
-event_struct!(
-    /// Closes a span of reasoning.
-    ReasoningEnd {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub message_id: String,
-    }
-);
-event_struct!(
-    /// An opaque encrypted reasoning artefact.
-    ReasoningEncryptedValue {
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub subagent_run_id: Option<String>,
-        pub subtype: EncryptedValueSubtype,
-        pub entity_id: String,
-        pub encrypted_value: String,
-    }
-);
-event_struct!(
-    /// A subagent invocation has begun (here `subagentRunId` identifies it).
-    SubagentStarted {
-        pub subagent_run_id: String,
-        pub name: String,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub description: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub parent_subagent_run_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub parent_tool_call_id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub parent_message_id: Option<String>,
-    }
-);
-event_struct!(
-    /// Ends a subagent's segment: completed or suspended awaiting input.
-    SubagentFinished {
-        pub subagent_run_id: String,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub result: Option<Value>,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub outcome: Option<SubagentOutcome>,
-    }
-);
-event_struct!(
-    /// A subagent invocation failed; the run may continue.
-    SubagentError {
-        pub subagent_run_id: String,
-        pub message: String,
-        #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "non_null")]
-        pub code: Option<String>,
-    }
-);
-
-/// Declares [`Event`] over its variants (each named after its struct) and wire `type`s, with
-/// the accessors every variant shares.
+/// Declares every event: its struct (a [`wire!`] struct with `Default` and the common
+/// [`EventBase`] flattened last) and its variant of [`Event`] with its wire `type`, and the
+/// accessors every variant shares.
 macro_rules! events {
-    ($($variant:ident = $name:literal,)*) => {
+    ($($(#[$m:meta])* $variant:ident = $name:literal { $($body:tt)* })*) => {
+        $(wire! {
+            $(#[$m])*
+            #[derive(Default)]
+            pub struct $variant {
+                $($body)*
+                #[serde(flatten)]
+                base: EventBase,
+            }
+        })*
+
         /// Any AG-UI 1.0 event (all 31 types), discriminated by `type`.
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "type", rename_all = "SCREAMING_SNAKE_CASE")]
@@ -535,7 +157,6 @@ macro_rules! events {
                 }
             }
 
-
             /// The common fields, to change.
             pub fn base_mut(&mut self) -> &mut EventBase {
                 match self {
@@ -547,37 +168,200 @@ macro_rules! events {
 }
 
 events! {
-    TextMessageStart = "TEXT_MESSAGE_START",
-    TextMessageContent = "TEXT_MESSAGE_CONTENT",
-    TextMessageEnd = "TEXT_MESSAGE_END",
-    TextMessageChunk = "TEXT_MESSAGE_CHUNK",
-    ToolCallStart = "TOOL_CALL_START",
-    ToolCallArgs = "TOOL_CALL_ARGS",
-    ToolCallEnd = "TOOL_CALL_END",
-    ToolCallChunk = "TOOL_CALL_CHUNK",
-    ToolCallResult = "TOOL_CALL_RESULT",
-    StateSnapshot = "STATE_SNAPSHOT",
-    StateDelta = "STATE_DELTA",
-    MessagesSnapshot = "MESSAGES_SNAPSHOT",
-    ActivitySnapshot = "ACTIVITY_SNAPSHOT",
-    ActivityDelta = "ACTIVITY_DELTA",
-    Raw = "RAW",
-    Custom = "CUSTOM",
-    RunStarted = "RUN_STARTED",
-    RunFinished = "RUN_FINISHED",
-    RunError = "RUN_ERROR",
-    StepStarted = "STEP_STARTED",
-    StepFinished = "STEP_FINISHED",
-    ReasoningStart = "REASONING_START",
-    ReasoningMessageStart = "REASONING_MESSAGE_START",
-    ReasoningMessageContent = "REASONING_MESSAGE_CONTENT",
-    ReasoningMessageEnd = "REASONING_MESSAGE_END",
-    ReasoningMessageChunk = "REASONING_MESSAGE_CHUNK",
-    ReasoningEnd = "REASONING_END",
-    ReasoningEncryptedValue = "REASONING_ENCRYPTED_VALUE",
-    SubagentStarted = "SUBAGENT_STARTED",
-    SubagentFinished = "SUBAGENT_FINISHED",
-    SubagentError = "SUBAGENT_ERROR",
+    /// Opens a streamed text message.
+    TextMessageStart = "TEXT_MESSAGE_START" {
+        subagent_run_id?: String,
+        message_id: String,
+        role?: TextMessageRole,
+        name?: String,
+    }
+    /// Appends a fragment to a streamed text message.
+    TextMessageContent = "TEXT_MESSAGE_CONTENT" {
+        subagent_run_id?: String,
+        message_id: String,
+        delta: String,
+    }
+    /// Closes a streamed text message.
+    TextMessageEnd = "TEXT_MESSAGE_END" {
+        subagent_run_id?: String,
+        message_id: String,
+    }
+    /// Shorthand for start + content + end.
+    TextMessageChunk = "TEXT_MESSAGE_CHUNK" {
+        subagent_run_id?: String,
+        message_id?: String,
+        role?: TextMessageRole,
+        delta?: String,
+        name?: String,
+    }
+    /// Opens a tool call.
+    ToolCallStart = "TOOL_CALL_START" {
+        subagent_run_id?: String,
+        tool_call_id: String,
+        tool_call_name: String,
+        parent_message_id?: String,
+    }
+    /// Appends a fragment of a tool call's JSON arguments.
+    ToolCallArgs = "TOOL_CALL_ARGS" {
+        subagent_run_id?: String,
+        tool_call_id: String,
+        delta: String,
+    }
+    /// Closes a tool call (its arguments are complete).
+    ToolCallEnd = "TOOL_CALL_END" {
+        subagent_run_id?: String,
+        tool_call_id: String,
+    }
+    /// Shorthand for a tool call's start + args + end.
+    ToolCallChunk = "TOOL_CALL_CHUNK" {
+        subagent_run_id?: String,
+        tool_call_id?: String,
+        tool_call_name?: String,
+        parent_message_id?: String,
+        delta?: String,
+    }
+    /// What a tool returned; mints a tool message with its own `messageId`.
+    ToolCallResult = "TOOL_CALL_RESULT" {
+        subagent_run_id?: String,
+        message_id: String,
+        tool_call_id: String,
+        content: Content,
+        role?: ToolRole,
+    }
+    /// Replaces the agent state wholesale (any JSON value, `null` included).
+    StateSnapshot = "STATE_SNAPSHOT" {
+        subagent_run_id?: String,
+        snapshot: Value,
+    }
+    /// Changes the agent state by an RFC 6902 patch.
+    StateDelta = "STATE_DELTA" {
+        subagent_run_id?: String,
+        delta: Vec<JsonPatchOp>,
+    }
+    /// The complete set of messages the producer owns (conversation-wide: no attribution).
+    MessagesSnapshot = "MESSAGES_SNAPSHOT" {
+        messages: Vec<Message>,
+    }
+    /// Structured progress that is not conversation content.
+    ActivitySnapshot = "ACTIVITY_SNAPSHOT" {
+        subagent_run_id?: String,
+        message_id: String,
+        activity_type: String,
+        content: Map<String, Value>,
+        replace?: bool,
+    }
+    /// Patches an activity message's content.
+    ActivityDelta = "ACTIVITY_DELTA" {
+        subagent_run_id?: String,
+        message_id: String,
+        activity_type: String,
+        patch: Vec<JsonPatchOp>,
+    }
+    /// A provider-native event passed through.
+    Raw = "RAW" {
+        subagent_run_id?: String,
+        event: Value,
+        source?: String,
+    }
+    /// The application's own events. doubleagent uses it for warnings (PROD-2).
+    Custom = "CUSTOM" {
+        subagent_run_id?: String,
+        name: String,
+        value: Value,
+    }
+    /// Opens a run. `protocolVersion` is the producer's own declaration.
+    RunStarted = "RUN_STARTED" {
+        thread_id: String,
+        run_id: String,
+        protocol_version?: String,
+        parent_run_id?: String,
+        input?: Box<RunAgentInput>,
+    }
+    /// Closes a run that did not fail.
+    RunFinished = "RUN_FINISHED" {
+        thread_id: String,
+        run_id: String,
+        result?: Value,
+        outcome?: RunOutcome,
+        usage?: Vec<TokenUsage>,
+    }
+    /// Ends a run that failed (or, late, reports a failure after it closed: INT-6).
+    RunError = "RUN_ERROR" {
+        message: String,
+        code?: String,
+        usage?: Vec<TokenUsage>,
+    }
+    /// Opens a named step.
+    StepStarted = "STEP_STARTED" {
+        subagent_run_id?: String,
+        step_name: String,
+    }
+    /// Closes a named step.
+    StepFinished = "STEP_FINISHED" {
+        subagent_run_id?: String,
+        step_name: String,
+    }
+    /// Opens a span of reasoning.
+    ReasoningStart = "REASONING_START" {
+        subagent_run_id?: String,
+        message_id: String,
+    }
+    /// Opens a streamed reasoning message.
+    ReasoningMessageStart = "REASONING_MESSAGE_START" {
+        subagent_run_id?: String,
+        message_id: String,
+        role: ReasoningRole,
+    }
+    /// Appends to a streamed reasoning message.
+    ReasoningMessageContent = "REASONING_MESSAGE_CONTENT" {
+        subagent_run_id?: String,
+        message_id: String,
+        delta: String,
+    }
+    /// Closes a streamed reasoning message.
+    ReasoningMessageEnd = "REASONING_MESSAGE_END" {
+        subagent_run_id?: String,
+        message_id: String,
+    }
+    /// Shorthand for a reasoning message.
+    ReasoningMessageChunk = "REASONING_MESSAGE_CHUNK" {
+        subagent_run_id?: String,
+        message_id?: String,
+        delta?: String,
+    }
+    /// Closes a span of reasoning.
+    ReasoningEnd = "REASONING_END" {
+        subagent_run_id?: String,
+        message_id: String,
+    }
+    /// An opaque encrypted reasoning artefact.
+    ReasoningEncryptedValue = "REASONING_ENCRYPTED_VALUE" {
+        subagent_run_id?: String,
+        subtype: EncryptedValueSubtype,
+        entity_id: String,
+        encrypted_value: String,
+    }
+    /// A subagent invocation has begun (here `subagentRunId` identifies it).
+    SubagentStarted = "SUBAGENT_STARTED" {
+        subagent_run_id: String,
+        name: String,
+        description?: String,
+        parent_subagent_run_id?: String,
+        parent_tool_call_id?: String,
+        parent_message_id?: String,
+    }
+    /// Ends a subagent's segment: completed or suspended awaiting input.
+    SubagentFinished = "SUBAGENT_FINISHED" {
+        subagent_run_id: String,
+        result?: Value,
+        outcome?: SubagentOutcome,
+    }
+    /// A subagent invocation failed; the run may continue.
+    SubagentError = "SUBAGENT_ERROR" {
+        subagent_run_id: String,
+        message: String,
+        code?: String,
+    }
 }
 
 impl Event {
@@ -772,13 +556,11 @@ pub const WARNING_EVENT_NAME: &str = "doubleagent.warning";
 
 /// A `CUSTOM` warning: `{"name":"doubleagent.warning","value":{"rule":..,"message":..,...}}`.
 pub fn warning_event(rule: &str, message: &str, details: Value) -> Event {
-    let mut value = Map::new();
-    value.insert("rule".into(), Value::String(rule.into()));
-    value.insert("message".into(), Value::String(message.into()));
+    let mut value = serde_json::json!({"rule": rule, "message": message});
     if !details.is_null() {
-        value.insert("details".into(), details);
+        value["details"] = details;
     }
-    Event::custom(WARNING_EVENT_NAME, Value::Object(value))
+    Event::custom(WARNING_EVENT_NAME, value)
 }
 
 #[cfg(test)]
@@ -793,99 +575,46 @@ mod tests {
 
     #[test]
     fn every_event_type_round_trips_with_its_type_name() {
-        let events = vec![
+        let mut events = vec![
             Event::text_start("m1"),
             Event::text_content("m1", "hello"),
             Event::text_end("m1"),
-            Event::TextMessageChunk(TextMessageChunk {
-                delta: Some("x".into()),
-                ..Default::default()
-            }),
             Event::tool_call_start("tc1", "transfer_funds", Some("m1")),
             Event::tool_call_args("tc1", "{\"to\":\"acct-9\"}"),
             Event::tool_call_end("tc1"),
-            Event::ToolCallChunk(ToolCallChunk {
-                tool_call_id: Some("tc2".into()),
-                ..Default::default()
-            }),
             Event::tool_call_result("m2", "tc1", "{\"id\":\"act-1\"}"),
             Event::state_snapshot(json!({"balance": 5})),
-            Event::StateDelta(StateDelta {
-                delta: vec![JsonPatchOp::Replace {
-                    path: "/balance".into(),
-                    value: json!(4),
-                }],
-                ..Default::default()
-            }),
             Event::messages_snapshot(vec![Message::user("u1", "hi")]),
-            Event::ActivitySnapshot(ActivitySnapshot {
-                message_id: "a".into(),
-                activity_type: "plan".into(),
-                ..Default::default()
-            }),
-            Event::ActivityDelta(ActivityDelta {
-                message_id: "a".into(),
-                activity_type: "plan".into(),
-                patch: vec![JsonPatchOp::Remove { path: "/x".into() }],
-                ..Default::default()
-            }),
-            Event::Raw(Raw {
-                event: json!({"k": 1}),
-                source: Some("fake".into()),
-                ..Default::default()
-            }),
             Event::custom("doubleagent.warning", json!({"rule": "PROD-2"})),
             Event::run_started(&RunAgentInput::new("t", "r")),
             Event::run_success("t", "r", vec![]),
             Event::run_error("boom", None),
             Event::step_started("beforeTools"),
             Event::step_finished("beforeTools"),
-            Event::ReasoningStart(ReasoningStart {
-                message_id: "rm".into(),
-                ..Default::default()
-            }),
-            Event::ReasoningMessageStart(ReasoningMessageStart {
-                message_id: "rm".into(),
-                ..Default::default()
-            }),
-            Event::ReasoningMessageContent(ReasoningMessageContent {
-                message_id: "rm".into(),
-                delta: "d".into(),
-                ..Default::default()
-            }),
-            Event::ReasoningMessageEnd(ReasoningMessageEnd {
-                message_id: "rm".into(),
-                ..Default::default()
-            }),
-            Event::ReasoningMessageChunk(ReasoningMessageChunk::default()),
-            Event::ReasoningEnd(ReasoningEnd {
-                message_id: "rm".into(),
-                ..Default::default()
-            }),
-            Event::ReasoningEncryptedValue(ReasoningEncryptedValue {
-                subtype: EncryptedValueSubtype::ToolCall,
-                entity_id: "tc1".into(),
-                encrypted_value: "e".into(),
-                ..Default::default()
-            }),
-            Event::SubagentStarted(SubagentStarted {
-                subagent_run_id: "sa1".into(),
-                name: "helper".into(),
-                ..Default::default()
-            }),
-            Event::SubagentFinished(SubagentFinished {
-                subagent_run_id: "sa1".into(),
-                outcome: Some(SubagentOutcome::Suspended {
-                    interrupt_ids: Some(vec!["i1".into()]),
-                }),
-                ..Default::default()
-            }),
-            Event::SubagentError(SubagentError {
-                subagent_run_id: "sa1".into(),
-                message: "x".into(),
-                ..Default::default()
-            }),
         ];
+        // The types doubleagent never emits, as a producer would send them.
+        let sent = json!([
+            {"type": "TEXT_MESSAGE_CHUNK", "delta": "x"},
+            {"type": "TOOL_CALL_CHUNK", "toolCallId": "tc2"},
+            {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/balance", "value": 4}]},
+            {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "plan", "content": {}},
+            {"type": "ACTIVITY_DELTA", "messageId": "a", "activityType": "plan",
+             "patch": [{"op": "remove", "path": "/x"}]},
+            {"type": "RAW", "event": {"k": 1}, "source": "fake"},
+            {"type": "REASONING_START", "messageId": "rm"},
+            {"type": "REASONING_MESSAGE_START", "messageId": "rm", "role": "reasoning"},
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": "rm", "delta": "d"},
+            {"type": "REASONING_MESSAGE_END", "messageId": "rm"},
+            {"type": "REASONING_MESSAGE_CHUNK"},
+            {"type": "REASONING_END", "messageId": "rm"},
+            {"type": "REASONING_ENCRYPTED_VALUE", "subtype": "tool-call", "entityId": "tc1",
+             "encryptedValue": "e"},
+            {"type": "SUBAGENT_STARTED", "subagentRunId": "sa1", "name": "helper"},
+            {"type": "SUBAGENT_FINISHED", "subagentRunId": "sa1",
+             "outcome": {"type": "suspended", "interruptIds": ["i1"]}},
+            {"type": "SUBAGENT_ERROR", "subagentRunId": "sa1", "message": "x"},
+        ]);
+        events.extend(serde_json::from_value::<Vec<Event>>(sent).unwrap());
         assert_eq!(events.len(), 31);
         let mut seen = std::collections::BTreeSet::new();
         for e in &events {

@@ -1,156 +1,41 @@
 //! The request body of an AG-UI run (`RunAgentInput`): its tools, context and resume entries,
-//! how its `protocolVersion` is judged and how unknown members are found and stripped; and the
-//! serde helpers the wire types share for the schema's "absent, never `null`" optionals.
-//!
-//! Source of truth: `@ag-ui/core@1.0.0` `src/generated/schemas.ts` (zod, generated from the
-//! published 1.0 JSON Schema). Conventions, all
-//! taken from that schema:
-//! - field names are camelCase;
-//! - an optional field is **left out, never `null`**: every `Option` here is skipped when
-//!   `None`, and on input a `null` in an optional slot is rejected the way zod rejects it
-//!   (the one exception is `RunAgentInput.state`, where the schema maps `null` to absent);
-//! - every object is a zod `looseObject`: members this module does not know are kept in an
-//!   `extra` map instead of failing the parse. A producer strips them with a warning
-//!   ([`RunAgentInput::unknown_members`], [`RunAgentInput::strip_unknown`]).
+//! how its `protocolVersion` is judged and how unknown members are found and stripped (the
+//! schema's conventions are in [`super::wire`]).
 
-use std::sync::Arc;
-
-use serde::de::{DeserializeOwned, Error as _};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use super::event::PROTOCOL_VERSION;
 use super::interrupt::ResumeEntry;
 use super::message::Message;
+use super::wire::{null_as_absent, wire};
 
-/// `metadata` on events, messages, tools, interrupts and resume entries: an object open by
-/// key (a `null` *under* a key is data), never `null` as a whole.
-pub type Metadata = Map<String, Value>;
-
-/// `Option<T>` whose wire form may be absent but never `null` (zod `.optional()` and
-/// `z.any().refine(v => v !== null).optional()`).
-pub(super) fn non_null<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: DeserializeOwned,
-{
-    let value = Value::deserialize(deserializer)?;
-    if value.is_null() {
-        return Err(D::Error::custom(
-            "an optional member must be left out, not null",
-        ));
+wire! {
+    /// The request body of `POST /agents/NAME`. Only `threadId`, `runId` and `messages` are
+    /// required; absent `tools`/`context` mean empty, absent `state` means `{}`.
+    pub struct RunAgentInput {
+        thread_id: String,
+        run_id: String,
+        protocol_version?: String,
+        parent_run_id?: String,
+        /// Any JSON value except a whole `null` (which reads as absent).
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "null_as_absent"
+        )]
+        state: Option<Value>,
+        messages: Vec<Message>,
+        #[serde(default)]
+        tools: Vec<Tool>,
+        #[serde(default)]
+        context: Vec<Context>,
+        forwarded_props?: Value,
+        resume?: Vec<ResumeEntry>,
+        /// Members the schema does not describe (TanStack sends `data`, for one).
+        #[serde(flatten)]
+        extra: Map<String, Value>,
     }
-    serde_json::from_value(value)
-        .map(Some)
-        .map_err(D::Error::custom)
-}
-
-/// `RunAgentInput.state`: `null` reads as absent (the schema's `.nullable().transform()`).
-pub(super) fn null_as_absent<'de, D>(deserializer: D) -> Result<Option<Value>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    let value = Value::deserialize(deserializer)?;
-    Ok(if value.is_null() { None } else { Some(value) })
-}
-
-/// A JSON object (`z.custom(v => typeof v === "object" && v !== null && !Array.isArray(v))`).
-pub(super) fn object_non_null<'de, D>(
-    deserializer: D,
-) -> Result<Option<Map<String, Value>>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    match Value::deserialize(deserializer)? {
-        Value::Object(map) => Ok(Some(map)),
-        Value::Null => Err(D::Error::custom(
-            "an optional member must be left out, not null",
-        )),
-        _ => Err(D::Error::custom("expected a JSON object")),
-    }
-}
-
-/// [`object_non_null`], shared.
-pub(super) fn shared_object_non_null<'de, D>(
-    deserializer: D,
-) -> Result<Option<Arc<Map<String, Value>>>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    object_non_null(deserializer).map(|m| m.map(Arc::new))
-}
-
-/// A shared JSON object, written as the object (skipped when absent).
-pub(super) fn shared_object<S>(
-    value: &Option<Arc<Map<String, Value>>>,
-    serializer: S,
-) -> Result<S::Ok, S::Error>
-where
-    S: serde::Serializer,
-{
-    match value {
-        Some(m) => m.serialize(serializer),
-        None => serializer.serialize_none(),
-    }
-}
-
-/// Required JSON object.
-pub(super) fn object_required<'de, D>(deserializer: D) -> Result<Map<String, Value>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    match Value::deserialize(deserializer)? {
-        Value::Object(map) => Ok(map),
-        _ => Err(D::Error::custom("expected a JSON object")),
-    }
-}
-
-/// The request body of `POST /agents/NAME`. Only `threadId`, `runId` and `messages` are
-/// required; absent `tools`/`context` mean empty, absent `state` means `{}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunAgentInput {
-    pub thread_id: String,
-    pub run_id: String,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub protocol_version: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub parent_run_id: Option<String>,
-    /// Any JSON value except a whole `null` (which reads as absent).
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "null_as_absent"
-    )]
-    pub state: Option<Value>,
-    pub messages: Vec<Message>,
-    #[serde(default)]
-    pub tools: Vec<Tool>,
-    #[serde(default)]
-    pub context: Vec<Context>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub forwarded_props: Option<Value>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub resume: Option<Vec<ResumeEntry>>,
-    /// Members the schema does not describe (TanStack sends `data`, for one).
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
 }
 
 /// Why a request body was refused before any stream (HTTP 4xx, no `RUN_STARTED`).
@@ -193,7 +78,7 @@ impl RunAgentInput {
 
     /// Parses a request body. Malformed JSON or a malformed *known* member is an error
     /// (answer it with an HTTP 4xx and no stream); unknown members are kept in the `extra`
-    /// maps, see [`Self::unknown_members`].
+    /// maps, see [`Self::strip_unknown`].
     pub fn parse(body: &[u8]) -> Result<Self, InputError> {
         serde_json::from_slice(body).map_err(|e| InputError {
             message: format!("invalid RunAgentInput: {e}"),
@@ -257,75 +142,50 @@ impl RunAgentInput {
         }
     }
 
-    /// Paths of every member the schema does not describe, e.g. `data`,
-    /// `messages[3].name`, `resume[0].note`. The spec says: strip with a warning.
+    #[cfg(test)]
+    /// The paths [`Self::strip_unknown`] would strip.
     pub fn unknown_members(&self) -> Vec<String> {
+        self.clone().strip_unknown()
+    }
+
+    /// Removes every member the schema does not describe and returns their paths, e.g.
+    /// `data`, `messages[3].name`, `resume[0].note`. The spec says: strip with a warning.
+    pub fn strip_unknown(&mut self) -> Vec<String> {
         let mut out = Vec::new();
-        push_keys(&mut out, "", &self.extra);
-        for (i, m) in self.messages.iter().enumerate() {
-            // Paths are only written for members that are there (the common case: none).
-            if !m.extra().is_empty() {
-                push_keys(&mut out, &format!("messages[{i}]."), m.extra());
-            }
+        take_keys(&mut out, String::new, &mut self.extra);
+        for (i, m) in self.messages.iter_mut().enumerate() {
+            take_keys(&mut out, || format!("messages[{i}]."), m.extra_mut());
             if let Message::Assistant(a) = m {
-                for (j, tc) in a.tool_calls.iter().flatten().enumerate() {
-                    if !tc.extra.is_empty() {
-                        push_keys(
-                            &mut out,
-                            &format!("messages[{i}].toolCalls[{j}]."),
-                            &tc.extra,
-                        );
-                    }
-                    if !tc.function.extra.is_empty() {
-                        push_keys(
-                            &mut out,
-                            &format!("messages[{i}].toolCalls[{j}].function."),
-                            &tc.function.extra,
-                        );
-                    }
+                for (j, tc) in a.tool_calls.iter_mut().flatten().enumerate() {
+                    let call = || format!("messages[{i}].toolCalls[{j}].");
+                    take_keys(&mut out, call, &mut tc.extra);
+                    let function = || format!("{}function.", call());
+                    take_keys(&mut out, function, &mut tc.function.extra);
                 }
             }
         }
-        for (i, t) in self.tools.iter().enumerate() {
-            if !t.extra.is_empty() {
-                push_keys(&mut out, &format!("tools[{i}]."), &t.extra);
-            }
+        for (i, t) in self.tools.iter_mut().enumerate() {
+            take_keys(&mut out, || format!("tools[{i}]."), &mut t.extra);
         }
-        for (i, c) in self.context.iter().enumerate() {
-            if !c.extra.is_empty() {
-                push_keys(&mut out, &format!("context[{i}]."), &c.extra);
-            }
+        for (i, c) in self.context.iter_mut().enumerate() {
+            take_keys(&mut out, || format!("context[{i}]."), &mut c.extra);
         }
-        for (i, r) in self.resume_entries().iter().enumerate() {
-            if !r.extra.is_empty() {
-                push_keys(&mut out, &format!("resume[{i}]."), &r.extra);
-            }
+        for (i, r) in self.resume.iter_mut().flatten().enumerate() {
+            take_keys(&mut out, || format!("resume[{i}]."), &mut r.extra);
         }
         out
     }
+}
 
-    /// Removes every unknown member (after [`Self::unknown_members`] has been reported).
-    pub fn strip_unknown(&mut self) {
-        self.extra.clear();
-        for m in &mut self.messages {
-            m.extra_mut().clear();
-            if let Message::Assistant(a) = m {
-                for tc in a.tool_calls.iter_mut().flatten() {
-                    tc.extra.clear();
-                    tc.function.extra.clear();
-                }
-            }
-        }
-        for t in &mut self.tools {
-            t.extra.clear();
-        }
-        for c in &mut self.context {
-            c.extra.clear();
-        }
-        for r in self.resume.iter_mut().flatten() {
-            r.extra.clear();
-        }
+/// Moves the keys of `extra` into `out` as paths under `prefix`, written only when there are
+/// any (the common case: none).
+fn take_keys(out: &mut Vec<String>, prefix: impl Fn() -> String, extra: &mut Map<String, Value>) {
+    if extra.is_empty() {
+        return;
     }
+    let prefix = prefix();
+    out.extend(extra.keys().map(|k| format!("{prefix}{k}")));
+    extra.clear();
 }
 
 /// `serde_json::from_slice::<Value>(body)`, also telling whether an object in it repeats a
@@ -340,7 +200,8 @@ pub fn parse_json(body: &[u8]) -> serde_json::Result<(Value, bool)> {
     Ok((value, repeats.get()))
 }
 
-/// serde_json's own `Value` visitor, plus the repeat check.
+/// serde_json's own `Value` visitor, plus the repeat check: only what serde_json's
+/// `deserialize_any` calls (a `null` is a unit, a string is borrowed or copied).
 struct ValueNotingRepeats<'a>(&'a std::cell::Cell<bool>);
 
 impl<'de> serde::de::DeserializeSeed<'de> for ValueNotingRepeats<'_> {
@@ -371,17 +232,8 @@ impl<'de> serde::de::Visitor<'de> for ValueNotingRepeats<'_> {
     fn visit_str<E>(self, s: &str) -> Result<Value, E> {
         Ok(Value::String(s.to_owned()))
     }
-    fn visit_string<E>(self, s: String) -> Result<Value, E> {
-        Ok(Value::String(s))
-    }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
     fn visit_unit<E>(self) -> Result<Value, E> {
         Ok(Value::Null)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        serde::de::DeserializeSeed::deserialize(self, d)
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::new();
@@ -402,40 +254,24 @@ impl<'de> serde::de::Visitor<'de> for ValueNotingRepeats<'_> {
     }
 }
 
-fn push_keys(out: &mut Vec<String>, prefix: &str, extra: &Map<String, Value>) {
-    for k in extra.keys() {
-        out.push(format!("{prefix}{k}"));
+wire! {
+    /// `{name, description, parameters?, metadata?}`.
+    pub struct Tool {
+        name: String,
+        description: String,
+        parameters?: Value,
+        metadata?: Metadata,
+        #[serde(flatten)] extra: Map<String, Value>,
     }
 }
 
-/// `{name, description, parameters?, metadata?}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Tool {
-    pub name: String,
-    pub description: String,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub parameters: Option<Value>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
-    )]
-    pub metadata: Option<Metadata>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-/// `{description, value}`: ambient information for the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Context {
-    pub description: String,
-    pub value: String,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+wire! {
+    /// `{description, value}`: ambient information for the run.
+    pub struct Context {
+        description: String,
+        value: String,
+        #[serde(flatten)] extra: Map<String, Value>,
+    }
 }
 
 #[cfg(test)]
@@ -620,20 +456,18 @@ mod tests {
 
     #[test]
     fn protocol_version_verdicts() {
-        let mut i = RunAgentInput::new("t", "r");
-        i.protocol_version = Some("1.3".into());
+        let verdict = |declared: &str| {
+            let mut i = RunAgentInput::new("t", "r");
+            i.protocol_version = Some(declared.into());
+            i.version_verdict()
+        };
         assert!(matches!(
-            i.version_verdict(),
+            verdict("1.3"),
             VersionVerdict::AcceptWithWarning(_)
         ));
-        i.protocol_version = Some("2.0".into());
+        assert!(matches!(verdict("2.0"), VersionVerdict::UnknownMajor(_)));
         assert!(matches!(
-            i.version_verdict(),
-            VersionVerdict::UnknownMajor(_)
-        ));
-        i.protocol_version = Some("1.0.0".into());
-        assert!(matches!(
-            i.version_verdict(),
+            verdict("1.0.0"),
             VersionVerdict::AcceptWithWarning(_)
         ));
     }

@@ -6,60 +6,34 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::input::{non_null, object_non_null, shared_object, shared_object_non_null, Metadata};
+use super::wire::{shared_object, shared_object_non_null, wire};
 
-/// Something a run needs from outside before it can continue.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Interrupt {
-    /// Unique within its run (INT-3); resume entries answer by it.
-    pub id: String,
-    /// Open string (INT-4), e.g. `"approval-required"`.
-    pub reason: String,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub message: Option<String>,
-    /// The tool call awaiting approval.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub tool_call_id: Option<String>,
-    /// Opaque JSON Schema of the expected answer; must be an object. Shared: a scripted
-    /// interrupt raised on every run carries its script's schema, not a copy.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "shared_object",
-        deserialize_with = "shared_object_non_null"
-    )]
-    pub response_schema: Option<Arc<Map<String, Value>>>,
-    /// Unconstrained string; ISO 8601 by convention (see `resume::parse_timestamp`).
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub expires_at: Option<String>,
-    /// INT-5: set when the interrupt was raised inside a subagent.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub subagent_run_id: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
-    )]
-    pub metadata: Option<Metadata>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+wire! {
+    /// Something a run needs from outside before it can continue.
+    pub struct Interrupt {
+        /// Unique within its run (INT-3); resume entries answer by it.
+        id: String,
+        /// Open string (INT-4), e.g. `"approval-required"`.
+        reason: String,
+        message?: String,
+        /// The tool call awaiting approval.
+        tool_call_id?: String,
+        /// Opaque JSON Schema of the expected answer; must be an object. Shared: a scripted
+        /// interrupt raised on every run carries its script's schema, not a copy.
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "shared_object",
+            deserialize_with = "shared_object_non_null"
+        )]
+        response_schema: Option<Arc<Map<String, Value>>>,
+        /// Unconstrained string; ISO 8601 by convention (see `resume::parse_timestamp`).
+        expires_at?: String,
+        /// INT-5: set when the interrupt was raised inside a subagent.
+        subagent_run_id?: String,
+        metadata?: Metadata,
+        #[serde(flatten)] extra: Map<String, Value>,
+    }
 }
 
 impl Interrupt {
@@ -88,49 +62,37 @@ pub enum ResumeStatus {
     Cancelled,
 }
 
-/// An answer to one interrupt, carried by the continuing run's `input.resume`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResumeEntry {
-    pub interrupt_id: String,
-    pub status: ResumeStatus,
-    /// The answer: any JSON value except a whole `null`.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub payload: Option<Value>,
-    /// Envelope information, not part of the answer (TanStack puts
-    /// `tanstack:interruptContinuation` here).
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
-    )]
-    pub metadata: Option<Metadata>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+wire! {
+    /// An answer to one interrupt, carried by the continuing run's `input.resume`.
+    pub struct ResumeEntry {
+        interrupt_id: String,
+        status: ResumeStatus,
+        /// The answer: any JSON value except a whole `null`.
+        payload?: Value,
+        /// Envelope information, not part of the answer (TanStack puts
+        /// `tanstack:interruptContinuation` here).
+        metadata?: Metadata,
+        #[serde(flatten)] extra: Map<String, Value>,
+    }
 }
 
 impl ResumeEntry {
     #[cfg(test)]
     pub fn resolved(interrupt_id: impl Into<String>, payload: Option<Value>) -> Self {
-        ResumeEntry {
-            interrupt_id: interrupt_id.into(),
-            status: ResumeStatus::Resolved,
-            payload,
-            metadata: None,
-            extra: Map::new(),
-        }
+        Self::new(interrupt_id, ResumeStatus::Resolved, payload)
     }
 
     #[cfg(test)]
     pub fn cancelled(interrupt_id: impl Into<String>) -> Self {
+        Self::new(interrupt_id, ResumeStatus::Cancelled, None)
+    }
+
+    #[cfg(test)]
+    fn new(interrupt_id: impl Into<String>, status: ResumeStatus, payload: Option<Value>) -> Self {
         ResumeEntry {
             interrupt_id: interrupt_id.into(),
-            status: ResumeStatus::Cancelled,
-            payload: None,
+            status,
+            payload,
             metadata: None,
             extra: Map::new(),
         }

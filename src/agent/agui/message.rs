@@ -1,14 +1,11 @@
 //! The messages of an AG-UI conversation (`Message`, discriminated by `role`), their content
 //! parts and the tool calls an assistant message carries, as the 1.0 schema has them (see
-//! [`super::input`] for the conventions).
+//! [`super::wire`] for the conventions).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::input::{non_null, object_non_null, object_required, Metadata};
-
-// Messages
-// ---------------------------------------------------------------------------------------
+use super::wire::{object_required, wire};
 
 /// Any message of a conversation, discriminated by `role`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,39 +20,28 @@ pub enum Message {
     Reasoning(ReasoningMessage),
 }
 
+/// `$m` bound to the message under any role, then `$e`.
+macro_rules! each_role {
+    ($msg:expr, $m:ident => $e:expr) => {
+        match $msg {
+            Message::Developer($m) | Message::System($m) => $e,
+            Message::Assistant($m) => $e,
+            Message::User($m) => $e,
+            Message::Tool($m) => $e,
+            Message::Activity($m) => $e,
+            Message::Reasoning($m) => $e,
+        }
+    };
+}
+
 impl Message {
     #[cfg(test)]
     pub fn id(&self) -> &str {
-        match self {
-            Message::Developer(m) | Message::System(m) => &m.id,
-            Message::Assistant(m) => &m.id,
-            Message::User(m) => &m.id,
-            Message::Tool(m) => &m.id,
-            Message::Activity(m) => &m.id,
-            Message::Reasoning(m) => &m.id,
-        }
-    }
-
-    pub fn extra(&self) -> &Map<String, Value> {
-        match self {
-            Message::Developer(m) | Message::System(m) => &m.extra,
-            Message::Assistant(m) => &m.extra,
-            Message::User(m) => &m.extra,
-            Message::Tool(m) => &m.extra,
-            Message::Activity(m) => &m.extra,
-            Message::Reasoning(m) => &m.extra,
-        }
+        each_role!(self, m => &m.id)
     }
 
     pub fn extra_mut(&mut self) -> &mut Map<String, Value> {
-        match self {
-            Message::Developer(m) | Message::System(m) => &mut m.extra,
-            Message::Assistant(m) => &mut m.extra,
-            Message::User(m) => &mut m.extra,
-            Message::Tool(m) => &mut m.extra,
-            Message::Activity(m) => &mut m.extra,
-            Message::Reasoning(m) => &mut m.extra,
-        }
+        each_role!(self, m => &mut m.extra)
     }
 
     #[cfg(test)]
@@ -72,205 +58,84 @@ impl Message {
     }
 }
 
-/// Developer and system messages.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TextMessage {
-    pub id: String,
-    pub content: String,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub name: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub encrypted_value: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub subagent_run_id: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
-    )]
-    pub metadata: Option<Metadata>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+wire! {
+    /// Developer and system messages.
+    pub struct TextMessage {
+        id: String,
+        content: String,
+        name?: String,
+        encrypted_value?: String,
+        subagent_run_id?: String,
+        metadata?: Metadata,
+        #[serde(flatten)] extra: Map<String, Value>,
+    }
 }
 
-/// A message from the agent; `content` is optional because a turn may be tool calls only.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AssistantMessage {
-    pub id: String,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub content: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub tool_calls: Option<Vec<ToolCall>>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub name: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub encrypted_value: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub subagent_run_id: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
-    )]
-    pub metadata: Option<Metadata>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+wire! {
+    /// A message from the agent; `content` is optional because a turn may be tool calls only.
+    pub struct AssistantMessage {
+        id: String,
+        content?: String,
+        tool_calls?: Vec<ToolCall>,
+        name?: String,
+        encrypted_value?: String,
+        subagent_run_id?: String,
+        metadata?: Metadata,
+        #[serde(flatten)] extra: Map<String, Value>,
+    }
 }
 
-/// A message from the person using the application.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UserMessage {
-    pub id: String,
-    pub content: Content,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub name: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub encrypted_value: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub subagent_run_id: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
-    )]
-    pub metadata: Option<Metadata>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+wire! {
+    /// A message from the person using the application.
+    pub struct UserMessage {
+        id: String,
+        content: Content,
+        name?: String,
+        encrypted_value?: String,
+        subagent_run_id?: String,
+        metadata?: Metadata,
+        #[serde(flatten)] extra: Map<String, Value>,
+    }
 }
 
-/// What a tool returned, as a conversation message. Carries no `name` (TanStack sends one
-/// anyway: it lands in `extra`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolMessage {
-    pub id: String,
-    pub content: Content,
-    pub tool_call_id: String,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub error: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub encrypted_value: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub subagent_run_id: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
-    )]
-    pub metadata: Option<Metadata>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+wire! {
+    /// What a tool returned, as a conversation message. Carries no `name` (TanStack sends one
+    /// anyway: it lands in `extra`).
+    pub struct ToolMessage {
+        id: String,
+        content: Content,
+        tool_call_id: String,
+        error?: String,
+        encrypted_value?: String,
+        subagent_run_id?: String,
+        metadata?: Metadata,
+        #[serde(flatten)] extra: Map<String, Value>,
+    }
 }
 
-/// Structured progress materialised as a message (the client never sends these back).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ActivityMessage {
-    pub id: String,
-    pub activity_type: String,
-    #[serde(deserialize_with = "object_required")]
-    pub content: Map<String, Value>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub subagent_run_id: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
-    )]
-    pub metadata: Option<Metadata>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+wire! {
+    /// Structured progress materialised as a message (the client never sends these back).
+    pub struct ActivityMessage {
+        id: String,
+        activity_type: String,
+        #[serde(deserialize_with = "object_required")]
+        content: Map<String, Value>,
+        subagent_run_id?: String,
+        metadata?: Metadata,
+        #[serde(flatten)] extra: Map<String, Value>,
+    }
 }
 
-/// A span of reasoning materialised as a message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReasoningMessage {
-    pub id: String,
-    pub content: String,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub encrypted_value: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub subagent_run_id: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
-    )]
-    pub metadata: Option<Metadata>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+wire! {
+    /// A span of reasoning materialised as a message.
+    pub struct ReasoningMessage {
+        id: String,
+        content: String,
+        encrypted_value?: String,
+        subagent_run_id?: String,
+        metadata?: Metadata,
+        #[serde(flatten)] extra: Map<String, Value>,
+    }
 }
 
 /// A user or tool message body: a string or a list of parts.
@@ -281,47 +146,40 @@ pub enum Content {
     Parts(Vec<ContentPart>),
 }
 
+impl Default for Content {
+    /// Empty text (so that every event struct has a default).
+    fn default() -> Self {
+        Content::Text(String::new())
+    }
+}
+
 /// One part of a message body, discriminated by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum ContentPart {
-    Text {
-        #[serde(
-            default,
-            skip_serializing_if = "Option::is_none",
-            deserialize_with = "non_null"
-        )]
-        id: Option<String>,
-        text: String,
-        #[serde(
-            default,
-            skip_serializing_if = "Option::is_none",
-            deserialize_with = "non_null"
-        )]
-        metadata: Option<Value>,
-    },
+    Text(TextPart),
     Image(MediaPart),
     Audio(MediaPart),
     Video(MediaPart),
     Document(MediaPart),
 }
 
-/// The body of an image/audio/video/document part.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MediaPart {
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub id: Option<String>,
-    pub source: PartSource,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub metadata: Option<Value>,
+wire! {
+    /// The body of a text part.
+    pub struct TextPart {
+        id?: String,
+        text: String,
+        metadata?: Value,
+    }
+}
+
+wire! {
+    /// The body of an image/audio/video/document part.
+    pub struct MediaPart {
+        id?: String,
+        source: PartSource,
+        metadata?: Value,
+    }
 }
 
 /// Where a media part's bytes come from.
@@ -333,57 +191,39 @@ pub enum PartSource {
         #[serde(rename = "mimeType")]
         mime_type: String,
     },
-    Url {
-        value: String,
-        #[serde(
-            rename = "mimeType",
-            default,
-            skip_serializing_if = "Option::is_none",
-            deserialize_with = "non_null"
-        )]
-        mime_type: Option<String>,
-    },
-    File {
-        value: String,
-        #[serde(
-            default,
-            skip_serializing_if = "Option::is_none",
-            deserialize_with = "non_null"
-        )]
-        provider: Option<String>,
-        #[serde(
-            rename = "mimeType",
-            default,
-            skip_serializing_if = "Option::is_none",
-            deserialize_with = "non_null"
-        )]
-        mime_type: Option<String>,
-    },
+    Url(UrlSource),
+    File(FileSource),
 }
 
-/// A call an assistant message made.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolCall {
-    pub id: String,
-    /// Always `"function"`.
-    #[serde(rename = "type")]
-    pub kind: FunctionKind,
-    pub function: FunctionCall,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "non_null"
-    )]
-    pub encrypted_value: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "object_non_null"
-    )]
-    pub metadata: Option<Metadata>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+wire! {
+    /// A media part's bytes at a URL.
+    pub struct UrlSource {
+        value: String,
+        mime_type?: String,
+    }
+}
+
+wire! {
+    /// A media part's bytes in a file a provider holds.
+    pub struct FileSource {
+        value: String,
+        provider?: String,
+        mime_type?: String,
+    }
+}
+
+wire! {
+    /// A call an assistant message made.
+    pub struct ToolCall {
+        id: String,
+        /// Always `"function"`.
+        #[serde(rename = "type")]
+        kind: FunctionKind,
+        function: FunctionCall,
+        encrypted_value?: String,
+        metadata?: Metadata,
+        #[serde(flatten)] extra: Map<String, Value>,
+    }
 }
 
 /// The literal `"function"`.
@@ -394,11 +234,11 @@ pub enum FunctionKind {
     Function,
 }
 
-/// Name and JSON-encoded arguments of a tool call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FunctionCall {
-    pub name: String,
-    pub arguments: String,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+wire! {
+    /// Name and JSON-encoded arguments of a tool call.
+    pub struct FunctionCall {
+        name: String,
+        arguments: String,
+        #[serde(flatten)] extra: Map<String, Value>,
+    }
 }

@@ -45,6 +45,9 @@ mod run;
 mod sse;
 mod start;
 mod tanstack;
+mod wire;
+
+pub use restore::restore;
 
 use crate::sync::unpoisoned;
 use std::collections::{BTreeMap, HashMap};
@@ -52,25 +55,25 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
 
 use super::{AgentRequest, Ctx, Reply};
-use crate::scenario::agui::{AgUiAgent, Phase, Uncovered};
+use crate::scenario::agui::{AgUiAgent, Phase};
 use crate::world::World;
 use interrupt::Interrupt;
-use resume::UncoveredPolicy;
 
-/// Where in the script a run stands: an iteration and one of its boundaries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where in the script a run stands: an iteration and one of its boundaries (in the ledger
+/// `{"iteration", "phase"}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Boundary {
     pub iteration: usize,
+    #[serde(serialize_with = "phase_name")]
     pub phase: Phase,
 }
 
-impl Boundary {
-    pub(super) fn json(self) -> Value {
-        json!({"iteration": self.iteration, "phase": self.phase.as_str()})
-    }
+fn phase_name<S: Serializer>(phase: &Phase, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(phase.as_str())
 }
 
 /// A tool call the agent made, as it travels from the run that proposed it to the run that
@@ -126,14 +129,6 @@ impl Threads {
     }
 }
 
-/// Rebuild a world's AG-UI threads from its ledger after a restart (see `restore.rs`):
-/// each thread's open checkpoint as its last finished run left it; runs still streaming at the
-/// crash end as if their client had gone away, recorded as `run-finished` with
-/// `cause: "restart"`. Returns how many checkpoints are open.
-pub fn restore(world: &Arc<World>) -> usize {
-    restore::restore(world)
-}
-
 /// Where a run starts in the script.
 #[derive(Clone, Debug)]
 pub(crate) enum Start {
@@ -149,12 +144,17 @@ pub(crate) enum Start {
     },
 }
 
-impl Start {
-    pub(super) fn json(&self) -> Value {
+/// In the ledger: the boundary it starts at, or `{"after_frontend_tools_of_iteration": i}`.
+impl Serialize for Start {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let top = Boundary {
+            iteration: 0,
+            phase: Phase::BeforeModel,
+        };
         match self {
-            Start::Top => json!({"iteration": 0, "phase": Phase::BeforeModel.as_str()}),
-            Start::After(i) => json!({"after_frontend_tools_of_iteration": i}),
-            Start::At { boundary, .. } => boundary.json(),
+            Start::Top => top.serialize(s),
+            Start::After(i) => s.collect_map([("after_frontend_tools_of_iteration", i)]),
+            Start::At { boundary, .. } => boundary.serialize(s),
         }
     }
 }
@@ -173,16 +173,6 @@ impl Notice {
             rule: rule.to_string(),
             message: message.into(),
             details,
-        }
-    }
-}
-
-impl From<Uncovered> for UncoveredPolicy {
-    fn from(u: Uncovered) -> Self {
-        match u {
-            Uncovered::Reinterrupt => UncoveredPolicy::Reinterrupt,
-            Uncovered::Reject => UncoveredPolicy::Reject,
-            Uncovered::RunError => UncoveredPolicy::RunError,
         }
     }
 }

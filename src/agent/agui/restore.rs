@@ -27,9 +27,11 @@
 //! Not restored: runs streaming at the crash (their clients must retry), a late `RUN_ERROR`
 //! not yet sent, and threads whose entries `--max-entries` evicted.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::interrupt::Interrupt;
@@ -37,118 +39,86 @@ use super::resume::Answer;
 use super::start::parse_call_id;
 use super::{Boundary, Call, Checkpoint, Threads};
 use crate::ledger::{Disposition, Record};
-use crate::scenario::agui::{AgUiAgent, Phase};
+use crate::scenario::agui::AgUiAgent;
 use crate::scenario::AgentSpec;
 use crate::world::World;
 
+/// A checkpoint as a `run-finished` entry keeps it: the interrupts whole (their `expiresAt` is
+/// what RES-5 is judged by), the calls by id (the script gives their tool and arguments,
+/// `tool-call` entries their results), the state, and carried answers if any. Written as a
+/// JSON tree, whose members are in name order.
+#[derive(Serialize, Deserialize)]
+struct Kept<'a> {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    answers: Cow<'a, BTreeMap<String, Answer>>,
+    #[serde(default)]
+    calls: Vec<KeptCall<'a>>,
+    interrupts: Cow<'a, [Interrupt]>,
+    paused_at: Boundary,
+    run_id: Cow<'a, str>,
+    #[serde(default = "empty_state")]
+    state: Cow<'a, Value>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct KeptCall<'a> {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    done: bool,
+    id: Cow<'a, str>,
+}
+
+fn empty_state() -> Cow<'static, Value> {
+    Cow::Owned(Value::Object(Map::new()))
+}
+
 impl Checkpoint {
-    /// The checkpoint as a `run-finished` entry keeps it: the interrupts whole (their
-    /// `expiresAt` is what RES-5 is judged by), the calls by id (the script gives their tool and
-    /// arguments, `tool-call` entries their results), the state, and carried answers if any.
+    /// The checkpoint as a `run-finished` entry keeps it (see [`Kept`]).
     pub(crate) fn ledger_json(&self) -> Value {
-        let calls: Vec<Value> = self
-            .calls
-            .iter()
-            .map(|c| {
-                if c.done {
-                    json!({"id": c.id, "done": true})
-                } else {
-                    json!({"id": c.id})
-                }
-            })
-            .collect();
-        let mut v = json!({
-            "run_id": self.run_id,
-            "interrupts": self.interrupts,
-            "paused_at": self.at.json(),
-            "calls": calls,
-            "state": self.state,
-        });
-        if !self.answers.is_empty() {
-            let answers: Map<String, Value> = self
-                .answers
-                .iter()
-                .map(|(k, a)| {
-                    let v = match a {
-                        Answer::Resolved(Some(p)) => json!({"status": "resolved", "payload": p}),
-                        Answer::Resolved(None) => json!({"status": "resolved"}),
-                        Answer::Discarded => json!({"status": "cancelled"}),
-                    };
-                    (k.clone(), v)
+        let kept = Kept {
+            answers: Cow::Borrowed(&self.answers),
+            calls: (self.calls.iter())
+                .map(|c| KeptCall {
+                    done: c.done,
+                    id: Cow::Borrowed(&c.id),
                 })
-                .collect();
-            v["answers"] = Value::Object(answers);
-        }
-        v
+                .collect(),
+            interrupts: Cow::Borrowed(&self.interrupts),
+            paused_at: self.at,
+            run_id: Cow::Borrowed(&self.run_id),
+            state: Cow::Borrowed(&self.state),
+        };
+        serde_json::to_value(kept).unwrap_or_default()
     }
 
     /// Read back what [`Checkpoint::ledger_json`] wrote; `results` are the calls' result
-    /// contents by call id. `None` if it is not a checkpoint of this script.
+    /// contents by call id. `None` if it is not a checkpoint; calls that are not this script's
+    /// are left out.
     fn from_ledger(
         spec: &AgUiAgent,
         v: &Value,
         results: &HashMap<String, Option<String>>,
     ) -> Option<Checkpoint> {
-        let run_id = v.get("run_id")?.as_str()?.to_string();
-        let interrupts: Vec<Interrupt> =
-            serde_json::from_value(v.get("interrupts")?.clone()).ok()?;
-        let at = v.get("paused_at")?;
-        let at = Boundary {
-            iteration: usize::try_from(at.get("iteration")?.as_u64()?).ok()?,
-            phase: serde_json::from_value::<Phase>(at.get("phase")?.clone()).ok()?,
-        };
-        let mut calls = Vec::new();
-        for c in v
-            .get("calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(id) = c.get("id").and_then(Value::as_str) else {
-                continue;
-            };
-            let Some(scripted) =
-                parse_call_id(id).and_then(|(i, k)| spec.iterations.get(i)?.tool_calls.get(k))
-            else {
-                continue;
-            };
-            let done = c.get("done").and_then(Value::as_bool) == Some(true);
-            calls.push(Call {
-                id: id.to_string(),
-                tool: scripted.tool,
-                args: scripted.args.clone(),
-                done,
-                result: if done {
-                    results.get(id).cloned().flatten()
-                } else {
-                    None
-                },
-            });
-        }
-        let answers = v
-            .get("answers")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-            .filter_map(|(k, a)| {
-                let answer = match a.get("status").and_then(Value::as_str)? {
-                    "resolved" => Answer::Resolved(a.get("payload").cloned()),
-                    "cancelled" => Answer::Discarded,
-                    _ => return None,
-                };
-                Some((k.clone(), answer))
+        let kept = Kept::deserialize(v).ok()?;
+        let calls = (kept.calls.into_iter())
+            .filter_map(|c| {
+                let (i, k) = parse_call_id(&c.id)?;
+                let scripted = spec.iterations.get(i)?.tool_calls.get(k)?;
+                Some(Call {
+                    result: results.get(&*c.id).filter(|_| c.done).cloned().flatten(),
+                    id: c.id.into_owned(),
+                    tool: scripted.tool,
+                    args: scripted.args.clone(),
+                    done: c.done,
+                })
             })
-            .collect::<BTreeMap<_, _>>();
+            .collect();
         Some(Checkpoint {
-            run_id,
-            interrupts,
-            at,
+            run_id: kept.run_id.into_owned(),
+            interrupts: kept.interrupts.into_owned(),
+            at: kept.paused_at,
             calls,
-            state: v
-                .get("state")
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Map::new())),
-            answers,
+            state: kept.state.into_owned(),
+            answers: kept.answers.into_owned(),
         })
     }
 }
@@ -166,10 +136,12 @@ struct Started {
     finished: bool,
 }
 
-/// Rebuild the AG-UI threads of `world` from its ledger and end the runs that were streaming.
-/// Meant for a world just restored from the journal; a world whose threads are already in use
-/// is left alone. Returns how many checkpoints are open.
-pub(super) fn restore(world: &Arc<World>) -> usize {
+/// Rebuild a world's AG-UI threads from its ledger after a restart: each thread's open
+/// checkpoint as its last finished run left it; runs still streaming at the crash end as if
+/// their client had gone away, recorded as `run-finished` with `cause: "restart"`. Meant for a
+/// world just restored from the journal; a world whose threads are already in use is left
+/// alone. Returns how many checkpoints are open.
+pub fn restore(world: &Arc<World>) -> usize {
     let agents: HashMap<&str, &AgUiAgent> = world
         .scenario
         .agents
@@ -376,6 +348,7 @@ impl Rebuild {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::agui::Phase;
 
     const SCENARIO: &str = r#"
 name = "t"
@@ -433,7 +406,9 @@ tool_call = "pay"
             answers: BTreeMap::from([
                 (
                     "a".to_string(),
-                    Answer::Resolved(Some(json!({"approved": true}))),
+                    Answer::Resolved {
+                        payload: Some(json!({"approved": true})),
+                    },
                 ),
                 ("b".to_string(), Answer::Discarded),
             ]),
@@ -464,10 +439,35 @@ tool_call = "pay"
         assert!(no_answers.ledger_json().get("answers").is_none());
     }
 
-    fn append(world: &World, event: &str, work_id: &str, detail: Value) {
-        let mut r = Record::agent_event("a", event, world.clock.now(), detail);
-        r.work_id = Some(work_id.to_string());
+    /// An entry of agent `a`'s run `detail.run_id`.
+    fn append(world: &World, event: &str, detail: Value) {
+        let mut r = Record::agent_event("a", event, world.clock.now(), &detail);
+        r.work_id = detail["run_id"].as_str().map(str::to_string);
         world.lock().ledger.append(r);
+    }
+
+    /// The `run-started` of a run, continuing the checkpoint of run `continues`.
+    fn started(world: &World, thread: &str, run: &str, continues: Option<&str>) {
+        let mut detail = json!({"thread_id": thread, "run_id": run});
+        if let Some(c) = continues {
+            detail["continues"] = json!(c);
+        }
+        append(world, "run-started", detail);
+    }
+
+    /// The `run-finished` of a run paused on `ok` before its first call.
+    fn interrupted(thread: &str, run: &str) -> Value {
+        json!({"thread_id": thread, "run_id": run, "outcome": "interrupt", "checkpoint": paused(run)})
+    }
+
+    /// The entries that end a run as the restart did.
+    fn restarts(world: &World) -> Vec<Record> {
+        let ledger = &world.lock().ledger;
+        let restart = |r: &Record| r.detail.as_ref().unwrap().value()["cause"] == "restart";
+        ledger
+            .iter()
+            .filter(|r| r.detail.is_some() && restart(r))
+            .collect()
     }
 
     fn paused(run: &str) -> Value {
@@ -482,24 +482,9 @@ tool_call = "pay"
         let world = Arc::new(World::new(Arc::new(sc), None));
         // t1: r1 paused, r2 continues it and is still streaming at the crash, after the call
         // reached the service.
-        append(
-            &world,
-            "run-started",
-            "r1",
-            json!({"thread_id": "t1", "run_id": "r1"}),
-        );
-        append(
-            &world,
-            "run-finished",
-            "r1",
-            json!({"thread_id": "t1", "run_id": "r1", "outcome": "interrupt", "checkpoint": paused("r1")}),
-        );
-        append(
-            &world,
-            "run-started",
-            "r2",
-            json!({"thread_id": "t1", "run_id": "r2", "continues": "r1"}),
-        );
+        started(&world, "t1", "r1", None);
+        append(&world, "run-finished", interrupted("t1", "r1"));
+        started(&world, "t1", "r2", Some("r1"));
         let mut hit = Record::agent_event("payments", "x", world.clock.now(), Value::Null);
         hit.disposition = Disposition::Executed;
         hit.event = None;
@@ -507,28 +492,12 @@ tool_call = "pay"
         hit.work_id = Some("call-0-0-r1".into());
         world.lock().ledger.append(hit);
         // t2: the continuation r4 was judged before r3's run-finished was written.
-        append(
-            &world,
-            "run-started",
-            "r3",
-            json!({"thread_id": "t2", "run_id": "r3"}),
-        );
-        append(
-            &world,
-            "run-started",
-            "r4",
-            json!({"thread_id": "t2", "run_id": "r4", "continues": "r3"}),
-        );
+        started(&world, "t2", "r3", None);
+        started(&world, "t2", "r4", Some("r3"));
+        append(&world, "run-finished", interrupted("t2", "r3"));
         append(
             &world,
             "run-finished",
-            "r3",
-            json!({"thread_id": "t2", "run_id": "r3", "outcome": "interrupt", "checkpoint": paused("r3")}),
-        );
-        append(
-            &world,
-            "run-finished",
-            "r4",
             json!({"thread_id": "t2", "run_id": "r4", "outcome": "success"}),
         );
 
@@ -543,16 +512,7 @@ tool_call = "pay"
             "the call that reached the service is not made again"
         );
         drop(open);
-        let ended: Vec<Record> = world
-            .lock()
-            .ledger
-            .iter()
-            .filter(|r| {
-                r.detail
-                    .as_ref()
-                    .is_some_and(|d| d.value()["cause"] == "restart")
-            })
-            .collect();
+        let ended = restarts(&world);
         assert_eq!(ended.len(), 1);
         assert_eq!(ended[0].work_id.as_deref(), Some("r2"));
         let d = ended[0].detail.as_ref().unwrap().value();
@@ -561,17 +521,7 @@ tool_call = "pay"
         // Nothing more to do a second time.
         threads.lock().clear();
         restore(&world);
-        let n = world
-            .lock()
-            .ledger
-            .iter()
-            .filter(|r| {
-                r.detail
-                    .as_ref()
-                    .is_some_and(|d| d.value()["cause"] == "restart")
-            })
-            .count();
-        assert_eq!(n, 1);
+        assert_eq!(restarts(&world).len(), 1);
         assert_eq!(
             threads.lock()[&("a".to_string(), "t1".to_string())].run_id,
             "r1"

@@ -23,11 +23,10 @@
 //!
 //!
 //! Used by the AG-UI engine ([`super`]) once per request, before the stream opens; imports only
-//! [`super::interrupt`], [`super::message`] and the clock's timestamp parser.
+//! [`super::interrupt`], [`super::message`], the scenario's policy and the clock's timestamp
+//! parser.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
-use std::str::FromStr;
 
 use serde_json::Value;
 
@@ -42,33 +41,9 @@ pub use gate::{gate_for, Answer, Gate, SkipReason};
 // Inputs
 // ---------------------------------------------------------------------------------------
 
-/// What the agent does when it finds an uncovered interrupt (`uncovered = "..."`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UncoveredPolicy {
-    /// HTTP 4xx before any stream.
-    Reject,
-    /// A stream whose first event is `RUN_ERROR`.
-    RunError,
-    /// Do what the covered entries allow, end with the still-open interrupts.
-    Reinterrupt,
-}
-
-/// A policy name that is not `reject`, `run-error` or `reinterrupt`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown uncovered policy '{0}' (expected reject | run-error | reinterrupt)")]
-pub struct UnknownPolicy(pub String);
-
-impl FromStr for UncoveredPolicy {
-    type Err = UnknownPolicy;
-    fn from_str(s: &str) -> Result<Self, UnknownPolicy> {
-        match s {
-            "reject" => Ok(UncoveredPolicy::Reject),
-            "run-error" => Ok(UncoveredPolicy::RunError),
-            "reinterrupt" => Ok(UncoveredPolicy::Reinterrupt),
-            other => Err(UnknownPolicy(other.to_string())),
-        }
-    }
-}
+/// What the agent does when it finds an uncovered interrupt: the scenario's
+/// `uncovered = "reject" | "run-error" | "reinterrupt"`.
+pub use crate::scenario::agui::Uncovered as UncoveredPolicy;
 
 /// What the producer knows about the thread before judging.
 #[derive(Debug, Clone, Copy)]
@@ -258,6 +233,15 @@ impl Judgement {
         gate_for(self.answers.get(interrupt_id), approve_if)
     }
 
+    /// The interrupts this input resumes: those its entries name and the agent recognizes
+    /// (answered, discarded or not), then those it leaves open.
+    pub fn resumed(&self) -> impl Iterator<Item = &str> {
+        (self.verdicts.iter())
+            .filter(|v| !matches!(v, EntryVerdict::Unrecognized { .. }))
+            .map(EntryVerdict::interrupt_id)
+            .chain(self.uncovered.iter().map(|u| u.interrupt.id.as_str()))
+    }
+
     /// Every usable answer of this input, by interrupt id.
     pub fn answers(&self) -> &BTreeMap<String, Answer> {
         &self.answers
@@ -442,8 +426,12 @@ fn read_entries<'a>(
             }
             ResumeStatus::Resolved => {
                 let payload = entry.payload.clone();
-                read.answers
-                    .insert(id.to_string(), Answer::Resolved(payload.clone()));
+                read.answers.insert(
+                    id.to_string(),
+                    Answer::Resolved {
+                        payload: payload.clone(),
+                    },
+                );
                 EntryVerdict::Answered {
                     interrupt_id: id.to_string(),
                     payload,
@@ -583,16 +571,6 @@ where
         }
     }
     out
-}
-
-impl fmt::Display for UncoveredPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            UncoveredPolicy::Reject => "reject",
-            UncoveredPolicy::RunError => "run-error",
-            UncoveredPolicy::Reinterrupt => "reinterrupt",
-        })
-    }
 }
 
 #[cfg(test)]

@@ -117,27 +117,13 @@ impl Run {
         admitted: Admitted,
         outlet: Outlet,
     ) -> Run {
-        let Admitted {
-            input,
-            judgement,
-            consumed,
-            start,
-            notices,
-            started_at,
-            revision,
-        } = admitted;
-        let carried = consumed
-            .as_ref()
+        let carried = (admitted.consumed.as_ref())
             .map(|c| c.answers.clone())
             .unwrap_or_default();
-        let resumed = judgement
-            .verdicts
-            .iter()
-            .filter(|v| !matches!(v, super::resume::EntryVerdict::Unrecognized { .. }))
-            .map(|v| v.interrupt_id().to_string())
-            .chain(judgement.uncovered.iter().map(|u| u.interrupt.id.clone()))
+        let resumed = (admitted.judgement.resumed().map(str::to_string))
             .chain(carried.keys().cloned())
             .collect();
+        let input = admitted.input;
         Run {
             continuation: input.is_continuation(),
             answered: answered_calls(&input.messages),
@@ -146,7 +132,7 @@ impl Run {
             agent,
             spec,
             input,
-            judgement,
+            judgement: admitted.judgement,
             tx: None,
             outlet,
             resumed,
@@ -158,13 +144,13 @@ impl Run {
             out: Vec::with_capacity(2048),
             gone: false,
             violated: BTreeSet::new(),
-            consumed,
+            consumed: admitted.consumed,
             executed: BTreeMap::new(),
             carried,
-            cursor: started_at,
-            start: Some(start),
-            notices,
-            revision,
+            cursor: admitted.started_at,
+            start: Some(admitted.start),
+            notices: admitted.notices,
+            revision: admitted.revision,
         }
     }
 
@@ -215,13 +201,21 @@ impl Run {
     // --- the loop ---------------------------------------------------------------------------
 
     async fn play(&mut self, start: Start) -> End {
-        let n = self.spec.iterations.len();
+        match self.iterations(start).await {
+            Ok(pending) => End::Success { pending },
+            Err(end) => end,
+        }
+    }
+
+    /// The script's iterations from `start` on, until one ends with frontend calls still
+    /// waiting for the application (INT-2, returned) or the run stops early (`Err`).
+    async fn iterations(&mut self, start: Start) -> Result<Vec<String>, End> {
         let (first, from, mut calls, resuming) = match start {
             Start::Top => (0, Phase::BeforeModel, None, false),
             Start::After(i) => (i + 1, Phase::BeforeModel, None, false),
             Start::At { boundary, calls } => (boundary.iteration, boundary.phase, calls, true),
         };
-        for i in first..n {
+        for i in first..self.spec.iterations.len() {
             let from = if i == first { from } else { Phase::BeforeModel };
             if i != first {
                 calls = None;
@@ -229,48 +223,27 @@ impl Run {
             // The boundary a resumed run re-enters: still-open interrupts are raised there again.
             let here = |p: Phase| resuming && i == first && p == from;
             if from <= Phase::BeforeModel {
-                if let Some(end) = self
-                    .boundary(i, Phase::BeforeModel, here(Phase::BeforeModel), &mut calls)
-                    .await
-                {
-                    return end;
-                }
-                if let Some(end) = self.model_output(i).await {
-                    return end;
-                }
+                let reentered = here(Phase::BeforeModel);
+                self.boundary(i, Phase::BeforeModel, reentered, &mut calls)
+                    .await?;
+                self.model_output(i).await?;
             }
             if from <= Phase::AfterModel {
-                if let Some(end) = self
-                    .boundary(i, Phase::AfterModel, here(Phase::AfterModel), &mut calls)
-                    .await
-                {
-                    return end;
-                }
+                let reentered = here(Phase::AfterModel);
+                self.boundary(i, Phase::AfterModel, reentered, &mut calls)
+                    .await?;
                 calls = Some(self.propose_calls(i));
             }
             if from <= Phase::BeforeTools {
-                if let Some(end) = self
-                    .boundary(i, Phase::BeforeTools, here(Phase::BeforeTools), &mut calls)
-                    .await
-                {
-                    return end;
-                }
-                if calls.is_none() {
-                    calls = Some(self.propose_calls(i));
-                }
-                if let Some(list) = calls.as_mut() {
-                    if let Some(end) = self.run_tools(i, list, &BTreeSet::new()).await {
-                        return end;
-                    }
-                }
+                let reentered = here(Phase::BeforeTools);
+                self.boundary(i, Phase::BeforeTools, reentered, &mut calls)
+                    .await?;
+                let list = calls.get_or_insert_with(|| self.propose_calls(i));
+                self.run_tools(i, list, &BTreeSet::new()).await?;
             }
-            if let Some(end) = self
-                .boundary(i, Phase::AfterTools, here(Phase::AfterTools), &mut calls)
-                .await
-            {
-                return end;
-            }
-            // INT-2: frontend calls still waiting for the application end the run as success.
+            let reentered = here(Phase::AfterTools);
+            self.boundary(i, Phase::AfterTools, reentered, &mut calls)
+                .await?;
             let pending: Vec<String> = calls
                 .iter()
                 .flatten()
@@ -282,12 +255,10 @@ impl Run {
                 .map(|c| c.id.clone())
                 .collect();
             if !pending.is_empty() {
-                return End::Success { pending };
+                return Ok(pending);
             }
         }
-        End::Success {
-            pending: Vec::new(),
-        }
+        Ok(Vec::new())
     }
 
     /// One lifecycle boundary: a scripted stop, else the batch of interrupts that fire here.
@@ -297,13 +268,13 @@ impl Run {
         phase: Phase,
         reentered: bool,
         calls: &mut Option<Vec<Call>>,
-    ) -> Option<End> {
+    ) -> Result<(), End> {
         if self.gone || self.client_left() {
             self.gone = true;
-            return Some(End::Gone);
+            return Err(End::Gone);
         }
         if self.spec.iterations[i].cancel_at == Some(phase) {
-            return Some(End::Cancelled);
+            return Err(End::Cancelled);
         }
         let mut batch: Vec<Interrupt> = Vec::new();
         let still_open = match (&self.judgement.decision, reentered) {
@@ -318,21 +289,15 @@ impl Run {
             }
         }
         if batch.is_empty() {
-            return None;
+            return Ok(());
         }
         if reentered && phase == Phase::BeforeTools && !still_open.is_empty() {
             // PROD-3 "reinterrupt": do what the covered entries allow, then pause again.
-            if calls.is_none() {
-                *calls = Some(self.propose_calls(i));
-            }
             let held: BTreeSet<String> = batch.iter().map(|b| b.id.clone()).collect();
-            if let Some(list) = calls.as_mut() {
-                if let Some(end) = self.run_tools(i, list, &held).await {
-                    return Some(end);
-                }
-            }
+            let list = calls.get_or_insert_with(|| self.propose_calls(i));
+            self.run_tools(i, list, &held).await?;
         }
-        Some(End::Interrupt {
+        Err(End::Interrupt {
             batch,
             at: Boundary {
                 iteration: i,
@@ -384,13 +349,11 @@ impl Run {
         it
     }
 
-    async fn model_output(&mut self, i: usize) -> Option<End> {
+    async fn model_output(&mut self, i: usize) -> Result<(), End> {
         let spec = self.spec.clone();
         let it = &spec.iterations[i];
         if let Some(d) = it.delay {
-            if let Some(end) = self.wait(d).await {
-                return Some(end);
-            }
+            self.wait(d).await?;
         }
         self.model_calls += 1;
         let (inp, out) = match it.usage {
@@ -417,7 +380,7 @@ impl Run {
             merge_patch(&mut self.state, patch);
             self.emit(Event::state_snapshot(self.state.clone()));
         }
-        None
+        Ok(())
     }
 
     fn message_id(&self, i: usize) -> String {
@@ -460,11 +423,17 @@ impl Run {
     /// whenever this task gets here keeps a manual clock exact: a test that sees an entry and
     /// then advances can never slip in before the sleep and leave the run waiting for the next
     /// advance.
-    async fn wait(&mut self, d: Duration) -> Option<End> {
+    async fn wait(&mut self, d: Duration) -> Result<(), End> {
+        self.cursor += d;
+        self.sleep_until(self.cursor).await
+    }
+
+    /// Hand over what is ready, then sleep until `deadline` on the scenario clock, unless the
+    /// client leaves (`End::Gone`) or the world closes (`End::WorldClosed`) first.
+    async fn sleep_until(&mut self, deadline: Duration) -> Result<(), End> {
         self.flush(true).await;
         let clock = self.world.clock.clone();
         let tx = self.sender().clone();
-        let deadline = self.cursor + d;
         // Boxed (see `flush`).
         let woke = Box::pin(async move {
             tokio::select! {
@@ -473,13 +442,12 @@ impl Run {
             }
         })
         .await;
-        self.cursor = deadline;
         match woke {
-            Some(true) => None,
-            Some(false) => Some(End::WorldClosed),
+            Some(true) => Ok(()),
+            Some(false) => Err(End::WorldClosed),
             None => {
                 self.gone = true;
-                Some(End::Gone)
+                Err(End::Gone)
             }
         }
     }

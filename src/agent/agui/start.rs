@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use super::input::RunAgentInput;
 use super::interrupt::Interrupt;
 use super::message::{Message, ToolCall};
-use super::resume::{self, Judgement};
+use super::resume::Judgement;
 use super::{Boundary, Call, Checkpoint, Start};
 use crate::scenario::agui::{AgUiAgent, InterruptSpec, Phase, ToolKind};
 
@@ -126,14 +126,8 @@ pub(super) fn start_point(
             calls: (cp.at.phase >= Phase::BeforeTools).then_some(calls),
         };
     }
-    let resumed = j
-        .verdicts
-        .iter()
-        .filter(|v| !matches!(v, resume::EntryVerdict::Unrecognized { .. }))
-        .map(|v| v.interrupt_id().to_string())
-        .chain(j.uncovered.iter().map(|u| u.interrupt.id.clone()));
-    for id in resumed {
-        if let Some(d) = spec.interrupt(&id) {
+    for id in j.resumed() {
+        if let Some(d) = spec.interrupt(id) {
             let boundary = Boundary {
                 iteration: d.iteration,
                 phase: d.phase,

@@ -17,7 +17,7 @@
 //! The client never checks expiry itself and, for a mixed batch, sends a `resume` that
 //! omits the unbound interrupts: the producer-side rules have to catch that.
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::interrupt::Interrupt;
@@ -27,22 +27,20 @@ pub const BINDING_VERSION: u64 = 1;
 
 /// The raw generic binding for `interrupt` raised by the run `interrupted_run_id`.
 pub fn generic_binding(interrupt: &Interrupt, interrupted_run_id: &str, generation: u64) -> Value {
-    let mut b = Map::new();
-    b.insert("v".into(), Value::from(BINDING_VERSION));
-    b.insert("kind".into(), Value::from("generic"));
-    b.insert("interruptId".into(), Value::from(interrupt.id.clone()));
+    let mut b = json!({
+        "v": BINDING_VERSION,
+        "kind": "generic",
+        "interruptId": interrupt.id,
+        "interruptedRunId": interrupted_run_id,
+        "generation": generation,
+    });
     if let Some(schema) = &interrupt.response_schema {
-        b.insert(
-            "responseSchemaHash".into(),
-            Value::from(response_schema_hash(schema)),
-        );
+        b["responseSchemaHash"] = json!(response_schema_hash(schema));
     }
     if let Some(expires_at) = &interrupt.expires_at {
-        b.insert("expiresAt".into(), Value::from(expires_at.clone()));
+        b["expiresAt"] = json!(expires_at);
     }
-    b.insert("interruptedRunId".into(), Value::from(interrupted_run_id));
-    b.insert("generation".into(), Value::from(generation));
-    Value::Object(b)
+    b
 }
 
 /// Returns `interrupt` with its binding added under `metadata`, keeping other keys.
@@ -139,10 +137,7 @@ fn js_number(n: &serde_json::Number) -> String {
 
 /// SHA-256, lowercase hex.
 pub fn sha256_hex(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(data))
 }
 
 #[cfg(test)]

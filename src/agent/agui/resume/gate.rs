@@ -1,12 +1,19 @@
 //! What the answers of a resume list allow: an action gated by an interrupt runs, is skipped,
 //! or stays blocked.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The recorded answer to one interrupt.
-#[derive(Debug, Clone, PartialEq)]
+/// The recorded answer to one interrupt; in a checkpoint's ledger form
+/// `{"status": "resolved", "payload"?}` or `{"status": "cancelled"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
 pub enum Answer {
-    Resolved(Option<Value>),
+    Resolved {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        payload: Option<Value>,
+    },
+    #[serde(rename = "cancelled")]
     Discarded,
 }
 
@@ -17,7 +24,7 @@ pub fn gate_for(answer: Option<&Answer>, approve_if: Option<&str>) -> Gate {
     match answer {
         None => Gate::Blocked,
         Some(Answer::Discarded) => Gate::Skip(SkipReason::Discarded),
-        Some(Answer::Resolved(payload)) => {
+        Some(Answer::Resolved { payload }) => {
             let approved = approve_if.is_none_or(|pointer| {
                 payload
                     .as_ref()

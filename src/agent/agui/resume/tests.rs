@@ -35,6 +35,23 @@ fn case<'a>(
     }
 }
 
+/// The thread's checkpoint: run `r1`, paused on `open`.
+fn kept(open: &[Interrupt]) -> Knowledge<'_> {
+    Knowledge::Checkpoint {
+        run_id: "r1",
+        interrupts: open,
+    }
+}
+
+/// A stateless agent that could have raised `raisable`.
+fn stateless(raisable: &[Interrupt]) -> Knowledge<'_> {
+    Knowledge::Stateless { raisable }
+}
+
+fn reinterrupt(still_open: Vec<Interrupt>) -> Decision {
+    Decision::Reinterrupt { still_open }
+}
+
 fn approve(id: &str) -> ResumeEntry {
     ResumeEntry::resolved(id, Some(json!({"approved": true})))
 }
@@ -51,14 +68,7 @@ const ALL_POLICIES: [UncoveredPolicy; 3] = [
 fn res1_entry_answers_the_open_interrupt_and_the_action_runs() {
     let open = [approval("approve-transfer", "tc-1")];
     let entries = [approve("approve-transfer")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(j.decision, Decision::Proceed);
     assert!(j.may_succeed());
     assert!(j.warnings.is_empty());
@@ -75,14 +85,7 @@ fn res1_entry_answers_the_open_interrupt_and_the_action_runs() {
 fn res3_discarded_interrupt_means_the_tool_is_not_run() {
     let open = [approval("approve-transfer", "tc-1")];
     let entries = [ResumeEntry::cancelled("approve-transfer")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(j.decision, Decision::Proceed);
     assert_eq!(j.answer_for("approve-transfer"), Some(&Answer::Discarded));
     assert_eq!(
@@ -105,14 +108,7 @@ fn res3_resolved_with_approve_if_false_skips_the_tool() {
         json!(true),
     ] {
         let entries = [ResumeEntry::resolved("a", Some(payload.clone()))];
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            UncoveredPolicy::Reject,
-        ));
+        let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
         assert_eq!(j.decision, Decision::Proceed, "{payload}");
         assert_eq!(
             j.gate("a", Some("/approved")),
@@ -122,14 +118,7 @@ fn res3_resolved_with_approve_if_false_skips_the_tool() {
     }
     // Without approve_if any resolved answer runs it; a whole-payload pointer works too.
     let entries = [ResumeEntry::resolved("a", Some(json!(true)))];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert!(matches!(j.gate("a", None), Gate::Run { .. }));
     assert!(matches!(j.gate("a", Some("")), Gate::Run { .. }));
 }
@@ -140,14 +129,7 @@ fn res3_metadata_is_envelope_not_answer() {
     let mut e = ResumeEntry::resolved("a", None);
     e.metadata = Some(json!({"approved": true}).as_object().unwrap().clone());
     let entries = [e];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(
         j.gate("a", Some("/approved")),
         Gate::Skip(SkipReason::NotApproved)
@@ -160,14 +142,7 @@ fn res3_metadata_is_envelope_not_answer() {
 fn res4_uncovered_interrupt_is_rejected() {
     let open = [approval("a", "tc-1"), approval("b", "tc-2")];
     let entries = [approve("a")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     match &j.decision {
         Decision::Reject {
             status,
@@ -188,37 +163,18 @@ fn res4_uncovered_interrupt_is_rejected() {
 #[test]
 fn res4_omission_is_not_discard() {
     let open = [approval("a", "tc-1")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &[],
-        UncoveredPolicy::Reinterrupt,
-    ));
+    let j = judge(&case(kept(&open), &[], UncoveredPolicy::Reinterrupt));
     // Not a Skip(Discarded): the action is blocked and the interrupt stays open.
     assert_eq!(j.gate("a", Some("/approved")), Gate::Blocked);
     assert_eq!(j.answer_for("a"), None);
-    assert_eq!(
-        j.decision,
-        Decision::Reinterrupt {
-            still_open: open.to_vec()
-        }
-    );
+    assert_eq!(j.decision, reinterrupt(open.to_vec()));
 }
 
 #[test]
 fn res4_new_run_without_resume_on_an_interrupted_thread_is_uncovered() {
     // HttpAgent would refuse this client-side; a defective consumer may still send it.
     let open = [approval("a", "tc-1")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &[],
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&open), &[], UncoveredPolicy::Reject));
     assert!(!j.is_continuation);
     assert!(matches!(j.decision, Decision::Reject { .. }));
 }
@@ -236,14 +192,7 @@ fn res4_fully_covered_batch_proceeds() {
         ResumeEntry::resolved("c", Some(json!("blue"))),
     ];
     for policy in ALL_POLICIES {
-        let j = judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            policy,
-        ));
+        let j = judge(&case(kept(&open), &entries, policy));
         assert_eq!(j.decision, Decision::Proceed);
         assert!(j.uncovered.is_empty());
     }
@@ -252,14 +201,7 @@ fn res4_fully_covered_batch_proceeds() {
 #[test]
 fn prod3_run_error_policy_opens_the_stream_with_run_error() {
     let open = [approval("a", "tc-1")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &[],
-        UncoveredPolicy::RunError,
-    ));
+    let j = judge(&case(kept(&open), &[], UncoveredPolicy::RunError));
     assert_eq!(
         j.decision,
         Decision::RunError {
@@ -273,20 +215,8 @@ fn prod3_run_error_policy_opens_the_stream_with_run_error() {
 fn prod3_reinterrupt_runs_covered_entries_and_keeps_only_the_still_open() {
     let open = [approval("a", "tc-1"), approval("b", "tc-2")];
     let entries = [approve("a")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reinterrupt,
-    ));
-    assert_eq!(
-        j.decision,
-        Decision::Reinterrupt {
-            still_open: vec![open[1].clone()]
-        }
-    );
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reinterrupt));
+    assert_eq!(j.decision, reinterrupt(vec![open[1].clone()]));
     assert!(matches!(j.gate("a", Some("/approved")), Gate::Run { .. }));
     assert_eq!(j.gate("b", Some("/approved")), Gate::Blocked);
 }
@@ -300,15 +230,8 @@ fn prod3_never_proceeds_while_a_known_open_interrupt_is_unanswered() {
     )];
     for policy in ALL_POLICIES {
         for entries in [&[][..], &bogus[..]] {
-            let j = judge(&case(
-                Knowledge::Checkpoint {
-                    run_id: "r1",
-                    interrupts: &open,
-                },
-                entries,
-                policy,
-            ));
-            assert_ne!(j.decision, Decision::Proceed, "{policy}");
+            let j = judge(&case(kept(&open), entries, policy));
+            assert_ne!(j.decision, Decision::Proceed, "{policy:?}");
             assert!(!j.may_succeed());
             assert_eq!(j.gate("a", Some("/approved")), Gate::Blocked);
         }
@@ -330,11 +253,7 @@ fn prod3_gated_tool_call_in_messages_is_known_open_to_a_stateless_producer() {
     assert_eq!(known, vec![approval("approve-transfer", "tc-1")]);
 
     // No entry: blocked, whatever the policy.
-    let mut c = case(
-        Knowledge::Stateless { raisable: &known },
-        &[],
-        UncoveredPolicy::RunError,
-    );
+    let mut c = case(stateless(&known), &[], UncoveredPolicy::RunError);
     c.known_open_from_messages = &known;
     let j = judge(&c);
     assert!(matches!(j.decision, Decision::RunError { .. }));
@@ -365,12 +284,7 @@ fn prod3_a_stateful_producer_takes_no_answer_for_a_call_only_the_messages_show()
     assert_eq!(j.verdicts[0].label(), "unrecognized");
     assert_eq!(j.warnings[0].rule, "ERR-1");
     assert_eq!(j.uncovered[0].why, UncoveredWhy::NoEntry);
-    assert_eq!(
-        j.decision,
-        Decision::Reinterrupt {
-            still_open: from_messages.to_vec()
-        }
-    );
+    assert_eq!(j.decision, reinterrupt(from_messages.to_vec()));
     assert_eq!(j.gate("approve-transfer", Some("/approved")), Gate::Blocked);
 }
 
@@ -393,23 +307,11 @@ fn prod3_tool_call_with_a_result_is_not_known_open() {
 fn prod3_checkpoint_and_messages_are_merged_without_duplicates() {
     let open = [approval("a", "tc-1")];
     let from_messages = [approval("a", "tc-1"), approval("b", "tc-2")];
-    let mut c = case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &[],
-        UncoveredPolicy::Reinterrupt,
-    );
+    let mut c = case(kept(&open), &[], UncoveredPolicy::Reinterrupt);
     c.known_open_from_messages = &from_messages;
     let j = judge(&c);
     assert_eq!(j.uncovered.len(), 2);
-    assert_eq!(
-        j.decision,
-        Decision::Reinterrupt {
-            still_open: from_messages.to_vec()
-        }
-    );
+    assert_eq!(j.decision, reinterrupt(from_messages.to_vec()));
 }
 
 // --- PROD-1: stateless ---------------------------------------------------------------
@@ -419,9 +321,7 @@ fn prod1_stateless_producer_takes_entries_as_its_answers() {
     let raisable = [approval("approve-transfer", "tc-1")];
     let entries = [approve("approve-transfer")];
     let j = judge(&case(
-        Knowledge::Stateless {
-            raisable: &raisable,
-        },
+        stateless(&raisable),
         &entries,
         UncoveredPolicy::Reject,
     ));
@@ -436,13 +336,7 @@ fn prod1_stateless_producer_takes_entries_as_its_answers() {
 fn prod1_stateless_producer_with_nothing_visible_has_nothing_to_enforce() {
     let raisable = [approval("approve-transfer", "tc-1")];
     for policy in ALL_POLICIES {
-        let j = judge(&case(
-            Knowledge::Stateless {
-                raisable: &raisable,
-            },
-            &[],
-            policy,
-        ));
+        let j = judge(&case(stateless(&raisable), &[], policy));
         assert_eq!(j.decision, Decision::Proceed);
         // ...but it still never performs an action it has no answer for.
         assert_eq!(j.gate("approve-transfer", Some("/approved")), Gate::Blocked);
@@ -455,14 +349,7 @@ fn prod1_stateless_producer_with_nothing_visible_has_nothing_to_enforce() {
 fn prod2_unrecognized_entry_is_ignored_with_a_warning_and_the_run_proceeds() {
     let open = [approval("a", "tc-1")];
     let entries = [approve("a"), ResumeEntry::resolved("bogus", Some(json!(1)))];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(j.decision, Decision::Proceed);
     assert_eq!(
         j.verdicts[1],
@@ -482,9 +369,7 @@ fn prod2_stateless_unknown_id_is_unrecognized() {
     let raisable = [approval("approve-transfer", "tc-1")];
     let entries = [approve("nope")];
     let j = judge(&case(
-        Knowledge::Stateless {
-            raisable: &raisable,
-        },
+        stateless(&raisable),
         &entries,
         UncoveredPolicy::Reject,
     ));
@@ -522,14 +407,7 @@ fn err1_resume_on_a_run_that_continues_nothing_is_all_unrecognized() {
 fn res5_answer_to_an_expired_interrupt_is_treated_as_uncovered() {
     let open = [expiring("a", T0 - MIN)];
     let entries = [approve("a")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(
         j.verdicts[0],
         EntryVerdict::AnswersExpired {
@@ -552,17 +430,7 @@ fn res5_answer_to_an_expired_interrupt_is_treated_as_uncovered() {
 fn res5_each_policy_handles_an_expired_answer_like_an_uncovered_one() {
     let open = [expiring("a", T0 - MIN)];
     let entries = [approve("a")];
-    let mk = |policy| {
-        judge(&case(
-            Knowledge::Checkpoint {
-                run_id: "r1",
-                interrupts: &open,
-            },
-            &entries,
-            policy,
-        ))
-        .decision
-    };
+    let mk = |policy| judge(&case(kept(&open), &entries, policy)).decision;
     assert!(matches!(
         mk(UncoveredPolicy::RunError),
         Decision::RunError {
@@ -570,26 +438,14 @@ fn res5_each_policy_handles_an_expired_answer_like_an_uncovered_one() {
             ..
         }
     ));
-    assert_eq!(
-        mk(UncoveredPolicy::Reinterrupt),
-        Decision::Reinterrupt {
-            still_open: open.to_vec()
-        }
-    );
+    assert_eq!(mk(UncoveredPolicy::Reinterrupt), reinterrupt(open.to_vec()));
 }
 
 #[test]
 fn res5_discarding_an_expired_interrupt_is_accepted() {
     let open = [expiring("a", T0 - MIN), approval("b", "tc-2")];
     let entries = [ResumeEntry::cancelled("a"), approve("b")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(j.decision, Decision::Proceed);
     assert_eq!(
         j.verdicts[0],
@@ -606,23 +462,9 @@ fn res5_now_equal_to_expires_at_is_expired_and_one_ms_before_is_not() {
     let at = [expiring("a", T0)];
     let before = [expiring("a", T0 + 1)];
     let entries = [approve("a")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &at,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&at), &entries, UncoveredPolicy::Reject));
     assert_eq!(j.verdicts[0].label(), "answers-expired");
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &before,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&before), &entries, UncoveredPolicy::Reject));
     assert_eq!(j.verdicts[0].label(), "answered");
 }
 
@@ -633,14 +475,7 @@ fn res5_unparseable_expires_at_never_expires() {
     assert!(!is_expired(&i, i64::MAX));
     let open = [i];
     let entries = [approve("a")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(j.decision, Decision::Proceed);
 }
 
@@ -649,9 +484,7 @@ fn res5_stateless_expired_answer_to_a_raisable_interrupt_is_uncovered() {
     let raisable = [expiring("a", T0 - MIN)];
     let entries = [approve("a")];
     let j = judge(&case(
-        Knowledge::Stateless {
-            raisable: &raisable,
-        },
+        stateless(&raisable),
         &entries,
         UncoveredPolicy::RunError,
     ));
@@ -668,14 +501,7 @@ fn res5_stateless_expired_answer_to_a_raisable_interrupt_is_uncovered() {
 fn res2_parent_run_id_naming_another_run_warns_but_entries_still_match_by_id() {
     let open = [approval("a", "tc-1")];
     let entries = [approve("a")];
-    let mut c = case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    );
+    let mut c = case(kept(&open), &entries, UncoveredPolicy::Reject);
     c.parent_run_id = Some("r0");
     let j = judge(&c);
     assert_eq!(j.decision, Decision::Proceed);
@@ -689,14 +515,7 @@ fn res2_parent_run_id_naming_another_run_warns_but_entries_still_match_by_id() {
 fn int3_agreeing_duplicate_entries_only_warn() {
     let open = [approval("a", "tc-1")];
     let entries = [approve("a"), approve("a")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(j.decision, Decision::Proceed);
     assert_eq!(
         j.verdicts[1],
@@ -713,22 +532,10 @@ fn int3_agreeing_duplicate_entries_only_warn() {
 fn int3_contradicting_duplicate_entries_leave_the_interrupt_uncovered() {
     let open = [approval("a", "tc-1")];
     let entries = [approve("a"), ResumeEntry::cancelled("a")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reinterrupt,
-    ));
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reinterrupt));
     assert_eq!(j.uncovered[0].why, UncoveredWhy::ConflictingEntries);
     assert_eq!(j.gate("a", Some("/approved")), Gate::Blocked);
-    assert_eq!(
-        j.decision,
-        Decision::Reinterrupt {
-            still_open: open.to_vec()
-        }
-    );
+    assert_eq!(j.decision, reinterrupt(open.to_vec()));
 }
 
 #[test]
@@ -736,14 +543,7 @@ fn ph6_continuation_is_recognised_without_parent_run_id() {
     // @ag-ui/client@1.0.0 sends resume but never parentRunId.
     let open = [approval("a", "tc-1")];
     let entries = [approve("a")];
-    let j = judge(&case(
-        Knowledge::Checkpoint {
-            run_id: "r1",
-            interrupts: &open,
-        },
-        &entries,
-        UncoveredPolicy::Reject,
-    ));
+    let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert!(j.is_continuation);
     // TanStack sends parentRunId (and resume).
     let mut c = case(Knowledge::NothingOpen, &[], UncoveredPolicy::Reject);
@@ -754,18 +554,12 @@ fn ph6_continuation_is_recognised_without_parent_run_id() {
 
 #[test]
 fn uncovered_policy_parses_the_scenario_spellings() {
-    assert_eq!(
-        "reject".parse::<UncoveredPolicy>(),
-        Ok(UncoveredPolicy::Reject)
-    );
-    assert_eq!(
-        "run-error".parse::<UncoveredPolicy>(),
-        Ok(UncoveredPolicy::RunError)
-    );
-    assert_eq!(
-        "reinterrupt".parse::<UncoveredPolicy>(),
-        Ok(UncoveredPolicy::Reinterrupt)
-    );
-    assert!("RunError".parse::<UncoveredPolicy>().is_err());
-    assert_eq!(UncoveredPolicy::RunError.to_string(), "run-error");
+    for (spelling, policy) in [
+        ("reject", UncoveredPolicy::Reject),
+        ("run-error", UncoveredPolicy::RunError),
+        ("reinterrupt", UncoveredPolicy::Reinterrupt),
+    ] {
+        assert_eq!(serde_json::from_value(json!(spelling)).ok(), Some(policy));
+    }
+    assert!(serde_json::from_value::<UncoveredPolicy>(json!("RunError")).is_err());
 }

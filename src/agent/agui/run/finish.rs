@@ -95,7 +95,7 @@ impl Run {
         };
         detail.outcome = "interrupt";
         detail.interrupts = Some(batch.iter().map(|i| i.id.clone()).collect());
-        detail.paused_at = Some(at.json());
+        detail.paused_at = Some(at);
         // Only a stateful agent keeps the batch (its checkpoint).
         let mut wire_batch = if self.spec.resume == ResumeMode::Stateful {
             batch.clone()
@@ -182,7 +182,7 @@ impl Run {
         let Some(late) = self.spec.late_error.clone() else {
             return;
         };
-        if !late.after.is_zero() && self.wait(late.after).await.is_some() {
+        if !late.after.is_zero() && self.wait(late.after).await.is_err() {
             return;
         }
         self.emit(Event::run_error(late.message.clone(), late.code.as_deref()));
@@ -242,7 +242,7 @@ pub(super) struct FinishedDetail<'a> {
     model_calls: u64,
     outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    paused_at: Option<Value>,
+    paused_at: Option<Boundary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pending_tool_call_ids: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]

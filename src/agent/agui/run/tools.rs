@@ -24,9 +24,8 @@ impl Run {
         i: usize,
         calls: &mut [Call],
         held: &BTreeSet<String>,
-    ) -> Option<End> {
+    ) -> Result<(), End> {
         let spec = self.spec.clone();
-        let partial = !held.is_empty();
         for call in calls.iter_mut() {
             if self.answered.contains(&call.id) {
                 continue;
@@ -41,31 +40,12 @@ impl Run {
             }
             if self.gone || self.client_left() {
                 self.gone = true;
-                return Some(End::Gone);
+                return Err(End::Gone);
             }
             let gates: Vec<&InterruptSpec> = spec
                 .interrupts_at(i, Phase::BeforeTools)
                 .filter(|d| d.tool == Some(call.tool))
                 .collect();
-            let mut verdict = Gate::Run { payload: None };
-            for g in &gates {
-                let v = if held.contains(&g.key) {
-                    Gate::Blocked
-                } else if self.judgement.answer_for(&g.key).is_none()
-                    && self.carried.contains_key(&g.key)
-                {
-                    gate_for(self.carried.get(&g.key), g.approve_if.as_deref())
-                } else {
-                    self.judgement.gate(&g.key, g.approve_if.as_deref())
-                };
-                verdict = match (verdict, v) {
-                    (Gate::Blocked, _) | (_, Gate::Blocked) => Gate::Blocked,
-                    (Gate::Skip(r), _) | (_, Gate::Skip(r)) => Gate::Skip(r),
-                    (Gate::Run { payload: a }, Gate::Run { payload: b }) => {
-                        Gate::Run { payload: a.or(b) }
-                    }
-                };
-            }
             let tool = &spec.tools[call.tool];
             let mut detail = json!({
                 "thread_id": self.input.thread_id,
@@ -75,66 +55,95 @@ impl Run {
                 "args": *call.args,
                 "gated_by": gates.iter().map(|g| g.key.as_str()).collect::<Vec<_>>(),
             });
-            match verdict {
-                Gate::Blocked if partial => continue,
-                Gate::Blocked | Gate::Skip(_) => {
-                    let reason = match verdict {
-                        Gate::Skip(SkipReason::Discarded) => "discarded",
-                        Gate::Skip(SkipReason::NotApproved) => "not-approved",
-                        _ => "blocked",
-                    };
-                    detail["gate"] = json!(reason);
-                    self.record_call(&call.id, detail);
-                    let content = json!({"status": "not-run", "reason": reason}).to_string();
-                    self.deliver(call, content);
-                }
+            let reason = match self.verdict(&gates, held) {
+                // Held by a re-raised interrupt: it waits for the next continuation.
+                Gate::Blocked if !held.is_empty() => continue,
+                Gate::Blocked => "blocked",
+                Gate::Skip(SkipReason::Discarded) => "discarded",
+                Gate::Skip(SkipReason::NotApproved) => "not-approved",
                 Gate::Run { payload } => {
                     detail["answer"] = payload.clone().unwrap_or(Value::Null);
-                    match &tool.kind {
-                        ToolKind::Frontend => {
-                            // The application runs it; the run ends naming it (INT-2).
-                            detail["gate"] = json!("frontend");
-                            self.record_call(&call.id, detail);
-                        }
-                        ToolKind::Backend {
-                            service,
-                            route,
-                            headers,
-                            answer_at,
-                        } => {
-                            detail["gate"] = json!("run");
-                            // Boxed: a service call's state (its request, the response,
-                            // a possible wait) only for runs that make one.
-                            let (content, facts) =
-                                match Box::pin(self.call_service(
-                                    call, service, route, headers, answer_at, payload,
-                                ))
-                                .await
-                                {
-                                    Ok(v) => v,
-                                    Err(end) => {
-                                        detail["interrupted_by"] = json!(match end {
-                                            End::WorldClosed => "world-reset",
-                                            _ => "client-disconnected",
-                                        });
-                                        self.record_call(&call.id, detail);
-                                        return Some(end);
-                                    }
-                                };
-                            if let (Value::Object(d), Value::Object(f)) = (&mut detail, facts) {
-                                d.extend(f);
-                            }
-                            // The TOOL_CALL_RESULT content, sent again to a retry that never
-                            // heard it, also after a restart.
-                            detail["result"] = json!(content);
-                            self.record_call(&call.id, detail);
-                            self.deliver(call, content);
-                        }
-                    }
+                    self.run_call(call, &tool.kind, payload, detail).await?;
+                    continue;
                 }
-            }
+            };
+            detail["gate"] = json!(reason);
+            self.record_call(&call.id, detail);
+            let content = json!({"status": "not-run", "reason": reason}).to_string();
+            self.deliver(call, content);
         }
-        None
+        Ok(())
+    }
+
+    /// What a call's gates say together: blocked if any blocks, skipped if any skips, else it
+    /// runs with the first answer's payload.
+    fn verdict(&self, gates: &[&InterruptSpec], held: &BTreeSet<String>) -> Gate {
+        let mut verdict = Gate::Run { payload: None };
+        for g in gates {
+            let v = if held.contains(&g.key) {
+                Gate::Blocked
+            } else if self.judgement.answer_for(&g.key).is_none()
+                && self.carried.contains_key(&g.key)
+            {
+                gate_for(self.carried.get(&g.key), g.approve_if.as_deref())
+            } else {
+                self.judgement.gate(&g.key, g.approve_if.as_deref())
+            };
+            verdict = match (verdict, v) {
+                (Gate::Blocked, _) | (_, Gate::Blocked) => Gate::Blocked,
+                (Gate::Skip(r), _) | (_, Gate::Skip(r)) => Gate::Skip(r),
+                (Gate::Run { payload: a }, Gate::Run { payload: b }) => {
+                    Gate::Run { payload: a.or(b) }
+                }
+            };
+        }
+        verdict
+    }
+
+    /// A call its gates let run: a frontend call is left to the application (the run ends
+    /// naming it, INT-2), a backend call goes to its service and gets its result.
+    async fn run_call(
+        &mut self,
+        call: &mut Call,
+        kind: &ToolKind,
+        payload: Option<Value>,
+        mut detail: Value,
+    ) -> Result<(), End> {
+        let ToolKind::Backend {
+            service,
+            route,
+            headers,
+            answer_at,
+        } = kind
+        else {
+            detail["gate"] = json!("frontend");
+            self.record_call(&call.id, detail);
+            return Ok(());
+        };
+        detail["gate"] = json!("run");
+        // Boxed: a service call's state (its request, the response, a possible wait) only for
+        // runs that make one.
+        let called = Box::pin(self.call_service(call, service, route, headers, answer_at, payload));
+        let (content, facts) = match called.await {
+            Ok(v) => v,
+            Err(end) => {
+                detail["interrupted_by"] = json!(match end {
+                    End::WorldClosed => "world-reset",
+                    _ => "client-disconnected",
+                });
+                self.record_call(&call.id, detail);
+                return Err(end);
+            }
+        };
+        if let (Value::Object(d), Value::Object(f)) = (&mut detail, facts) {
+            d.extend(f);
+        }
+        // The TOOL_CALL_RESULT content, sent again to a retry that never heard it, also after
+        // a restart.
+        detail["result"] = json!(content);
+        self.record_call(&call.id, detail);
+        self.deliver(call, content);
+        Ok(())
     }
 
     /// A call's `TOOL_CALL_RESULT`; the call is done from now on.
@@ -227,26 +236,9 @@ impl Run {
         let response = match out.plan {
             Plan::Now => Ok(out.response),
             Plan::At(t) => {
-                self.flush(true).await;
-                let clock = world.clock.clone();
-                let tx = self.sender().clone();
                 self.cursor = self.cursor.max(t);
-                // Boxed (see `flush`).
-                let woke = Box::pin(async move {
-                    tokio::select! {
-                        tick = clock.sleep_until(t) => Some(tick.is_some()),
-                        _ = tx.closed() => None,
-                    }
-                })
-                .await;
-                match woke {
-                    Some(true) => Ok(out.response),
-                    Some(false) => return Err(End::WorldClosed),
-                    None => {
-                        self.gone = true;
-                        return Err(End::Gone);
-                    }
-                }
+                self.sleep_until(t).await?;
+                Ok(out.response)
             }
             Plan::Drop => Err("dropped"),
             Plan::Reset => Err("reset"),
