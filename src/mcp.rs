@@ -145,7 +145,7 @@ pub fn handle(world: &World, name: &str, req: McpRequest) -> Reply {
             Reply::now(delete(world, server, &req.headers))
         }
         hyper::Method::GET if req.headers.contains_key("last-event-id") => {
-            Reply::now(resume(world, server, &req.headers))
+            resume(world, server, &req.headers)
         }
         _ => {
             let mut r = Response::json(
@@ -426,12 +426,13 @@ fn delete(world: &World, server: &McpServer, headers: &HeaderMap) -> Response {
     }
 }
 
-/// `GET` with `Last-Event-ID` (legacy): the cut stream it names resumed, as `resume` says: its
-/// answer replayed, or 404 (the event store "lost"). Recorded either way.
-fn resume(world: &World, server: &McpServer, headers: &HeaderMap) -> Response {
+/// `GET` with `Last-Event-ID` (legacy): the cut or delayed stream it names resumed, as
+/// `resume` says: its answer replayed (a delayed one when it falls due, on the scenario clock),
+/// or 404 (the event store "lost"). Recorded either way.
+fn resume(world: &World, server: &McpServer, headers: &HeaderMap) -> Reply {
     let Some(id) = headers.get(SESSION_HEADER).map(crate::service::header_text) else {
         let e = McpError::NoSession("a resumption names its session (Mcp-Session-Id)".into());
-        return answer(e.http_status(), e.body(None), false);
+        return Reply::now(answer(e.http_status(), e.body(None), false));
     };
     let last = headers
         .get("last-event-id")
@@ -452,17 +453,19 @@ fn resume(world: &World, server: &McpServer, headers: &HeaderMap) -> Response {
     let detail =
         json!({"session": id, "last_event_id": last, "target": target, "outcome": outcome});
     log(world, server, "resumed", detail);
-    match kept {
-        Some(body) => {
-            let mut r = answer(200, Value::Null, true);
-            r.body = body;
-            r
-        }
-        None => Response::json(
+    let (Some((due, body)), Some(seq)) = (kept, target) else {
+        return Reply::now(Response::json(
             404,
             &json!({"error": format!("no stream to resume after event {last}"), "status": 404}),
-        ),
+        ));
+    };
+    let mut response = answer(200, Value::Null, true);
+    response.body = body;
+    let mut reply = Reply::now(response);
+    if due > world.clock.now() {
+        (reply.plan, reply.seq, reply.stream) = (Plan::At(due), seq, true);
     }
+    reply
 }
 
 /// `notifications/cancelled`: the call it names (by its session and request id), what the

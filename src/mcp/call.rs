@@ -195,11 +195,10 @@ pub(super) fn deliver(
     let mut lead = progress(params, sse);
     let primed = matches!(era, Era::Legacy { .. }) && sse && server.resume != Resume::None;
     if let (Era::Legacy { session, .. }, true) = (era, primed) {
-        let cut = out.plan == Plan::Drop;
         resumable(
             world,
             server,
-            (session, out.seq, cut),
+            (session, out.seq, out.plan),
             &mut response,
             &mut lead,
         );
@@ -228,7 +227,7 @@ pub(super) fn deliver(
 fn resumable(
     world: &World,
     server: &McpServer,
-    (session, seq, cut): (&str, u64, bool),
+    (session, seq, plan): (&str, u64, Plan),
     response: &mut service::Response,
     lead: &mut Option<Vec<u8>>,
 ) {
@@ -239,9 +238,16 @@ fn resumable(
         first.append(&mut l);
     }
     *lead = Some(first);
-    if cut && server.resume == Resume::Replay {
+    // A cut stream's answer, and a delayed one's (its client may leave while it waits), is kept
+    // for a resumption, due when the answer would have been sent.
+    let due = match plan {
+        Plan::Drop => Some(world.clock.now()),
+        Plan::At(t) => Some(t),
+        _ => None,
+    };
+    if let (Some(due), Resume::Replay) = (due, server.resume) {
         let sessions = world.extension::<super::session::Sessions>();
-        sessions.keep_stream(session, seq, answer.clone());
+        sessions.keep_stream(session, seq, due, answer.clone());
     }
     response.body = answer;
 }

@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::sync::unpoisoned;
 
@@ -33,9 +34,10 @@ struct Open {
     calls: VecDeque<(String, u64)>,
     /// Tool calls admitted in this session so far.
     made: u64,
-    /// The answers of resumable streams that were cut, by action seq, for a `GET` with
-    /// `Last-Event-ID` to replay; the oldest forgotten past [`CALLS_KEPT`].
-    streams: VecDeque<(u64, Vec<u8>)>,
+    /// The answers of resumable streams that were cut or delayed, by action seq, with the
+    /// scenario time each is due, for a `GET` with `Last-Event-ID` to replay; the oldest
+    /// forgotten past [`CALLS_KEPT`].
+    streams: VecDeque<(u64, Duration, Vec<u8>)>,
 }
 
 /// Calls a session remembers for cancellation: a client cancels what it has in flight, which is
@@ -86,24 +88,29 @@ impl Sessions {
     }
 
     /// Keep the answer of action `seq`'s stream in session `id`, for a resumption.
-    pub(crate) fn keep_stream(&self, id: &str, seq: u64, answer: Vec<u8>) {
+    pub(crate) fn keep_stream(&self, id: &str, seq: u64, due: Duration, answer: Vec<u8>) {
         let mut t = unpoisoned(self.0.lock());
         if let Some(o) = t.open.get_mut(id) {
             if o.streams.len() == CALLS_KEPT {
                 o.streams.pop_front();
             }
-            o.streams.push_back((seq, answer));
+            o.streams.push_back((seq, due, answer));
         }
     }
 
-    /// The kept answer of action `seq`'s stream in session `id` of `server`.
-    pub(crate) fn stream_of(&self, server: &str, id: &str, seq: u64) -> Option<Vec<u8>> {
+    /// The kept answer of action `seq`'s stream in session `id` of `server`, and when it is due.
+    pub(crate) fn stream_of(
+        &self,
+        server: &str,
+        id: &str,
+        seq: u64,
+    ) -> Option<(Duration, Vec<u8>)> {
         let t = unpoisoned(self.0.lock());
         let o = t.open.get(id).filter(|o| &*o.session.server == server)?;
         o.streams
             .iter()
-            .find(|(s, _)| *s == seq)
-            .map(|(_, a)| a.clone())
+            .find(|(s, _, _)| *s == seq)
+            .map(|(_, due, a)| (*due, a.clone()))
     }
 
     /// The action of call `request_id` (JSON text) in session `id` of `server`, latest first.
