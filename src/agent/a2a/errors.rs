@@ -113,13 +113,8 @@ impl RpcError {
 
     /// -32002: the cancel was refused (terminal task, or a `too-late` policy).
     pub(crate) fn task_not_cancelable(task_id: &str, state: TaskState) -> RpcError {
-        RpcError::new(
-            ErrorKind::TaskNotCancelable,
-            format!(
-                "Task {task_id} cannot be canceled in state {}",
-                state.as_str()
-            ),
-        )
+        let message = format!("Task {task_id} cannot be canceled in state {state}");
+        RpcError::new(ErrorKind::TaskNotCancelable, message)
     }
 
     /// -32004 in general (e.g. streaming on an agent without the capability).
@@ -130,10 +125,7 @@ impl RpcError {
     /// -32004 for a message to, or a subscription on, a terminal task: terminal tasks never
     /// restart (REC-6). Message text as the reference server words it.
     pub(crate) fn task_in_terminal_state(task_id: &str, state: TaskState) -> RpcError {
-        RpcError::unsupported_operation(format!(
-            "Task {task_id} is in terminal state: {}",
-            state.as_str()
-        ))
+        RpcError::unsupported_operation(format!("Task {task_id} is in terminal state: {state}"))
     }
 
     /// -32007: GetExtendedAgentCard when no extended card exists.
@@ -219,6 +211,7 @@ mod tests {
 
     #[test]
     fn every_error_kind_has_its_code_and_reason() {
+        let done = TaskState::Completed;
         let cases = [
             (
                 RpcError::task_not_found("t1"),
@@ -226,12 +219,12 @@ mod tests {
                 Some("TASK_NOT_FOUND"),
             ),
             (
-                RpcError::task_not_cancelable("t1", TaskState::Completed),
+                RpcError::task_not_cancelable("t1", done),
                 -32002,
                 Some("TASK_NOT_CANCELABLE"),
             ),
             (
-                RpcError::task_in_terminal_state("t1", TaskState::Completed),
+                RpcError::task_in_terminal_state("t1", done),
                 -32004,
                 Some("UNSUPPORTED_OPERATION"),
             ),

@@ -172,10 +172,10 @@ pub(crate) struct Part {
 
 /// The rarely given fields of a [`Part`].
 #[derive(Debug, Clone, PartialEq, Default)]
-struct PartExtras {
-    metadata: Option<Metadata>,
-    filename: Option<String>,
-    media_type: Option<String>,
+pub(crate) struct PartExtras {
+    pub(crate) metadata: Option<Metadata>,
+    pub(crate) filename: Option<String>,
+    pub(crate) media_type: Option<String>,
 }
 
 /// A [`Part`] as `serde` reads it (the same fields, inline).
@@ -214,38 +214,33 @@ struct PartOut<'a> {
 
 impl Serialize for Part {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let c = &self.content;
-        PartOut {
-            data: match c {
-                PartContent::Data(d) => Some(d),
-                _ => None,
-            },
-            filename: self.filename(),
-            media_type: self.media_type(),
-            metadata: self.metadata(),
-            raw: match c {
-                PartContent::Raw(r) => Some(r),
-                _ => None,
-            },
-            text: match c {
-                PartContent::Text(t) => Some(t),
-                _ => None,
-            },
-            url: match c {
-                PartContent::Url(u) => Some(u),
-                _ => None,
-            },
+        let (mut data, mut raw, mut text, mut url) = (None, None, None, None);
+        match &self.content {
+            PartContent::Data(d) => data = Some(d),
+            PartContent::Raw(r) => raw = Some(r),
+            PartContent::Text(t) => text = Some(t),
+            PartContent::Url(u) => url = Some(u),
         }
-        .serialize(s)
+        let (filename, media_type, metadata) =
+            (self.filename(), self.media_type(), self.metadata());
+        let out = PartOut {
+            data,
+            filename,
+            media_type,
+            metadata,
+            raw,
+            text,
+            url,
+        };
+        out.serialize(s)
     }
 }
 
 impl From<WirePart> for Part {
     fn from(w: WirePart) -> Part {
-        Part::with(w.content)
-            .set_metadata(w.metadata)
-            .set_filename(w.filename)
-            .set_media_type(w.media_type)
+        Part::with(w.content).extras(|e| {
+            (e.metadata, e.filename, e.media_type) = (w.metadata, w.filename, w.media_type)
+        })
     }
 }
 
@@ -274,48 +269,12 @@ impl Part {
         self.extras.is_none()
     }
 
-    /// The extras, made when one of them is given (an absent one leaves them as they are).
-    fn extras_for(&mut self, given: bool) -> Option<&mut PartExtras> {
-        if given {
-            Some(self.extras.get_or_insert_with(Box::default))
-        } else {
-            self.extras.as_deref_mut()
-        }
-    }
-
-    /// Sets (or clears) the metadata.
-    pub(crate) fn set_metadata(mut self, metadata: Option<Metadata>) -> Part {
-        if let Some(e) = self.extras_for(metadata.is_some()) {
-            e.metadata = metadata;
-        }
-        self.drop_empty_extras()
-    }
-
-    /// Sets (or clears) the file name.
-    pub(crate) fn set_filename(mut self, filename: Option<String>) -> Part {
-        if let Some(e) = self.extras_for(filename.is_some()) {
-            e.filename = filename;
-        }
-        self.drop_empty_extras()
-    }
-
-    /// Sets (or clears) the media type.
-    pub(crate) fn set_media_type(mut self, media_type: Option<String>) -> Part {
-        if let Some(e) = self.extras_for(media_type.is_some()) {
-            e.media_type = media_type;
-        }
-        self.drop_empty_extras()
-    }
-
-    /// Extras with nothing in them are none, so that equal parts compare equal.
-    fn drop_empty_extras(mut self) -> Part {
-        if self
-            .extras
-            .as_deref()
-            .is_some_and(|e| *e == PartExtras::default())
-        {
-            self.extras = None;
-        }
+    /// Changes the extras; with nothing left in them they are none, so that equal parts compare
+    /// equal (and a bare part allocates nothing).
+    pub(crate) fn extras(mut self, f: impl FnOnce(&mut PartExtras)) -> Part {
+        let mut extras = self.extras.take().map_or_else(PartExtras::default, |e| *e);
+        f(&mut extras);
+        self.extras = (extras != PartExtras::default()).then(|| Box::new(extras));
         self
     }
 
@@ -347,22 +306,23 @@ impl Part {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Message {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(alias = "context_id")]
+    #[serde(skip_serializing_if = "Option::is_none", alias = "context_id")]
     pub(crate) context_id: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) extensions: Vec<String>,
     #[serde(alias = "message_id")]
     pub(crate) message_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
     pub(crate) parts: Vec<Part>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[serde(alias = "reference_task_ids")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        alias = "reference_task_ids"
+    )]
     pub(crate) reference_task_ids: Vec<String>,
     pub(crate) role: Role,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(alias = "task_id")]
+    #[serde(skip_serializing_if = "Option::is_none", alias = "task_id")]
     pub(crate) task_id: Option<String>,
 }
 
@@ -395,11 +355,11 @@ impl Message {
 pub(crate) struct TaskStatus {
     /// Boxed: most statuses have none, and a task keeps its status for the world's life (a
     /// message inline made every kept task ~180 bytes larger).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) message: Option<Box<Message>>,
     pub(crate) state: TaskState,
     /// ISO-8601 UTC with `Z` (SPEC §5.6.1); protobuf's Timestamp parser rejects other shapes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) timestamp: Option<String>,
 }
 
@@ -418,13 +378,13 @@ impl TaskStatus {
 pub(crate) struct Artifact {
     #[serde(alias = "artifact_id")]
     pub(crate) artifact_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) description: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) extensions: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) name: Option<String>,
     pub(crate) parts: Vec<Part>,
 }
@@ -435,13 +395,12 @@ pub(crate) struct Task {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) artifacts: Vec<Artifact>,
     // Optional in the proto, but every task the server makes has one, and clients key on it.
-    #[serde(default)]
-    #[serde(alias = "context_id")]
+    #[serde(default, alias = "context_id")]
     pub(crate) context_id: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) history: Vec<Message>,
     pub(crate) id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
     pub(crate) status: TaskStatus,
 }
@@ -471,7 +430,7 @@ impl Task {
 pub(crate) struct TaskStatusUpdateEvent {
     #[serde(alias = "context_id")]
     pub(crate) context_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
     pub(crate) status: TaskStatus,
     #[serde(alias = "task_id")]
@@ -487,10 +446,9 @@ pub(crate) struct TaskArtifactUpdateEvent {
     pub(crate) artifact: Artifact,
     #[serde(alias = "context_id")]
     pub(crate) context_id: String,
-    #[serde(default, skip_serializing_if = "is_false")]
-    #[serde(alias = "last_chunk")]
+    #[serde(default, skip_serializing_if = "is_false", alias = "last_chunk")]
     pub(crate) last_chunk: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
     #[serde(alias = "task_id")]
     pub(crate) task_id: String,
@@ -553,6 +511,23 @@ mod tests {
         typed
     }
 
+    /// A task with nothing but its ids and a state without a timestamp.
+    fn bare_task(id: &str, context_id: &str, state: TaskState) -> Task {
+        let status = TaskStatus {
+            state,
+            message: None,
+            timestamp: None,
+        };
+        Task {
+            id: id.into(),
+            context_id: context_id.into(),
+            status,
+            artifacts: vec![],
+            history: vec![],
+            metadata: None,
+        }
+    }
+
     /// Every type that goes out writes its keys sorted: the text of its `Value` (a sorted map).
     #[test]
     fn keys_are_written_in_sorted_order() {
@@ -564,11 +539,11 @@ mod tests {
         let parts = vec![
             Part::text("hi \"there\"\n"),
             Part::data(json!({"b": 1, "a": {"d": 2, "c": 3}}))
-                .set_filename(Some("f.json".into()))
-                .set_media_type(Some("application/json".into()))
-                .set_metadata(Some(md("m"))),
-            Part::raw(b"bytes").set_media_type(Some("application/octet-stream".into())),
-            Part::url("http://x/y").set_filename(Some("y".into())),
+                .extras(|e| e.filename = Some("f.json".into()))
+                .extras(|e| e.media_type = Some("application/json".into()))
+                .extras(|e| e.metadata = Some(md("m"))),
+            Part::raw(b"bytes").extras(|e| e.media_type = Some("application/octet-stream".into())),
+            Part::url("http://x/y").extras(|e| e.filename = Some("y".into())),
         ];
         let message = Message {
             context_id: Some("ctx-1".into()),
@@ -646,18 +621,7 @@ mod tests {
 
     #[test]
     fn send_message_result_is_wrapped() {
-        let task = Task {
-            id: "t1".into(),
-            context_id: "c1".into(),
-            status: TaskStatus {
-                state: TaskState::Completed,
-                message: None,
-                timestamp: None,
-            },
-            artifacts: vec![],
-            history: vec![],
-            metadata: None,
-        };
+        let task = bare_task("t1", "c1", TaskState::Completed);
         let v = serde_json::to_value(SendMessageResponse::Task(task)).unwrap();
         assert_eq!(
             v,
@@ -677,11 +641,11 @@ mod tests {
         assert!(std::mem::size_of::<Part>() <= 48);
         let bare = Part::text("a");
         assert!(bare.is_bare());
-        let named = Part::text("a").set_filename(Some("f.txt".into()));
+        let named = Part::text("a").extras(|e| e.filename = Some("f.txt".into()));
         assert_eq!(named.filename().map(String::as_str), Some("f.txt"));
         assert!(named.media_type().is_none() && named.metadata().is_none());
-        assert_eq!(named.clone().set_filename(None), bare);
-        let empty_meta = Part::text("a").set_metadata(Some(Map::new()));
+        assert_eq!(named.clone().extras(|e| e.filename = None), bare);
+        let empty_meta = Part::text("a").extras(|e| e.metadata = Some(Map::new()));
         assert_ne!(empty_meta, bare);
         assert_eq!(
             serde_json::to_value(&empty_meta).unwrap(),
@@ -703,7 +667,8 @@ mod tests {
         let parts: Vec<Part> = round_trip(doc);
         assert_eq!(parts[1].content, PartContent::Raw("aGk=".into()));
         assert_eq!(
-            serde_json::to_value(Part::raw(b"hi").set_filename(Some("hi.txt".into()))).unwrap(),
+            serde_json::to_value(Part::raw(b"hi").extras(|e| e.filename = Some("hi.txt".into())))
+                .unwrap(),
             json!({"raw": "aGk=", "filename": "hi.txt"})
         );
         // 0.3 clients still send `kind`; it is ignored, and never emitted.
@@ -792,18 +757,7 @@ mod tests {
         assert_eq!(task.clone().with_history_length(None).history.len(), 1);
         assert!(task.without_artifacts().artifacts.is_empty());
 
-        let bare = Task {
-            id: "t".into(),
-            context_id: "c".into(),
-            status: TaskStatus {
-                state: TaskState::Working,
-                message: None,
-                timestamp: None,
-            },
-            artifacts: vec![],
-            history: vec![],
-            metadata: None,
-        };
+        let bare = bare_task("t", "c", TaskState::Working);
         let s = serde_json::to_string(&bare).unwrap();
         assert!(!s.contains("null"), "{s}");
         // Keys in sorted order: the order the JSON-RPC answers have always had on the wire.

@@ -87,20 +87,11 @@ pub(crate) fn restore(world: &Arc<World>) -> usize {
         let state = e.task.status.state;
         let live = !state.is_terminal();
         if let (Some(spec), Some(cfgs)) = (agents.get(&*e.agent), configs.get(id)) {
-            e.push = cfgs
-                .iter()
-                .map(|c| {
-                    push::target(
-                        world,
-                        spec.push,
-                        &e.agent,
-                        c.clone(),
-                        id,
-                        e.revision.as_ref(),
-                        live,
-                    )
-                })
-                .collect();
+            let owner = Arc::new(e.push_owner());
+            let target = |c: &TaskPushNotificationConfig| {
+                push::target(world, spec.push, owner.clone(), c.clone(), live)
+            };
+            e.push = cfgs.iter().map(target).collect();
         }
         if live && !state.is_interrupted() {
             interrupt(world, &mut e);
@@ -245,20 +236,6 @@ impl Rebuild<'_> {
                     e.task.status = TaskStatus::new(TaskState::Submitted, ts);
                 }
             }
-            "status" => {
-                if let Some(mut e) = self.task(r) {
-                    let state = parse(d.get("state")).unwrap_or(TaskState::Unspecified);
-                    let message = str_of(d, "message").map(|t| {
-                        let id = str_of(d, "message_id").unwrap_or_default().to_string();
-                        e.agent_message(id, t.to_string())
-                    });
-                    e.task.status = TaskStatus {
-                        state,
-                        message,
-                        timestamp: Some(ts),
-                    };
-                }
-            }
             "artifact" => {
                 if let Some(mut e) = self.task(r) {
                     let artifact = Artifact {
@@ -274,16 +251,17 @@ impl Rebuild<'_> {
                 }
             }
             "result" if str_of(d, "reply") == Some("message") => self.reply(spec, r, d),
-            "result" | "task-interrupted" => {
-                let suffix = if event == "result" {
-                    "final"
-                } else {
-                    "interrupted"
-                };
+            "status" | "result" | "task-interrupted" => {
                 if let Some(mut e) = self.task(r) {
                     let state = parse(d.get("state")).unwrap_or(TaskState::Unspecified);
-                    let message = str_of(d, "message")
-                        .map(|t| e.agent_message(format!("{}-{suffix}", e.task.id), t.to_string()));
+                    let message = str_of(d, "message").map(|t| {
+                        let id = match event {
+                            "status" => str_of(d, "message_id").unwrap_or_default().to_string(),
+                            "result" => format!("{}-final", e.task.id),
+                            _ => format!("{}-interrupted", e.task.id),
+                        };
+                        e.agent_message(id, t.to_string())
+                    });
                     e.task.status = TaskStatus {
                         state,
                         message,
@@ -387,24 +365,12 @@ impl Rebuild<'_> {
             history,
             metadata: revision_meta(&spec.revision_key, revision.as_ref()),
         };
-        let entry = Entry {
-            agent: self.table.agent(&r.service),
-            task,
-            canary: canary(self.world, &task_id, revision.as_ref()),
-            revision,
-            revision_key: spec.revision_key.clone(),
-            canary_issued: false,
-            start: r.received_at,
-            script: None,
-            timeline: Vec::new(),
-            cursor: 0,
-            generation: 0,
-            cancel: parse(d.get("cancel")).unwrap_or(spec.script.cancel),
-            text,
-            events: None,
-            capacity: STREAM_BUFFER,
-            push: Vec::new(),
-        };
+        let cancel = parse(d.get("cancel")).unwrap_or(spec.script.cancel);
+        let rev = (revision, spec.revision_key.clone());
+        let agent = self.table.agent(&r.service);
+        let mut entry = Entry::new(agent, task, rev, r.received_at, cancel, STREAM_BUFFER);
+        entry.canary = canary(self.world, &task_id, entry.revision.as_ref());
+        entry.text = text;
         self.table.insert(&task_id, Arc::new(Mutex::new(entry)));
         if let Some(m) = first_message {
             self.table
