@@ -232,14 +232,10 @@ mod tests {
     #[test]
     fn a_plain_user_message_is_recorded_by_its_text_alone() {
         let msg = Message {
-            context_id: None,
-            extensions: Vec::new(),
             message_id: "m-1".into(),
-            metadata: None,
             parts: vec![Part::text("go")],
-            reference_task_ids: Vec::new(),
             role: Role::User,
-            task_id: None,
+            ..Message::default()
         };
         let call = MessageCall {
             method: "SendMessage",

@@ -181,7 +181,7 @@ async fn rpc(
 
 /// A failed call's answer, recorded.
 fn error_reply(ctx: &Ctx<'_>, id: &rpc::RpcId, method: &str, e: RpcError) -> Reply {
-    task::log_error(&ctx.world, ctx.name, method, &e);
+    detail::log_error(&ctx.world, ctx.name, method, &e);
     // JSON-RPC errors travel with HTTP 200; the HTTP+JSON binding's with their own status.
     let status = if id.bare() {
         rest::status_of(e.code).0
@@ -269,18 +269,16 @@ fn dispatch(
         }
         Method::GetTask => {
             let p: GetTaskRequest = call.params()?;
-            task::log_read(ctx, "get-task", Some(&p.id), json!({"task_id": p.id}));
+            let detail = json!({"task_id": p.id});
+            detail::log(&ctx.world, ctx.name, "get-task", Some(&p.id), None, detail);
             ok(call, &task::get(ctx, &p.id, p.history_length)?)
         }
         Method::ListTasks => {
             let p: ListTasksRequest = call.params()?;
             let page = task::list(ctx, &p)?;
-            task::log_read(
-                ctx,
-                "list-tasks",
-                None,
-                json!({"context_id": p.context_id, "returned": page.tasks.len(), "total": page.total_size}),
-            );
+            let detail = json!({"context_id": p.context_id, "returned": page.tasks.len(),
+                "total": page.total_size});
+            detail::log(&ctx.world, ctx.name, "list-tasks", None, None, detail);
             ok(call, &page)
         }
         Method::CancelTask => {

@@ -65,14 +65,8 @@ pub(crate) fn open(
     tokio::spawn(async move {
         if let End::ClientLeft { sent } = pump(&world, id, first, events, subscription, tx).await {
             let detail = json!({"task_id": task, "events_sent": sent});
-            let seq = detail::log(
-                &world,
-                &agent,
-                "stream-abandoned",
-                task.as_deref(),
-                None,
-                detail,
-            );
+            let task_id = task.as_deref();
+            let seq = detail::log(&world, &agent, "stream-abandoned", task_id, None, detail);
             world.abandon(seq);
         }
     });

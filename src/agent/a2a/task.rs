@@ -57,8 +57,7 @@ mod run;
 mod send;
 mod table;
 
-pub(crate) use calls::{add_push, cancel, get, list, log_read, snapshot, subscribe, with_push};
-pub(crate) use detail::log_error;
+pub(crate) use calls::{add_push, cancel, get, list, snapshot, subscribe, with_push};
 pub(crate) use restore::restore;
 pub(crate) use run::{arm, start};
 pub(crate) use send::send;
@@ -185,13 +184,11 @@ fn new_entry(
     now: Duration,
 ) -> Shared {
     let task = Task {
-        artifacts: Vec::new(),
-        context_id: String::new(),
         // The message itself, once its entry is written (see `send`).
         history: Vec::with_capacity(1),
-        id: String::new(),
         metadata: revision_meta(&spec.revision_key, revision.as_ref()),
         status: TaskStatus::new(TaskState::Submitted, stamp(&ctx.world, now)),
+        ..Task::default()
     };
     let mut e = Entry::new(
         ctx.name.clone(),

@@ -303,7 +303,7 @@ impl Part {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Message {
     #[serde(skip_serializing_if = "Option::is_none", alias = "context_id")]
@@ -330,13 +330,9 @@ impl Message {
     pub(crate) fn agent(message_id: impl Into<String>, parts: Vec<Part>) -> Message {
         Message {
             message_id: message_id.into(),
-            context_id: None,
-            task_id: None,
             role: Role::Agent,
             parts,
-            metadata: None,
-            extensions: Vec::new(),
-            reference_task_ids: Vec::new(),
+            ..Message::default()
         }
     }
 
@@ -350,7 +346,7 @@ impl Message {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TaskStatus {
     /// Boxed: most statuses have none, and a task keeps its status for the world's life (a
@@ -373,7 +369,7 @@ impl TaskStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Artifact {
     #[serde(alias = "artifact_id")]
@@ -389,7 +385,7 @@ pub(crate) struct Artifact {
     pub(crate) parts: Vec<Part>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Task {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -515,16 +511,14 @@ mod tests {
     fn bare_task(id: &str, context_id: &str, state: TaskState) -> Task {
         let status = TaskStatus {
             state,
-            message: None,
-            timestamp: None,
+            ..TaskStatus::default()
         };
+        let (id, context_id) = (id.into(), context_id.into());
         Task {
-            id: id.into(),
-            context_id: context_id.into(),
+            id,
+            context_id,
             status,
-            artifacts: vec![],
-            history: vec![],
-            metadata: None,
+            ..Task::default()
         }
     }
 

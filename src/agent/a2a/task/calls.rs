@@ -182,16 +182,6 @@ pub(crate) fn snapshot(world: &World, task_id: &str) -> Option<Task> {
     Some(task)
 }
 
-/// Record a read (GetTask, ListTasks): an interaction like any other.
-pub(crate) fn log_read(
-    ctx: &Ctx<'_>,
-    event: &str,
-    task_id: Option<&str>,
-    detail: impl serde::Serialize,
-) {
-    log(&ctx.world, ctx.name, event, task_id, None, detail);
-}
-
 /// Runs `f` on the push targets of the agent's task `task_id`.
 pub(crate) fn with_push<T>(
     ctx: &Ctx<'_>,

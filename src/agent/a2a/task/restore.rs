@@ -191,13 +191,12 @@ fn message_of(d: &Value) -> Message {
     let text = str_of(d, "text").unwrap_or_default();
     Message {
         message_id: str_of(d, "message_id").unwrap_or_default().to_string(),
-        context_id: None,
-        task_id: None,
         role: parse(d.get("role")).unwrap_or(Role::User),
         parts: parse(d.get("parts")).unwrap_or_else(|| vec![Part::text(text)]),
         metadata: parse::<Map<String, Value>>(d.get("metadata")),
         extensions: parse(d.get("extensions")).unwrap_or_default(),
         reference_task_ids: parse(d.get("reference_task_ids")).unwrap_or_default(),
+        ..Message::default()
     }
 }
 
@@ -244,7 +243,7 @@ impl Rebuild<'_> {
                         description: str_of(d, "description").map(str::to_string),
                         parts: parse(d.get("parts")).unwrap_or_default(),
                         metadata: e.meta(),
-                        extensions: Vec::new(),
+                        ..Artifact::default()
                     };
                     let append = d.get("append").and_then(Value::as_bool) == Some(true);
                     merge_artifact(&mut e.task.artifacts, artifact, append);
@@ -361,9 +360,9 @@ impl Rebuild<'_> {
             id: task_id.clone(),
             context_id,
             status: TaskStatus::new(TaskState::Submitted, ts),
-            artifacts: Vec::new(),
             history,
             metadata: revision_meta(&spec.revision_key, revision.as_ref()),
+            ..Task::default()
         };
         let cancel = parse(d.get("cancel")).unwrap_or(spec.script.cancel);
         let rev = (revision, spec.revision_key.clone());

@@ -247,10 +247,10 @@ fn artifact(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, now: D
     let artifact = Artifact {
         artifact_id: spec.id.clone(),
         description: spec.description.clone(),
-        extensions: Vec::new(),
         metadata: e.meta(),
         name: spec.name.clone(),
         parts: spec.parts.iter().map(|p| r.part(p)).collect(),
+        ..Artifact::default()
     };
     let used = r.used_canary.get();
     // The event (a copy of the artifact) is built only for someone who gets it.

@@ -114,12 +114,9 @@ mod tests {
 
     fn entry(id: &str) -> Shared {
         let task = Task {
-            artifacts: Vec::new(),
-            context_id: String::new(),
-            history: Vec::new(),
             id: id.to_string(),
-            metadata: None,
             status: TaskStatus::new(TaskState::Submitted, ""),
+            ..Task::default()
         };
         let rev = (None, "revision".into());
         let e = Entry::new(
