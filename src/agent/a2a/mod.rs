@@ -307,18 +307,15 @@ fn dispatch(
         Method::GetTaskPushNotificationConfig => {
             let p: TaskPushNotificationConfigRef = call.params()?;
             let cfg = task::with_push(ctx, &p.task_id, |targets| {
-                targets
-                    .iter()
-                    .find(|t| t.config.id.as_deref() == Some(p.id.as_str()))
-                    .map(|t| t.config.clone())
-                    .ok_or_else(|| unknown_config(&p.task_id, &p.id))
+                let found = targets.iter().find(|t| t.config.id.as_ref() == Some(&p.id));
+                found.map(|t| t.config.clone())
             })?;
-            ok(call, &cfg)
+            ok(call, &cfg.ok_or_else(|| unknown_config(&p.task_id, &p.id))?)
         }
         Method::ListTaskPushNotificationConfigs => {
             let p: ListTaskPushNotificationConfigsRequest = call.params()?;
             let configs = task::with_push(ctx, &p.task_id, |targets| {
-                Ok(targets.iter().map(|t| t.config.clone()).collect())
+                targets.iter().map(|t| t.config.clone()).collect()
             })?;
             let page = ListTaskPushNotificationConfigsResponse {
                 configs,
@@ -330,10 +327,7 @@ fn dispatch(
             let p: TaskPushNotificationConfigRef = call.params()?;
             // Idempotent (SPEC §3.1.10): deleting a config already gone has the same effect,
             // so it succeeds; only an unknown task is an error.
-            task::with_push(ctx, &p.task_id, |targets| {
-                push::remove(&ctx.world, targets, &p.id);
-                Ok(())
-            })?;
+            task::with_push(ctx, &p.task_id, |t| push::remove(&ctx.world, t, &p.id))?;
             ok(call, &Value::Null)
         }
         Method::GetExtendedAgentCard => Err(RpcError::extended_agent_card_not_configured()),
@@ -342,10 +336,8 @@ fn dispatch(
 
 /// An unknown config id is -32001, as the reference server answers.
 fn unknown_config(task_id: &str, id: &str) -> RpcError {
-    RpcError::new(
-        ErrorKind::TaskNotFound,
-        format!("Push notification config {id} not found for task {task_id}"),
-    )
+    let message = format!("Push notification config {id} not found for task {task_id}");
+    RpcError::new(ErrorKind::TaskNotFound, message)
 }
 
 struct Wait {

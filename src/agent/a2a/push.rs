@@ -91,12 +91,8 @@ fn webhook_host(url: &str) -> Result<(String, u16), String> {
             .map_err(|_| format!("push url \"{url}\": bad port \"{port}\""))?,
         None => return Err(format!("push url \"{url}\": bad port \"{port}\"")),
     };
-    Ok((
-        host.trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string(),
-        number,
-    ))
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Ok((host.to_string(), number))
 }
 
 fn is_loopback(host: &str) -> bool {

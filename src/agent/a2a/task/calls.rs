@@ -186,10 +186,9 @@ pub(crate) fn snapshot(world: &World, task_id: &str) -> Option<Task> {
 pub(crate) fn with_push<T>(
     ctx: &Ctx<'_>,
     task_id: &str,
-    f: impl FnOnce(&mut Vec<PushTarget>) -> Result<T, RpcError>,
+    f: impl FnOnce(&mut Vec<PushTarget>) -> T,
 ) -> Result<T, RpcError> {
-    with_task(ctx, task_id, |e| f(&mut e.push))
-        .unwrap_or_else(|| Err(RpcError::task_not_found(task_id)))
+    with_task(ctx, task_id, |e| f(&mut e.push)).ok_or_else(|| RpcError::task_not_found(task_id))
 }
 
 /// Adds a checked config to a task (CreateTaskPushNotificationConfig).
