@@ -160,17 +160,9 @@ pub(crate) enum Sent {
 /// The task, generation and deadline a runner is needed for, once the table's lock is released.
 type Next = Option<(String, u64, Duration)>;
 
+/// The metadata that echoes a task's revision under the agent's key.
 fn revision_meta(key: &str, revision: Option<&Value>) -> Option<Map<String, Value>> {
-    revision.map(|r| {
-        let mut m = Map::new();
-        m.insert(key.to_string(), r.clone());
-        m
-    })
-}
-
-/// `at` on the scenario clock as a status timestamp.
-fn stamp(world: &World, at: Duration) -> String {
-    world.clock.rfc3339(at)
+    revision.map(|r| Map::from_iter([(key.to_string(), r.clone())]))
 }
 
 /// A new task's entry, in the state the `message` that starts it finds it: submitted, its script
@@ -187,7 +179,7 @@ fn new_entry(
         // The message itself, once its entry is written (see `send`).
         history: Vec::with_capacity(1),
         metadata: revision_meta(&spec.revision_key, revision.as_ref()),
-        status: TaskStatus::new(TaskState::Submitted, stamp(&ctx.world, now)),
+        status: TaskStatus::new(TaskState::Submitted, ctx.world.clock.rfc3339(now)),
         ..Task::default()
     };
     let mut e = Entry::new(

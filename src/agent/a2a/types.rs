@@ -685,37 +685,20 @@ mod tests {
             (TaskState::Rejected, "TASK_STATE_REJECTED"),
             (TaskState::AuthRequired, "TASK_STATE_AUTH_REQUIRED"),
         ];
-        for (number, (state, name)) in all.into_iter().enumerate() {
-            assert_eq!(serde_json::to_value(state).unwrap(), json!(name));
-            assert_eq!(
-                serde_json::from_value::<TaskState>(json!(name)).unwrap(),
-                state
-            );
-            assert_eq!(
-                serde_json::from_value::<TaskState>(json!(number)).unwrap(),
-                state
-            );
+        let state = |v: Value| serde_json::from_value::<TaskState>(v).unwrap();
+        let role = |v: Value| serde_json::from_value::<Role>(v).unwrap();
+        for (number, (s, name)) in all.into_iter().enumerate() {
+            assert_eq!(serde_json::to_value(s).unwrap(), json!(name));
+            assert_eq!((state(json!(name)), state(json!(number))), (s, s));
         }
-        assert_eq!(
-            serde_json::from_value::<TaskState>(json!("completed")).unwrap(),
-            TaskState::Unspecified
-        );
-        assert_eq!(
-            serde_json::from_value::<TaskState>(json!(99)).unwrap(),
-            TaskState::Unspecified
-        );
+        assert_eq!(state(json!("completed")), TaskState::Unspecified);
+        assert_eq!(state(json!(99)), TaskState::Unspecified);
         assert_eq!(
             serde_json::to_value(Role::Agent).unwrap(),
             json!("ROLE_AGENT")
         );
-        assert_eq!(
-            serde_json::from_value::<Role>(json!("ROLE_USER")).unwrap(),
-            Role::User
-        );
-        assert_eq!(
-            serde_json::from_value::<Role>(json!("user")).unwrap(),
-            Role::Unspecified
-        );
+        assert_eq!(role(json!("ROLE_USER")), Role::User);
+        assert_eq!(role(json!("user")), Role::Unspecified);
 
         let terminal: Vec<_> = all
             .iter()

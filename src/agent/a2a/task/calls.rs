@@ -7,7 +7,7 @@ use std::sync::MutexGuard;
 use serde_json::json;
 use tokio::sync::broadcast;
 
-use super::{entry_of, lock_entry, stamp, tasks, Entry};
+use super::{entry_of, lock_entry, tasks, Entry};
 use crate::agent::a2a::detail::log;
 use crate::agent::a2a::errors::RpcError;
 use crate::agent::a2a::params::{
@@ -52,7 +52,7 @@ pub(crate) fn cancel(ctx: &Ctx<'_>, task_id: &str, binding: Binding) -> Result<T
         e.log(world, "cancel", detail);
         match outcome {
             "honored" => {
-                let status = TaskStatus::new(TaskState::Canceled, stamp(world, now));
+                let status = TaskStatus::new(TaskState::Canceled, world.clock.rfc3339(now));
                 e.set_status(world, status);
                 let detail = json!({"state": TaskState::Canceled.as_str()});
                 e.log_at(world, now, "status", detail);

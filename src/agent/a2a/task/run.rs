@@ -14,7 +14,7 @@ use std::time::Duration;
 use hyper::body::Bytes;
 use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 
-use super::{entry_of, lock_entry, stamp, Entry};
+use super::{entry_of, lock_entry, Entry};
 use crate::agent::a2a::detail::{ArtifactDetail, ResultDetail, StatusDetail};
 use crate::agent::a2a::types::{
     Artifact, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
@@ -183,7 +183,7 @@ fn status(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, now: Dur
     let status = TaskStatus {
         message,
         state,
-        timestamp: Some(stamp(world, now)),
+        timestamp: Some(world.clock.rfc3339(now)),
     };
     e.set_status(world, status);
     let detail = StatusDetail {
@@ -290,7 +290,7 @@ fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, now: Duration) {
     let status = TaskStatus {
         message: text.map(|t| e.agent_message(format!("{}-final", e.task.id), t)),
         state,
-        timestamp: Some(stamp(world, now)),
+        timestamp: Some(world.clock.rfc3339(now)),
     };
     e.note_canary(world, used, now);
     e.set_status(world, status);

@@ -11,9 +11,7 @@ use serde_json::{json, Value};
 use super::render::{canary, Render};
 use super::run::{hand_over, timeline};
 use super::table::{Seen, Table};
-use super::{
-    lock_entry, new_entry, revision_meta, stamp, tasks, Entry, Next, Sent, Shared, Tasks, Want,
-};
+use super::{lock_entry, new_entry, revision_meta, tasks, Entry, Next, Sent, Shared, Tasks, Want};
 use crate::agent::a2a::detail::{self, CreatedDetail, MessageCall, Taken};
 use crate::agent::a2a::errors::RpcError;
 use crate::agent::a2a::params::{SendMessageRequest, TaskPushNotificationConfig};
@@ -313,7 +311,7 @@ fn resume_task(inc: &Incoming<'_>, e: &mut Entry, now: Duration) {
     e.text = inc.text.clone();
     // Out of the interrupted state before anyone looks: a blocking call must wait for the
     // resumed run, and the reply shows the task in flight again.
-    let status = TaskStatus::new(TaskState::Submitted, stamp(world, now));
+    let status = TaskStatus::new(TaskState::Submitted, world.clock.rfc3339(now));
     e.set_status(world, status);
     let detail = json!({
         "task_id": e.task.id,
