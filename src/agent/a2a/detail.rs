@@ -42,15 +42,8 @@ pub(crate) fn log(
     revision: Option<&Value>,
     detail: impl Serialize,
 ) -> u64 {
-    log_at(
-        world,
-        world.clock.now(),
-        agent,
-        event,
-        task,
-        revision,
-        detail,
-    )
+    let now = world.clock.now();
+    log_at(world, now, agent, event, task, revision, detail)
 }
 
 /// Record a protocol error an orchestrator got (malformed call, unknown method...).

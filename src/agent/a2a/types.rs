@@ -46,15 +46,6 @@ macro_rules! proto_enum {
             pub(crate) fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $wire),+ }
             }
-
-            /// Unknown names and numbers read as the `*_UNSPECIFIED` value.
-            pub(crate) fn from_wire_name(s: &str) -> $name {
-                match s { $($wire => $name::$variant,)+ _ => $name::default() }
-            }
-
-            pub(crate) fn from_number(n: i64) -> $name {
-                match n { $($num => $name::$variant,)+ _ => $name::default() }
-            }
         }
 
         impl fmt::Display for $name {
@@ -77,15 +68,16 @@ macro_rules! proto_enum {
                     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                         f.write_str(concat!(stringify!($name), " name or number"))
                     }
+                    // Unknown names and numbers read as the `*_UNSPECIFIED` value.
                     fn visit_str<E: de::Error>(self, v: &str) -> Result<$name, E> {
-                        Ok($name::from_wire_name(v))
+                        Ok(match v { $($wire => $name::$variant,)+ _ => $name::default() })
                     }
                     fn visit_i64<E: de::Error>(self, v: i64) -> Result<$name, E> {
-                        Ok($name::from_number(v))
+                        Ok(match v { $($num => $name::$variant,)+ _ => $name::default() })
                     }
                     fn visit_u64<E: de::Error>(self, v: u64) -> Result<$name, E> {
                         // Beyond any enum number: unknown, so the zero value.
-                        Ok(i64::try_from(v).map($name::from_number).unwrap_or_default())
+                        i64::try_from(v).map_or(Ok($name::default()), |v| self.visit_i64(v))
                     }
                 }
                 d.deserialize_any(V)
