@@ -382,22 +382,20 @@ fn send(
     } else {
         task::Want::Blocking
     };
-    let open = |first| stream::open(ctx, call.id.clone(), first, None, false);
-    let reply = match task::send(ctx, spec, (&call.method, call.binding()), p, want)? {
-        Sent::Message(m) if streaming => open(StreamResponse::Message(m)),
-        Sent::Message(m) => ok(call, &SendMessageResponse::Message(m))?,
-        Sent::Stopped(task) => ok(
-            call,
-            &SendMessageResponse::Task(task.with_history_length(history_length)),
-        )?,
+    let open = |first, events| Step::Done(stream::open(ctx, call.id.clone(), first, events, false));
+    let task = match task::send(ctx, spec, (&call.method, call.binding()), p, want)? {
+        Sent::Message(m) if streaming => return Ok(open(StreamResponse::Message(m), None)),
+        Sent::Message(m) => return ok(call, &SendMessageResponse::Message(m)).map(Step::Done),
         Sent::Running(task_id, events) => {
+            let id = call.id.clone();
             return Ok(Step::Wait(Wait {
-                id: call.id.clone(),
+                id,
                 task_id,
                 events,
                 history_length,
-            }))
+            }));
         }
+        Sent::Stopped(task) => task,
         Sent::Task {
             id,
             snapshot,
@@ -408,15 +406,13 @@ fn send(
                 task::start(&ctx.world, &id);
             }
             if streaming {
-                let first = StreamResponse::Task(*snapshot);
-                stream::open(ctx, call.id.clone(), first, events, false)
-            } else {
-                let task = snapshot.with_history_length(history_length);
-                ok(call, &SendMessageResponse::Task(task))?
+                return Ok(open(StreamResponse::Task(*snapshot), events));
             }
+            snapshot
         }
     };
-    Ok(Step::Done(reply))
+    let result = SendMessageResponse::Task(task.with_history_length(history_length));
+    ok(call, &result).map(Step::Done)
 }
 
 async fn wait_until_stopped(
