@@ -405,6 +405,13 @@ impl Task {
         self
     }
 
+    /// Adds a message to the history, naming this task and its context.
+    pub(crate) fn push_history(&mut self, mut m: Message) {
+        m.task_id = Some(self.id.clone());
+        m.context_id = Some(self.context_id.clone());
+        self.history.push(m);
+    }
+
     /// ListTasks leaves artifacts out unless `includeArtifacts` is true.
     pub(crate) fn without_artifacts(mut self) -> Task {
         self.artifacts.clear();

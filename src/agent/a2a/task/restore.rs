@@ -312,7 +312,7 @@ impl Rebuild<'_> {
             return;
         };
         self.bump(&task_id);
-        let mut m = message_of(d);
+        let m = message_of(d);
         let text = get(d, "text").unwrap_or_default();
         if get(d, "follow_up") != Some(true) {
             self.created_by.insert(task_id, (m, text));
@@ -321,9 +321,7 @@ impl Rebuild<'_> {
         let message_id = m.message_id.clone();
         {
             let Some(mut e) = self.task(r) else { return };
-            m.task_id = Some(e.task.id.clone());
-            m.context_id = Some(e.task.context_id.clone());
-            e.task.history.push(m);
+            e.task.push_history(m);
             if get(d, "resumes") == Some(true) {
                 e.text = text;
             }

@@ -273,10 +273,7 @@ fn follow_up_to_task(
             }
         }
     }
-    let mut m = msg.clone();
-    m.task_id = Some(e.task.id.clone());
-    m.context_id = Some(e.task.context_id.clone());
-    e.task.history.push(m);
+    e.task.push_history(msg.clone());
     let resume = state.is_interrupted();
     let taken = Taken::FollowUp {
         resumes: resume,
@@ -435,10 +432,7 @@ fn new_task(
     // Nobody has seen the entry yet: the message and its text move into it now.
     let (want, policy, push_config) = (inc.want, inc.spec.push, inc.push_config);
     entry.text = inc.text;
-    let mut user = inc.req.message;
-    user.task_id = Some(entry.task.id.clone());
-    user.context_id = Some(entry.task.context_id.clone());
-    entry.task.history.push(user);
+    entry.task.push_history(inc.req.message);
     if let Some(cfg) = push_config {
         entry.add_push(world, policy, cfg);
     }
