@@ -226,51 +226,46 @@ pub(crate) fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcEr
     Ok(RpcRequest { id, method, params })
 }
 
-/// A successful response, keys in sorted order (as the answers have always had them).
+/// A response, keys in sorted order (as the answers have always had them): a result or an
+/// error.
 #[derive(Serialize)]
-struct Success<'a, T> {
+struct Envelope<'a, T> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a RpcError>,
     id: &'a RpcId,
     jsonrpc: &'static str,
-    result: T,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<T>,
 }
 
-/// A failed one.
-#[derive(Serialize)]
-struct Failure<'a> {
-    error: &'a RpcError,
-    id: &'a RpcId,
-    jsonrpc: &'static str,
+/// Writes the response to the call `id` into `out`. Writing into a Vec cannot fail, and these
+/// types (string-keyed maps, no custom errors) always serialise.
+fn write<T: Serialize>(out: &mut Vec<u8>, id: &RpcId, error: Option<&RpcError>, result: Option<T>) {
+    let envelope = Envelope {
+        error,
+        id,
+        jsonrpc: "2.0",
+        result,
+    };
+    let _ = serde_json::to_writer(out, &envelope);
 }
 
 /// Writes the successful response to the call `id` into `out`.
 pub(crate) fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
     if id.bare() {
         let _ = serde_json::to_writer(out, result);
-        return;
+    } else {
+        write(out, id, None, Some(result));
     }
-    let response = Success {
-        id,
-        jsonrpc: "2.0",
-        result,
-    };
-    // Writing into a Vec cannot fail, and these types (string-keyed maps, no custom errors)
-    // always serialise.
-    let _ = serde_json::to_writer(out, &response);
 }
 
 /// Writes the error response to the call `id` into `out`.
 pub(crate) fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
     if id.bare() {
         super::rest::write_error(out, error);
-        return;
+    } else {
+        write::<()>(out, id, Some(error), None);
     }
-    let response = Failure {
-        error,
-        id,
-        jsonrpc: "2.0",
-    };
-    // As in `write_success`.
-    let _ = serde_json::to_writer(out, &response);
 }
 
 /// The bytes of a successful response.
