@@ -20,8 +20,8 @@ pub(crate) fn serve(
     started_ms: u64,
     if_none_match: Option<&HeaderValue>,
 ) -> Response {
-    let ok = Response::json_of(200, card);
-    let hash = Sha256::digest(&ok.body);
+    let mut r = Response::json_of(200, card);
+    let hash = Sha256::digest(&r.body);
     let etag = format!("\"{}\"", hex::encode(&hash[..12]));
     let matched = if_none_match
         .and_then(|v| v.to_str().ok())
@@ -30,15 +30,10 @@ pub(crate) fn serve(
                 .map(|t| t.trim().trim_start_matches("W/"))
                 .any(|t| t == "*" || t == etag)
         });
-    let mut r = if matched {
-        Response {
-            status: 304,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
-    } else {
-        ok
-    };
+    if matched {
+        // Not modified: no body, and so no content type.
+        (r.status, r.headers, r.body) = (304, Vec::new(), Vec::new());
+    }
     let modified = jiff::Timestamp::from_millisecond(started_ms as i64)
         .ok()
         .and_then(|t| {

@@ -92,12 +92,12 @@ pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksRes
             .parse()
             .map_err(|_| RpcError::invalid_params(format!("invalid pageToken \"{t}\"")))?,
     };
-    let after = match req.status_timestamp_after.as_deref() {
-        None => None,
-        Some(s) => Some(crate::clock::parse_rfc3339_ms(s).ok_or_else(|| {
-            RpcError::invalid_params(format!("statusTimestampAfter is not a timestamp: \"{s}\""))
-        })?),
-    };
+    let after = (req.status_timestamp_after.as_deref())
+        .map(|s| {
+            let e = || format!("statusTimestampAfter is not a timestamp: \"{s}\"");
+            crate::clock::parse_rfc3339_ms(s).ok_or_else(|| RpcError::invalid_params(e()))
+        })
+        .transpose()?;
     let all = tasks(&ctx.world);
     // The table's lock is held throughout and every task looked at stays locked until the page
     // is made, so the listing is one snapshot, as it was when one lock covered every task.
@@ -117,14 +117,12 @@ pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksRes
                 .is_none_or(|s| s == TaskState::Unspecified || e.task.status.state == s)
         })
         .map(|(i, e)| {
-            let ts = e
-                .task
-                .status
-                .timestamp
-                .as_deref()
-                .and_then(crate::clock::parse_rfc3339_ms)
-                .unwrap_or(0);
-            (ts, i, e)
+            let ts = e.task.status.timestamp.as_deref();
+            (
+                ts.and_then(crate::clock::parse_rfc3339_ms).unwrap_or(0),
+                i,
+                e,
+            )
         })
         .filter(|(ts, _, _)| after.is_none_or(|a| *ts > a))
         .collect();
