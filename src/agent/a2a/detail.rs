@@ -123,34 +123,31 @@ impl<'a> MessageCall<'a> {
         let msg = self.msg;
         let one_plain_text =
             matches!(&msg.parts[..], [p] if p.as_text() == Some(self.text) && p.is_bare());
-        let (behavior, repeat_of) = match taken {
+        // What each way of taking a message adds to the entry.
+        let (behavior, repeat_of, duplicate_of, follow_up, resumes) = match taken {
             Taken::New {
                 behavior,
                 repeat_of,
-            } => (Some(behavior), Some(repeat_of)),
-            Taken::FollowUp { repeat_of, .. } => (None, Some(repeat_of)),
-            Taken::Duplicate { .. } => (None, None),
+            } => (Some(behavior), Some(repeat_of), None, None, None),
+            Taken::FollowUp { resumes, repeat_of } => {
+                (None, Some(repeat_of), None, Some(true), Some(resumes))
+            }
+            Taken::Duplicate { of } => (None, None, Some(of), None, None),
         };
         MessageDetail {
             behavior,
             binding: self.binding,
             context_id,
-            duplicate_of: match taken {
-                Taken::Duplicate { of } => Some(of),
-                _ => None,
-            },
+            duplicate_of,
             extensions: &msg.extensions,
-            follow_up: matches!(taken, Taken::FollowUp { .. }).then_some(true),
+            follow_up,
             message_id: &msg.message_id,
             metadata: msg.metadata.as_ref(),
             method: self.method,
             parts: (!one_plain_text).then_some(&msg.parts[..]),
             reference_task_ids: &msg.reference_task_ids,
             repeat_of,
-            resumes: match taken {
-                Taken::FollowUp { resumes, .. } => Some(resumes),
-                _ => None,
-            },
+            resumes,
             revision: self.revision,
             role: (msg.role != Role::User).then_some(msg.role),
             task_id,
