@@ -4,7 +4,6 @@
 
 use hyper::header::HeaderValue;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::rpc::{Binding, PROTOCOL_VERSION};
@@ -21,8 +20,8 @@ pub(crate) fn serve(
     started_ms: u64,
     if_none_match: Option<&HeaderValue>,
 ) -> Response {
-    let ok = Response::json_of(200, card);
-    let hash = Sha256::digest(&ok.body);
+    let mut r = Response::json_of(200, card);
+    let hash = Sha256::digest(&r.body);
     let etag = format!("\"{}\"", hex::encode(&hash[..12]));
     let matched = if_none_match
         .and_then(|v| v.to_str().ok())
@@ -31,15 +30,10 @@ pub(crate) fn serve(
                 .map(|t| t.trim().trim_start_matches("W/"))
                 .any(|t| t == "*" || t == etag)
         });
-    let mut r = if matched {
-        Response {
-            status: 304,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
-    } else {
-        ok
-    };
+    if matched {
+        // Not modified: no body, and so no content type.
+        (r.status, r.headers, r.body) = (304, Vec::new(), Vec::new());
+    }
     let modified = jiff::Timestamp::from_millisecond(started_ms as i64)
         .ok()
         .and_then(|t| {
@@ -76,12 +70,6 @@ pub(crate) struct AgentCard {
     pub(crate) default_input_modes: Vec<String>,
     pub(crate) default_output_modes: Vec<String>,
     pub(crate) skills: Vec<AgentSkill>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) provider: Option<AgentProvider>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) documentation_url: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) icon_url: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,7 +78,7 @@ pub(crate) struct AgentInterface {
     pub(crate) url: String,
     pub(crate) protocol_binding: String,
     pub(crate) protocol_version: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
 }
 
@@ -99,36 +87,19 @@ pub(crate) struct AgentInterface {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AgentCapabilities {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) streaming: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) push_notifications: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) extended_agent_card: Option<bool>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) extensions: Vec<Value>,
 }
 
+/// Skills and their tags are required fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub(crate) struct AgentSkill {
     pub(crate) id: String,
     pub(crate) name: String,
     pub(crate) description: String,
     pub(crate) tags: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) examples: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) input_modes: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) output_modes: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct AgentProvider {
-    pub(crate) url: String,
-    pub(crate) organization: String,
 }
 
 /// The interfaces of an agent serving `bindings` (all when empty): JSON-RPC and HTTP+JSON at its
@@ -176,8 +147,6 @@ pub(crate) fn agent_card(
         capabilities: AgentCapabilities {
             streaming: Some(true),
             push_notifications: Some(true),
-            extended_agent_card: None,
-            extensions: Vec::new(),
         },
         default_input_modes: modes.clone(),
         default_output_modes: modes,
@@ -186,13 +155,7 @@ pub(crate) fn agent_card(
             name: name.into(),
             description: description.into(),
             tags: vec!["doubleagent".into()],
-            examples: Vec::new(),
-            input_modes: Vec::new(),
-            output_modes: Vec::new(),
         }],
-        provider: None,
-        documentation_url: None,
-        icon_url: None,
     }
 }
 

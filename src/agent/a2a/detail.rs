@@ -42,15 +42,8 @@ pub(crate) fn log(
     revision: Option<&Value>,
     detail: impl Serialize,
 ) -> u64 {
-    log_at(
-        world,
-        world.clock.now(),
-        agent,
-        event,
-        task,
-        revision,
-        detail,
-    )
+    let now = world.clock.now();
+    log_at(world, now, agent, event, task, revision, detail)
 }
 
 /// Record a protocol error an orchestrator got (malformed call, unknown method...).
@@ -130,34 +123,31 @@ impl<'a> MessageCall<'a> {
         let msg = self.msg;
         let one_plain_text =
             matches!(&msg.parts[..], [p] if p.as_text() == Some(self.text) && p.is_bare());
-        let (behavior, repeat_of) = match taken {
+        // What each way of taking a message adds to the entry.
+        let (behavior, repeat_of, duplicate_of, follow_up, resumes) = match taken {
             Taken::New {
                 behavior,
                 repeat_of,
-            } => (Some(behavior), Some(repeat_of)),
-            Taken::FollowUp { repeat_of, .. } => (None, Some(repeat_of)),
-            Taken::Duplicate { .. } => (None, None),
+            } => (Some(behavior), Some(repeat_of), None, None, None),
+            Taken::FollowUp { resumes, repeat_of } => {
+                (None, Some(repeat_of), None, Some(true), Some(resumes))
+            }
+            Taken::Duplicate { of } => (None, None, Some(of), None, None),
         };
         MessageDetail {
             behavior,
             binding: self.binding,
             context_id,
-            duplicate_of: match taken {
-                Taken::Duplicate { of } => Some(of),
-                _ => None,
-            },
+            duplicate_of,
             extensions: &msg.extensions,
-            follow_up: matches!(taken, Taken::FollowUp { .. }).then_some(true),
+            follow_up,
             message_id: &msg.message_id,
             metadata: msg.metadata.as_ref(),
             method: self.method,
             parts: (!one_plain_text).then_some(&msg.parts[..]),
             reference_task_ids: &msg.reference_task_ids,
             repeat_of,
-            resumes: match taken {
-                Taken::FollowUp { resumes, .. } => Some(resumes),
-                _ => None,
-            },
+            resumes,
             revision: self.revision,
             role: (msg.role != Role::User).then_some(msg.role),
             task_id,
@@ -232,14 +222,10 @@ mod tests {
     #[test]
     fn a_plain_user_message_is_recorded_by_its_text_alone() {
         let msg = Message {
-            context_id: None,
-            extensions: Vec::new(),
             message_id: "m-1".into(),
-            metadata: None,
             parts: vec![Part::text("go")],
-            reference_task_ids: Vec::new(),
             role: Role::User,
-            task_id: None,
+            ..Message::default()
         };
         let call = MessageCall {
             method: "SendMessage",

@@ -95,13 +95,9 @@ impl RpcError {
     }
 
     /// Adds a key to the ErrorInfo's metadata (what reaches the client's `error.data`).
-    pub(crate) fn with_metadata(
-        mut self,
-        key: impl Into<String>,
-        value: impl Into<String>,
-    ) -> RpcError {
+    pub(crate) fn with_metadata(mut self, key: &str, value: impl Into<String>) -> RpcError {
         if let Some(info) = self.data.first_mut() {
-            info.metadata.insert(key.into(), value.into());
+            info.metadata.insert(key.to_string(), value.into());
         }
         self
     }
@@ -113,13 +109,8 @@ impl RpcError {
 
     /// -32002: the cancel was refused (terminal task, or a `too-late` policy).
     pub(crate) fn task_not_cancelable(task_id: &str, state: TaskState) -> RpcError {
-        RpcError::new(
-            ErrorKind::TaskNotCancelable,
-            format!(
-                "Task {task_id} cannot be canceled in state {}",
-                state.as_str()
-            ),
-        )
+        let message = format!("Task {task_id} cannot be canceled in state {state}");
+        RpcError::new(ErrorKind::TaskNotCancelable, message)
     }
 
     /// -32004 in general (e.g. streaming on an agent without the capability).
@@ -130,38 +121,28 @@ impl RpcError {
     /// -32004 for a message to, or a subscription on, a terminal task: terminal tasks never
     /// restart (REC-6). Message text as the reference server words it.
     pub(crate) fn task_in_terminal_state(task_id: &str, state: TaskState) -> RpcError {
-        RpcError::unsupported_operation(format!(
-            "Task {task_id} is in terminal state: {}",
-            state.as_str()
-        ))
+        RpcError::unsupported_operation(format!("Task {task_id} is in terminal state: {state}"))
     }
 
     /// -32007: GetExtendedAgentCard when no extended card exists.
     pub(crate) fn extended_agent_card_not_configured() -> RpcError {
         // The reference server's message, so logs read the same against either server.
-        RpcError::new(
-            ErrorKind::ExtendedAgentCardNotConfigured,
-            "Authenticated Extended Card is not configured",
-        )
+        let message = "Authenticated Extended Card is not configured";
+        RpcError::new(ErrorKind::ExtendedAgentCardNotConfigured, message)
     }
 
     /// -32009: an `A2A-Version` other than 1.x (strict mode only; missing means 0.3).
     pub(crate) fn version_not_supported(version: &str) -> RpcError {
-        RpcError::new(
-            ErrorKind::VersionNotSupported,
-            format!("A2A version '{version}' is not supported by this agent; expected 1.x"),
-        )
+        let message =
+            format!("A2A version '{version}' is not supported by this agent; expected 1.x");
+        RpcError::new(ErrorKind::VersionNotSupported, message)
     }
 
     /// -32005: a request whose `Content-Type` is not `application/json` (checked before the
     /// body is read as JSON, as the binding requires).
     pub(crate) fn content_type_not_supported(given: &str) -> RpcError {
-        RpcError::new(
-            ErrorKind::ContentTypeNotSupported,
-            format!(
-                "Content-Type '{given}' is not supported; A2A requests are application/json or application/a2a+json"
-            ),
-        )
+        let message = format!("Content-Type '{given}' is not supported; A2A requests are application/json or application/a2a+json");
+        RpcError::new(ErrorKind::ContentTypeNotSupported, message)
     }
 
     /// -32700: the body is not JSON.
@@ -190,12 +171,12 @@ impl RpcError {
     /// -32602 for a message whose contextId differs from its task's (SPEC §3.4.3 MUST reject).
     pub(crate) fn context_mismatch(
         context_id: &str,
-        task_context_id: &str,
+        task_context: &str,
         task_id: &str,
     ) -> RpcError {
-        RpcError::invalid_params(format!(
-            "Context {context_id} does not match context {task_context_id} of task {task_id}"
-        ))
+        let m =
+            format!("Context {context_id} does not match context {task_context} of task {task_id}");
+        RpcError::invalid_params(m)
     }
 
     /// -32603.
@@ -219,6 +200,7 @@ mod tests {
 
     #[test]
     fn every_error_kind_has_its_code_and_reason() {
+        let done = TaskState::Completed;
         let cases = [
             (
                 RpcError::task_not_found("t1"),
@@ -226,12 +208,12 @@ mod tests {
                 Some("TASK_NOT_FOUND"),
             ),
             (
-                RpcError::task_not_cancelable("t1", TaskState::Completed),
+                RpcError::task_not_cancelable("t1", done),
                 -32002,
                 Some("TASK_NOT_CANCELABLE"),
             ),
             (
-                RpcError::task_in_terminal_state("t1", TaskState::Completed),
+                RpcError::task_in_terminal_state("t1", done),
                 -32004,
                 Some("UNSUPPORTED_OPERATION"),
             ),

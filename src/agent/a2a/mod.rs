@@ -86,17 +86,18 @@ fn card_interfaces(ctx: &Ctx<'_>, spec: &A2aAgent) -> Vec<card::AgentInterface> 
     card::interfaces(&spec.bindings, &ctx.url(), ctx.grpc.map(|a| (a, tenant)))
 }
 
-/// A 200 JSON answer from its bytes.
-fn json_body(body: Vec<u8>) -> Reply {
+/// A JSON answer from its bytes.
+fn json_body(status: u16, body: Vec<u8>) -> Reply {
+    let headers = vec![("content-type".into(), "application/json".into())];
     Reply::Full(Response {
-        status: 200,
-        headers: vec![("content-type".into(), "application/json".into())],
+        status,
+        headers,
         body,
     })
 }
 
 fn ok(call: &RpcRequest<'_>, result: &impl serde::Serialize) -> Result<Reply, RpcError> {
-    Ok(json_body(rpc::success_body(&call.id, result)))
+    Ok(json_body(200, rpc::success_body(&call.id, result)))
 }
 
 /// The `A2A-Version` of a call: the header, else the query parameter the spec also allows.
@@ -114,10 +115,10 @@ fn version(req: &AgentRequest) -> Option<Cow<'_, str>> {
 }
 
 /// How far a call got without waiting.
-enum Step<'a> {
+enum Step {
     Done(Reply),
-    /// A blocking SendMessage whose task has not stopped yet.
-    Wait(RpcRequest<'a>, Wait),
+    /// A blocking SendMessage whose task has not stopped yet: see [`answer_when_stopped`].
+    Wait(Wait),
 }
 
 /// A call over the HTTP+JSON binding: read as the JSON-RPC call it names, then served alike.
@@ -126,15 +127,7 @@ async fn rest_call(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Reply 
         return error_reply(ctx, &rpc::RpcId::Rest, "", e);
     }
     let read = rest::call_of(req).unwrap_or_else(|| Err(RpcError::internal("not a REST path")));
-    let params = read.and_then(|(m, text)| {
-        serde_json::value::RawValue::from_string(text)
-            .map(|raw| (m, raw))
-            .map_err(|e| RpcError::internal(e.to_string()))
-    });
-    match params {
-        Ok((m, raw)) => rpc(ctx, spec, req, Some(RpcRequest::rest(m, &raw))).await,
-        Err(e) => error_reply(ctx, &rpc::RpcId::Rest, "", e),
-    }
+    bare_call(ctx, spec, req, (rpc::RpcId::Rest, ""), read).await
 }
 
 /// A call over the gRPC binding (see `agent::a2a_grpc_call`): its method's name and its request
@@ -146,21 +139,29 @@ pub(crate) async fn grpc_call(
     method: &str,
     params: String,
 ) -> Reply {
-    let Some(m) = Method::from_name(method) else {
-        let e = RpcError::method_not_found(method);
-        return error_reply(ctx, &rpc::RpcId::Grpc, method, e);
-    };
-    match serde_json::value::RawValue::from_string(params) {
-        Ok(raw) => {
-            let call = RpcRequest::bare(rpc::RpcId::Grpc, m, &raw);
-            rpc(ctx, spec, req, Some(call)).await
-        }
-        Err(e) => error_reply(
-            ctx,
-            &rpc::RpcId::Grpc,
-            method,
-            RpcError::internal(e.to_string()),
-        ),
+    let read = Method::from_name(method)
+        .map(|m| (m, params))
+        .ok_or_else(|| RpcError::method_not_found(method));
+    bare_call(ctx, spec, req, (rpc::RpcId::Grpc, method), read).await
+}
+
+/// A call that is not JSON-RPC (`id` says which binding it came over), once read as its method
+/// and its params' JSON text; `name` is the method's name for an error's entry.
+async fn bare_call(
+    ctx: &Ctx<'_>,
+    spec: &A2aAgent,
+    req: &AgentRequest,
+    (id, name): (rpc::RpcId, &str),
+    read: Result<(Method, String), RpcError>,
+) -> Reply {
+    let params = read.and_then(|(m, text)| {
+        let raw = serde_json::value::RawValue::from_string(text);
+        raw.map(|raw| (m, raw))
+            .map_err(|e| RpcError::internal(e.to_string()))
+    });
+    match params {
+        Ok((m, raw)) => rpc(ctx, spec, req, Some(RpcRequest::bare(id, m, &raw))).await,
+        Err(e) => error_reply(ctx, &id, name, e),
     }
 }
 
@@ -174,34 +175,28 @@ async fn rpc(
     // what the wait needs (itself boxed: it is rare), so that it stays small for hyper to move.
     match rpc_now(ctx, spec, req, rest) {
         Step::Done(reply) => reply,
-        Step::Wait(call, w) => match Box::pin(answer_when_stopped(ctx, w)).await {
-            Ok(reply) => reply,
-            Err(e) => error_reply(ctx, &call.id, &call.method, e),
-        },
+        Step::Wait(w) => Box::pin(answer_when_stopped(ctx, w)).await,
     }
 }
 
 /// A failed call's answer, recorded.
 fn error_reply(ctx: &Ctx<'_>, id: &rpc::RpcId, method: &str, e: RpcError) -> Reply {
-    task::log_error(&ctx.world, ctx.name, method, &e);
+    detail::log_error(&ctx.world, ctx.name, method, &e);
     // JSON-RPC errors travel with HTTP 200; the HTTP+JSON binding's with their own status.
-    let status = match id {
-        rpc::RpcId::Rest | rpc::RpcId::Grpc => rest::status_of(e.code).0,
-        _ => 200,
+    let status = if id.bare() {
+        rest::status_of(e.code).0
+    } else {
+        200
     };
-    Reply::Full(Response {
-        status,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: rpc::error_body(id, &e),
-    })
+    json_body(status, rpc::error_body(id, &e))
 }
 
-fn rpc_now<'a>(
+fn rpc_now(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
-    req: &'a AgentRequest,
-    rest: Option<RpcRequest<'a>>,
-) -> Step<'a> {
+    req: &AgentRequest,
+    rest: Option<RpcRequest<'_>>,
+) -> Step {
     let unread = match &rest {
         Some(call) => call.id.clone(),
         None => rpc::RpcId::Null,
@@ -218,20 +213,14 @@ fn rpc_now<'a>(
         Err((id, e)) => return Step::Done(error_reply(ctx, &id, "", e)),
     };
     let answered = match method(spec, req, &call) {
-        Err(e) => Err(e),
         Ok(m @ (Method::SendMessage | Method::SendStreamingMessage)) => {
-            match send(ctx, spec, &call, m == Method::SendStreamingMessage) {
-                Ok(Sending::Done(reply)) => Ok(reply),
-                Ok(Sending::Wait(w)) => return Step::Wait(call, w),
-                Err(e) => Err(e),
-            }
+            send(ctx, spec, &call, m == Method::SendStreamingMessage)
         }
-        Ok(m) => dispatch(ctx, spec, &call, m),
+        m => m
+            .and_then(|m| dispatch(ctx, spec, &call, m))
+            .map(Step::Done),
     };
-    Step::Done(match answered {
-        Ok(reply) => reply,
-        Err(e) => error_reply(ctx, &call.id, &call.method, e),
-    })
+    answered.unwrap_or_else(|e| Step::Done(error_reply(ctx, &call.id, &call.method, e)))
 }
 
 /// JSON-RPC requests are `application/json` (parameters such as `charset` aside); a request
@@ -280,18 +269,16 @@ fn dispatch(
         }
         Method::GetTask => {
             let p: GetTaskRequest = call.params()?;
-            task::log_read(ctx, "get-task", Some(&p.id), json!({"task_id": p.id}));
+            let detail = json!({"task_id": p.id});
+            detail::log(&ctx.world, ctx.name, "get-task", Some(&p.id), None, detail);
             ok(call, &task::get(ctx, &p.id, p.history_length)?)
         }
         Method::ListTasks => {
             let p: ListTasksRequest = call.params()?;
             let page = task::list(ctx, &p)?;
-            task::log_read(
-                ctx,
-                "list-tasks",
-                None,
-                json!({"context_id": p.context_id, "returned": page.tasks.len(), "total": page.total_size}),
-            );
+            let detail = json!({"context_id": p.context_id, "returned": page.tasks.len(),
+                "total": page.total_size});
+            detail::log(&ctx.world, ctx.name, "list-tasks", None, None, detail);
             ok(call, &page)
         }
         Method::CancelTask => {
@@ -319,19 +306,16 @@ fn dispatch(
         }
         Method::GetTaskPushNotificationConfig => {
             let p: TaskPushNotificationConfigRef = call.params()?;
-            let cfg = task::with_push(ctx, &p.task_id, |targets, _| {
-                targets
-                    .iter()
-                    .find(|t| t.config.id.as_deref() == Some(p.id.as_str()))
-                    .map(|t| t.config.clone())
-                    .ok_or_else(|| unknown_config(&p.task_id, &p.id))
+            let cfg = task::with_push(ctx, &p.task_id, |targets| {
+                let found = targets.iter().find(|t| t.config.id.as_ref() == Some(&p.id));
+                found.map(|t| t.config.clone())
             })?;
-            ok(call, &cfg)
+            ok(call, &cfg.ok_or_else(|| unknown_config(&p.task_id, &p.id))?)
         }
         Method::ListTaskPushNotificationConfigs => {
             let p: ListTaskPushNotificationConfigsRequest = call.params()?;
-            let configs = task::with_push(ctx, &p.task_id, |targets, _| {
-                Ok(targets.iter().map(|t| t.config.clone()).collect())
+            let configs = task::with_push(ctx, &p.task_id, |targets| {
+                targets.iter().map(|t| t.config.clone()).collect()
             })?;
             let page = ListTaskPushNotificationConfigsResponse {
                 configs,
@@ -343,10 +327,7 @@ fn dispatch(
             let p: TaskPushNotificationConfigRef = call.params()?;
             // Idempotent (SPEC §3.1.10): deleting a config already gone has the same effect,
             // so it succeeds; only an unknown task is an error.
-            task::with_push(ctx, &p.task_id, |targets, _| {
-                push::remove(&ctx.world, targets, &p.id);
-                Ok(())
-            })?;
+            task::with_push(ctx, &p.task_id, |t| push::remove(&ctx.world, t, &p.id))?;
             ok(call, &Value::Null)
         }
         Method::GetExtendedAgentCard => Err(RpcError::extended_agent_card_not_configured()),
@@ -355,17 +336,8 @@ fn dispatch(
 
 /// An unknown config id is -32001, as the reference server answers.
 fn unknown_config(task_id: &str, id: &str) -> RpcError {
-    RpcError::new(
-        ErrorKind::TaskNotFound,
-        format!("Push notification config {id} not found for task {task_id}"),
-    )
-}
-
-/// How far [`send`] got without waiting.
-enum Sending {
-    Done(Reply),
-    /// A blocking call whose task has not stopped yet: see [`answer_when_stopped`].
-    Wait(Wait),
+    let message = format!("Push notification config {id} not found for task {task_id}");
+    RpcError::new(ErrorKind::TaskNotFound, message)
 }
 
 struct Wait {
@@ -376,12 +348,19 @@ struct Wait {
 }
 
 /// A blocking call's answer once its task stops (terminal or interrupted).
-async fn answer_when_stopped(ctx: &Ctx<'_>, w: Wait) -> Result<Reply, RpcError> {
-    wait_until_stopped(&ctx.world, &w.task_id, w.events).await?;
-    let task = task::snapshot(&ctx.world, &w.task_id)
-        .ok_or_else(|| RpcError::internal("the task disappeared"))?;
-    let result = SendMessageResponse::Task(task.with_history_length(w.history_length));
-    Ok(json_body(rpc::success_body(&w.id, &result)))
+async fn answer_when_stopped(ctx: &Ctx<'_>, w: Wait) -> Reply {
+    let stopped = wait_until_stopped(&ctx.world, &w.task_id, w.events).await;
+    let task = stopped.and_then(|()| {
+        task::snapshot(&ctx.world, &w.task_id)
+            .ok_or_else(|| RpcError::internal("the task disappeared"))
+    });
+    match task {
+        Ok(task) => {
+            let result = SendMessageResponse::Task(task.with_history_length(w.history_length));
+            json_body(200, rpc::success_body(&w.id, &result))
+        }
+        Err(e) => error_reply(ctx, &w.id, Method::SendMessage.as_str(), e),
+    }
 }
 
 /// SendMessage (blocking, or `returnImmediately`) and SendStreamingMessage.
@@ -390,7 +369,7 @@ fn send(
     spec: &A2aAgent,
     call: &RpcRequest<'_>,
     streaming: bool,
-) -> Result<Sending, RpcError> {
+) -> Result<Step, RpcError> {
     let p: SendMessageRequest = call.params()?;
     let history_length = p.history_length();
     // What the answer needs from the task as `task::send` leaves it: a stream, its snapshot and
@@ -403,22 +382,20 @@ fn send(
     } else {
         task::Want::Blocking
     };
-    let open = |first| stream::open(ctx, call.id.clone(), first, None, false);
-    let reply = match task::send(ctx, spec, (&call.method, call.binding()), p, want)? {
-        Sent::Message(m) if streaming => open(StreamResponse::Message(m)),
-        Sent::Message(m) => ok(call, &SendMessageResponse::Message(m))?,
-        Sent::Stopped(task) => ok(
-            call,
-            &SendMessageResponse::Task(task.with_history_length(history_length)),
-        )?,
+    let open = |first, events| Step::Done(stream::open(ctx, call.id.clone(), first, events, false));
+    let task = match task::send(ctx, spec, (&call.method, call.binding()), p, want)? {
+        Sent::Message(m) if streaming => return Ok(open(StreamResponse::Message(m), None)),
+        Sent::Message(m) => return ok(call, &SendMessageResponse::Message(m)).map(Step::Done),
         Sent::Running(task_id, events) => {
-            return Ok(Sending::Wait(Wait {
-                id: call.id.clone(),
+            let id = call.id.clone();
+            return Ok(Step::Wait(Wait {
+                id,
                 task_id,
                 events,
                 history_length,
-            }))
+            }));
         }
+        Sent::Stopped(task) => task,
         Sent::Task {
             id,
             snapshot,
@@ -429,15 +406,13 @@ fn send(
                 task::start(&ctx.world, &id);
             }
             if streaming {
-                let first = StreamResponse::Task(*snapshot);
-                stream::open(ctx, call.id.clone(), first, events, false)
-            } else {
-                let task = snapshot.with_history_length(history_length);
-                ok(call, &SendMessageResponse::Task(task))?
+                return Ok(open(StreamResponse::Task(*snapshot), events));
             }
+            snapshot
         }
     };
-    Ok(Sending::Done(reply))
+    let result = SendMessageResponse::Task(task.with_history_length(history_length));
+    ok(call, &result).map(Step::Done)
 }
 
 async fn wait_until_stopped(

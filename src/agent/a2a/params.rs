@@ -14,12 +14,12 @@ pub(crate) const NOTIFICATION_TOKEN_HEADER: &str = "X-A2A-Notification-Token";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SendMessageRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
     pub(crate) message: Message,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) configuration: Option<SendMessageConfiguration>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
 }
 
@@ -45,71 +45,62 @@ impl SendMessageRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SendMessageConfiguration {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[serde(alias = "accepted_output_modes")]
-    pub(crate) accepted_output_modes: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(alias = "task_push_notification_config")]
-    pub(crate) task_push_notification_config: Option<TaskPushNotificationConfig>,
     #[serde(
         default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "opt_int"
+        skip_serializing_if = "Vec::is_empty",
+        alias = "accepted_output_modes"
     )]
-    #[serde(alias = "history_length")]
+    pub(crate) accepted_output_modes: Vec<String>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        alias = "task_push_notification_config"
+    )]
+    pub(crate) task_push_notification_config: Option<TaskPushNotificationConfig>,
+    #[serde(default, deserialize_with = "opt_int", alias = "history_length")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) history_length: Option<i32>,
-    #[serde(default, skip_serializing_if = "is_false")]
-    #[serde(alias = "return_immediately")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_false",
+        alias = "return_immediately"
+    )]
     pub(crate) return_immediately: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct GetTaskRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
     pub(crate) id: String,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "opt_int"
-    )]
-    #[serde(alias = "history_length")]
+    #[serde(default, deserialize_with = "opt_int", alias = "history_length")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) history_length: Option<i32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ListTasksRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(alias = "context_id")]
+    #[serde(skip_serializing_if = "Option::is_none", alias = "context_id")]
     pub(crate) context_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) status: Option<TaskState>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "opt_int"
-    )]
-    #[serde(alias = "page_size")]
+    #[serde(default, deserialize_with = "opt_int", alias = "page_size")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) page_size: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(alias = "page_token")]
+    #[serde(skip_serializing_if = "Option::is_none", alias = "page_token")]
     pub(crate) page_token: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "opt_int"
-    )]
-    #[serde(alias = "history_length")]
+    #[serde(default, deserialize_with = "opt_int", alias = "history_length")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) history_length: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(alias = "status_timestamp_after")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        alias = "status_timestamp_after"
+    )]
     pub(crate) status_timestamp_after: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(alias = "include_artifacts")]
+    #[serde(skip_serializing_if = "Option::is_none", alias = "include_artifacts")]
     pub(crate) include_artifacts: Option<bool>,
 }
 
@@ -121,32 +112,29 @@ pub(crate) const LIST_TASKS_MAX_PAGE_SIZE: i32 = 100;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ListTasksResponse {
-    #[serde(default)]
-    #[serde(alias = "next_page_token")]
+    #[serde(default, alias = "next_page_token")]
     pub(crate) next_page_token: String,
-    #[serde(default)]
-    #[serde(alias = "page_size")]
+    #[serde(default, alias = "page_size")]
     pub(crate) page_size: i32,
     pub(crate) tasks: Vec<Task>,
-    #[serde(default)]
-    #[serde(alias = "total_size")]
+    #[serde(default, alias = "total_size")]
     pub(crate) total_size: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct CancelTaskRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
     pub(crate) id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SubscribeToTaskRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
     pub(crate) id: String,
 }
@@ -157,17 +145,16 @@ pub(crate) struct SubscribeToTaskRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TaskPushNotificationConfig {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) authentication: Option<AuthenticationInfo>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(alias = "task_id")]
+    #[serde(skip_serializing_if = "Option::is_none", alias = "task_id")]
     pub(crate) task_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
     /// Echoed back in the [`NOTIFICATION_TOKEN_HEADER`] of every delivery.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) token: Option<String>,
     pub(crate) url: String,
 }
@@ -203,7 +190,7 @@ impl TaskPushNotificationConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AuthenticationInfo {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) credentials: Option<String>,
     pub(crate) scheme: String,
 }
@@ -213,7 +200,7 @@ pub(crate) struct AuthenticationInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TaskPushNotificationConfigRef {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
     #[serde(alias = "task_id")]
     pub(crate) task_id: String,
@@ -223,19 +210,14 @@ pub(crate) struct TaskPushNotificationConfigRef {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ListTaskPushNotificationConfigsRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tenant: Option<String>,
     #[serde(alias = "task_id")]
     pub(crate) task_id: String,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "opt_int"
-    )]
-    #[serde(alias = "page_size")]
+    #[serde(default, deserialize_with = "opt_int", alias = "page_size")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) page_size: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(alias = "page_token")]
+    #[serde(skip_serializing_if = "Option::is_none", alias = "page_token")]
     pub(crate) page_token: Option<String>,
 }
 
@@ -244,8 +226,11 @@ pub(crate) struct ListTaskPushNotificationConfigsRequest {
 pub(crate) struct ListTaskPushNotificationConfigsResponse {
     #[serde(default)]
     pub(crate) configs: Vec<TaskPushNotificationConfig>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    #[serde(alias = "next_page_token")]
+    #[serde(
+        default,
+        skip_serializing_if = "String::is_empty",
+        alias = "next_page_token"
+    )]
     pub(crate) next_page_token: String,
 }
 

@@ -35,10 +35,22 @@ const POST_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct PushTarget {
     pub(crate) config: TaskPushNotificationConfig,
     policy: PushPolicy,
-    agent: String,
-    task_id: String,
-    revision: Option<Value>,
+    owner: Arc<Owner>,
     poster: mpsc::UnboundedSender<Delivery>,
+}
+
+/// The task whose webhooks these are: its agent, id and revision, which its `push` entries carry.
+pub(crate) struct Owner {
+    pub(crate) agent: String,
+    pub(crate) task_id: String,
+    pub(crate) revision: Option<Value>,
+}
+
+impl Owner {
+    fn log(&self, world: &World, event: &str, detail: Value) -> u64 {
+        let (task, rev) = (Some(&*self.task_id), self.revision.as_ref());
+        log(world, &self.agent, event, task, rev, detail)
+    }
 }
 
 /// One copy of one notification, ready to post.
@@ -79,12 +91,8 @@ fn webhook_host(url: &str) -> Result<(String, u16), String> {
             .map_err(|_| format!("push url \"{url}\": bad port \"{port}\""))?,
         None => return Err(format!("push url \"{url}\": bad port \"{port}\"")),
     };
-    Ok((
-        host.trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string(),
-        number,
-    ))
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Ok((host.to_string(), number))
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -139,13 +147,11 @@ pub(crate) fn own_port(base_url: &str) -> Option<u16> {
 pub(crate) fn add(
     world: &Arc<World>,
     policy: PushPolicy,
-    agent: &str,
+    owner: Owner,
     targets: &mut Vec<PushTarget>,
     cfg: TaskPushNotificationConfig,
-    task_id: &str,
-    revision: Option<&Value>,
 ) -> TaskPushNotificationConfig {
-    let cfg = cfg.normalized(task_id);
+    let cfg = cfg.normalized(&owner.task_id);
     targets.retain(|t| t.config.id != cfg.id);
     // The token and the authentication scheme let a restart restore the config; credentials
     // stay out of the ledger (and so out of exports and reports).
@@ -156,16 +162,8 @@ pub(crate) fn add(
     if let Some(auth) = &cfg.authentication {
         detail["auth_scheme"] = json!(auth.scheme);
     }
-    log(world, agent, "push-config", Some(task_id), revision, detail);
-    targets.push(target(
-        world,
-        policy,
-        agent,
-        cfg.clone(),
-        task_id,
-        revision,
-        true,
-    ));
+    owner.log(world, "push-config", detail);
+    targets.push(target(world, policy, Arc::new(owner), cfg.clone(), true));
     cfg
 }
 
@@ -174,29 +172,18 @@ pub(crate) fn add(
 pub(crate) fn target(
     world: &Arc<World>,
     policy: PushPolicy,
-    agent: &str,
+    owner: Arc<Owner>,
     cfg: TaskPushNotificationConfig,
-    task_id: &str,
-    revision: Option<&Value>,
     live: bool,
 ) -> PushTarget {
     let (tx, rx) = mpsc::unbounded_channel();
     if live {
-        tokio::spawn(poster(
-            world.clone(),
-            agent.to_string(),
-            task_id.to_string(),
-            revision.cloned(),
-            cfg.clone(),
-            rx,
-        ));
+        tokio::spawn(poster(world.clone(), owner.clone(), cfg.clone(), rx));
     }
     PushTarget {
         config: cfg,
         policy,
-        agent: agent.to_string(),
-        task_id: task_id.to_string(),
-        revision: revision.cloned(),
+        owner,
         poster: tx,
     }
 }
@@ -209,15 +196,8 @@ pub(crate) fn remove(world: &World, targets: &mut Vec<PushTarget>, id: &str) -> 
     else {
         return false;
     };
-    let t = targets.remove(i);
-    log(
-        world,
-        &t.agent,
-        "push-config",
-        Some(&t.task_id),
-        t.revision.as_ref(),
-        json!({"action": "delete", "config_id": id}),
-    );
+    let detail = json!({"action": "delete", "config_id": id});
+    targets.remove(i).owner.log(world, "push-config", detail);
     true
 }
 
@@ -249,7 +229,7 @@ pub(crate) fn enqueue(world: &Arc<World>, targets: &[PushTarget], ev: &StreamRes
             let poster = t.poster.clone();
             let body = body.clone();
             let detail = json!({
-                "task_id": t.task_id,
+                "task_id": t.owner.task_id,
                 "config_id": t.config.id,
                 "url": t.config.url,
                 "event": kind,
@@ -257,21 +237,13 @@ pub(crate) fn enqueue(world: &Arc<World>, targets: &[PushTarget], ev: &StreamRes
                 "copy": copy + 1,
                 "copies": t.policy.duplicates + 1,
             });
-            let (agent, task_id, revision) =
-                (t.agent.clone(), t.task_id.clone(), t.revision.clone());
+            let owner = t.owner.clone();
             tokio::spawn(async move {
                 // None: the world closed before the delivery was due.
                 let Some(tick) = armed.wait().await else {
                     return;
                 };
-                let attempt_seq = log(
-                    &world,
-                    &agent,
-                    "push",
-                    Some(&task_id),
-                    revision.as_ref(),
-                    detail,
-                );
+                let attempt_seq = owner.log(&world, "push", detail);
                 // The poster ends only when the world closes: then nothing is delivered anyway.
                 let _ = poster.send(Delivery { attempt_seq, body });
                 drop(tick);
@@ -283,9 +255,7 @@ pub(crate) fn enqueue(world: &Arc<World>, targets: &[PushTarget], ev: &StreamRes
 /// Posts one target's deliveries in order and records how each went.
 async fn poster(
     world: Arc<World>,
-    agent: String,
-    task_id: String,
-    revision: Option<Value>,
+    owner: Arc<Owner>,
     cfg: TaskPushNotificationConfig,
     mut rx: mpsc::UnboundedReceiver<Delivery>,
 ) {
@@ -304,14 +274,7 @@ async fn poster(
             }
             Err(e) => json!({"attempt": d.attempt_seq, "delivered": false, "error": e}),
         };
-        log(
-            &world,
-            &agent,
-            "push-delivery",
-            Some(&task_id),
-            revision.as_ref(),
-            detail,
-        );
+        owner.log(&world, "push-delivery", detail);
     }
 }
 

@@ -7,7 +7,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fmt;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -39,10 +38,25 @@ pub(crate) fn version_supported(value: Option<&str>) -> bool {
     major == Some(1) && rest_ok
 }
 
-/// The 1.0 JSON-RPC method names. The 0.3 names (`message/send`, `tasks/get`, …) are not
-/// accepted: a 1.0-only server answers them with -32601, which is what real clients expect of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Method {
+/// The 1.0 JSON-RPC method names, each its variant's name. The 0.3 names (`message/send`,
+/// `tasks/get`, …) are not accepted: a 1.0-only server answers them with -32601, which is what
+/// real clients expect of it.
+macro_rules! methods {
+    ($($m:ident),+ $(,)?) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub(crate) enum Method { $($m),+ }
+
+        impl Method {
+            pub(crate) const ALL: [Method; 11] = [$(Method::$m),+];
+
+            pub(crate) fn as_str(self) -> &'static str {
+                match self { $(Method::$m => stringify!($m)),+ }
+            }
+        }
+    };
+}
+
+methods!(
     SendMessage,
     SendStreamingMessage,
     GetTask,
@@ -54,47 +68,11 @@ pub(crate) enum Method {
     ListTaskPushNotificationConfigs,
     DeleteTaskPushNotificationConfig,
     GetExtendedAgentCard,
-}
+);
 
 impl Method {
-    pub(crate) const ALL: [Method; 11] = [
-        Method::SendMessage,
-        Method::SendStreamingMessage,
-        Method::GetTask,
-        Method::ListTasks,
-        Method::CancelTask,
-        Method::SubscribeToTask,
-        Method::CreateTaskPushNotificationConfig,
-        Method::GetTaskPushNotificationConfig,
-        Method::ListTaskPushNotificationConfigs,
-        Method::DeleteTaskPushNotificationConfig,
-        Method::GetExtendedAgentCard,
-    ];
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Method::SendMessage => "SendMessage",
-            Method::SendStreamingMessage => "SendStreamingMessage",
-            Method::GetTask => "GetTask",
-            Method::ListTasks => "ListTasks",
-            Method::CancelTask => "CancelTask",
-            Method::SubscribeToTask => "SubscribeToTask",
-            Method::CreateTaskPushNotificationConfig => "CreateTaskPushNotificationConfig",
-            Method::GetTaskPushNotificationConfig => "GetTaskPushNotificationConfig",
-            Method::ListTaskPushNotificationConfigs => "ListTaskPushNotificationConfigs",
-            Method::DeleteTaskPushNotificationConfig => "DeleteTaskPushNotificationConfig",
-            Method::GetExtendedAgentCard => "GetExtendedAgentCard",
-        }
-    }
-
     pub(crate) fn from_name(name: &str) -> Option<Method> {
         Method::ALL.into_iter().find(|m| m.as_str() == name)
-    }
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -148,12 +126,6 @@ pub(crate) struct RpcRequest<'a> {
 }
 
 impl<'a> RpcRequest<'a> {
-    /// A call over the HTTP+JSON binding: its method and params, read from its path, query and
-    /// body (see `rest::call_of`).
-    pub(crate) fn rest(method: Method, params: &'a RawValue) -> RpcRequest<'a> {
-        RpcRequest::bare(RpcId::Rest, method, params)
-    }
-
     /// A call that is not JSON-RPC (`id` is [`RpcId::Rest`] or [`RpcId::Grpc`]).
     pub(crate) fn bare(id: RpcId, method: Method, params: &'a RawValue) -> RpcRequest<'a> {
         RpcRequest {
@@ -254,51 +226,46 @@ pub(crate) fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcEr
     Ok(RpcRequest { id, method, params })
 }
 
-/// A successful response, keys in sorted order (as the answers have always had them).
+/// A response, keys in sorted order (as the answers have always had them): a result or an
+/// error.
 #[derive(Serialize)]
-struct Success<'a, T> {
+struct Envelope<'a, T> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a RpcError>,
     id: &'a RpcId,
     jsonrpc: &'static str,
-    result: T,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<T>,
 }
 
-/// A failed one.
-#[derive(Serialize)]
-struct Failure<'a> {
-    error: &'a RpcError,
-    id: &'a RpcId,
-    jsonrpc: &'static str,
+/// Writes the response to the call `id` into `out`. Writing into a Vec cannot fail, and these
+/// types (string-keyed maps, no custom errors) always serialise.
+fn write<T: Serialize>(out: &mut Vec<u8>, id: &RpcId, error: Option<&RpcError>, result: Option<T>) {
+    let envelope = Envelope {
+        error,
+        id,
+        jsonrpc: "2.0",
+        result,
+    };
+    let _ = serde_json::to_writer(out, &envelope);
 }
 
 /// Writes the successful response to the call `id` into `out`.
 pub(crate) fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
     if id.bare() {
         let _ = serde_json::to_writer(out, result);
-        return;
+    } else {
+        write(out, id, None, Some(result));
     }
-    let response = Success {
-        id,
-        jsonrpc: "2.0",
-        result,
-    };
-    // Writing into a Vec cannot fail, and these types (string-keyed maps, no custom errors)
-    // always serialise.
-    let _ = serde_json::to_writer(out, &response);
 }
 
 /// Writes the error response to the call `id` into `out`.
 pub(crate) fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
     if id.bare() {
         super::rest::write_error(out, error);
-        return;
+    } else {
+        write::<()>(out, id, Some(error), None);
     }
-    let response = Failure {
-        error,
-        id,
-        jsonrpc: "2.0",
-    };
-    // As in `write_success`.
-    let _ = serde_json::to_writer(out, &response);
 }
 
 /// The bytes of a successful response.

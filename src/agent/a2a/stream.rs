@@ -65,14 +65,8 @@ pub(crate) fn open(
     tokio::spawn(async move {
         if let End::ClientLeft { sent } = pump(&world, id, first, events, subscription, tx).await {
             let detail = json!({"task_id": task, "events_sent": sent});
-            let seq = detail::log(
-                &world,
-                &agent,
-                "stream-abandoned",
-                task.as_deref(),
-                None,
-                detail,
-            );
+            let task_id = task.as_deref();
+            let seq = detail::log(&world, &agent, "stream-abandoned", task_id, None, detail);
             world.abandon(seq);
         }
     });
@@ -85,29 +79,26 @@ pub(crate) fn open(
 
 /// One SSE event: the stream event as the JSON-RPC response to the call `id`.
 fn frame(id: &RpcId, ev: &StreamResponse) -> Bytes {
-    if *id == RpcId::Grpc {
-        // gRPC frames its messages itself: each item is one bare event (see `grpc`).
-        let mut out = Vec::new();
-        rpc::write_success(&mut out, id, ev);
-        return Bytes::from(out);
-    }
-    let mut out = b"data: ".to_vec();
-    rpc::write_success(&mut out, id, ev);
-    out.extend_from_slice(b"\r\n\r\n");
-    Bytes::from(out)
+    framed(id, b"data: ", |out| rpc::write_success(out, id, ev))
 }
 
 /// An error in the middle of a stream: `event: error` so the client raises the mapped
 /// exception. (An error before the first event is a plain JSON answer instead.)
 fn error_frame(id: &RpcId, e: &RpcError) -> Bytes {
-    if *id == RpcId::Grpc {
-        let mut out = Vec::new();
-        rpc::write_error(&mut out, id, e);
-        return Bytes::from(out);
+    framed(id, b"event: error\r\ndata: ", |out| {
+        rpc::write_error(out, id, e)
+    })
+}
+
+/// What `write` writes, as one SSE event after `head`; over gRPC, bare: gRPC frames its
+/// messages itself, each item one event (see `grpc`).
+fn framed(id: &RpcId, head: &[u8], write: impl FnOnce(&mut Vec<u8>)) -> Bytes {
+    let sse = *id != RpcId::Grpc;
+    let mut out = if sse { head.to_vec() } else { Vec::new() };
+    write(&mut out);
+    if sse {
+        out.extend_from_slice(b"\r\n\r\n");
     }
-    let mut out = b"event: error\r\ndata: ".to_vec();
-    rpc::write_error(&mut out, id, e);
-    out.extend_from_slice(b"\r\n\r\n");
     Bytes::from(out)
 }
 

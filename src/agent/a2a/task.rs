@@ -41,12 +41,13 @@ use tokio::sync::broadcast;
 
 use self::table::Table;
 use super::detail;
+use super::params::TaskPushNotificationConfig;
 use super::push::{self, PushTarget};
 use super::types::{
     Message, Part, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use crate::agent::Ctx;
-use crate::scenario::a2a::{A2aAgent, CancelPolicy, Script};
+use crate::scenario::a2a::{A2aAgent, CancelPolicy, PushPolicy, Script};
 use crate::world::World;
 
 mod calls;
@@ -56,8 +57,7 @@ mod run;
 mod send;
 mod table;
 
-pub(crate) use calls::{add_push, cancel, get, list, log_read, snapshot, subscribe, with_push};
-pub(crate) use detail::log_error;
+pub(crate) use calls::{add_push, cancel, get, list, snapshot, subscribe, with_push};
 pub(crate) use restore::restore;
 pub(crate) use run::{arm, start};
 pub(crate) use send::send;
@@ -160,17 +160,9 @@ pub(crate) enum Sent {
 /// The task, generation and deadline a runner is needed for, once the table's lock is released.
 type Next = Option<(String, u64, Duration)>;
 
+/// The metadata that echoes a task's revision under the agent's key.
 fn revision_meta(key: &str, revision: Option<&Value>) -> Option<Map<String, Value>> {
-    revision.map(|r| {
-        let mut m = Map::new();
-        m.insert(key.to_string(), r.clone());
-        m
-    })
-}
-
-/// `at` on the scenario clock as a status timestamp.
-fn stamp(world: &World, at: Duration) -> String {
-    world.clock.rfc3339(at)
+    revision.map(|r| Map::from_iter([(key.to_string(), r.clone())]))
 }
 
 /// A new task's entry, in the state the `message` that starts it finds it: submitted, its script
@@ -184,35 +176,56 @@ fn new_entry(
     now: Duration,
 ) -> Shared {
     let task = Task {
-        artifacts: Vec::new(),
-        context_id: String::new(),
         // The message itself, once its entry is written (see `send`).
         history: Vec::with_capacity(1),
-        id: String::new(),
         metadata: revision_meta(&spec.revision_key, revision.as_ref()),
-        status: TaskStatus::new(TaskState::Submitted, stamp(&ctx.world, now)),
+        status: TaskStatus::new(TaskState::Submitted, ctx.world.clock.rfc3339(now)),
+        ..Task::default()
     };
-    Arc::new(Mutex::new(Entry {
-        agent: ctx.name.clone(),
+    let mut e = Entry::new(
+        ctx.name.clone(),
         task,
-        revision,
-        revision_key: spec.revision_key.clone(),
-        canary: String::new(),
-        canary_issued: false,
-        start: now,
-        script: Some(script.clone()),
-        timeline: run::timeline(script, now),
-        cursor: 0,
-        generation: 0,
-        cancel: script.cancel,
-        text: String::new(),
-        events: None,
-        capacity: spec.stream_capacity,
-        push: Vec::new(),
-    }))
+        (revision, spec.revision_key.clone()),
+        now,
+        script.cancel,
+        spec.stream_capacity,
+    );
+    e.script = Some(script.clone());
+    e.timeline = run::timeline(script, now);
+    Arc::new(Mutex::new(e))
 }
 
 impl Entry {
+    /// `agent`'s entry for `task` (with its revision and the metadata key that echoes it), its
+    /// run started at `start`; no script, no canary yet, nobody listening.
+    fn new(
+        agent: Arc<str>,
+        task: Task,
+        (revision, revision_key): (Option<Value>, Arc<str>),
+        start: Duration,
+        cancel: CancelPolicy,
+        capacity: usize,
+    ) -> Entry {
+        Entry {
+            agent,
+            task,
+            revision,
+            revision_key,
+            canary: String::new(),
+            canary_issued: false,
+            start,
+            script: None,
+            timeline: Vec::new(),
+            cursor: 0,
+            generation: 0,
+            cancel,
+            text: String::new(),
+            events: None,
+            capacity,
+            push: Vec::new(),
+        }
+    }
+
     fn meta(&self) -> Option<Map<String, Value>> {
         revision_meta(&self.revision_key, self.revision.as_ref())
     }
@@ -296,20 +309,32 @@ impl Entry {
 
     /// Record an entry of this task at `at`.
     fn log_at(&self, world: &World, at: Duration, event: &str, detail: impl Serialize) -> u64 {
-        let rev = self.revision.as_ref();
-        detail::log_at(
-            world,
-            at,
-            &self.agent,
-            event,
-            Some(&self.task.id),
-            rev,
-            detail,
-        )
+        let (task, rev) = (Some(&*self.task.id), self.revision.as_ref());
+        detail::log_at(world, at, &self.agent, event, task, rev, detail)
     }
 
     fn log(&self, world: &World, event: &str, detail: impl Serialize) -> u64 {
         self.log_at(world, world.clock.now(), event, detail)
+    }
+
+    /// Registers a checked push config on this task (replacing one with the same id).
+    fn add_push(
+        &mut self,
+        world: &Arc<World>,
+        policy: PushPolicy,
+        cfg: TaskPushNotificationConfig,
+    ) -> TaskPushNotificationConfig {
+        let owner = self.push_owner();
+        push::add(world, policy, owner, &mut self.push, cfg)
+    }
+
+    /// The task as its push targets name it.
+    fn push_owner(&self) -> push::Owner {
+        push::Owner {
+            agent: self.agent.to_string(),
+            task_id: self.task.id.clone(),
+            revision: self.revision.clone(),
+        }
     }
 
     /// Drops what only a running script needs: tasks are kept for as long as the world, and a

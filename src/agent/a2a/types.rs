@@ -46,15 +46,6 @@ macro_rules! proto_enum {
             pub(crate) fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $wire),+ }
             }
-
-            /// Unknown names and numbers read as the `*_UNSPECIFIED` value.
-            pub(crate) fn from_wire_name(s: &str) -> $name {
-                match s { $($wire => $name::$variant,)+ _ => $name::default() }
-            }
-
-            pub(crate) fn from_number(n: i64) -> $name {
-                match n { $($num => $name::$variant,)+ _ => $name::default() }
-            }
         }
 
         impl fmt::Display for $name {
@@ -77,15 +68,16 @@ macro_rules! proto_enum {
                     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                         f.write_str(concat!(stringify!($name), " name or number"))
                     }
+                    // Unknown names and numbers read as the `*_UNSPECIFIED` value.
                     fn visit_str<E: de::Error>(self, v: &str) -> Result<$name, E> {
-                        Ok($name::from_wire_name(v))
+                        Ok(match v { $($wire => $name::$variant,)+ _ => $name::default() })
                     }
                     fn visit_i64<E: de::Error>(self, v: i64) -> Result<$name, E> {
-                        Ok($name::from_number(v))
+                        Ok(match v { $($num => $name::$variant,)+ _ => $name::default() })
                     }
                     fn visit_u64<E: de::Error>(self, v: u64) -> Result<$name, E> {
                         // Beyond any enum number: unknown, so the zero value.
-                        Ok(i64::try_from(v).map($name::from_number).unwrap_or_default())
+                        i64::try_from(v).map_or(Ok($name::default()), |v| self.visit_i64(v))
                     }
                 }
                 d.deserialize_any(V)
@@ -172,10 +164,10 @@ pub(crate) struct Part {
 
 /// The rarely given fields of a [`Part`].
 #[derive(Debug, Clone, PartialEq, Default)]
-struct PartExtras {
-    metadata: Option<Metadata>,
-    filename: Option<String>,
-    media_type: Option<String>,
+pub(crate) struct PartExtras {
+    pub(crate) metadata: Option<Metadata>,
+    pub(crate) filename: Option<String>,
+    pub(crate) media_type: Option<String>,
 }
 
 /// A [`Part`] as `serde` reads it (the same fields, inline).
@@ -214,38 +206,33 @@ struct PartOut<'a> {
 
 impl Serialize for Part {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let c = &self.content;
-        PartOut {
-            data: match c {
-                PartContent::Data(d) => Some(d),
-                _ => None,
-            },
-            filename: self.filename(),
-            media_type: self.media_type(),
-            metadata: self.metadata(),
-            raw: match c {
-                PartContent::Raw(r) => Some(r),
-                _ => None,
-            },
-            text: match c {
-                PartContent::Text(t) => Some(t),
-                _ => None,
-            },
-            url: match c {
-                PartContent::Url(u) => Some(u),
-                _ => None,
-            },
+        let (mut data, mut raw, mut text, mut url) = (None, None, None, None);
+        match &self.content {
+            PartContent::Data(d) => data = Some(d),
+            PartContent::Raw(r) => raw = Some(r),
+            PartContent::Text(t) => text = Some(t),
+            PartContent::Url(u) => url = Some(u),
         }
-        .serialize(s)
+        let (filename, media_type, metadata) =
+            (self.filename(), self.media_type(), self.metadata());
+        let out = PartOut {
+            data,
+            filename,
+            media_type,
+            metadata,
+            raw,
+            text,
+            url,
+        };
+        out.serialize(s)
     }
 }
 
 impl From<WirePart> for Part {
     fn from(w: WirePart) -> Part {
-        Part::with(w.content)
-            .set_metadata(w.metadata)
-            .set_filename(w.filename)
-            .set_media_type(w.media_type)
+        Part::with(w.content).extras(|e| {
+            (e.metadata, e.filename, e.media_type) = (w.metadata, w.filename, w.media_type)
+        })
     }
 }
 
@@ -274,48 +261,12 @@ impl Part {
         self.extras.is_none()
     }
 
-    /// The extras, made when one of them is given (an absent one leaves them as they are).
-    fn extras_for(&mut self, given: bool) -> Option<&mut PartExtras> {
-        if given {
-            Some(self.extras.get_or_insert_with(Box::default))
-        } else {
-            self.extras.as_deref_mut()
-        }
-    }
-
-    /// Sets (or clears) the metadata.
-    pub(crate) fn set_metadata(mut self, metadata: Option<Metadata>) -> Part {
-        if let Some(e) = self.extras_for(metadata.is_some()) {
-            e.metadata = metadata;
-        }
-        self.drop_empty_extras()
-    }
-
-    /// Sets (or clears) the file name.
-    pub(crate) fn set_filename(mut self, filename: Option<String>) -> Part {
-        if let Some(e) = self.extras_for(filename.is_some()) {
-            e.filename = filename;
-        }
-        self.drop_empty_extras()
-    }
-
-    /// Sets (or clears) the media type.
-    pub(crate) fn set_media_type(mut self, media_type: Option<String>) -> Part {
-        if let Some(e) = self.extras_for(media_type.is_some()) {
-            e.media_type = media_type;
-        }
-        self.drop_empty_extras()
-    }
-
-    /// Extras with nothing in them are none, so that equal parts compare equal.
-    fn drop_empty_extras(mut self) -> Part {
-        if self
-            .extras
-            .as_deref()
-            .is_some_and(|e| *e == PartExtras::default())
-        {
-            self.extras = None;
-        }
+    /// Changes the extras; with nothing left in them they are none, so that equal parts compare
+    /// equal (and a bare part allocates nothing).
+    pub(crate) fn extras(mut self, f: impl FnOnce(&mut PartExtras)) -> Part {
+        let mut extras = self.extras.take().map_or_else(PartExtras::default, |e| *e);
+        f(&mut extras);
+        self.extras = (extras != PartExtras::default()).then(|| Box::new(extras));
         self
     }
 
@@ -344,25 +295,26 @@ impl Part {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Message {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(alias = "context_id")]
+    #[serde(skip_serializing_if = "Option::is_none", alias = "context_id")]
     pub(crate) context_id: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) extensions: Vec<String>,
     #[serde(alias = "message_id")]
     pub(crate) message_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
     pub(crate) parts: Vec<Part>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[serde(alias = "reference_task_ids")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        alias = "reference_task_ids"
+    )]
     pub(crate) reference_task_ids: Vec<String>,
     pub(crate) role: Role,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(alias = "task_id")]
+    #[serde(skip_serializing_if = "Option::is_none", alias = "task_id")]
     pub(crate) task_id: Option<String>,
 }
 
@@ -370,13 +322,9 @@ impl Message {
     pub(crate) fn agent(message_id: impl Into<String>, parts: Vec<Part>) -> Message {
         Message {
             message_id: message_id.into(),
-            context_id: None,
-            task_id: None,
             role: Role::Agent,
             parts,
-            metadata: None,
-            extensions: Vec::new(),
-            reference_task_ids: Vec::new(),
+            ..Message::default()
         }
     }
 
@@ -390,16 +338,16 @@ impl Message {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TaskStatus {
     /// Boxed: most statuses have none, and a task keeps its status for the world's life (a
     /// message inline made every kept task ~180 bytes larger).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) message: Option<Box<Message>>,
     pub(crate) state: TaskState,
     /// ISO-8601 UTC with `Z` (SPEC §5.6.1); protobuf's Timestamp parser rejects other shapes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) timestamp: Option<String>,
 }
 
@@ -413,35 +361,34 @@ impl TaskStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Artifact {
     #[serde(alias = "artifact_id")]
     pub(crate) artifact_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) description: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) extensions: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) name: Option<String>,
     pub(crate) parts: Vec<Part>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Task {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) artifacts: Vec<Artifact>,
     // Optional in the proto, but every task the server makes has one, and clients key on it.
-    #[serde(default)]
-    #[serde(alias = "context_id")]
+    #[serde(default, alias = "context_id")]
     pub(crate) context_id: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) history: Vec<Message>,
     pub(crate) id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
     pub(crate) status: TaskStatus,
 }
@@ -458,6 +405,13 @@ impl Task {
         self
     }
 
+    /// Adds a message to the history, naming this task and its context.
+    pub(crate) fn push_history(&mut self, mut m: Message) {
+        m.task_id = Some(self.id.clone());
+        m.context_id = Some(self.context_id.clone());
+        self.history.push(m);
+    }
+
     /// ListTasks leaves artifacts out unless `includeArtifacts` is true.
     pub(crate) fn without_artifacts(mut self) -> Task {
         self.artifacts.clear();
@@ -471,7 +425,7 @@ impl Task {
 pub(crate) struct TaskStatusUpdateEvent {
     #[serde(alias = "context_id")]
     pub(crate) context_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
     pub(crate) status: TaskStatus,
     #[serde(alias = "task_id")]
@@ -487,10 +441,9 @@ pub(crate) struct TaskArtifactUpdateEvent {
     pub(crate) artifact: Artifact,
     #[serde(alias = "context_id")]
     pub(crate) context_id: String,
-    #[serde(default, skip_serializing_if = "is_false")]
-    #[serde(alias = "last_chunk")]
+    #[serde(default, skip_serializing_if = "is_false", alias = "last_chunk")]
     pub(crate) last_chunk: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<Metadata>,
     #[serde(alias = "task_id")]
     pub(crate) task_id: String,
@@ -553,6 +506,21 @@ mod tests {
         typed
     }
 
+    /// A task with nothing but its ids and a state without a timestamp.
+    fn bare_task(id: &str, context_id: &str, state: TaskState) -> Task {
+        let status = TaskStatus {
+            state,
+            ..TaskStatus::default()
+        };
+        let (id, context_id) = (id.into(), context_id.into());
+        Task {
+            id,
+            context_id,
+            status,
+            ..Task::default()
+        }
+    }
+
     /// Every type that goes out writes its keys sorted: the text of its `Value` (a sorted map).
     #[test]
     fn keys_are_written_in_sorted_order() {
@@ -564,11 +532,11 @@ mod tests {
         let parts = vec![
             Part::text("hi \"there\"\n"),
             Part::data(json!({"b": 1, "a": {"d": 2, "c": 3}}))
-                .set_filename(Some("f.json".into()))
-                .set_media_type(Some("application/json".into()))
-                .set_metadata(Some(md("m"))),
-            Part::raw(b"bytes").set_media_type(Some("application/octet-stream".into())),
-            Part::url("http://x/y").set_filename(Some("y".into())),
+                .extras(|e| e.filename = Some("f.json".into()))
+                .extras(|e| e.media_type = Some("application/json".into()))
+                .extras(|e| e.metadata = Some(md("m"))),
+            Part::raw(b"bytes").extras(|e| e.media_type = Some("application/octet-stream".into())),
+            Part::url("http://x/y").extras(|e| e.filename = Some("y".into())),
         ];
         let message = Message {
             context_id: Some("ctx-1".into()),
@@ -646,18 +614,7 @@ mod tests {
 
     #[test]
     fn send_message_result_is_wrapped() {
-        let task = Task {
-            id: "t1".into(),
-            context_id: "c1".into(),
-            status: TaskStatus {
-                state: TaskState::Completed,
-                message: None,
-                timestamp: None,
-            },
-            artifacts: vec![],
-            history: vec![],
-            metadata: None,
-        };
+        let task = bare_task("t1", "c1", TaskState::Completed);
         let v = serde_json::to_value(SendMessageResponse::Task(task)).unwrap();
         assert_eq!(
             v,
@@ -677,11 +634,11 @@ mod tests {
         assert!(std::mem::size_of::<Part>() <= 48);
         let bare = Part::text("a");
         assert!(bare.is_bare());
-        let named = Part::text("a").set_filename(Some("f.txt".into()));
+        let named = Part::text("a").extras(|e| e.filename = Some("f.txt".into()));
         assert_eq!(named.filename().map(String::as_str), Some("f.txt"));
         assert!(named.media_type().is_none() && named.metadata().is_none());
-        assert_eq!(named.clone().set_filename(None), bare);
-        let empty_meta = Part::text("a").set_metadata(Some(Map::new()));
+        assert_eq!(named.clone().extras(|e| e.filename = None), bare);
+        let empty_meta = Part::text("a").extras(|e| e.metadata = Some(Map::new()));
         assert_ne!(empty_meta, bare);
         assert_eq!(
             serde_json::to_value(&empty_meta).unwrap(),
@@ -703,7 +660,8 @@ mod tests {
         let parts: Vec<Part> = round_trip(doc);
         assert_eq!(parts[1].content, PartContent::Raw("aGk=".into()));
         assert_eq!(
-            serde_json::to_value(Part::raw(b"hi").set_filename(Some("hi.txt".into()))).unwrap(),
+            serde_json::to_value(Part::raw(b"hi").extras(|e| e.filename = Some("hi.txt".into())))
+                .unwrap(),
             json!({"raw": "aGk=", "filename": "hi.txt"})
         );
         // 0.3 clients still send `kind`; it is ignored, and never emitted.
@@ -726,37 +684,20 @@ mod tests {
             (TaskState::Rejected, "TASK_STATE_REJECTED"),
             (TaskState::AuthRequired, "TASK_STATE_AUTH_REQUIRED"),
         ];
-        for (number, (state, name)) in all.into_iter().enumerate() {
-            assert_eq!(serde_json::to_value(state).unwrap(), json!(name));
-            assert_eq!(
-                serde_json::from_value::<TaskState>(json!(name)).unwrap(),
-                state
-            );
-            assert_eq!(
-                serde_json::from_value::<TaskState>(json!(number)).unwrap(),
-                state
-            );
+        let state = |v: Value| serde_json::from_value::<TaskState>(v).unwrap();
+        let role = |v: Value| serde_json::from_value::<Role>(v).unwrap();
+        for (number, (s, name)) in all.into_iter().enumerate() {
+            assert_eq!(serde_json::to_value(s).unwrap(), json!(name));
+            assert_eq!((state(json!(name)), state(json!(number))), (s, s));
         }
-        assert_eq!(
-            serde_json::from_value::<TaskState>(json!("completed")).unwrap(),
-            TaskState::Unspecified
-        );
-        assert_eq!(
-            serde_json::from_value::<TaskState>(json!(99)).unwrap(),
-            TaskState::Unspecified
-        );
+        assert_eq!(state(json!("completed")), TaskState::Unspecified);
+        assert_eq!(state(json!(99)), TaskState::Unspecified);
         assert_eq!(
             serde_json::to_value(Role::Agent).unwrap(),
             json!("ROLE_AGENT")
         );
-        assert_eq!(
-            serde_json::from_value::<Role>(json!("ROLE_USER")).unwrap(),
-            Role::User
-        );
-        assert_eq!(
-            serde_json::from_value::<Role>(json!("user")).unwrap(),
-            Role::Unspecified
-        );
+        assert_eq!(role(json!("ROLE_USER")), Role::User);
+        assert_eq!(role(json!("user")), Role::Unspecified);
 
         let terminal: Vec<_> = all
             .iter()
@@ -792,18 +733,7 @@ mod tests {
         assert_eq!(task.clone().with_history_length(None).history.len(), 1);
         assert!(task.without_artifacts().artifacts.is_empty());
 
-        let bare = Task {
-            id: "t".into(),
-            context_id: "c".into(),
-            status: TaskStatus {
-                state: TaskState::Working,
-                message: None,
-                timestamp: None,
-            },
-            artifacts: vec![],
-            history: vec![],
-            metadata: None,
-        };
+        let bare = bare_task("t", "c", TaskState::Working);
         let s = serde_json::to_string(&bare).unwrap();
         assert!(!s.contains("null"), "{s}");
         // Keys in sorted order: the order the JSON-RPC answers have always had on the wire.

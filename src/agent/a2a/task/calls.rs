@@ -4,73 +4,69 @@
 
 use std::sync::MutexGuard;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::broadcast;
 
-use super::{entry_of, lock_entry, stamp, tasks, Entry};
+use super::{entry_of, lock_entry, tasks, Entry};
 use crate::agent::a2a::detail::log;
 use crate::agent::a2a::errors::RpcError;
 use crate::agent::a2a::params::{
     ListTasksRequest, ListTasksResponse, TaskPushNotificationConfig, LIST_TASKS_DEFAULT_PAGE_SIZE,
     LIST_TASKS_MAX_PAGE_SIZE,
 };
-use crate::agent::a2a::push::{self, PushTarget};
+use crate::agent::a2a::push::PushTarget;
 use crate::agent::a2a::rpc::Binding;
 use crate::agent::a2a::types::{StreamResponse, Task, TaskState, TaskStatus};
 use crate::agent::Ctx;
 use crate::scenario::a2a::{A2aAgent, CancelPolicy};
 use crate::world::World;
 
+/// Runs `f` on the agent's task `task_id` under the task's lock; `None` if the agent has none.
+fn with_task<T>(ctx: &Ctx<'_>, task_id: &str, f: impl FnOnce(&mut Entry) -> T) -> Option<T> {
+    let cell = entry_of(&ctx.world, task_id)?;
+    let mut e = lock_entry(&cell);
+    (*e.agent == **ctx.name).then(|| f(&mut e))
+}
+
 /// Cancellation is an attempt (REC-3): the policy decides, and the outcome is recorded apart
 /// from any state change.
 pub(crate) fn cancel(ctx: &Ctx<'_>, task_id: &str, binding: Binding) -> Result<Task, RpcError> {
     let world = &ctx.world;
-    let cell = entry_of(world, task_id);
-    let mut guard = cell.as_deref().map(lock_entry);
-    let Some(e) = guard.as_deref_mut().filter(|e| *e.agent == **ctx.name) else {
+    with_task(ctx, task_id, |e| {
+        let state = e.task.status.state;
+        let now = world.clock.now();
+        let outcome = if state.is_terminal() {
+            "refused"
+        } else {
+            match e.cancel {
+                CancelPolicy::Honor => "honored",
+                CancelPolicy::TooLate => "refused",
+                CancelPolicy::AckThenComplete => "acknowledged",
+                CancelPolicy::HonorBefore(d) if now < e.start + d => "honored",
+                CancelPolicy::HonorBefore(_) => "refused",
+            }
+        };
+        let policy = e.cancel.name();
+        let detail = json!({"task_id": task_id, "outcome": outcome, "binding": binding,
+            "policy": policy, "state": state.as_str()});
+        e.log(world, "cancel", detail);
+        match outcome {
+            "honored" => {
+                let status = TaskStatus::new(TaskState::Canceled, world.clock.rfc3339(now));
+                e.set_status(world, status);
+                let detail = json!({"state": TaskState::Canceled.as_str()});
+                e.log_at(world, now, "status", detail);
+                Ok(e.task.clone())
+            }
+            "acknowledged" => Ok(e.task.clone()),
+            _ => Err(RpcError::task_not_cancelable(task_id, state)),
+        }
+    })
+    .unwrap_or_else(|| {
         let detail = json!({"task_id": task_id, "outcome": "unknown-task", "binding": binding});
         log(world, ctx.name, "cancel", Some(task_id), None, detail);
-        return Err(RpcError::task_not_found(task_id));
-    };
-    let state = e.task.status.state;
-    let now = world.clock.now();
-    let outcome = if state.is_terminal() {
-        "refused"
-    } else {
-        match e.cancel {
-            CancelPolicy::Honor => "honored",
-            CancelPolicy::TooLate => "refused",
-            CancelPolicy::AckThenComplete => "acknowledged",
-            CancelPolicy::HonorBefore(d) if now < e.start + d => "honored",
-            CancelPolicy::HonorBefore(_) => "refused",
-        }
-    };
-    e.log(
-        world,
-        "cancel",
-        json!({
-            "task_id": task_id,
-            "outcome": outcome,
-            "binding": binding,
-            "policy": e.cancel.name(),
-            "state": state.as_str(),
-        }),
-    );
-    match outcome {
-        "honored" => {
-            let status = TaskStatus::new(TaskState::Canceled, stamp(world, now));
-            e.set_status(world, status);
-            e.log_at(
-                world,
-                now,
-                "status",
-                json!({"state": TaskState::Canceled.as_str()}),
-            );
-            Ok(e.task.clone())
-        }
-        "acknowledged" => Ok(e.task.clone()),
-        _ => Err(RpcError::task_not_cancelable(task_id, state)),
-    }
+        Err(RpcError::task_not_found(task_id))
+    })
 }
 
 pub(crate) fn get(
@@ -78,13 +74,10 @@ pub(crate) fn get(
     task_id: &str,
     history_length: Option<i32>,
 ) -> Result<Task, RpcError> {
-    let cell = entry_of(&ctx.world, task_id);
-    let guard = cell.as_deref().map(lock_entry);
-    let e = guard
-        .as_deref()
-        .filter(|e| *e.agent == **ctx.name)
-        .ok_or_else(|| RpcError::task_not_found(task_id))?;
-    Ok(e.task.clone().with_history_length(history_length))
+    with_task(ctx, task_id, |e| {
+        e.task.clone().with_history_length(history_length)
+    })
+    .ok_or_else(|| RpcError::task_not_found(task_id))
 }
 
 pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksResponse, RpcError> {
@@ -99,12 +92,12 @@ pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksRes
             .parse()
             .map_err(|_| RpcError::invalid_params(format!("invalid pageToken \"{t}\"")))?,
     };
-    let after = match req.status_timestamp_after.as_deref() {
-        None => None,
-        Some(s) => Some(crate::clock::parse_rfc3339_ms(s).ok_or_else(|| {
-            RpcError::invalid_params(format!("statusTimestampAfter is not a timestamp: \"{s}\""))
-        })?),
-    };
+    let after = (req.status_timestamp_after.as_deref())
+        .map(|s| {
+            let e = || format!("statusTimestampAfter is not a timestamp: \"{s}\"");
+            crate::clock::parse_rfc3339_ms(s).ok_or_else(|| RpcError::invalid_params(e()))
+        })
+        .transpose()?;
     let all = tasks(&ctx.world);
     // The table's lock is held throughout and every task looked at stays locked until the page
     // is made, so the listing is one snapshot, as it was when one lock covered every task.
@@ -124,14 +117,12 @@ pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksRes
                 .is_none_or(|s| s == TaskState::Unspecified || e.task.status.state == s)
         })
         .map(|(i, e)| {
-            let ts = e
-                .task
-                .status
-                .timestamp
-                .as_deref()
-                .and_then(crate::clock::parse_rfc3339_ms)
-                .unwrap_or(0);
-            (ts, i, e)
+            let ts = e.task.status.timestamp.as_deref();
+            (
+                ts.and_then(crate::clock::parse_rfc3339_ms).unwrap_or(0),
+                i,
+                e,
+            )
         })
         .filter(|(ts, _, _)| after.is_none_or(|a| *ts > a))
         .collect();
@@ -171,18 +162,15 @@ pub(crate) fn subscribe(
     ctx: &Ctx<'_>,
     task_id: &str,
 ) -> Result<(Task, broadcast::Receiver<StreamResponse>), RpcError> {
-    let cell = entry_of(&ctx.world, task_id);
-    let mut guard = cell.as_deref().map(lock_entry);
-    let e = guard
-        .as_deref_mut()
-        .filter(|e| *e.agent == **ctx.name)
-        .ok_or_else(|| RpcError::task_not_found(task_id))?;
-    let state = e.task.status.state;
-    if state.is_terminal() {
-        return Err(RpcError::task_in_terminal_state(task_id, state));
-    }
-    e.log(&ctx.world, "subscribe", json!({"task_id": task_id}));
-    Ok((e.task.clone(), e.subscribe()))
+    with_task(ctx, task_id, |e| {
+        let state = e.task.status.state;
+        if state.is_terminal() {
+            return Err(RpcError::task_in_terminal_state(task_id, state));
+        }
+        e.log(&ctx.world, "subscribe", json!({"task_id": task_id}));
+        Ok((e.task.clone(), e.subscribe()))
+    })
+    .unwrap_or_else(|| Err(RpcError::task_not_found(task_id)))
 }
 
 /// A fresh snapshot (after a blocking call saw its task stop).
@@ -192,30 +180,13 @@ pub(crate) fn snapshot(world: &World, task_id: &str) -> Option<Task> {
     Some(task)
 }
 
-/// Record a read (GetTask, ListTasks): an interaction like any other.
-pub(crate) fn log_read(
-    ctx: &Ctx<'_>,
-    event: &str,
-    task_id: Option<&str>,
-    detail: impl serde::Serialize,
-) {
-    log(&ctx.world, ctx.name, event, task_id, None, detail);
-}
-
 /// Runs `f` on the push targets of the agent's task `task_id`.
 pub(crate) fn with_push<T>(
     ctx: &Ctx<'_>,
     task_id: &str,
-    f: impl FnOnce(&mut Vec<PushTarget>, Option<&Value>) -> Result<T, RpcError>,
+    f: impl FnOnce(&mut Vec<PushTarget>) -> T,
 ) -> Result<T, RpcError> {
-    let cell = entry_of(&ctx.world, task_id);
-    let mut guard = cell.as_deref().map(lock_entry);
-    let e = guard
-        .as_deref_mut()
-        .filter(|e| *e.agent == **ctx.name)
-        .ok_or_else(|| RpcError::task_not_found(task_id))?;
-    let rev = e.revision.clone();
-    f(&mut e.push, rev.as_ref())
+    with_task(ctx, task_id, |e| f(&mut e.push)).ok_or_else(|| RpcError::task_not_found(task_id))
 }
 
 /// Adds a checked config to a task (CreateTaskPushNotificationConfig).
@@ -225,9 +196,6 @@ pub(crate) fn add_push(
     task_id: &str,
     cfg: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig, RpcError> {
-    with_push(ctx, task_id, |targets, rev| {
-        Ok(push::add(
-            &ctx.world, spec.push, ctx.name, targets, cfg, task_id, rev,
-        ))
-    })
+    with_task(ctx, task_id, |e| e.add_push(&ctx.world, spec.push, cfg))
+        .ok_or_else(|| RpcError::task_not_found(task_id))
 }

@@ -57,10 +57,13 @@ impl Render<'_> {
             PartContent::Url(u) => Part::url(self.text(u)),
             PartContent::Data(d) => Part::data(self.json(d)),
         };
-        let metadata = p.metadata.as_ref();
-        part.set_filename(p.filename.clone())
-            .set_media_type(p.media_type.clone())
-            .set_metadata(metadata.and_then(|m| self.json(m).as_object().cloned()))
+        part.extras(|e| {
+            e.metadata = p
+                .metadata
+                .as_ref()
+                .and_then(|m| self.json(m).as_object().cloned());
+            (e.filename, e.media_type) = (p.filename.clone(), p.media_type.clone());
+        })
     }
 }
 

@@ -87,20 +87,11 @@ pub(crate) fn restore(world: &Arc<World>) -> usize {
         let state = e.task.status.state;
         let live = !state.is_terminal();
         if let (Some(spec), Some(cfgs)) = (agents.get(&*e.agent), configs.get(id)) {
-            e.push = cfgs
-                .iter()
-                .map(|c| {
-                    push::target(
-                        world,
-                        spec.push,
-                        &e.agent,
-                        c.clone(),
-                        id,
-                        e.revision.as_ref(),
-                        live,
-                    )
-                })
-                .collect();
+            let owner = Arc::new(e.push_owner());
+            let target = |c: &TaskPushNotificationConfig| {
+                push::target(world, spec.push, owner.clone(), c.clone(), live)
+            };
+            e.push = cfgs.iter().map(target).collect();
         }
         if live && !state.is_interrupted() {
             interrupt(world, &mut e);
@@ -160,13 +151,13 @@ struct Rebuild<'a> {
 }
 
 // The details read here are the ones `detail` wrote (the journal's own lines, not network
-// data): a key missing or of another shape reads as absent or empty, as when it was written.
-fn str_of<'v>(d: &'v Value, k: &str) -> Option<&'v str> {
-    d.get(k).and_then(Value::as_str)
+// data): a key missing or of another shape reads as absent, as when it was written.
+fn get<T: serde::de::DeserializeOwned>(d: &Value, k: &str) -> Option<T> {
+    d.get(k).and_then(|v| T::deserialize(v).ok())
 }
 
-fn parse<T: serde::de::DeserializeOwned>(v: Option<&Value>) -> Option<T> {
-    v.and_then(|v| serde_json::from_value(v.clone()).ok())
+fn str_of<'v>(d: &'v Value, k: &str) -> Option<&'v str> {
+    d.get(k).and_then(Value::as_str)
 }
 
 /// Numbers the restored tasks in the order their ids were handed out: `task-N` by N, then any
@@ -199,14 +190,13 @@ fn number(id: &str) -> Option<u64> {
 fn message_of(d: &Value) -> Message {
     let text = str_of(d, "text").unwrap_or_default();
     Message {
-        message_id: str_of(d, "message_id").unwrap_or_default().to_string(),
-        context_id: None,
-        task_id: None,
-        role: parse(d.get("role")).unwrap_or(Role::User),
-        parts: parse(d.get("parts")).unwrap_or_else(|| vec![Part::text(text)]),
-        metadata: parse::<Map<String, Value>>(d.get("metadata")),
-        extensions: parse(d.get("extensions")).unwrap_or_default(),
-        reference_task_ids: parse(d.get("reference_task_ids")).unwrap_or_default(),
+        message_id: get(d, "message_id").unwrap_or_default(),
+        role: get(d, "role").unwrap_or(Role::User),
+        parts: get(d, "parts").unwrap_or_else(|| vec![Part::text(text)]),
+        metadata: get::<Map<String, Value>>(d, "metadata"),
+        extensions: get(d, "extensions").unwrap_or_default(),
+        reference_task_ids: get(d, "reference_task_ids").unwrap_or_default(),
+        ..Message::default()
     }
 }
 
@@ -238,52 +228,39 @@ impl Rebuild<'_> {
             "task-resumed" => {
                 if let Some(mut e) = self.task(r) {
                     e.start = r.received_at;
-                    if let Some(c) = parse::<CancelPolicy>(d.get("cancel")) {
+                    if let Some(c) = get::<CancelPolicy>(d, "cancel") {
                         e.cancel = c;
                     }
                     e.generation += 1;
                     e.task.status = TaskStatus::new(TaskState::Submitted, ts);
                 }
             }
-            "status" => {
-                if let Some(mut e) = self.task(r) {
-                    let state = parse(d.get("state")).unwrap_or(TaskState::Unspecified);
-                    let message = str_of(d, "message").map(|t| {
-                        let id = str_of(d, "message_id").unwrap_or_default().to_string();
-                        e.agent_message(id, t.to_string())
-                    });
-                    e.task.status = TaskStatus {
-                        state,
-                        message,
-                        timestamp: Some(ts),
-                    };
-                }
-            }
             "artifact" => {
                 if let Some(mut e) = self.task(r) {
                     let artifact = Artifact {
-                        artifact_id: str_of(d, "artifact_id").unwrap_or_default().to_string(),
-                        name: str_of(d, "name").map(str::to_string),
-                        description: str_of(d, "description").map(str::to_string),
-                        parts: parse(d.get("parts")).unwrap_or_default(),
+                        artifact_id: get(d, "artifact_id").unwrap_or_default(),
+                        name: get(d, "name"),
+                        description: get(d, "description"),
+                        parts: get(d, "parts").unwrap_or_default(),
                         metadata: e.meta(),
-                        extensions: Vec::new(),
+                        ..Artifact::default()
                     };
-                    let append = d.get("append").and_then(Value::as_bool) == Some(true);
+                    let append = get(d, "append") == Some(true);
                     merge_artifact(&mut e.task.artifacts, artifact, append);
                 }
             }
             "result" if str_of(d, "reply") == Some("message") => self.reply(spec, r, d),
-            "result" | "task-interrupted" => {
-                let suffix = if event == "result" {
-                    "final"
-                } else {
-                    "interrupted"
-                };
+            "status" | "result" | "task-interrupted" => {
                 if let Some(mut e) = self.task(r) {
-                    let state = parse(d.get("state")).unwrap_or(TaskState::Unspecified);
-                    let message = str_of(d, "message")
-                        .map(|t| e.agent_message(format!("{}-{suffix}", e.task.id), t.to_string()));
+                    let state = get(d, "state").unwrap_or(TaskState::Unspecified);
+                    let message = str_of(d, "message").map(|t| {
+                        let id = match event {
+                            "status" => get(d, "message_id").unwrap_or_default(),
+                            "result" => format!("{}-final", e.task.id),
+                            _ => format!("{}-interrupted", e.task.id),
+                        };
+                        e.agent_message(id, t.to_string())
+                    });
                     e.task.status = TaskStatus {
                         state,
                         message,
@@ -305,7 +282,7 @@ impl Rebuild<'_> {
                 let Some(task_id) = r.work_id.clone() else {
                     return;
                 };
-                let id = str_of(d, "config_id").map(str::to_string);
+                let id = get(d, "config_id");
                 let list = self.configs.entry(task_id.clone()).or_default();
                 list.retain(|c| c.id != id);
                 if str_of(d, "action") == Some("create") {
@@ -313,8 +290,8 @@ impl Rebuild<'_> {
                         tenant: None,
                         id,
                         task_id: Some(task_id),
-                        url: str_of(d, "url").unwrap_or_default().to_string(),
-                        token: str_of(d, "token").map(str::to_string),
+                        url: get(d, "url").unwrap_or_default(),
+                        token: get(d, "token"),
                         authentication: str_of(d, "auth_scheme").map(|s| AuthenticationInfo {
                             scheme: s.to_string(),
                             credentials: None,
@@ -335,19 +312,17 @@ impl Rebuild<'_> {
             return;
         };
         self.bump(&task_id);
-        let mut m = message_of(d);
-        let text = str_of(d, "text").unwrap_or_default().to_string();
-        if d.get("follow_up").and_then(Value::as_bool) != Some(true) {
+        let m = message_of(d);
+        let text = get(d, "text").unwrap_or_default();
+        if get(d, "follow_up") != Some(true) {
             self.created_by.insert(task_id, (m, text));
             return;
         }
         let message_id = m.message_id.clone();
         {
             let Some(mut e) = self.task(r) else { return };
-            m.task_id = Some(e.task.id.clone());
-            m.context_id = Some(e.task.context_id.clone());
-            e.task.history.push(m);
-            if d.get("resumes").and_then(Value::as_bool) == Some(true) {
+            e.task.push_history(m);
+            if get(d, "resumes") == Some(true) {
                 e.text = text;
             }
         }
@@ -363,7 +338,7 @@ impl Rebuild<'_> {
         };
         let task_id = task_id.to_string();
         self.bump(&task_id);
-        let context_id = str_of(d, "context_id").unwrap_or_default().to_string();
+        let context_id: String = get(d, "context_id").unwrap_or_default();
         let revision = d
             .get("revision")
             .filter(|v| !v.is_null())
@@ -383,28 +358,16 @@ impl Rebuild<'_> {
             id: task_id.clone(),
             context_id,
             status: TaskStatus::new(TaskState::Submitted, ts),
-            artifacts: Vec::new(),
             history,
             metadata: revision_meta(&spec.revision_key, revision.as_ref()),
+            ..Task::default()
         };
-        let entry = Entry {
-            agent: self.table.agent(&r.service),
-            task,
-            canary: canary(self.world, &task_id, revision.as_ref()),
-            revision,
-            revision_key: spec.revision_key.clone(),
-            canary_issued: false,
-            start: r.received_at,
-            script: None,
-            timeline: Vec::new(),
-            cursor: 0,
-            generation: 0,
-            cancel: parse(d.get("cancel")).unwrap_or(spec.script.cancel),
-            text,
-            events: None,
-            capacity: STREAM_BUFFER,
-            push: Vec::new(),
-        };
+        let cancel = get(d, "cancel").unwrap_or(spec.script.cancel);
+        let rev = (revision, spec.revision_key.clone());
+        let agent = self.table.agent(&r.service);
+        let mut entry = Entry::new(agent, task, rev, r.received_at, cancel, STREAM_BUFFER);
+        entry.canary = canary(self.world, &task_id, entry.revision.as_ref());
+        entry.text = text;
         self.table.insert(&task_id, Arc::new(Mutex::new(entry)));
         if let Some(m) = first_message {
             self.table
@@ -421,8 +384,8 @@ impl Rebuild<'_> {
         let Some(in_reply_to) = str_of(d, "in_reply_to") else {
             return;
         };
-        let mut reply = Message::agent(reply_id, parse(d.get("parts")).unwrap_or_default());
-        reply.context_id = str_of(d, "context_id").map(str::to_string);
+        let mut reply = Message::agent(reply_id, get(d, "parts").unwrap_or_default());
+        reply.context_id = get(d, "context_id");
         let revision = r.revision.as_ref().map(Revision::to_value);
         reply.metadata = revision_meta(&spec.revision_key, revision.as_ref());
         self.table.note_seen(&r.service, in_reply_to, true, || {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use hyper::body::Bytes;
 use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 
-use super::{entry_of, lock_entry, stamp, Entry};
+use super::{entry_of, lock_entry, Entry};
 use crate::agent::a2a::detail::{ArtifactDetail, ResultDetail, StatusDetail};
 use crate::agent::a2a::types::{
     Artifact, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
@@ -183,7 +183,7 @@ fn status(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, now: Dur
     let status = TaskStatus {
         message,
         state,
-        timestamp: Some(stamp(world, now)),
+        timestamp: Some(world.clock.rfc3339(now)),
     };
     e.set_status(world, status);
     let detail = StatusDetail {
@@ -247,10 +247,10 @@ fn artifact(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, now: D
     let artifact = Artifact {
         artifact_id: spec.id.clone(),
         description: spec.description.clone(),
-        extensions: Vec::new(),
         metadata: e.meta(),
         name: spec.name.clone(),
         parts: spec.parts.iter().map(|p| r.part(p)).collect(),
+        ..Artifact::default()
     };
     let used = r.used_canary.get();
     // The event (a copy of the artifact) is built only for someone who gets it.
@@ -290,7 +290,7 @@ fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, now: Duration) {
     let status = TaskStatus {
         message: text.map(|t| e.agent_message(format!("{}-final", e.task.id), t)),
         state,
-        timestamp: Some(stamp(world, now)),
+        timestamp: Some(world.clock.rfc3339(now)),
     };
     e.note_canary(world, used, now);
     e.set_status(world, status);

@@ -11,9 +11,7 @@ use serde_json::{json, Value};
 use super::render::{canary, Render};
 use super::run::{hand_over, timeline};
 use super::table::{Seen, Table};
-use super::{
-    lock_entry, new_entry, revision_meta, stamp, tasks, Entry, Next, Sent, Shared, Tasks, Want,
-};
+use super::{lock_entry, new_entry, revision_meta, tasks, Entry, Next, Sent, Shared, Tasks, Want};
 use crate::agent::a2a::detail::{self, CreatedDetail, MessageCall, Taken};
 use crate::agent::a2a::errors::RpcError;
 use crate::agent::a2a::params::{SendMessageRequest, TaskPushNotificationConfig};
@@ -100,10 +98,9 @@ fn send_locked(
             "message.parts must hold at least one part",
         ));
     }
-    let push_config = match req.push_config() {
-        Some(c) => Some(push::check(spec, c.clone(), push::own_port(ctx.base_url))?),
-        None => None,
-    };
+    let push_config = (req.push_config().cloned())
+        .map(|c| push::check(spec, c, push::own_port(ctx.base_url)))
+        .transpose()?;
     // The message's own metadata first, then the request's (SendMessageRequest.metadata): SDKs
     // put it in either. Kept as sent, to be echoed as sent; read as a `Revision` where compared.
     let revision = [msg.metadata.as_ref(), req.metadata.as_ref()]
@@ -276,10 +273,7 @@ fn follow_up_to_task(
             }
         }
     }
-    let mut m = msg.clone();
-    m.task_id = Some(e.task.id.clone());
-    m.context_id = Some(e.task.context_id.clone());
-    e.task.history.push(m);
+    e.task.push_history(msg.clone());
     let resume = state.is_interrupted();
     let taken = Taken::FollowUp {
         resumes: resume,
@@ -290,17 +284,7 @@ fn follow_up_to_task(
         .detail(Some(task_id), Some(&e.task.context_id), taken);
     e.log_at(world, now, "message", detail);
     if let Some(cfg) = inc.push_config.clone() {
-        let rev = e.revision.clone();
-        let policy = inc.spec.push;
-        push::add(
-            world,
-            policy,
-            ctx.name,
-            &mut e.push,
-            cfg,
-            task_id,
-            rev.as_ref(),
-        );
+        e.add_push(world, inc.spec.push, cfg);
     }
     if resume {
         resume_task(&inc, e, now);
@@ -324,7 +308,7 @@ fn resume_task(inc: &Incoming<'_>, e: &mut Entry, now: Duration) {
     e.text = inc.text.clone();
     // Out of the interrupted state before anyone looks: a blocking call must wait for the
     // resumed run, and the reply shows the task in flight again.
-    let status = TaskStatus::new(TaskState::Submitted, stamp(world, now));
+    let status = TaskStatus::new(TaskState::Submitted, world.clock.rfc3339(now));
     e.set_status(world, status);
     let detail = json!({
         "task_id": e.task.id,
@@ -447,23 +431,10 @@ fn new_task(
     entry.log_at(world, now, "task-created", created);
     // Nobody has seen the entry yet: the message and its text move into it now.
     let (want, policy, push_config) = (inc.want, inc.spec.push, inc.push_config);
-    let revision = inc.revision;
     entry.text = inc.text;
-    let mut user = inc.req.message;
-    user.task_id = Some(entry.task.id.clone());
-    user.context_id = Some(entry.task.context_id.clone());
-    entry.task.history.push(user);
+    entry.task.push_history(inc.req.message);
     if let Some(cfg) = push_config {
-        let id = entry.task.id.clone();
-        push::add(
-            world,
-            policy,
-            ctx.name,
-            &mut entry.push,
-            cfg,
-            &id,
-            revision.as_ref(),
-        );
+        entry.add_push(world, policy, cfg);
     }
     // Push receivers get the initial Task snapshot too, as the reference sender does.
     if !entry.push.is_empty() {

@@ -113,31 +113,21 @@ mod tests {
     use crate::scenario::a2a::CancelPolicy;
 
     fn entry(id: &str) -> Shared {
-        Arc::new(Mutex::new(Entry {
-            agent: "a".into(),
-            task: Task {
-                artifacts: Vec::new(),
-                context_id: String::new(),
-                history: Vec::new(),
-                id: id.to_string(),
-                metadata: None,
-                status: TaskStatus::new(TaskState::Submitted, ""),
-            },
-            revision: None,
-            revision_key: "revision".into(),
-            canary: String::new(),
-            canary_issued: false,
-            start: Duration::ZERO,
-            script: None,
-            timeline: Vec::new(),
-            cursor: 0,
-            generation: 0,
-            cancel: CancelPolicy::Honor,
-            text: String::new(),
-            events: None,
-            capacity: 32,
-            push: Vec::new(),
-        }))
+        let task = Task {
+            id: id.to_string(),
+            status: TaskStatus::new(TaskState::Submitted, ""),
+            ..Task::default()
+        };
+        let rev = (None, "revision".into());
+        let e = Entry::new(
+            "a".into(),
+            task,
+            rev,
+            Duration::ZERO,
+            CancelPolicy::Honor,
+            32,
+        );
+        Arc::new(Mutex::new(e))
     }
 
     #[test]
