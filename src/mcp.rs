@@ -430,6 +430,8 @@ fn delete(world: &World, server: &McpServer, headers: &HeaderMap) -> Response {
 /// `resume` says: its answer replayed (a delayed one when it falls due, on the scenario clock),
 /// or 404 (the event store "lost"). Recorded either way.
 fn resume(world: &World, server: &McpServer, headers: &HeaderMap) -> Reply {
+    // Read before the resumption is recorded: whoever sees the entry may move the clock.
+    let now = world.clock.now();
     let Some(id) = headers.get(SESSION_HEADER).map(crate::service::header_text) else {
         let e = McpError::NoSession("a resumption names its session (Mcp-Session-Id)".into());
         return Reply::now(answer(e.http_status(), e.body(None), false));
@@ -462,7 +464,7 @@ fn resume(world: &World, server: &McpServer, headers: &HeaderMap) -> Reply {
     let mut response = answer(200, Value::Null, true);
     response.body = body;
     let mut reply = Reply::now(response);
-    if due > world.clock.now() {
+    if due > now {
         (reply.plan, reply.seq, reply.stream) = (Plan::At(due), seq, true);
     }
     reply

@@ -68,6 +68,8 @@ fn rec4_acc1_a_delayed_stream_left_while_waiting_is_resumed_and_answered_when_du
         ("last-event-id", last.as_str()),
     ];
     let resumed = send(&da.url, "GET", "/mcp/payments", &h, b"");
+    // Taken up before the answer is due: it waits on the new stream.
+    da.wait_for("event=resumed", 1);
     da.advance("5s");
     let r = read_response(resumed).unwrap();
     assert_eq!(r.status, 200);
@@ -84,4 +86,63 @@ fn rec4_acc1_a_delayed_stream_left_while_waiting_is_resumed_and_answered_when_du
         .filter(|e| e["route"] == "create-transfer")
         .count();
     assert_eq!(transfers, 1, "resuming is no second call");
+}
+
+/// The same server with every answer cut after its priming event.
+fn cut_scenario() -> String {
+    scenario().replace(
+        "fates = [\"delay:5s\"]",
+        "fates = [\"drop-after-apply\", \"respond\"]",
+    )
+}
+
+fn findings(da: &Da) -> Vec<String> {
+    da.get("/_admin/verify").json()["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn rec4_a_resumed_stream_tells_the_outcome_so_a_later_call_is_no_blind_retry() {
+    for resume in ["replay", "lost"] {
+        let src = cut_scenario().replace("resume = \"replay\"", &format!("resume = \"{resume}\""));
+        let da = Da::start(&src);
+        let sid = session(&da);
+        let call = |id: u64| {
+            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "pay", "arguments": {"to": "a", "amount": 1}}});
+            let h = [
+                ACCEPT,
+                ("mcp-session-id", sid.as_str()),
+                ("mcp-protocol-version", "2025-11-25"),
+            ];
+            da.post_json("/mcp/payments", &h, &call).unwrap()
+        };
+        call(1);
+        let seq = da
+            .ledger()
+            .into_iter()
+            .find(|e| e["route"] == "create-transfer")
+            .unwrap()["seq"]
+            .as_u64()
+            .unwrap();
+        let last = format!("{seq}-0");
+        let h = [
+            ACCEPT,
+            ("mcp-session-id", sid.as_str()),
+            ("last-event-id", last.as_str()),
+        ];
+        da.call("GET", "/mcp/payments", &h, "");
+        call(2);
+        let rules = findings(&da);
+        assert!(rules.contains(&"ACC-1".to_string()), "{resume}: {rules:?}");
+        assert_eq!(
+            rules.contains(&"REC-4".to_string()),
+            resume == "lost",
+            "{resume}: a replayed answer is the outcome learnt; a lost one is not: {rules:?}"
+        );
+    }
 }

@@ -252,15 +252,20 @@ impl<'e> Index<'e> {
                     }
                 }
             }
-            // An MCP task polled, listed, read or cancelled: the client learnt (or settled)
-            // the state of the action the task runs, unless the answer was lost on the way.
+            // An MCP task polled, listed, read or cancelled, or a cut stream resumed with its
+            // answer replayed: the client learnt (or settled) the state of the action, unless
+            // the answer was lost on the way.
             if e.disposition == Disposition::Agent
                 && matches!(
                     e.event(),
-                    Some("task-get" | "task-result" | "task-list" | "task-cancel")
+                    Some("task-get" | "task-result" | "task-list" | "task-cancel" | "resumed")
                 )
             {
-                let heard = |d: &&Value| d.get("answered") != Some(&Value::Bool(false));
+                let heard = |d: &&Value| {
+                    d.get("answered") != Some(&Value::Bool(false))
+                        && (e.event() != Some("resumed")
+                            || d.get("outcome").and_then(Value::as_str) == Some("replayed"))
+                };
                 if let Some(d) = e.detail.as_ref().filter(heard) {
                     let one = d.get("target").into_iter();
                     let many = d
