@@ -80,3 +80,20 @@ fn acct_a_tool_schema_that_is_not_json_schema_is_located_and_exits_2() {
         "{err}"
     );
 }
+
+#[test]
+fn acct_an_empty_question_key_is_located_and_exits_2() {
+    let bad = scenario().replace(
+        "call = { service = \"payments\", route = \"create-transfer\" }",
+        "call = { service = \"payments\", route = \"create-transfer\" }\ninput = { key = \"\", message = \"Sure?\" }",
+    );
+    let path = temp_file("bad.toml", &bad);
+    let out = Command::new(bin())
+        .args(["check", "bad.toml"])
+        .current_dir(path.parent().unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("mcp.payments.tools[0].input.key: "), "{err}");
+}

@@ -554,6 +554,12 @@ fn compile_tool(
 /// plain call runs.
 fn compile_input(i: RawInput, within: Duration, path: &str, issues: &mut Issues) -> TaskInput {
     let after = i.after.map_or(Duration::ZERO, |d| d.0);
+    if i.key.as_deref() == Some("") {
+        issues.push((
+            format!("{path}.key"),
+            "the question's key names it in inputRequests: a non-empty string".into(),
+        ));
+    }
     if within == Duration::MAX && i.after.is_some() {
         issues.push((
             format!("{path}.after"),
