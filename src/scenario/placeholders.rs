@@ -53,7 +53,9 @@ pub(super) fn check_response(
                     )
                 })
             };
-            issues.extend(problem.map(|m| (at.clone(), m)));
+            if let Some(m) = problem {
+                issues.add(at.clone(), m);
+            }
         }
     }
 }
@@ -95,13 +97,13 @@ pub(super) fn check_a2a(texts: &[(String, &str)], issues: &mut Issues) {
                 continue;
             }
             let hint = did_you_mean(name, A2A_NAMES.iter().copied());
-            issues.push((
+            issues.add(
                 at.clone(),
                 format!(
                     "`{{{{{name}}}}}` names nothing{hint} (an A2A agent's texts can use {})",
                     A2A_NAMES.join(", ")
                 ),
-            ));
+            );
         }
     }
 }
