@@ -668,36 +668,30 @@ mod tests {
     }
 
     #[test]
-    fn a_step_naming_an_unknown_route_gets_a_hint() {
-        let e = err(&format!(
-            "{PAY}[agents.r]\nprotocol = \"a2a\"\nwork = \"3s\"\n[[agents.r.steps]]\nat = \"1s\"\ncall = {{ service = \"payments\", route = \"create-transfr\" }}\n"
-        ));
-        assert!(e.contains("agents.r.steps[0].call.route: no route named \"create-transfr\" in service \"payments\"; did you mean `create-transfer`?"), "{e}");
-    }
-
-    #[test]
-    fn a_step_after_the_work_is_rejected() {
-        let e = err(&format!(
-            "{PAY}[agents.r]\nprotocol = \"a2a\"\nwork = \"1s\"\n[[agents.r.steps]]\nat = \"2s\"\ncall = {{ service = \"payments\", route = \"create-transfer\" }}\n"
-        ));
-        assert!(
-            e.contains("agents.r.steps[0].at: at = \"2s\" comes after the task ends"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn unknown_keys_and_policies_are_located() {
+    fn unknown_names_late_steps_keys_and_policies_are_located() {
+        let step = |work: &str, at: &str, route: &str| {
+            format!("{PAY}[agents.r]\nprotocol = \"a2a\"\nwork = \"{work}\"\n[[agents.r.steps]]\nat = \"{at}\"\ncall = {{ service = \"payments\", route = \"{route}\" }}\n")
+        };
+        for (src, want) in [
+            (
+                step("3s", "1s", "create-transfr"),
+                "agents.r.steps[0].call.route: no route named \"create-transfr\" in service \"payments\"; did you mean `create-transfer`?",
+            ),
+            (
+                step("1s", "2s", "create-transfer"),
+                "agents.r.steps[0].at: at = \"2s\" comes after the task ends",
+            ),
+            (
+                "[agents.r]\nprotocol = \"a2a\"\ncancel = \"too-lat\"\n".into(),
+                "agents.r.cancel: unknown cancel policy \"too-lat\"; did you mean `too-late`?",
+            ),
+        ] {
+            let e = err(&src);
+            assert!(e.contains(want), "{e}");
+        }
         let e = err("[agents.r]\nprotocol = \"a2a\"\nwrok = \"1s\"\n");
         assert!(
             e.starts_with("s.toml:3:1: agents.r.wrok: unknown key `wrok`; did you mean `work`?"),
-            "{e}"
-        );
-        let e = err("[agents.r]\nprotocol = \"a2a\"\ncancel = \"too-lat\"\n");
-        assert!(
-            e.contains(
-                "agents.r.cancel: unknown cancel policy \"too-lat\"; did you mean `too-late`?"
-            ),
             "{e}"
         );
     }

@@ -65,9 +65,11 @@ pub(super) fn locate_serde_error(src: &str, path: &str, e: &toml::de::Error) -> 
     let (path, message) = explain(path, e);
     let offset = match e.span() {
         Some(span) => Some(span.start),
-        None => find_path(src, &path),
+        None => toml::de::DeTable::parse(src)
+            .ok()
+            .and_then(|doc| find_in(&doc, &path)),
     };
-    let (line, col) = offset.map(|o| line_col(src, o)).unwrap_or((1, 1));
+    let (line, col) = offset.map_or((1, 1), |o| line_col(src, o));
     Problem {
         line,
         col,
@@ -215,10 +217,6 @@ pub(super) fn locate_all(src: &str, issues: Issues) -> Vec<Problem> {
 }
 
 /// Byte offset of the value (or key) at a `a.b[2].c` path in the document, if it exists.
-fn find_path(src: &str, path: &str) -> Option<usize> {
-    find_in(&toml::de::DeTable::parse(src).ok()?, path)
-}
-
 fn find_in(doc: &toml::Spanned<toml::de::DeTable<'_>>, path: &str) -> Option<usize> {
     use toml::de::DeValue;
     let mut segs = Vec::new();
