@@ -17,8 +17,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::Service;
-use super::{check_header, check_pointer, did_you_mean, find_route, sub_table, Dur, Issues};
+use super::{
+    check_header, check_pointer, did_you_mean, find_route, sub_table, Dur, Issues, Service,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Enumerations shared by the raw and the compiled model
@@ -513,12 +514,11 @@ fn compile_call(
         return None;
     }
     if let ToolKind::Backend { service, route, .. } = &tools[tool].kind {
-        let found = services.iter().find(|s| &s.name == service);
-        for param in found
-            .and_then(|s| s.route(route))
+        let r = services
             .iter()
-            .flat_map(|r| r.path.params())
-        {
+            .find(|s| &s.name == service)
+            .and_then(|s| s.route(route));
+        for param in r.into_iter().flat_map(|r| r.path.params()) {
             if args
                 .get(param)
                 .is_none_or(|v| !(v.is_string() || v.is_number()))
