@@ -9,7 +9,7 @@
 //!
 //! Like the rest of the scenario, the raw structs deny unknown keys, and semantic problems (a
 //! step naming an unknown service, a step after the work is over) are reported with their key
-//! path so `scenario::locate` can point at the line.
+//! path, which locates them in the source.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
