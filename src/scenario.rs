@@ -33,8 +33,8 @@ mod placeholders;
 mod problems;
 pub mod schema;
 
-pub(crate) use compile::check_header;
 use compile::compile;
+pub(crate) use compile::{check_header, check_segment};
 pub(crate) use problems::sub_table;
 pub use problems::{did_you_mean, Problem, ScenarioError};
 use problems::{every_shape_problem, line_col, locate_all, locate_serde_error, path_string};
@@ -124,12 +124,9 @@ struct RawIdempotency {
     errors: Option<ErrorShape>,
 }
 
+/// `fingerprint = "body" | "none" | ["/pointer", ...]`.
 #[derive(Clone)]
-enum RawFingerprint {
-    Body,
-    None,
-    Pointers(Vec<String>),
-}
+struct RawFingerprint(Fingerprint);
 
 impl<'de> Deserialize<'de> for RawFingerprint {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RawFingerprint, D::Error> {
@@ -142,14 +139,14 @@ impl<'de> Deserialize<'de> for RawFingerprint {
         let expected =
             "expected \"body\", \"none\" or a list of JSON pointers like [\"/to\", \"/amount\"]";
         match Either::deserialize(d).map_err(|_| de::Error::custom(expected))? {
-            Either::Word(w) if w == "body" => Ok(RawFingerprint::Body),
-            Either::Word(w) if w == "none" => Ok(RawFingerprint::None),
+            Either::Word(w) if w == "body" => Ok(RawFingerprint(Fingerprint::Body)),
+            Either::Word(w) if w == "none" => Ok(RawFingerprint(Fingerprint::None)),
             Either::Word(w) => Err(de::Error::custom(format!("{expected}, found \"{w}\""))),
             Either::List(ps) => {
                 for p in &ps {
                     check_pointer(p).map_err(de::Error::custom)?;
                 }
-                Ok(RawFingerprint::Pointers(ps))
+                Ok(RawFingerprint(Fingerprint::Pointers(ps)))
             }
         }
     }
@@ -229,7 +226,7 @@ struct RawRoute {
     error: Option<Value>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawRespond {
     status: Option<Status>,
@@ -442,9 +439,6 @@ impl PathTemplate {
         if !fits || parts.next().is_some() {
             return None;
         }
-        if !self.segments.iter().any(|s| matches!(s, Segment::Param(_))) {
-            return Some(Vec::new());
-        }
         let parts = path.trim_start_matches('/').split('/');
         Some(
             self.segments
@@ -480,9 +474,7 @@ impl PathTemplate {
     }
 
     pub fn has_param(&self, name: &str) -> bool {
-        self.segments
-            .iter()
-            .any(|s| matches!(s, Segment::Param(n) if n == name))
+        self.params().any(|p| p == name)
     }
 }
 
@@ -564,24 +556,24 @@ pub(crate) fn find_route<'s>(
     issues: &mut Issues,
 ) -> Option<(&'s Service, &'s Route)> {
     let Some(svc) = services.iter().find(|s| s.name == service) else {
-        issues.push((
+        issues.add(
             format!("{path}.service"),
             format!(
                 "no service named \"{service}\"{}",
                 did_you_mean(service, services.iter().map(|s| s.name.as_str()))
             ),
-        ));
+        );
         return None;
     };
     let Some(found) = svc.route(route) else {
-        issues.push((
+        issues.add(
             format!("{path}.route"),
             format!(
                 "no route named \"{route}\" in service \"{}\"{}",
                 svc.name,
                 did_you_mean(route, svc.routes.iter().map(|r| r.name.as_str()))
             ),
-        ));
+        );
         return None;
     };
     Some((svc, found))
@@ -632,10 +624,26 @@ impl Service {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Semantic checks and compilation
+/// The problems compilation finds, as (key path, message) pairs: located in the source once
+/// all are found.
+#[derive(Default)]
+pub(crate) struct Issues(Vec<(String, String)>);
 
-pub(crate) type Issues = Vec<(String, String)>;
+impl Issues {
+    /// A problem with the value (or table) at key path `path`.
+    pub(crate) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.push((path.into(), message.into()));
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@
 //!
 //! Like the rest of the scenario, the raw structs deny unknown keys, and semantic problems (a
 //! step naming an unknown service, a step after the work is over) are reported with their key
-//! path so `scenario::locate` can point at the line.
+//! path, which locates them in the source.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -171,7 +171,7 @@ pub struct MessageMatch {
     pub text: Option<String>,
     pub message_id_prefix: Option<String>,
     /// Metadata keys with the values they must have (strings also match their text form).
-    pub metadata: Vec<(String, Value)>,
+    pub metadata: BTreeMap<String, Value>,
 }
 
 impl MessageMatch {
@@ -270,33 +270,23 @@ impl CancelPolicy {
 impl<'de> Deserialize<'de> for CancelPolicy {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<CancelPolicy, D::Error> {
         let s = String::deserialize(d)?;
-        let names = [
-            "honor",
-            "too-late",
-            "ack-then-complete",
-            "honor-before:<dur>",
-        ];
         match s.as_str() {
-            "honor" => Ok(CancelPolicy::Honor),
-            "too-late" => Ok(CancelPolicy::TooLate),
-            "ack-then-complete" => Ok(CancelPolicy::AckThenComplete),
-            _ => {
-                if let Some(dur) = s.strip_prefix("honor-before:") {
-                    return parse_duration(dur)
-                        .map(CancelPolicy::HonorBefore)
-                        .map_err(|e| de::Error::custom(format!("honor-before: {e}")));
-                }
-                let word = s.split(':').next().unwrap_or_default();
-                Err(de::Error::custom(format!(
-                    "unknown cancel policy \"{s}\"{}; expected one of: {}",
-                    did_you_mean(
-                        word,
-                        ["honor", "too-late", "ack-then-complete", "honor-before"].into_iter()
-                    ),
-                    names.join(", ")
-                )))
-            }
+            "honor" => return Ok(CancelPolicy::Honor),
+            "too-late" => return Ok(CancelPolicy::TooLate),
+            "ack-then-complete" => return Ok(CancelPolicy::AckThenComplete),
+            _ => {}
         }
+        if let Some(dur) = s.strip_prefix("honor-before:") {
+            return parse_duration(dur)
+                .map(CancelPolicy::HonorBefore)
+                .map_err(|e| de::Error::custom(format!("honor-before: {e}")));
+        }
+        let words = ["honor", "too-late", "ack-then-complete", "honor-before"];
+        let hint = did_you_mean(s.split(':').next().unwrap_or_default(), words.into_iter());
+        Err(de::Error::custom(format!(
+            "unknown cancel policy \"{s}\"{hint}; expected one of: {}:<dur>",
+            words.join(", ")
+        )))
     }
 }
 
@@ -434,25 +424,13 @@ struct RawAgent {
     artifacts: Option<Vec<RawArtifact>>,
 }
 
+/// A behaviour's table: its `match` and its script keys, all optional. The agent's own script
+/// keys are read into one too, without a `match`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawBehavior {
     #[serde(rename = "match")]
     matcher: Option<RawMatch>,
-    work: Option<Dur>,
-    cancel: Option<CancelPolicy>,
-    outcome: Option<Outcome>,
-    reply: Option<ReplyKind>,
-    message: Option<String>,
-    updates: Option<Vec<RawStatusStep>>,
-    steps: Option<Vec<RawStep>>,
-    result: Option<RawResult>,
-    artifacts: Option<Vec<RawArtifact>>,
-}
-
-/// The script keys of an agent or a behaviour, all optional.
-#[derive(Default)]
-struct RawScript {
     work: Option<Dur>,
     cancel: Option<CancelPolicy>,
     outcome: Option<Outcome>,
@@ -471,7 +449,7 @@ struct RawPush {
     duplicates: Option<u32>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawMatch {
     text: Option<String>,
@@ -552,34 +530,33 @@ pub(crate) fn compile(
     let start = issues.len();
     let revision_key = raw.revision_key.unwrap_or_else(|| "revision".into());
     if revision_key.is_empty() {
-        issues.push((
+        issues.add(
             format!("{path}.revision_key"),
-            "the revision key must not be empty".into(),
-        ));
+            "the revision key must not be empty",
+        );
     }
     for (i, h) in raw.push_hosts.iter().flatten().enumerate() {
         if h.is_empty() || h.contains(['/', ':', ' ']) {
-            issues.push((
+            issues.add(
                 format!("{path}.push_hosts[{i}]"),
                 format!("\"{h}\" is not a host name (write just the host, like \"hooks.test\")"),
-            ));
+            );
         }
     }
     if let Some(RawPushPorts::Word(w)) = &raw.push_ports {
         if w != "any" {
-            issues.push((
-                format!("{path}.push_ports"),
-                format!("expected a list of ports or \"any\", found \"{w}\""),
-            ));
+            let m = format!("expected a list of ports or \"any\", found \"{w}\"");
+            issues.add(format!("{path}.push_ports"), m);
         }
     }
     if raw.bindings.as_ref().is_some_and(Vec::is_empty) {
-        issues.push((
+        issues.add(
             format!("{path}.bindings"),
-            "an agent must serve at least one binding: list some of \"JSONRPC\", \"HTTP+JSON\", \"GRPC\" (or leave the key out for all three)".into(),
-        ));
+            "an agent must serve at least one binding: list some of \"JSONRPC\", \"HTTP+JSON\", \"GRPC\" (or leave the key out for all three)",
+        );
     }
-    let base = RawScript {
+    let base = RawBehavior {
+        matcher: None,
         work: raw.work,
         cancel: raw.cancel,
         outcome: raw.outcome,
@@ -590,56 +567,42 @@ pub(crate) fn compile(
         result: raw.result,
         artifacts: raw.artifacts,
     };
-    let default = Script::default();
-    let script = compile_script(&base, &default, path, services, issues);
+    let script = compile_script(&base, &Script::default(), path, services, issues);
     let mut behaviors = Vec::new();
     for (i, b) in raw.behaviors.into_iter().enumerate() {
         let bpath = format!("{path}.behaviors[{i}]");
-        let own = RawScript {
-            work: b.work,
-            cancel: b.cancel,
-            outcome: b.outcome,
-            reply: b.reply,
-            message: b.message,
-            updates: b.updates,
-            steps: b.steps,
-            result: b.result,
-            artifacts: b.artifacts,
-        };
         let script = script
             .as_ref()
-            .and_then(|parent| compile_script(&own, parent, &bpath, services, issues));
-        let m = b.matcher.unwrap_or(RawMatch {
-            text: None,
-            message_id_prefix: None,
-            metadata: BTreeMap::new(),
-        });
+            .and_then(|parent| compile_script(&b, parent, &bpath, services, issues));
+        let RawMatch {
+            text,
+            message_id_prefix,
+            metadata,
+        } = b.matcher.unwrap_or_default();
         if let Some(script) = script {
-            behaviors.push(Behavior {
-                matcher: MessageMatch {
-                    text: m.text,
-                    message_id_prefix: m.message_id_prefix,
-                    metadata: m.metadata.into_iter().collect(),
-                },
-                script: Arc::new(script),
-            });
+            let matcher = MessageMatch {
+                text,
+                message_id_prefix,
+                metadata,
+            };
+            let script = Arc::new(script);
+            behaviors.push(Behavior { matcher, script });
         }
     }
     let script = script?;
     if issues.len() > start {
         return None;
     }
-    let push = raw.push.map(|p| PushPolicy {
-        delay: p.delay.map(|d| d.0).unwrap_or_default(),
-        duplicates: p.duplicates.unwrap_or(0),
-    });
     Some(A2aAgent {
         description: raw
             .description
             .unwrap_or_else(|| "A scripted A2A agent served by doubleagent".into()),
         dedupe_message_id: raw.dedupe_message_id.unwrap_or(false),
         revision_key: revision_key.into(),
-        push: push.unwrap_or_default(),
+        push: raw.push.map_or_else(PushPolicy::default, |p| PushPolicy {
+            delay: p.delay.map(|d| d.0).unwrap_or_default(),
+            duplicates: p.duplicates.unwrap_or(0),
+        }),
         push_hosts: raw.push_hosts.unwrap_or_default(),
         push_ports: match raw.push_ports {
             None => PushPorts::Listed(Vec::new()),
@@ -705,36 +668,30 @@ mod tests {
     }
 
     #[test]
-    fn a_step_naming_an_unknown_route_gets_a_hint() {
-        let e = err(&format!(
-            "{PAY}[agents.r]\nprotocol = \"a2a\"\nwork = \"3s\"\n[[agents.r.steps]]\nat = \"1s\"\ncall = {{ service = \"payments\", route = \"create-transfr\" }}\n"
-        ));
-        assert!(e.contains("agents.r.steps[0].call.route: no route named \"create-transfr\" in service \"payments\"; did you mean `create-transfer`?"), "{e}");
-    }
-
-    #[test]
-    fn a_step_after_the_work_is_rejected() {
-        let e = err(&format!(
-            "{PAY}[agents.r]\nprotocol = \"a2a\"\nwork = \"1s\"\n[[agents.r.steps]]\nat = \"2s\"\ncall = {{ service = \"payments\", route = \"create-transfer\" }}\n"
-        ));
-        assert!(
-            e.contains("agents.r.steps[0].at: at = \"2s\" comes after the task ends"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn unknown_keys_and_policies_are_located() {
+    fn unknown_names_late_steps_keys_and_policies_are_located() {
+        let step = |work: &str, at: &str, route: &str| {
+            format!("{PAY}[agents.r]\nprotocol = \"a2a\"\nwork = \"{work}\"\n[[agents.r.steps]]\nat = \"{at}\"\ncall = {{ service = \"payments\", route = \"{route}\" }}\n")
+        };
+        for (src, want) in [
+            (
+                step("3s", "1s", "create-transfr"),
+                "agents.r.steps[0].call.route: no route named \"create-transfr\" in service \"payments\"; did you mean `create-transfer`?",
+            ),
+            (
+                step("1s", "2s", "create-transfer"),
+                "agents.r.steps[0].at: at = \"2s\" comes after the task ends",
+            ),
+            (
+                "[agents.r]\nprotocol = \"a2a\"\ncancel = \"too-lat\"\n".into(),
+                "agents.r.cancel: unknown cancel policy \"too-lat\"; did you mean `too-late`?",
+            ),
+        ] {
+            let e = err(&src);
+            assert!(e.contains(want), "{e}");
+        }
         let e = err("[agents.r]\nprotocol = \"a2a\"\nwrok = \"1s\"\n");
         assert!(
             e.starts_with("s.toml:3:1: agents.r.wrok: unknown key `wrok`; did you mean `work`?"),
-            "{e}"
-        );
-        let e = err("[agents.r]\nprotocol = \"a2a\"\ncancel = \"too-lat\"\n");
-        assert!(
-            e.contains(
-                "agents.r.cancel: unknown cancel policy \"too-lat\"; did you mean `too-late`?"
-            ),
             "{e}"
         );
     }

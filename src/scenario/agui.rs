@@ -17,7 +17,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{check_header, check_pointer, did_you_mean, sub_table, Dur, Issues, Service};
+use super::{
+    check_header, check_pointer, did_you_mean, find_route, sub_table, Dur, Issues, Service,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Enumerations shared by the raw and the compiled model
@@ -373,12 +375,10 @@ pub(crate) fn compile(
 
     let (tools, broken) = compile_tools(raw.tools, path, services, issues);
     if raw.iterations.is_empty() {
-        issues.push((
-            path.to_string(),
-            format!(
-                "an AG-UI agent needs at least one [[{path}.iterations]] (a scripted model turn)"
-            ),
-        ));
+        let m = format!(
+            "an AG-UI agent needs at least one [[{path}.iterations]] (a scripted model turn)"
+        );
+        issues.add(path, m);
     }
     let iterations: Vec<Iteration> = raw
         .iterations
@@ -398,10 +398,7 @@ pub(crate) fn compile(
         }
         if let Some(spec) = compile_interrupt(ri, n, &ipath, &tools, &iterations, issues) {
             if interrupts.iter().any(|o| o.key == spec.key) {
-                issues.push((
-                    format!("{ipath}.key"),
-                    format!("duplicate interrupt key \"{}\": keys are the interrupts' ids and must be unique per agent (INT-3)", spec.key),
-                ));
+                issues.add(format!("{ipath}.key"), format!("duplicate interrupt key \"{}\": keys are the interrupts' ids and must be unique per agent (INT-3)", spec.key));
             }
             interrupts.push(spec);
         }
@@ -445,10 +442,10 @@ fn compile_tools(
             continue;
         };
         if tools.iter().any(|o| o.name == tool.name) {
-            issues.push((
+            issues.add(
                 format!("{tpath}.name"),
                 format!("duplicate tool name \"{}\"", tool.name),
-            ));
+            );
         }
         tools.push(tool);
     }
@@ -472,14 +469,9 @@ fn compile_iteration(
             calls.push(call);
         }
     }
-    if let Some(state) = &it.state {
-        if !state.is_object() {
-            issues.push((
-                format!("{ipath}.state"),
-                "state must be a table; it is merged into the agent state (JSON merge patch)"
-                    .into(),
-            ));
-        }
+    if it.state.as_ref().is_some_and(|s| !s.is_object()) {
+        let m = "state must be a table; it is merged into the agent state (JSON merge patch)";
+        issues.add(format!("{ipath}.state"), m);
     }
     Iteration {
         text: it.text,
@@ -504,35 +496,34 @@ fn compile_call(
 ) -> Option<ScriptedCall> {
     let Some(tool) = tools.iter().position(|t| t.name == c.tool) else {
         if !broken.contains(&c.tool) {
-            issues.push((
+            issues.add(
                 format!("{cpath}.tool"),
                 format!(
                     "no tool named \"{}\" in [[{path}.tools]]{}",
                     c.tool,
                     did_you_mean(&c.tool, tools.iter().map(|t| t.name.as_str()))
                 ),
-            ));
+            );
         }
         return None;
     };
     let args = c.args.unwrap_or_else(|| Value::Object(Map::new()));
     if !args.is_object() {
-        issues.push((
-            format!("{cpath}.args"),
-            "tool call args must be a table, e.g. { to = \"acct-9\", amount = 100 }".into(),
-        ));
+        let m = "tool call args must be a table, e.g. { to = \"acct-9\", amount = 100 }";
+        issues.add(format!("{cpath}.args"), m);
         return None;
     }
     if let ToolKind::Backend { service, route, .. } = &tools[tool].kind {
-        for param in route_params(services, service, route) {
+        let r = services
+            .iter()
+            .find(|s| &s.name == service)
+            .and_then(|s| s.route(route));
+        for param in r.into_iter().flat_map(|r| r.path.params()) {
             if args
-                .get(&param)
+                .get(param)
                 .is_none_or(|v| !(v.is_string() || v.is_number()))
             {
-                issues.push((
-                    format!("{cpath}.args"),
-                    format!("route \"{route}\" of service \"{service}\" has a {{{param}}} path segment: give `{param}` (a string or number) in args"),
-                ));
+                issues.add(format!("{cpath}.args"), format!("route \"{route}\" of service \"{service}\" has a {{{param}}} path segment: give `{param}` (a string or number) in args"));
             }
         }
     }
@@ -552,68 +543,39 @@ fn compile_tool(
 ) -> Option<Tool> {
     let start = issues.len();
     if t.name.is_empty() {
-        issues.push((
-            format!("{tpath}.name"),
-            "a tool needs a non-empty name".into(),
-        ));
+        issues.add(format!("{tpath}.name"), "a tool needs a non-empty name");
     }
-    let frontend = t.frontend.unwrap_or(false);
-    let kind = match (frontend, t.service, t.route) {
+    let kind = match (t.frontend.unwrap_or(false), t.service, t.route) {
         (true, None, None) => {
             if !t.headers.is_empty() {
-                issues.push((format!("{tpath}.headers"), "`headers` applies only to backend tools (service + route); a frontend tool runs in the application".into()));
+                issues.add(format!("{tpath}.headers"), "`headers` applies only to backend tools (service + route); a frontend tool runs in the application");
             }
             if t.answer_at.is_some() {
-                issues.push((
-                    format!("{tpath}.answer_at"),
-                    "`answer_at` applies only to backend tools (service + route)".into(),
-                ));
+                let m = "`answer_at` applies only to backend tools (service + route)";
+                issues.add(format!("{tpath}.answer_at"), m);
             }
             ToolKind::Frontend
         }
         (true, _, _) => {
-            issues.push((tpath.to_string(), "a tool is either a backend tool (service + route) or a frontend tool (frontend = true), not both".into()));
+            issues.add(tpath, "a tool is either a backend tool (service + route) or a frontend tool (frontend = true), not both");
             return None;
         }
         (false, Some(service), Some(route)) => {
-            match services.iter().find(|s| s.name == service) {
-                None => issues.push((
-                    format!("{tpath}.service"),
-                    format!(
-                        "no service named \"{service}\"{}",
-                        did_you_mean(&service, services.iter().map(|s| s.name.as_str()))
-                    ),
-                )),
-                Some(svc) => {
-                    if svc.route(&route).is_none() {
-                        issues.push((
-                            format!("{tpath}.route"),
-                            format!(
-                                "no route named \"{route}\" in service \"{service}\"{}",
-                                did_you_mean(&route, svc.routes.iter().map(|r| r.name.as_str()))
-                            ),
-                        ));
-                    }
-                }
-            }
+            find_route(services, (&service, &route), tpath, issues);
             for (h, v) in &t.headers {
                 check_header(h, &format!("{tpath}.headers"), issues);
                 if hyper::header::HeaderValue::from_str(v).is_err() {
-                    issues.push((
-                        format!("{tpath}.headers.{h}"),
-                        format!("\"{v}\" is not a valid HTTP header value"),
-                    ));
+                    let m = format!("\"{v}\" is not a valid HTTP header value");
+                    issues.add(format!("{tpath}.headers.{h}"), m);
                 }
             }
             if let Some(p) = &t.answer_at {
-                if let Err(e) = check_pointer(p).and_then(|_| {
-                    if p.is_empty() {
-                        Err("answer_at must point inside the body, e.g. \"/approval\"".into())
-                    } else {
-                        Ok(())
-                    }
-                }) {
-                    issues.push((format!("{tpath}.answer_at"), e));
+                let checked = match p.as_str() {
+                    "" => Err("answer_at must point inside the body, e.g. \"/approval\"".into()),
+                    p => check_pointer(p),
+                };
+                if let Err(e) = checked {
+                    issues.add(format!("{tpath}.answer_at"), e);
                 }
             }
             ToolKind::Backend {
@@ -623,21 +585,17 @@ fn compile_tool(
                 answer_at: t.answer_at,
             }
         }
-        (false, service, route) => {
+        (false, service, _) => {
             let missing = if service.is_none() {
                 "service"
             } else {
                 "route"
             };
-            let _ = route;
-            issues.push((tpath.to_string(), format!("missing key `{missing}`: a backend tool names a fake-service route (service + route); a tool the application runs says frontend = true")));
+            issues.add(tpath, format!("missing key `{missing}`: a backend tool names a fake-service route (service + route); a tool the application runs says frontend = true"));
             return None;
         }
     };
-    if issues.len() > start {
-        return None;
-    }
-    Some(Tool {
+    (issues.len() == start).then_some(Tool {
         name: t.name,
         description: t.description,
         kind,
@@ -655,43 +613,38 @@ fn compile_interrupt(
     let start = issues.len();
     let iteration = ri.iteration.unwrap_or(0);
     if !iterations.is_empty() && iteration >= iterations.len() {
-        issues.push((
+        issues.add(
             format!("{ipath}.iteration"),
             format!(
                 "iteration {iteration} does not exist: the agent has {} iteration(s), numbered from 0",
                 iterations.len()
             ),
-        ));
+        );
     }
     let key = ri.key.unwrap_or_else(|| format!("interrupt-{n}"));
     if key.is_empty() {
-        issues.push((
+        issues.add(
             format!("{ipath}.key"),
-            "an interrupt key (its id) may not be empty".into(),
-        ));
+            "an interrupt key (its id) may not be empty",
+        );
     }
     let mut tool = None;
     if let Some(name) = &ri.tool_call {
+        let at = format!("{ipath}.tool_call");
         if !matches!(ri.phase, Phase::BeforeTools | Phase::AfterTools) {
-            issues.push((format!("{ipath}.tool_call"), format!("`tool_call` applies only at beforeTools (an approval: the call has not run) or afterTools (an audit: it has); at {} this iteration's tool calls are not in the messages yet (PH-1, PH-2)", ri.phase.as_str())));
+            issues.add(&at, format!("`tool_call` applies only at beforeTools (an approval: the call has not run) or afterTools (an audit: it has); at {} this iteration's tool calls are not in the messages yet (PH-1, PH-2)", ri.phase.as_str()));
         }
         match tools.iter().position(|t| &t.name == name) {
-            None => issues.push((
-                format!("{ipath}.tool_call"),
-                format!(
-                    "no tool named \"{name}\"{}",
-                    did_you_mean(name, tools.iter().map(|t| t.name.as_str()))
-                ),
-            )),
+            None => {
+                let hint = did_you_mean(name, tools.iter().map(|t| t.name.as_str()));
+                issues.add(at, format!("no tool named \"{name}\"{hint}"));
+            }
             Some(t) => {
                 let called = iterations
                     .get(iteration)
                     .is_none_or(|it| it.tool_calls.iter().any(|c| c.tool == t));
                 if !called {
-                    issues.push((
-                        format!("{ipath}.tool_call"),
-                        format!("iteration {iteration} makes no \"{name}\" call for this interrupt to be about"),
-                    ));
+                    issues.add(at, format!("iteration {iteration} makes no \"{name}\" call for this interrupt to be about"));
                 }
                 tool = Some(t);
             }
@@ -699,24 +652,20 @@ fn compile_interrupt(
     }
     if let Some(p) = &ri.approve_if {
         if let Err(e) = check_pointer(p) {
-            issues.push((format!("{ipath}.approve_if"), e));
+            issues.add(format!("{ipath}.approve_if"), e);
         }
         if ri.tool_call.is_none() || ri.phase != Phase::BeforeTools {
-            issues.push((
-                format!("{ipath}.approve_if"),
-                "`approve_if` gates a tool call: it needs `tool_call` and phase = \"beforeTools\""
-                    .into(),
-            ));
+            let m =
+                "`approve_if` gates a tool call: it needs `tool_call` and phase = \"beforeTools\"";
+            issues.add(format!("{ipath}.approve_if"), m);
         }
     }
     let response_schema = match ri.response_schema {
         None => None,
         Some(Value::Object(m)) => Some(Arc::new(m)),
         Some(_) => {
-            issues.push((
-                format!("{ipath}.response_schema"),
-                "response_schema must be a table (a JSON Schema object)".into(),
-            ));
+            let m = "response_schema must be a table (a JSON Schema object)";
+            issues.add(format!("{ipath}.response_schema"), m);
             None
         }
     };
@@ -743,22 +692,4 @@ fn compile_interrupt(
         subagent_run_id: ri.subagent_run_id,
         on_continuation: ri.on_continuation.unwrap_or_default(),
     })
-}
-
-/// The `{name}` parameters of a route's path.
-fn route_params(services: &[Service], service: &str, route: &str) -> Vec<String> {
-    services
-        .iter()
-        .find(|s| s.name == service)
-        .and_then(|s| s.route(route))
-        .map(|r| path_params(&r.path.raw))
-        .unwrap_or_default()
-}
-
-/// The `{name}` segments of a route path template.
-pub fn path_params(raw: &str) -> Vec<String> {
-    raw.split('/')
-        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-        .map(str::to_string)
-        .collect()
 }

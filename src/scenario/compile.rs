@@ -11,7 +11,7 @@ pub(super) fn compile(
     origin: &str,
     source: &str,
 ) -> Result<Scenario, Issues> {
-    let mut issues: Issues = Vec::new();
+    let mut issues = Issues::default();
     let mut services = Vec::new();
     for (sname, rs) in raw.services {
         services.push(compile_service(sname, rs, &mut issues));
@@ -42,13 +42,9 @@ pub(super) fn compile(
 fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Service {
     let spath = format!("services.{sname}");
     if RESERVED.contains(&sname.as_str()) {
-        issues.push((spath.clone(), format!("\"{sname}\" is reserved for doubleagent's own endpoints; pick another service name")));
-    } else if sname.is_empty()
-        || !sname
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        issues.push((spath.clone(), "a service name may use only letters, digits, '-' and '_' (it becomes a URL path segment)".into()));
+        issues.add(&spath, format!("\"{sname}\" is reserved for doubleagent's own endpoints; pick another service name"));
+    } else {
+        check_segment(&sname, &spath, "a service name", issues);
     }
     let headers = [
         ("work_id_header", rs.work_id_header.as_deref()),
@@ -73,13 +69,11 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
         let rpath = format!("{spath}.routes[{i}]");
         if let Some(route) = compile_route(r, &rpath, &svc_idem, rs.error.as_ref(), issues) {
             if by_name.contains_key(&route.name) {
-                issues.push((
-                    format!("{rpath}.name"),
-                    format!(
-                        "duplicate route name \"{}\" in service \"{sname}\"",
-                        route.name
-                    ),
-                ));
+                let m = format!(
+                    "duplicate route name \"{}\" in service \"{sname}\"",
+                    route.name
+                );
+                issues.add(format!("{rpath}.name"), m);
             }
             let same = by_shape
                 .entry((route.method.clone(), route.path.raw.clone()))
@@ -89,7 +83,7 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
                 .map(|&j| &routes[j])
                 .find(|o| o.matcher == route.matcher)
             {
-                issues.push((format!("{rpath}.path"), format!("duplicate route: {} {} is already served by route \"{}\" (add a `match` to tell them apart)", route.method, route.path.raw, o.name)));
+                issues.add(format!("{rpath}.path"), format!("duplicate route: {} {} is already served by route \"{}\" (add a `match` to tell them apart)", route.method, route.path.raw, o.name));
             }
             same.push(routes.len());
             by_name.entry(route.name.clone()).or_insert(routes.len());
@@ -99,20 +93,15 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
     // `of` must name action routes of the same service.
     for (i, r) in routes.iter().enumerate() {
         for target in r.of.iter().flatten() {
-            match by_name.get(target).map(|&j| &routes[j]) {
-                Some(o) if o.kind == RouteKind::Action => {}
-                Some(_) => issues.push((
-                    format!("{spath}.routes[{i}].of"),
-                    format!("\"{target}\" is not an action route"),
-                )),
-                None => issues.push((
-                    format!("{spath}.routes[{i}].of"),
-                    format!(
-                        "no route named \"{target}\" in service \"{sname}\"{}",
-                        did_you_mean(target, routes.iter().map(|o| o.name.as_str()))
-                    ),
-                )),
-            }
+            let problem = match by_name.get(target).map(|&j| &routes[j]) {
+                Some(o) if o.kind == RouteKind::Action => continue,
+                Some(_) => format!("\"{target}\" is not an action route"),
+                None => format!(
+                    "no route named \"{target}\" in service \"{sname}\"{}",
+                    did_you_mean(target, routes.iter().map(|o| o.name.as_str()))
+                ),
+            };
+            issues.add(format!("{spath}.routes[{i}].of"), problem);
         }
     }
     Service {
@@ -122,7 +111,8 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
         revision_header: header_name(rs.revision_header.as_deref(), "x-revision"),
         routes,
         errors: ErrorStyle {
-            shape: resolve_policy(&svc_idem, None).0.errors,
+            // (Its problems are reported on each route.)
+            shape: resolve_policy(&svc_idem, None, &spath, &mut Issues::default()).errors,
             template: rs.error,
         },
     }
@@ -137,15 +127,9 @@ fn compile_agents(
     let mut agents = Vec::new();
     for (aname, table) in raw {
         let apath = format!("agents.{aname}");
-        if aname.is_empty()
-            || !aname
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            issues.push((apath.clone(), "an agent name may use only letters, digits, '-' and '_' (it becomes a URL path segment)".into()));
-        }
+        check_segment(aname, &apath, "an agent name", issues);
         if services.iter().any(|s| &s.name == aname) {
-            issues.push((apath.clone(), format!("\"{aname}\" is already a service name; agents and services share the ledger's `service` field, so pick another name")));
+            issues.add(&apath, format!("\"{aname}\" is already a service name; agents and services share the ledger's `service` field, so pick another name"));
         }
         let spec = match table.get("protocol").map(|p| p.as_str()) {
             Some(Some("a2a")) => a2a::compile(table, &apath, services, issues).map(AgentSpec::A2a),
@@ -154,24 +138,18 @@ fn compile_agents(
             }
             Some(Some(other)) => {
                 let hint = did_you_mean(other, ["a2a", "ag-ui"].into_iter());
-                issues.push((
-                    format!("{apath}.protocol"),
-                    format!("unknown protocol \"{other}\"{hint}; expected \"a2a\" or \"ag-ui\""),
-                ));
+                let m =
+                    format!("unknown protocol \"{other}\"{hint}; expected \"a2a\" or \"ag-ui\"");
+                issues.add(format!("{apath}.protocol"), m);
                 None
             }
             Some(None) => {
-                issues.push((
-                    format!("{apath}.protocol"),
-                    "expected a string: \"a2a\" or \"ag-ui\"".into(),
-                ));
+                let m = "expected a string: \"a2a\" or \"ag-ui\"";
+                issues.add(format!("{apath}.protocol"), m);
                 None
             }
             None => {
-                issues.push((
-                    apath.clone(),
-                    "missing key `protocol` (\"a2a\" or \"ag-ui\")".into(),
-                ));
+                issues.add(&apath, "missing key `protocol` (\"a2a\" or \"ag-ui\")");
                 None
             }
         };
@@ -185,12 +163,22 @@ fn compile_agents(
     agents
 }
 
+/// A name that becomes a URL path segment (`what` is "a service name", ...).
+pub(crate) fn check_segment(name: &str, path: &str, what: &str, issues: &mut Issues) {
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    if name.is_empty() || !name.chars().all(ok) {
+        issues.add(
+            path,
+            format!(
+                "{what} may use only letters, digits, '-' and '_' (it becomes a URL path segment)"
+            ),
+        );
+    }
+}
+
 pub(crate) fn check_header(h: &str, path: &str, issues: &mut Issues) {
     if hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
-        issues.push((
-            path.to_string(),
-            format!("\"{h}\" is not a valid HTTP header name"),
-        ));
+        issues.add(path, format!("\"{h}\" is not a valid HTTP header name"));
     }
 }
 
@@ -204,23 +192,18 @@ fn compile_route(
     let start = issues.len();
     const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
     if !METHODS.contains(&r.method.as_str()) {
-        issues.push((
-            format!("{rpath}.method"),
-            format!(
-                "expected one of {}, found \"{}\"",
-                METHODS.join(", "),
-                r.method
-            ),
-        ));
+        let m = format!(
+            "expected one of {}, found \"{}\"",
+            METHODS.join(", "),
+            r.method
+        );
+        issues.add(format!("{rpath}.method"), m);
     }
     let path = PathTemplate::parse(&r.path)
-        .map_err(|e| issues.push((format!("{rpath}.path"), e)))
+        .map_err(|e| issues.add(format!("{rpath}.path"), e))
         .ok();
     if r.name.is_empty() {
-        issues.push((
-            format!("{rpath}.name"),
-            "a route needs a non-empty name".into(),
-        ));
+        issues.add(format!("{rpath}.name"), "a route needs a non-empty name");
     }
     check_kind_keys(&r, rpath, path.as_ref(), issues);
     let (respond, lookup_respond) = match r.kind {
@@ -231,11 +214,8 @@ fn compile_route(
         _ => (compile_respond(r.respond, rpath, issues), None),
     };
     super::placeholders::check_response(&respond, path.as_ref(), rpath, issues);
-    let (policy, pol_issues) = resolve_policy(svc_idem, r.idempotency.as_ref());
+    let policy = resolve_policy(svc_idem, r.idempotency.as_ref(), rpath, issues);
     let error_shape = policy.errors;
-    for (k, m) in pol_issues {
-        issues.push((format!("{rpath}.idempotency.{k}"), m));
-    }
     let matcher = match r.matcher {
         Some(m) => {
             for h in m.headers.keys() {
@@ -253,17 +233,9 @@ fn compile_route(
     }
     // In byte order, each once: the order and count of an intent's keys in the ledger (a map
     // of pointer to value), worked out here rather than per request.
-    let intent = {
-        let mut pointers: Vec<String> = r
-            .intent
-            .unwrap_or_default()
-            .into_iter()
-            .map(|p| p.0)
-            .collect();
-        pointers.sort_unstable();
-        pointers.dedup();
-        pointers
-    };
+    let mut intent: Vec<String> = r.intent.into_iter().flatten().map(|p| p.0).collect();
+    intent.sort_unstable();
+    intent.dedup();
     Some(Route {
         name: r.name,
         method: r.method,
@@ -297,14 +269,14 @@ fn check_kind_keys(r: &RawRoute, rpath: &str, path: Option<&PathTemplate>, issue
                 .iter()
                 .map(|k| format!("{k:?}").to_lowercase())
                 .collect();
-            issues.push((
+            issues.add(
                 format!("{rpath}.{key}"),
                 format!(
                     "`{key}` applies only to {} routes; this route is kind = \"{}\"",
                     names.join(" and "),
                     format!("{:?}", r.kind).to_lowercase()
                 ),
-            ));
+            );
         }
     };
     use RouteKind::*;
@@ -321,48 +293,42 @@ fn check_kind_keys(r: &RawRoute, rpath: &str, path: Option<&PathTemplate>, issue
     only(r.of.is_some(), "of", &[Lookup, Cancel], issues);
     if let Some(p) = path {
         if matches!(r.kind, Lookup | Cancel) && !p.has_param("id") {
-            issues.push((format!("{rpath}.path"), format!("a {} route's path needs an {{id}} segment (an action id or idempotency key), e.g. \"/v1/transfers/{{id}}\"", format!("{:?}", r.kind).to_lowercase())));
+            issues.add(format!("{rpath}.path"), format!("a {} route's path needs an {{id}} segment (an action id or idempotency key), e.g. \"/v1/transfers/{{id}}\"", format!("{:?}", r.kind).to_lowercase()));
         }
     }
 }
 
 /// An action route's canned response (its JSON body compiled as a template).
 fn compile_respond(respond: Option<RawRespond>, rpath: &str, issues: &mut Issues) -> Respond {
-    match respond {
-        Some(rr) => {
-            if rr.json.is_some() && rr.body.is_some() {
-                issues.push((
-                    format!("{rpath}.respond"),
-                    "give either `json` or `body`, not both".into(),
-                ));
-            }
-            for h in rr.headers.keys() {
-                check_header(h, &format!("{rpath}.respond.headers"), issues);
-            }
-            Respond {
-                status: rr.status.map(|s| s.0).unwrap_or(200),
-                headers: rr.headers.into_iter().collect(),
-                body: match (rr.json, rr.body) {
-                    (_, Some(text)) => RespondBody::Text(text),
-                    (Some(json), None) => RespondBody::json(json),
-                    (None, None) => default_body(),
-                },
-            }
-        }
-        None => Respond {
-            status: 200,
-            headers: Vec::new(),
-            body: default_body(),
+    let rr = respond.unwrap_or_default();
+    if rr.json.is_some() && rr.body.is_some() {
+        issues.add(
+            format!("{rpath}.respond"),
+            "give either `json` or `body`, not both",
+        );
+    }
+    for h in rr.headers.keys() {
+        check_header(h, &format!("{rpath}.respond.headers"), issues);
+    }
+    let default = || serde_json::json!({"id": "{{action.id}}", "status": "succeeded"});
+    Respond {
+        status: rr.status.map_or(200, |s| s.0),
+        headers: rr.headers.into_iter().collect(),
+        body: match (rr.json, rr.body) {
+            (_, Some(text)) => RespondBody::Text(text),
+            (json, None) => RespondBody::json(json.unwrap_or_else(default)),
         },
     }
 }
 
-fn default_body() -> RespondBody {
-    RespondBody::json(serde_json::json!({"id": "{{action.id}}", "status": "succeeded"}))
-}
-
-/// Preset first (the route's, else the service's), then the service's fields, then the route's.
-fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> (Policy, Issues) {
+/// Preset first (the route's, else the service's), then the service's fields, then the route's;
+/// a bad header in either is reported under the route's `idempotency`.
+fn resolve_policy(
+    svc: &RawIdempotency,
+    route: Option<&RawIdempotency>,
+    rpath: &str,
+    issues: &mut Issues,
+) -> Policy {
     let preset = route.and_then(|r| r.preset).or(svc.preset);
     let mut p = match preset {
         Some(preset) => preset.policy(),
@@ -376,64 +342,35 @@ fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> (Poli
         }
         None => Policy::default(),
     };
-    let mut issues = Vec::new();
+    let at = |key: &str| format!("{rpath}.idempotency.{key}");
     for layer in std::iter::once(svc).chain(route) {
-        if let Some(m) = layer.mode {
-            p.mode = m;
-        }
         if let Some(h) = &layer.header {
             match hyper::header::HeaderName::from_bytes(h.as_bytes()) {
                 Ok(name) => p.header_name = name,
-                Err(_) => issues.push((
-                    "header".to_string(),
+                Err(_) => issues.add(
+                    at("header"),
                     format!("\"{h}\" is not a valid HTTP header name"),
-                )),
+                ),
             }
             p.header = h.clone();
         }
-        if let Some(r) = layer.required {
-            p.required = r;
-        }
-        if let Some(r) = layer.retention {
-            p.retention = r.0;
-        }
-        if let Some(f) = &layer.fingerprint {
-            p.fingerprint = match f {
-                RawFingerprint::Body => Fingerprint::Body,
-                RawFingerprint::None => Fingerprint::None,
-                RawFingerprint::Pointers(ps) => Fingerprint::Pointers(ps.clone()),
-            };
-        }
-        if let Some(c) = layer.cache {
-            p.cache = c;
-        }
         if let Some(h) = &layer.replay_header {
             if !h.is_empty() && hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
-                issues.push((
-                    "replay_header".to_string(),
-                    format!("\"{h}\" is not a valid HTTP header name (\"\" for none)"),
-                ));
+                let m = format!("\"{h}\" is not a valid HTTP header name (\"\" for none)");
+                issues.add(at("replay_header"), m);
             }
             p.replay_header = (!h.is_empty()).then(|| h.clone().into());
         }
-        if let Some(e) = layer.echo_key {
-            p.echo_key = e;
-        }
-        if let Some(s) = layer.mismatch_status {
-            p.mismatch_status = s.0;
-        }
-        if let Some(s) = layer.conflict_status {
-            p.conflict_status = s.0;
-        }
-        if let Some(s) = layer.missing_status {
-            p.missing_status = s.0;
-        }
-        if let Some(e) = layer.errors {
-            p.errors = e;
-        }
+        p.mode = layer.mode.unwrap_or(p.mode);
+        p.required = layer.required.unwrap_or(p.required);
+        p.retention = layer.retention.map_or(p.retention, |r| r.0);
+        p.fingerprint = layer.fingerprint.clone().map_or(p.fingerprint, |f| f.0);
+        p.cache = layer.cache.unwrap_or(p.cache);
+        p.echo_key = layer.echo_key.unwrap_or(p.echo_key);
+        p.mismatch_status = layer.mismatch_status.map_or(p.mismatch_status, |s| s.0);
+        p.conflict_status = layer.conflict_status.map_or(p.conflict_status, |s| s.0);
+        p.missing_status = layer.missing_status.map_or(p.missing_status, |s| s.0);
+        p.errors = layer.errors.unwrap_or(p.errors);
     }
-    (p, issues)
+    p
 }
-
-// ---------------------------------------------------------------------------------------------
-// Locating problems in the source

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::fate::{Fate, FateSchedule};
 
 use super::schema::Schema;
-use super::{did_you_mean, sub_table, Dur, Issues, PathTemplate, Pointer, Service};
+use super::{check_segment, did_you_mean, sub_table, Dur, Issues, PathTemplate, Pointer, Service};
 
 /// The protocol revisions a server may be configured to serve: the Streamable HTTP ones. The
 /// last is the modern (stateless, per-request `_meta`) era; the others need `initialize`.
@@ -356,21 +356,12 @@ pub(crate) fn compile_all(
     let mut out = Vec::new();
     for (name, table) in raw {
         let path = format!("mcp.{name}");
-        if !valid_segment(name) {
-            issues.push((path.clone(), "an MCP server name may use only letters, digits, '-' and '_' (it becomes a URL path segment)".into()));
-        }
+        check_segment(name, &path, "an MCP server name", issues);
         if let Some(s) = compile(name, table, &path, services, issues) {
             out.push(s);
         }
     }
     out
-}
-
-fn valid_segment(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 fn compile(
@@ -387,16 +378,12 @@ fn compile(
         Some(vs) => compile_versions(vs, &format!("{path}.versions"), issues),
     };
     if raw.resume.is_some_and(|r| r != Resume::None) && raw.responses != Some(Responses::Sse) {
-        issues.push((
-            format!("{path}.resume"),
-            "resuming needs event streams: add responses = \"sse\"".into(),
-        ));
+        let m = "resuming needs event streams: add responses = \"sse\"";
+        issues.add(format!("{path}.resume"), m);
     }
     if raw.expire_session == Some(0) {
-        issues.push((
-            format!("{path}.expire_session"),
-            "the session ends after its Nth tool call: N is at least 1".into(),
-        ));
+        let m = "the session ends after its Nth tool call: N is at least 1";
+        issues.add(format!("{path}.expire_session"), m);
     }
     let mut origins = Vec::new();
     for (i, o) in raw.origins.iter().flatten().enumerate() {
@@ -405,23 +392,21 @@ fn compile(
             Ok(u) if u.scheme().is_some() && u.host().is_some() && u.path() == "/" => {
                 origins.push(o)
             }
-            _ => issues.push((
+            _ => issues.add(
                 format!("{path}.origins[{i}]"),
                 format!("\"{o}\" is not an origin: write scheme://host[:port], like \"https://app.example\""),
-            )),
+            ),
         }
     }
     let mut tools: Vec<Tool> = Vec::new();
     for (i, t) in raw.tools.into_iter().enumerate() {
         let tpath = format!("{path}.tools[{i}]");
         if tools.iter().any(|o| o.name == t.name) {
-            issues.push((
-                format!("{tpath}.name"),
-                format!(
-                    "duplicate tool name \"{}\" in MCP server \"{name}\"",
-                    t.name
-                ),
-            ));
+            let m = format!(
+                "duplicate tool name \"{}\" in MCP server \"{name}\"",
+                t.name
+            );
+            issues.add(format!("{tpath}.name"), m);
         }
         if let Some(tool) = compile_tool(t, &tpath, services, raw.cancel, issues) {
             tools.push(tool);
@@ -445,23 +430,20 @@ fn compile_versions(given: &[String], path: &str, issues: &mut Issues) -> Vec<&'
     for (i, v) in given.iter().enumerate() {
         match KNOWN_VERSIONS.iter().find(|k| **k == v.as_str()) {
             Some(k) if out.contains(k) => {
-                issues.push((format!("{path}[{i}]"), format!("\"{v}\" is listed twice")))
+                issues.add(format!("{path}[{i}]"), format!("\"{v}\" is listed twice"))
             }
             Some(k) => out.push(*k),
-            None => issues.push((
+            None => issues.add(
                 format!("{path}[{i}]"),
                 format!(
                     "unknown MCP protocol version \"{v}\"; expected some of: {}",
                     KNOWN_VERSIONS.join(", ")
                 ),
-            )),
+            ),
         }
     }
     if given.is_empty() {
-        issues.push((
-            path.to_string(),
-            "list at least one protocol version".into(),
-        ));
+        issues.add(path, "list at least one protocol version");
     }
     out
 }
@@ -479,19 +461,15 @@ fn compile_tool(
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
     if !name_ok {
-        issues.push((
-            format!("{tpath}.name"),
-            "a tool name is 1 to 128 of the characters A-Z, a-z, 0-9, '_', '-' and '.'".into(),
-        ));
+        let m = "a tool name is 1 to 128 of the characters A-Z, a-z, 0-9, '_', '-' and '.'";
+        issues.add(format!("{tpath}.name"), m);
     }
     let input_schema = t
         .input_schema
         .unwrap_or_else(|| serde_json::json!({"type": "object", "additionalProperties": false}));
     if input_schema.get("type").and_then(Value::as_str) != Some("object") {
-        issues.push((
-            format!("{tpath}.input_schema"),
-            "an input schema describes the arguments object: it needs type = \"object\"".into(),
-        ));
+        let m = "an input schema describes the arguments object: it needs type = \"object\"";
+        issues.add(format!("{tpath}.input_schema"), m);
     }
     let input_schema = compile_schema(input_schema, &format!("{tpath}.input_schema"), issues);
     let output_schema = t
@@ -506,21 +484,17 @@ fn compile_tool(
         &format!("{tpath}.call"),
         issues,
     )?;
-    for param in t.call.path.keys() {
-        if !route.path.has_param(param) {
-            issues.push((
-                format!("{tpath}.call.path.{param}"),
-                format!(
-                    "route \"{}\"'s path {} has no parameter {{{param}}}",
-                    route.name, route.path.raw
-                ),
-            ));
-        }
+    let (rname, rpath) = (&route.name, &route.path.raw);
+    for param in t.call.path.keys().filter(|p| !route.path.has_param(p)) {
+        let m = format!("route \"{rname}\"'s path {rpath} has no parameter {{{param}}}");
+        issues.add(format!("{tpath}.call.path.{param}"), m);
     }
-    for param in route.path.params() {
-        if !t.call.path.contains_key(param) {
-            issues.push((format!("{tpath}.call"), format!("route \"{}\"'s path {} has the parameter {{{param}}}: say where the arguments hold it, e.g. path = {{ {param} = \"/{param}\" }}", route.name, route.path.raw)));
-        }
+    for param in route
+        .path
+        .params()
+        .filter(|p| !t.call.path.contains_key(*p))
+    {
+        issues.add(format!("{tpath}.call"), format!("route \"{rname}\"'s path {rpath} has the parameter {{{param}}}: say where the arguments hold it, e.g. path = {{ {param} = \"/{param}\" }}"));
     }
     let task = t
         .task
@@ -555,27 +529,18 @@ fn compile_tool(
 fn compile_input(i: RawInput, within: Duration, path: &str, issues: &mut Issues) -> TaskInput {
     let after = i.after.map_or(Duration::ZERO, |d| d.0);
     if i.key.as_deref() == Some("") {
-        issues.push((
-            format!("{path}.key"),
-            "the question's key names it in inputRequests: a non-empty string".into(),
-        ));
+        let m = "the question's key names it in inputRequests: a non-empty string";
+        issues.add(format!("{path}.key"), m);
     }
     if within == Duration::MAX && i.after.is_some() {
-        issues.push((
-            format!("{path}.after"),
-            "a call asks before it runs: `after` belongs to a task's input".into(),
-        ));
+        let m = "a call asks before it runs: `after` belongs to a task's input";
+        issues.add(format!("{path}.after"), m);
     } else if after > within {
-        issues.push((
-            format!("{path}.after"),
-            "the task asks within its work: `after` is at most the task's `duration`".into(),
-        ));
+        let m = "the task asks within its work: `after` is at most the task's `duration`";
+        issues.add(format!("{path}.after"), m);
     }
     if within != Duration::MAX && i.ttl.is_some() {
-        issues.push((
-            format!("{path}.ttl"),
-            "a task's question lasts as long as the task: `ttl` belongs to a call's input (its requestState), set the task's own `ttl` instead".into(),
-        ));
+        issues.add(format!("{path}.ttl"), "a task's question lasts as long as the task: `ttl` belongs to a call's input (its requestState), set the task's own `ttl` instead");
     }
     let schema = i
         .schema
@@ -628,13 +593,11 @@ fn compile_task_fates(raw: RawTaskFates, path: &str, issues: &mut Issues) -> Tas
         };
         for fate in fates {
             let refused = match fate {
-                Fate::ApplyLater(_) => Some("a task method answers now or never: `apply-later` is for actions"),
-                Fate::RespondWithoutApply if method != "cancel" => Some("`respond-without-apply` (a cancel acknowledged and not done) belongs to `cancel`"),
-                _ => None,
+                Fate::ApplyLater(_) => "a task method answers now or never: `apply-later` is for actions",
+                Fate::RespondWithoutApply if method != "cancel" => "`respond-without-apply` (a cancel acknowledged and not done) belongs to `cancel`",
+                _ => continue,
             };
-            if let Some(why) = refused {
-                issues.push((format!("{path}.{method}"), why.into()));
-            }
+            issues.add(format!("{path}.{method}"), refused);
         }
         schedule
     };
@@ -648,35 +611,27 @@ fn compile_task_fates(raw: RawTaskFates, path: &str, issues: &mut Issues) -> Tas
 
 fn check_annotations(a: &Map<String, Value>, path: &str, issues: &mut Issues) {
     for (k, v) in a {
-        match ANNOTATIONS.iter().find(|(n, _)| n == k) {
-            None => issues.push((
-                format!("{path}.{k}"),
-                format!(
-                    "unknown annotation `{k}`{}",
-                    did_you_mean(k, ANNOTATIONS.iter().map(|(n, _)| *n))
-                ),
-            )),
-            Some((_, true)) if !v.is_boolean() => {
-                issues.push((format!("{path}.{k}"), "expected true or false".into()))
-            }
-            Some((_, false)) if !v.is_string() => {
-                issues.push((format!("{path}.{k}"), "expected a string".into()))
-            }
-            Some(_) => {}
-        }
+        let problem = match ANNOTATIONS.iter().find(|(n, _)| n == k) {
+            None => format!(
+                "unknown annotation `{k}`{}",
+                did_you_mean(k, ANNOTATIONS.iter().map(|(n, _)| *n))
+            ),
+            Some((_, true)) if !v.is_boolean() => "expected true or false".into(),
+            Some((_, false)) if !v.is_string() => "expected a string".into(),
+            Some(_) => continue,
+        };
+        issues.add(format!("{path}.{k}"), problem);
     }
 }
 
-/// The schema keywords the per-call check reads, checked for shape at load so that a typo
-/// in a scenario is an error here rather than a check that silently never fails.
 /// A tool's schema compiled, or where in it (below `path`) it is not a valid JSON Schema.
 fn compile_schema(s: Value, path: &str, issues: &mut Issues) -> Option<Schema> {
     if !s.is_object() {
-        issues.push((path.to_string(), "a JSON Schema is a table".into()));
+        issues.add(path, "a JSON Schema is a table");
         return None;
     }
     Schema::compile(s)
-        .map_err(|(at, what)| issues.push((format!("{path}{at}"), what)))
+        .map_err(|(at, what)| issues.add(format!("{path}{at}"), what))
         .ok()
 }
 
@@ -705,26 +660,22 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_route_is_located_with_a_hint() {
-        let e = err("[mcp.p]\n[[mcp.p.tools]]\nname = \"t\"\ncall = { service = \"payments\", route = \"create-transfr\" }\n");
-        assert!(e.contains("s.toml:16:32: mcp.p.tools[0].call.route: no route named \"create-transfr\" in service \"payments\"; did you mean `create-transfer`?"), "{e}");
-    }
-
-    #[test]
-    fn a_path_parameter_needs_a_pointer_and_versions_must_be_known() {
-        let e = err("[mcp.p]\nversions = [\"2025-11-25\", \"2024-01-01\"]\n[[mcp.p.tools]]\nname = \"t\"\ncall = { service = \"payments\", route = \"get-transfer\" }\nannotations = { idempotentHInt = true }\n");
-        assert!(
-            e.contains("mcp.p.versions[1]: unknown MCP protocol version \"2024-01-01\""),
-            "{e}"
-        );
-        assert!(
-            e.contains("mcp.p.tools[0].call: route \"get-transfer\"'s path /v1/transfers/{id} has the parameter {id}"),
-            "{e}"
-        );
-        assert!(
-            e.contains("mcp.p.tools[0].annotations.idempotentHInt: unknown annotation `idempotentHInt`; did you mean `idempotentHint`?"),
-            "{e}"
-        );
+    fn unknown_routes_keys_versions_and_annotations_are_located() {
+        let bad_call = "[mcp.p]\nversions = [\"2025-11-25\", \"2024-01-01\"]\n[[mcp.p.tools]]\nname = \"t\"\ncall = { service = \"payments\", route = \"get-transfer\" }\nannotations = { idempotentHInt = true }\n";
+        for (extra, wants) in [
+            ("[mcp.p]\n[[mcp.p.tools]]\nname = \"t\"\ncall = { service = \"payments\", route = \"create-transfr\" }\n", &["s.toml:16:32: mcp.p.tools[0].call.route: no route named \"create-transfr\" in service \"payments\"; did you mean `create-transfer`?"][..]),
+            (bad_call, &[
+                "mcp.p.versions[1]: unknown MCP protocol version \"2024-01-01\"",
+                "mcp.p.tools[0].call: route \"get-transfer\"'s path /v1/transfers/{id} has the parameter {id}",
+                "mcp.p.tools[0].annotations.idempotentHInt: unknown annotation `idempotentHInt`; did you mean `idempotentHint`?",
+            ]),
+            ("[mcp.p]\n[[mcp.p.tools]]\nname = \"t\"\ncal = { service = \"payments\", route = \"create-transfer\" }\n", &["mcp.p.tools[0].cal: unknown key `cal`"]),
+        ] {
+            let e = err(extra);
+            for want in wants {
+                assert!(e.contains(want), "{e}");
+            }
+        }
     }
 
     #[test]
@@ -744,11 +695,5 @@ mod tests {
             let e = tool(bad).unwrap_err().to_string();
             assert!(e.contains("mcp.p.tools[0].key: "), "{bad}: {e}");
         }
-    }
-
-    #[test]
-    fn an_unknown_key_is_rejected() {
-        let e = err("[mcp.p]\n[[mcp.p.tools]]\nname = \"t\"\ncal = { service = \"payments\", route = \"create-transfer\" }\n");
-        assert!(e.contains("mcp.p.tools[0].cal: unknown key `cal`"), "{e}");
     }
 }

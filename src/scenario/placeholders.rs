@@ -45,15 +45,12 @@ pub(super) fn check_response(
                     format!("`{{{{{name}}}}}`: the route's path has no parameter `{{{param}}}`")
                 })
             } else {
-                (!RESPONSE_NAMES.contains(&name)).then(|| {
-                    let hint = did_you_mean(name, RESPONSE_NAMES.iter().copied());
-                    format!(
-                        "`{{{{{name}}}}}` names nothing{hint} (a response can use {}, body./POINTER, path.NAME)",
-                        RESPONSE_NAMES.join(", ")
-                    )
-                })
+                let also = ", body./POINTER, path.NAME";
+                unknown(name, RESPONSE_NAMES, "a response", also)
             };
-            issues.extend(problem.map(|m| (at.clone(), m)));
+            if let Some(m) = problem {
+                issues.add(at.clone(), m);
+            }
         }
     }
 }
@@ -91,17 +88,19 @@ const A2A_NAMES: &[&str] = &[
 pub(super) fn check_a2a(texts: &[(String, &str)], issues: &mut Issues) {
     for (at, text) in texts {
         for name in crate::template::names(text) {
-            if A2A_NAMES.contains(&name) {
-                continue;
+            if let Some(m) = unknown(name, A2A_NAMES, "an A2A agent's texts", "") {
+                issues.add(at.clone(), m);
             }
-            let hint = did_you_mean(name, A2A_NAMES.iter().copied());
-            issues.push((
-                at.clone(),
-                format!(
-                    "`{{{{{name}}}}}` names nothing{hint} (an A2A agent's texts can use {})",
-                    A2A_NAMES.join(", ")
-                ),
-            ));
         }
     }
+}
+
+/// That `name` names nothing, if it is not one of `known`: with the nearest, and what `who` can
+/// use instead (the names, then `also`).
+fn unknown(name: &str, known: &[&str], who: &str, also: &str) -> Option<String> {
+    (!known.contains(&name)).then(|| {
+        let hint = did_you_mean(name, known.iter().copied());
+        let names = known.join(", ");
+        format!("`{{{{{name}}}}}` names nothing{hint} ({who} can use {names}{also})")
+    })
 }

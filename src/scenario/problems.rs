@@ -56,31 +56,20 @@ impl fmt::Display for ScenarioError {
     }
 }
 
+/// A serde path as a key path (`a.b[2].c`), leaving out the steps serde could not name.
 pub(super) fn path_string(p: &serde_path_to_error::Path) -> String {
-    let mut out = String::new();
-    for seg in p.iter() {
-        match seg {
-            serde_path_to_error::Segment::Seq { index } => out.push_str(&format!("[{index}]")),
-            serde_path_to_error::Segment::Map { key }
-            | serde_path_to_error::Segment::Enum { variant: key } => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(key);
-            }
-            serde_path_to_error::Segment::Unknown => {}
-        }
-    }
-    out
+    steps_string(&p.iter().filter_map(step).collect::<Vec<_>>())
 }
 
 pub(super) fn locate_serde_error(src: &str, path: &str, e: &toml::de::Error) -> Problem {
     let (path, message) = explain(path, e);
     let offset = match e.span() {
         Some(span) => Some(span.start),
-        None => find_path(src, &path),
+        None => toml::de::DeTable::parse(src)
+            .ok()
+            .and_then(|doc| find_in(&doc, &path)),
     };
-    let (line, col) = offset.map(|o| line_col(src, o)).unwrap_or((1, 1));
+    let (line, col) = offset.map_or((1, 1), |o| line_col(src, o));
     Problem {
         line,
         col,
@@ -139,7 +128,8 @@ pub(crate) fn sub_table<T: serde::de::DeserializeOwned>(
             } else {
                 format!("{prefix}.{sub}")
             };
-            issues.push(explain(&full, e.inner()));
+            let (path, message) = explain(&full, e.inner());
+            issues.add(path, message);
             None
         }
     }
@@ -207,22 +197,15 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// a scenario with thousands of problems is reported in time linear in its size).
 pub(super) fn locate_all(src: &str, issues: Issues) -> Vec<Problem> {
     let doc = toml::de::DeTable::parse(src).ok();
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain(src.match_indices('\n').map(|(i, _)| i + 1))
-        .collect();
+    let starts = line_starts(src);
     issues
+        .0
         .into_iter()
         .map(|(path, message)| {
             let (line, col) = doc
                 .as_ref()
                 .and_then(|d| find_in(d, &path))
-                .map(|o| {
-                    let o = o.min(src.len());
-                    let line = starts.partition_point(|&s| s <= o);
-                    let from = starts[line - 1];
-                    (line, src.get(from..o).map_or(0, |t| t.chars().count()) + 1)
-                })
-                .unwrap_or((1, 1));
+                .map_or((1, 1), |o| position(src, &starts, o));
             Problem {
                 line,
                 col,
@@ -234,10 +217,6 @@ pub(super) fn locate_all(src: &str, issues: Issues) -> Vec<Problem> {
 }
 
 /// Byte offset of the value (or key) at a `a.b[2].c` path in the document, if it exists.
-fn find_path(src: &str, path: &str) -> Option<usize> {
-    find_in(&toml::de::DeTable::parse(src).ok()?, path)
-}
-
 fn find_in(doc: &toml::Spanned<toml::de::DeTable<'_>>, path: &str) -> Option<usize> {
     use toml::de::DeValue;
     let mut segs = Vec::new();
@@ -285,16 +264,22 @@ fn find_in(doc: &toml::Spanned<toml::de::DeTable<'_>>, path: &str) -> Option<usi
 
 /// 1-based line and column (in characters) of a byte offset.
 pub(super) fn line_col(src: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(src.len());
-    let before = &src[..offset];
-    let line = before.matches('\n').count() + 1;
-    let col = before
-        .rsplit('\n')
-        .next()
-        .map(|l| l.chars().count())
-        .unwrap_or(0)
-        + 1;
-    (line, col)
+    position(src, &line_starts(src), offset)
+}
+
+/// The byte offsets where the lines of `src` start.
+fn line_starts(src: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(src.match_indices('\n').map(|(i, _)| i + 1))
+        .collect()
+}
+
+/// [`line_col`] with the lines' starts found once.
+fn position(src: &str, starts: &[usize], offset: usize) -> (usize, usize) {
+    let o = offset.min(src.len());
+    let line = starts.partition_point(|&s| s <= o);
+    let from = starts[line - 1];
+    (line, src.get(from..o).map_or(0, |t| t.chars().count()) + 1)
 }
 
 /// One step of a key path: a table key (or an enum's variant) or an array index.
@@ -373,15 +358,18 @@ pub(super) fn every_shape_problem<T: serde::de::DeserializeOwned>(
     problems
 }
 
+/// One step of a serde path; `None` for a step serde could not name.
+fn step(seg: &serde_path_to_error::Segment) -> Option<Step> {
+    use serde_path_to_error::Segment;
+    match seg {
+        Segment::Seq { index } => Some(Step::Index(*index)),
+        Segment::Map { key } | Segment::Enum { variant: key } => Some(Step::Key(key.clone())),
+        Segment::Unknown => None,
+    }
+}
+
 fn steps(p: &serde_path_to_error::Path) -> Option<Vec<Step>> {
-    p.iter()
-        .map(|seg| match seg {
-            serde_path_to_error::Segment::Seq { index } => Some(Step::Index(*index)),
-            serde_path_to_error::Segment::Map { key }
-            | serde_path_to_error::Segment::Enum { variant: key } => Some(Step::Key(key.clone())),
-            serde_path_to_error::Segment::Unknown => None,
-        })
-        .collect()
+    p.iter().map(step).collect()
 }
 
 fn steps_string(steps: &[Step]) -> String {

@@ -81,52 +81,37 @@ pub(super) fn rec3_cancel_claims(ix: &Index, claims: &Claims, out: &mut Vec<Find
             .copied()
             .filter(|e| e.agent_event("cancel").is_some())
             .collect();
-        // A task's end: its result, or its failure by a doubleagent restart.
-        let last_state = about
-            .iter()
-            .rev()
-            .find_map(|e| {
-                e.agent_event("result")
-                    .or_else(|| e.agent_event("task-interrupted"))
-                    .and_then(|d| str_field(d, "state"))
+        // The state the latest of these events names.
+        let last = |events: &[&str]| {
+            about.iter().rev().find_map(|e| {
+                let d = events.iter().find_map(|ev| e.agent_event(ev))?;
+                str_field(d, "state")
             })
-            .or_else(|| {
-                about
-                    .iter()
-                    .rev()
-                    .find_map(|e| e.agent_event("status").and_then(|d| str_field(d, "state")))
-            });
+        };
+        // A task's end: its result, or its failure by a doubleagent restart.
+        let last_state = last(&["result", "task-interrupted"]).or_else(|| last(&["status"]));
+        let ended = last_state.unwrap_or("in no final state");
         match t.claim {
             TaskOutcome::Cancelled => {
-                let honored = cancels.iter().any(|e| {
-                    e.detail.as_ref().and_then(|d| str_field(d, "outcome")) == Some("honored")
-                });
-                let ended_cancelled = last_state == Some("TASK_STATE_CANCELED");
-                if honored && ended_cancelled {
+                let honored = cancels
+                    .iter()
+                    .any(|e| e.detail_str("outcome") == Some("honored"));
+                if honored && last_state == Some("TASK_STATE_CANCELED") {
                     continue;
                 }
-                let why = match (cancels.last(), last_state) {
-                    (None, _) => "no cancel was ever requested".to_string(),
-                    (Some(c), s) => {
-                        let outcome = c
-                            .detail
-                            .as_ref()
-                            .and_then(|d| str_field(d, "outcome"))
-                            .unwrap_or("?");
-                        format!(
-                            "the cancel was {outcome} and the task ended {}",
-                            s.unwrap_or("in no final state")
-                        )
-                    }
+                let why = match cancels.last() {
+                    None => "no cancel was ever requested".to_string(),
+                    Some(c) => format!(
+                        "the cancel was {} and the task ended {ended}",
+                        c.detail_str("outcome").unwrap_or("?")
+                    ),
                 };
                 let mut seqs: Vec<u64> = cancels.iter().map(|e| e.seq).collect();
-                if let Some(r) = about
+                let result = about
                     .iter()
                     .rev()
-                    .find(|e| e.agent_event("result").is_some())
-                {
-                    seqs.push(r.seq);
-                }
+                    .find(|e| e.agent_event("result").is_some());
+                seqs.extend(result.map(|r| r.seq));
                 out.push(Finding {
                     rule: "REC-3".into(),
                     summary: format!("task {id} was claimed cancelled, but {why}"),
@@ -134,13 +119,10 @@ pub(super) fn rec3_cancel_claims(ix: &Index, claims: &Claims, out: &mut Vec<Find
                     hint: "record \"stop requested\" until the task is observed in a cancelled state; a cancel can be refused, and an acknowledged one may still complete".into(),
                 });
             }
-            TaskOutcome::Completed
-                if last_state.is_some_and(|s| s != "TASK_STATE_COMPLETED")
-                    || last_state.is_none() =>
-            {
+            TaskOutcome::Completed if last_state != Some("TASK_STATE_COMPLETED") => {
                 out.push(Finding {
                     rule: "ACC-3".into(),
-                    summary: format!("task {id} was claimed completed, but it ended {}", last_state.unwrap_or("in no final state")),
+                    summary: format!("task {id} was claimed completed, but it ended {ended}"),
                     entries: about.iter().map(|e| e.seq).take(8).collect(),
                     hint: "report the task state the agent actually reported (GetTask); unknown if it cannot be observed".into(),
                 });

@@ -64,43 +64,46 @@ pub(super) fn acc1_duplicate_effects(ix: &Index, out: &mut Vec<Finding>) {
     }
 }
 
+/// Each client execution that passes `first` with the first later execution of its intent under
+/// a new or no key, when the client had not learned the first's outcome in between.
+fn unlearned_retries<'e>(ix: &Index<'e>, first: impl Fn(&Row) -> bool) -> Vec<(&'e Row, &'e Row)> {
+    let groups = intent_groups(ix, |e| {
+        e.disposition == Disposition::Executed && e.by_client()
+    });
+    let mut out = Vec::new();
+    for group in &groups {
+        for (i, f) in group.iter().enumerate().filter(|(_, f)| first(f)) {
+            let retry = group[i + 1..]
+                .iter()
+                .find(|r| f.key.is_none() || r.key() != f.key());
+            if let Some(r) = retry.filter(|r| !ix.learned(f, r.seq)) {
+                out.push((*f, *r));
+            }
+        }
+    }
+    out
+}
+
 /// REC-4: a retry with a new or no key after an attempt whose outcome was unknown, with no
 /// lookup or replay in between — even when luck prevented a duplicate.
 pub(super) fn rec4_blind_retries(ix: &Index, out: &mut Vec<Finding>) {
-    let later = intent_groups(ix, |e| {
-        e.disposition == Disposition::Executed && e.by_client()
-    });
-    for group in &later {
-        for (i, first) in group.iter().enumerate() {
-            if !first.uncertain() {
-                continue;
-            }
-            let Some(retry) = group[i + 1..]
-                .iter()
-                .find(|r| first.key.is_none() || r.key() != first.key())
-            else {
-                continue;
-            };
-            if ix.learned(first, retry.seq) {
-                continue;
-            }
-            let how = if retry.key.is_none() {
-                "no idempotency key"
-            } else {
-                "a new idempotency key"
-            };
-            out.push(Finding {
-                rule: "REC-4".into(),
-                summary: format!(
-                    "retried {} {} with {how} after the outcome of the first attempt was unknown ({}), without a lookup in between",
-                    first.route().unwrap_or("?"),
-                    first.intent_text(),
-                    first.why_uncertain()
-                ),
-                entries: vec![first.seq, retry.seq],
-                hint: "classify the first attempt as unknown, query the authoritative state (lookup) or retry with the SAME key within its retention window; if it cannot be resolved, block the retry and report the uncertainty".into(),
-            });
-        }
+    for (first, retry) in unlearned_retries(ix, Row::uncertain) {
+        let how = if retry.key.is_none() {
+            "no idempotency key"
+        } else {
+            "a new idempotency key"
+        };
+        out.push(Finding {
+            rule: "REC-4".into(),
+            summary: format!(
+                "retried {} {} with {how} after the outcome of the first attempt was unknown ({}), without a lookup in between",
+                first.route().unwrap_or("?"),
+                first.intent_text(),
+                first.why_uncertain()
+            ),
+            entries: vec![first.seq, retry.seq],
+            hint: "classify the first attempt as unknown, query the authoritative state (lookup) or retry with the SAME key within its retention window; if it cannot be resolved, block the retry and report the uncertainty".into(),
+        });
     }
 }
 
@@ -126,37 +129,19 @@ pub(super) fn rec4_recalls_holding_a_task(ix: &Index, out: &mut Vec<Finding>) {
     if started.is_empty() {
         return;
     }
-    let groups = intent_groups(ix, |e| {
-        e.disposition == Disposition::Executed && e.by_client()
-    });
-    for group in &groups {
-        for (i, first) in group.iter().enumerate() {
-            let Some(task) = started.get(&first.seq) else {
-                continue;
-            };
-            if first.uncertain() {
-                // The task id never arrived: the blind-retry rule judges that one.
-                continue;
-            }
-            let Some(retry) = group[i + 1..]
-                .iter()
-                .find(|r| first.key.is_none() || r.key() != first.key())
-            else {
-                continue;
-            };
-            if ix.learned(first, retry.seq) {
-                continue;
-            }
-            out.push(Finding {
-                rule: "REC-4".into(),
-                summary: format!(
-                    "called {} {} again while holding task {task} of the first call, without polling it",
-                    first.route().unwrap_or("?"),
-                    first.intent_text()
-                ),
-                entries: vec![first.seq, retry.seq],
-                hint: "a tool call answered with a task is still running: poll tasks/get (it is safe to retry) for its outcome instead of calling the tool again".into(),
-            });
-        }
+    // A call whose task id never arrived is the blind-retry rule's.
+    let holding = |e: &Row| started.contains_key(&e.seq) && !e.uncertain();
+    for (first, retry) in unlearned_retries(ix, holding) {
+        out.push(Finding {
+            rule: "REC-4".into(),
+            summary: format!(
+                "called {} {} again while holding task {} of the first call, without polling it",
+                first.route().unwrap_or("?"),
+                first.intent_text(),
+                started[&first.seq]
+            ),
+            entries: vec![first.seq, retry.seq],
+            hint: "a tool call answered with a task is still running: poll tasks/get (it is safe to retry) for its outcome instead of calling the tool again".into(),
+        });
     }
 }

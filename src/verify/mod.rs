@@ -77,46 +77,9 @@ fn run(l: &Ledger, extra: Option<&Claims>) -> Report {
     let mut notes = Vec::new();
     // Whether a skipped check had something to judge: then the verdict is incomplete.
     let mut incomplete = false;
-    if let Some(more) = of_claims {
-        findings.extend(more);
-    } else {
-        let mut note =
-            "no claims were submitted (POST /_admin/claims or --claims FILE): the ACC-3 \
-                        checks of what the orchestrator reported were skipped"
-                .to_string();
-        let mut unjudged = Vec::new();
-        let unlearned = outcomes::never_learned(&ix);
-        if !unlearned.is_empty() {
-            unjudged.push(format!(
-                "whether the outcome of {} the orchestrator never learned was reported as unknown (ACC-3)",
-                seqs(unlearned.iter().map(|e| e.seq), "attempt")
-            ));
-        }
-        // A2A cancels (`cancel`) and MCP cancellation notices (`cancelled`).
-        let cancels = ix
-            .rows()
-            .filter(|e| e.agent_event("cancel").is_some() || e.agent_event("cancelled").is_some());
-        if cancels.clone().next().is_some() {
-            unjudged.push(format!(
-                "what the orchestrator believed of {} (REC-3)",
-                seqs(cancels.map(|e| e.seq), "cancel")
-            ));
-        }
-        let superseded = revisions::superseded_tasks(&ix);
-        if !superseded.is_empty() {
-            unjudged.push(format!(
-                "whether the results of {} started under a superseded revision were adopted (ACC-2)",
-                seqs(superseded.into_iter(), "task")
-            ));
-        }
-        if !unjudged.is_empty() {
-            incomplete = true;
-            note.push_str(&format!(
-                ". Not judged for want of claims: {}",
-                unjudged.join("; ")
-            ));
-        }
-        notes.push(note);
+    match of_claims {
+        Some(more) => findings.extend(more),
+        None => notes.push(claimless_note(&ix, &mut incomplete)),
     }
     notes.extend(unjudged_rows(l, &mut incomplete));
     if let Some(first) = l.rows.first().filter(|e| e.seq > 1) {
@@ -148,6 +111,47 @@ fn run(l: &Ledger, extra: Option<&Claims>) -> Report {
         claims: ix.claims.is_some(),
         notes,
     }
+}
+
+/// The note that no claims were submitted, naming what was not judged for want of them (then
+/// `incomplete` is set).
+fn claimless_note(ix: &Index, incomplete: &mut bool) -> String {
+    let mut note = "no claims were submitted (POST /_admin/claims or --claims FILE): the ACC-3 \
+                    checks of what the orchestrator reported were skipped"
+        .to_string();
+    let mut unjudged = Vec::new();
+    let unlearned = outcomes::never_learned(ix);
+    if !unlearned.is_empty() {
+        unjudged.push(format!(
+            "whether the outcome of {} the orchestrator never learned was reported as unknown (ACC-3)",
+            seqs(unlearned.iter().map(|e| e.seq), "attempt")
+        ));
+    }
+    // A2A cancels (`cancel`) and MCP cancellation notices (`cancelled`).
+    let cancels = ix
+        .rows()
+        .filter(|e| e.agent_event("cancel").is_some() || e.agent_event("cancelled").is_some());
+    if cancels.clone().next().is_some() {
+        unjudged.push(format!(
+            "what the orchestrator believed of {} (REC-3)",
+            seqs(cancels.map(|e| e.seq), "cancel")
+        ));
+    }
+    let superseded = revisions::superseded_tasks(ix);
+    if !superseded.is_empty() {
+        unjudged.push(format!(
+            "whether the results of {} started under a superseded revision were adopted (ACC-2)",
+            seqs(superseded.into_iter(), "task")
+        ));
+    }
+    if !unjudged.is_empty() {
+        *incomplete = true;
+        note.push_str(&format!(
+            ". Not judged for want of claims: {}",
+            unjudged.join("; ")
+        ));
+    }
+    note
 }
 
 /// The notes on entries some rule could not read: revisions that cannot be ordered, bodies that

@@ -58,9 +58,10 @@ impl<'e> Claimable<'e> {
                     ix.by_key.entry(k).or_default().push(i);
                 }
             }
-            if works.is_empty() {
-                // (no work id to look for)
-            } else if let Some(w) = e.work_id().filter(|w| works.contains(w)) {
+            if let Some(w) = e
+                .work_id()
+                .filter(|w| !works.is_empty() && works.contains(w))
+            {
                 ix.by_work.entry(w).or_default().push(i);
             }
             if let (true, Some(intent)) = (with_intent, e.intent()) {
@@ -171,17 +172,14 @@ pub(super) fn acc3_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
             covered.insert(h.seq, c.claim);
         }
         let applied = hits.iter().any(|e| e.applied);
-        let name = c
-            .key
-            .as_ref()
-            .map(|k| format!("key \"{k}\""))
-            .or_else(|| c.work_id.as_ref().map(|w| format!("work id \"{w}\"")))
-            .unwrap_or_else(|| {
-                format!(
-                    "intent {}",
-                    c.intent.as_ref().map(|i| i.to_string()).unwrap_or_default()
-                )
-            });
+        let name = match (&c.key, &c.work_id, &c.intent) {
+            (Some(k), _, _) => format!("key \"{k}\""),
+            (_, Some(w), _) => format!("work id \"{w}\""),
+            (_, _, i) => format!(
+                "intent {}",
+                i.as_ref().map(Value::to_string).unwrap_or_default()
+            ),
+        };
         const REPORT: &str = "report what the authoritative state says; when it cannot be known, report the outcome as unknown";
         let contradiction = match c.claim {
             ActionOutcome::Succeeded if !applied => Some(("ACC-3", if hits.is_empty() {

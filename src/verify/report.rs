@@ -71,38 +71,20 @@ impl Report {
     /// [`Report::human`], with the entry of each seq described by `describe_seq` (`None`: not
     /// in the ledger).
     pub(super) fn human_by(&self, mut describe_seq: impl FnMut(u64) -> Option<String>) -> String {
-        let mut out = String::new();
-        if self.state == State::Incomplete {
-            let _ = writeln!(
-                out,
-                "doubleagent verify: incomplete: no findings over {} ledger entries, but not everything could be judged (see the notes)",
-                self.entries
-            );
+        let n = self.entries;
+        let mut out = if self.state == State::Incomplete {
+            format!("doubleagent verify: incomplete: no findings over {n} ledger entries, but not everything could be judged (see the notes)\n")
         } else if self.clean {
-            let _ = writeln!(
-                out,
-                "doubleagent verify: no findings over {} ledger entries",
-                self.entries
-            );
+            format!("doubleagent verify: no findings over {n} ledger entries\n")
         } else {
-            let _ = writeln!(
-                out,
-                "doubleagent verify: {} finding(s) over {} ledger entries",
-                self.findings.len(),
-                self.entries
-            );
-        }
+            let found = self.findings.len();
+            format!("doubleagent verify: {found} finding(s) over {n} ledger entries\n")
+        };
         for f in &self.findings {
             let _ = writeln!(out, "\n{}  {}", f.rule, f.summary);
-            for seq in &f.entries {
-                match describe_seq(*seq) {
-                    Some(d) => {
-                        let _ = writeln!(out, "    {d}");
-                    }
-                    None => {
-                        let _ = writeln!(out, "    #{seq}");
-                    }
-                }
+            for &seq in &f.entries {
+                let d = describe_seq(seq).unwrap_or_else(|| format!("#{seq}"));
+                let _ = writeln!(out, "    {d}");
             }
             let _ = writeln!(out, "    expected: {}", f.hint);
         }

@@ -126,12 +126,14 @@ impl Row {
         self.intent().unwrap_or("(no intent)")
     }
 
+    /// The text at `detail.k`.
+    pub fn detail_str(&self, k: &str) -> Option<&str> {
+        self.detail.as_ref().and_then(|d| str_field(d, k))
+    }
+
     /// The task an agent entry is about: `detail.task_id`, else the entry's work id.
     pub fn task_of(&self) -> Option<&str> {
-        self.detail
-            .as_ref()
-            .and_then(|d| str_field(d, "task_id"))
-            .or(self.work_id())
+        self.detail_str("task_id").or(self.work_id())
     }
 
     /// An execution whose outcome the client could not know from what it received.

@@ -108,22 +108,12 @@ fn busy_ledger() -> (String, Claims) {
         }
         if i % 50 == 7 {
             // The key again, for another intent.
-            lines.push(executed(
-                next(),
-                Some(&key),
+            for other in [
                 r#"{"/to":"other","/n":0.0}"#,
-                rev,
-                "respond",
-                "sent",
-            ));
-            lines.push(executed(
-                next(),
-                Some(&key),
                 r#"{"/to":"other","/n":-0.0}"#,
-                rev,
-                "respond",
-                "sent",
-            ));
+            ] {
+                lines.push(executed(next(), Some(&key), other, rev, "respond", "sent"));
+            }
         }
         if i % 100 == 99 {
             rev += 1;
@@ -170,49 +160,45 @@ fn busy_ledger() -> (String, Claims) {
 /// acknowledged, a result anyway, and an error for a message to the finished task.
 fn task_lines(lines: &mut Vec<String>, i: u64, rev: i64, next: &mut impl FnMut() -> u64) {
     let t = format!("t-{i}");
-    let agent = |seq: u64, event: &str, detail: String| {
-        format!(
-            r#"{{"seq":{seq},"service":"researcher","received_at":"2026-01-01T00:00:00.000Z","disposition":"agent","actor":"agent:researcher","event":"{event}","detail":{detail},"work_id":"{t}"}}"#
-        )
-    };
-    lines.push(agent(
-        next(),
-        "task-created",
-        format!(r#"{{"task_id":"{t}","revision":{rev}}}"#),
-    ));
-    lines.push(agent(
-        next(),
-        "canary",
-        format!(r#"{{"task_id":"{t}","canary":"cny-{i:016x}","revision":{rev}}}"#),
-    ));
-    lines.push(agent(
-        next(),
-        "message",
-        format!(
-            r#"{{"message_id":"m-{i}","task_id":"{t}","repeat_of":null,"text":"use cny-{:016x}"}}"#,
-            i.saturating_sub(70)
+    let events = [
+        (
+            "task-created",
+            format!(r#"{{"task_id":"{t}","revision":{rev}}}"#),
         ),
-    ));
-    lines.push(agent(
-        next(),
-        "message",
-        format!(r#"{{"message_id":"m-{i}","task_id":"{t}","repeat_of":"m-{i}"}}"#),
-    ));
-    lines.push(agent(
-        next(),
-        "cancel",
-        format!(r#"{{"task_id":"{t}","outcome":"acknowledged"}}"#),
-    ));
-    lines.push(agent(
-        next(),
-        "result",
-        format!(r#"{{"task_id":"{t}","state":"TASK_STATE_COMPLETED"}}"#),
-    ));
-    lines.push(agent(
-        next(),
-        "rpc-error",
-        format!(r#"{{"code":-32004,"message":"Task {t} is in terminal state completed"}}"#),
-    ));
+        (
+            "canary",
+            format!(r#"{{"task_id":"{t}","canary":"cny-{i:016x}","revision":{rev}}}"#),
+        ),
+        (
+            "message",
+            format!(
+                r#"{{"message_id":"m-{i}","task_id":"{t}","repeat_of":null,"text":"use cny-{:016x}"}}"#,
+                i.saturating_sub(70)
+            ),
+        ),
+        (
+            "message",
+            format!(r#"{{"message_id":"m-{i}","task_id":"{t}","repeat_of":"m-{i}"}}"#),
+        ),
+        (
+            "cancel",
+            format!(r#"{{"task_id":"{t}","outcome":"acknowledged"}}"#),
+        ),
+        (
+            "result",
+            format!(r#"{{"task_id":"{t}","state":"TASK_STATE_COMPLETED"}}"#),
+        ),
+        (
+            "rpc-error",
+            format!(r#"{{"code":-32004,"message":"Task {t} is in terminal state completed"}}"#),
+        ),
+    ];
+    for (event, detail) in events {
+        lines.push(format!(
+            r#"{{"seq":{},"service":"researcher","received_at":"2026-01-01T00:00:00.000Z","disposition":"agent","actor":"agent:researcher","event":"{event}","detail":{detail},"work_id":"{t}"}}"#,
+            next()
+        ));
+    }
 }
 
 #[test]

@@ -2,13 +2,15 @@
 //! status steps, side-effect calls, result and artifacts checked against the scenario's
 //! services and laid out on the task's timeline.
 
+use hyper::header::HeaderName;
+
 use super::*;
 
 /// A script from its own keys over `parent`'s. A behaviour whose outcome is not `completed`
 /// does not inherit the parent's result or artifacts: a rejection carrying the agent's normal
 /// result would be a contradiction nobody asked for.
 pub(super) fn compile_script(
-    raw: &RawScript,
+    raw: &RawBehavior,
     parent: &Script,
     path: &str,
     services: &[Service],
@@ -76,17 +78,17 @@ pub(super) fn compile_script(
     if script.reply == ReplyKind::Message
         && (raw.steps.as_ref().is_some_and(|s| !s.is_empty()) || raw.artifacts.is_some())
     {
-        issues.push((
+        issues.add(
             format!("{path}.reply"),
-            "a direct Message reply has no task, so it cannot have `steps` or `artifacts` (its text is `message`, or the `result` parts)".into(),
-        ));
+            "a direct Message reply has no task, so it cannot have `steps` or `artifacts` (its text is `message`, or the `result` parts)",
+        );
     }
     (issues.len() == start).then_some(script)
 }
 
 /// The texts of a script that a task renders (see `agent::a2a::task::render`), with their key
 /// paths: what it defines itself, not what it inherits (that was checked where it was written).
-fn rendered_texts<'r>(raw: &'r RawScript, path: &str) -> Vec<(String, &'r str)> {
+fn rendered_texts<'r>(raw: &'r RawBehavior, path: &str) -> Vec<(String, &'r str)> {
     use crate::scenario::placeholders::json_strings;
     let mut out = Vec::new();
     if let Some(m) = &raw.message {
@@ -161,10 +163,8 @@ fn compile_result(r: &RawResult, path: &str, issues: &mut Issues) -> ArtifactSpe
     .flatten()
     .collect();
     if parts.is_empty() {
-        issues.push((
-            format!("{path}.result"),
-            "a result needs at least one of `text`, `raw`, `url`, `data`".into(),
-        ));
+        let m = "a result needs at least one of `text`, `raw`, `url`, `data`";
+        issues.add(format!("{path}.result"), m);
     }
     ArtifactSpec {
         at: None,
@@ -189,17 +189,15 @@ fn compile_artifact(a: &RawArtifact, apath: &str, i: usize, issues: &mut Issues)
         ];
         let mut given: Vec<PartContent> = contents.into_iter().flatten().collect();
         if given.len() != 1 {
-            issues.push((
-                format!("{apath}.parts[{j}]"),
-                "a part has exactly one of `text`, `raw`, `url`, `data`".into(),
-            ));
+            let m = "a part has exactly one of `text`, `raw`, `url`, `data`";
+            issues.add(format!("{apath}.parts[{j}]"), m);
             continue;
         }
         if p.metadata.as_ref().is_some_and(|m| !m.is_object()) {
-            issues.push((
+            issues.add(
                 format!("{apath}.parts[{j}].metadata"),
-                "metadata is a table".into(),
-            ));
+                "metadata is a table",
+            );
         }
         parts.push(PartSpec {
             content: given.remove(0),
@@ -209,10 +207,10 @@ fn compile_artifact(a: &RawArtifact, apath: &str, i: usize, issues: &mut Issues)
         });
     }
     if a.parts.is_empty() {
-        issues.push((
+        issues.add(
             format!("{apath}.parts"),
-            "an artifact needs at least one part".into(),
-        ));
+            "an artifact needs at least one part",
+        );
     }
     ArtifactSpec {
         at: a.at.map(|d| d.0),
@@ -229,17 +227,17 @@ fn compile_artifact(a: &RawArtifact, apath: &str, i: usize, issues: &mut Issues)
 }
 
 /// Everything scheduled must fall within the work: after the final state nothing runs.
-fn check_schedule(script: &Script, raw: &RawScript, path: &str, issues: &mut Issues) {
+fn check_schedule(script: &Script, raw: &RawBehavior, path: &str, issues: &mut Issues) {
     let late = |at: Duration| at > script.work;
     let work_txt = crate::clock::format_duration(script.work);
     let mut late_issue = |key: String, at: Duration| {
-        issues.push((
+        issues.add(
             key,
             format!(
                 "at = \"{}\" comes after the task ends (work = \"{work_txt}\"); nothing runs after the final state",
                 crate::clock::format_duration(at)
             ),
-        ))
+        )
     };
     for (i, u) in script.updates.iter().enumerate() {
         if late(u.at) && raw.updates.is_some() {
@@ -281,75 +279,17 @@ fn compile_step(
         &format!("{path}.call"),
         issues,
     )?;
-    let has_params = route.path.raw.contains('{');
-    let path_value = match &call.path {
-        Some(p) => {
-            if route
-                .path
-                .matches(p.split('?').next().unwrap_or(""))
-                .is_none()
-            {
-                issues.push((
-                    format!("{path}.call.path"),
-                    format!(
-                        "\"{p}\" does not fit route \"{}\"'s path {}",
-                        route.name, route.path.raw
-                    ),
-                ));
-                return None;
-            }
-            p.clone()
-        }
-        None if has_params => {
-            issues.push((
-                format!("{path}.call"),
-                format!(
-                    "route \"{}\" has path parameters ({}); give the concrete `path`",
-                    route.name, route.path.raw
-                ),
-            ));
-            return None;
-        }
-        None => route.path.raw.clone(),
-    };
-    if call.json.is_some() && call.body.is_some() {
-        issues.push((
-            format!("{path}.call"),
-            "give either `json` or `body`, not both".into(),
-        ));
-        return None;
-    }
-    for h in call.headers.keys() {
-        if hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
-            issues.push((
-                format!("{path}.call.headers"),
-                format!("\"{h}\" is not a valid HTTP header name"),
-            ));
-            return None;
-        }
-    }
-    if route.kind != RouteKind::Action && call.json.is_some() && route.method == "GET" {
-        issues.push((
-            format!("{path}.call.json"),
-            format!(
-                "route \"{}\" is a GET {:?} route; it takes no body",
-                route.name, route.kind
-            )
-            .to_lowercase(),
-        ));
+    if let Some((at, problem)) = call_problem(call, route) {
+        issues.add(format!("{path}.{at}"), problem);
         return None;
     }
     Some(CallStep {
-        at: s.at.map(|d| d.0).unwrap_or_default(),
+        at: s.at.map_or(Duration::ZERO, |d| d.0),
         service: svc.name.clone(),
         route: route.name.clone(),
         method: route.method.clone(),
-        path: path_value,
-        headers: call
-            .headers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        path: call.path.clone().unwrap_or_else(|| route.path.raw.clone()),
+        headers: call.headers.clone().into_iter().collect(),
         json: call.json.clone(),
         fixed_json: call
             .json
@@ -357,5 +297,43 @@ fn compile_step(
             .filter(|j| !has_placeholder(j))
             .map(|j| j.to_string().into()),
         body: call.body.clone(),
+    })
+}
+
+/// What is wrong with a step's call of `route`, if anything: the key it is at, and why.
+fn call_problem(call: &RawCall, route: &crate::scenario::Route) -> Option<(&'static str, String)> {
+    let (name, raw_path) = (&route.name, &route.path.raw);
+    if let Some(p) = &call.path {
+        if route
+            .path
+            .matches(p.split('?').next().unwrap_or(""))
+            .is_none()
+        {
+            let m = format!("\"{p}\" does not fit route \"{name}\"'s path {raw_path}");
+            return Some(("call.path", m));
+        }
+    } else if raw_path.contains('{') {
+        let m =
+            format!("route \"{name}\" has path parameters ({raw_path}); give the concrete `path`");
+        return Some(("call", m));
+    }
+    if call.json.is_some() && call.body.is_some() {
+        return Some(("call", "give either `json` or `body`, not both".into()));
+    }
+    let bad_header = |h: &&String| HeaderName::from_bytes(h.as_bytes()).is_err();
+    if let Some(h) = call.headers.keys().find(bad_header) {
+        return Some((
+            "call.headers",
+            format!("\"{h}\" is not a valid HTTP header name"),
+        ));
+    }
+    let body_to_get =
+        route.kind != RouteKind::Action && call.json.is_some() && route.method == "GET";
+    body_to_get.then(|| {
+        let m = format!(
+            "route \"{name}\" is a GET {:?} route; it takes no body",
+            route.kind
+        );
+        ("call.json", m.to_lowercase())
     })
 }
