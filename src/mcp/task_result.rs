@@ -109,6 +109,7 @@ impl Later {
                 Ok(t) => t,
                 Err(l) => {
                     let e = McpError::InvalidParams(l.message(&self.task_id));
+                    // A client gone by now misses it, as any stream's reader would.
                     let _ = tx.send(self.frame(&e.body(Some(&self.id)))).await;
                     return;
                 }
@@ -117,6 +118,7 @@ impl Later {
             if status.terminal() {
                 let msg = result_message(&task, status, &self.id)
                     .unwrap_or_else(|e| e.body(Some(&self.id)));
+                // A client gone by now misses it, as any stream's reader would.
                 let _ = tx.send(self.frame(&msg)).await;
                 return;
             }

@@ -123,6 +123,7 @@ impl Conn {
         match self.ctl.fate.load(Ordering::Acquire) {
             NORMAL => None,
             RESET => {
+                // Without it the close is a FIN instead of a reset: still a lost answer.
                 let _ = self.stream.set_zero_linger();
                 Some(io::Error::new(
                     io::ErrorKind::ConnectionReset,

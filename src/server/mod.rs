@@ -168,6 +168,7 @@ pub async fn serve(listener: TcpListener, app: Arc<App>, shutdown: impl Future<O
                         continue;
                     }
                 };
+                // Only latency rides on it; a socket that refuses it still serves.
                 let _ = stream.set_nodelay(true);
                 let ctl = Arc::new(ConnCtl::default());
                 let io = TokioIo::new(Conn { stream, ctl: ctl.clone() });

@@ -247,12 +247,14 @@ fn write<T: Serialize>(out: &mut Vec<u8>, id: &RpcId, error: Option<&RpcError>, 
         jsonrpc: "2.0",
         result,
     };
+    // Into a Vec, of values that always serialise: it cannot fail.
     let _ = serde_json::to_writer(out, &envelope);
 }
 
 /// Writes the successful response to the call `id` into `out`.
 pub(crate) fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
     if id.bare() {
+        // Into a Vec, of values that always serialise: it cannot fail.
         let _ = serde_json::to_writer(out, result);
     } else {
         write(out, id, None, Some(result));
