@@ -134,6 +134,14 @@ path = "/v1/refuse"
 kind = "action"
 fates = ["error-before-apply:500"]
 
+[[services.payments.routes]]
+name = "keyed"
+method = "POST"
+path = "/v1/keyed"
+kind = "action"
+idempotency = {{ required = true }}
+fates = ["respond"]
+
 [mcp.payments]
 [[mcp.payments.tools]]
 name = "book"
@@ -144,6 +152,11 @@ task = {{ duration = "2s" }}
 [[mcp.payments.tools]]
 name = "refusing"
 call = {{ service = "payments", route = "refuse" }}
+task = {{ support = "required" }}
+
+[[mcp.payments.tools]]
+name = "keyless"
+call = {{ service = "payments", route = "keyed" }}
 task = {{ support = "required" }}
 
 [[mcp.payments.tools]]
@@ -274,4 +287,27 @@ fn acc1_a_question_under_its_own_key_runs_the_call_once_answered_under_that_key(
         .filter(|e| e["route"] == "create-transfer")
         .count();
     assert_eq!(transfers, 1);
+}
+
+#[test]
+fn acct_a_task_only_tool_whose_key_is_refused_answers_with_a_task_that_fails_with_the_error() {
+    let da = Da::start(&tasks_scenario());
+    let (_, created) = task_call(
+        &da,
+        "tools/call",
+        json!({"name": "keyless", "arguments": {}}),
+        Some("keyless"),
+    );
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_string();
+    let (_, got) = task_call(&da, "tasks/get", json!({"taskId": id}), None);
+    assert_eq!(got["result"]["status"], "failed", "{got}");
+    assert_eq!(got["result"]["error"]["code"], -32602, "{got}");
+    assert!(got["result"].get("result").is_none(), "{got}");
+    let executed = da
+        .ledger()
+        .into_iter()
+        .filter(|e| e["route"] == "keyed" && e["disposition"] == "executed")
+        .count();
+    assert_eq!(executed, 0, "a refused key executes nothing");
 }

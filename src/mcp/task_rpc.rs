@@ -172,11 +172,11 @@ pub(super) fn create(
     let revision = req_revision(world, &req);
     let out = call::admit(world, c.era, c.id, req);
     let answer = answer_of(world, (server, tool), c.era, &out);
-    let result = matches!(answer, Answer::Result(_));
-    let started = result && took_up(world, out.seq);
+    let started = matches!(answer, Answer::Result(_)) && took_up(world, out.seq);
     // Refused before anything applied: a plain answer, unless the tool runs only as a task,
-    // which then ends at once with the refusal as its (tool error) result.
-    if !started && (!result || !spec.required) {
+    // which then ends at once in the refusal: `completed` with a tool error, `failed` with a
+    // protocol error (a key the route's policy refused).
+    if !started && !spec.required {
         let msg = call::message(c.id, c.era, server, answer);
         return call::deliver(world, server, (c.era, c.id, c.params, c.sse), &out, msg);
     }
