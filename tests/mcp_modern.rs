@@ -155,6 +155,12 @@ call = {{ service = "payments", route = "refuse" }}
 task = {{ support = "required" }}
 
 [[mcp.payments.tools]]
+name = "sampled"
+input_schema = {{ type = "object" }}
+requires = ["sampling"]
+call = {{ service = "payments", route = "create-transfer" }}
+
+[[mcp.payments.tools]]
 name = "keyless"
 call = {{ service = "payments", route = "keyed" }}
 task = {{ support = "required" }}
@@ -310,4 +316,60 @@ fn acct_a_task_only_tool_whose_key_is_refused_answers_with_a_task_that_fails_wit
         .filter(|e| e["route"] == "keyed" && e["disposition"] == "executed")
         .count();
     assert_eq!(executed, 0, "a refused key executes nothing");
+}
+
+#[test]
+fn acct_a_tool_that_needs_a_client_capability_refuses_a_call_that_does_not_declare_it_32021() {
+    let da = Da::start(&tasks_scenario());
+    let call = |caps: Value| {
+        let mut params = json!({"name": "sampled", "arguments": {"to": "a", "amount": 1}});
+        params["_meta"] = meta("2026-07-28");
+        params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = caps;
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let h = [
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "sampled"),
+        ];
+        let r = da.post_json("/mcp/payments", &h, &body).unwrap();
+        (r.status, r.json())
+    };
+    let (status, v) = call(json!({}));
+    assert_eq!((status, &v["error"]["code"]), (400, &json!(-32021)), "{v}");
+    assert_eq!(
+        v["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}})
+    );
+    let transfers = || {
+        da.ledger()
+            .into_iter()
+            .filter(|e| e["route"] == "create-transfer")
+            .count()
+    };
+    assert_eq!(transfers(), 0, "refused before it ran");
+    let (status, v) = call(json!({"sampling": {}}));
+    assert_eq!(
+        (status, &v["result"]["isError"]),
+        (200, &json!(false)),
+        "{v}"
+    );
+    assert_eq!(transfers(), 1);
+}
+
+#[test]
+fn acct_an_unknown_required_capability_is_located_and_exits_2() {
+    let bad = tasks_scenario().replace("requires = [\"sampling\"]", "requires = [\"smapling\"]");
+    let path = temp_file("bad.toml", &bad);
+    let out = std::process::Command::new(bin())
+        .args(["check", "bad.toml"])
+        .current_dir(path.parent().unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("requires[0]: unknown client capability \"smapling\""),
+        "{err}"
+    );
 }

@@ -37,6 +37,16 @@ pub(super) fn call(
     let Some(tool) = server.tool(name) else {
         return Err(McpError::InvalidParams(format!("Unknown tool: {name}")));
     };
+    // A server must not rely on capabilities the client did not declare (SEP-2575).
+    if let (Era::Modern, Some(missing)) = (era, super::era::undeclared(params, &tool.requires)) {
+        let names: Vec<&String> = missing
+            .as_object()
+            .into_iter()
+            .flat_map(|m| m.keys())
+            .collect();
+        let e = format!("tool {name} needs the client's {names:?}: declare them in _meta");
+        return Err(McpError::MissingCapability(e, missing));
+    }
     let args = match params.get("arguments") {
         None | Some(Value::Null) => json!({}),
         Some(a @ Value::Object(_)) => a.clone(),

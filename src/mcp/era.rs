@@ -56,6 +56,18 @@ impl Era {
     }
 }
 
+/// The client capabilities of `needed` that a modern request's `_meta` does not declare, as a
+/// `ClientCapabilities` object (capabilities are declared per request in 2026-07-28).
+pub(crate) fn undeclared(params: &Value, needed: &[String]) -> Option<Value> {
+    let declared = params.get("_meta").and_then(|m| m.get(META_CAPABILITIES));
+    let missing: serde_json::Map<String, Value> = needed
+        .iter()
+        .filter(|c| declared.and_then(|d| d.get(c.as_str())).is_none())
+        .map(|c| (c.clone(), Value::Object(Default::default())))
+        .collect();
+    (!missing.is_empty()).then_some(Value::Object(missing))
+}
+
 /// Whether a modern request's `_meta` declares client extension `ext` (extensions are
 /// negotiated per request in 2026-07-28).
 pub(crate) fn declares(params: &Value, ext: &str) -> bool {

@@ -168,9 +168,10 @@ pub(crate) enum McpError {
     /// one that needs it.
     #[error("{0}")]
     TaskSupport(String),
-    /// -32021: a modern request needs the tasks extension its `_meta` does not declare.
+    /// -32021: a modern request needs client capabilities its `_meta` does not declare (the
+    /// tasks extension, or what a tool `requires`); the second part is `requiredCapabilities`.
     #[error("Missing required client capability: {0}")]
-    TasksExtension(String),
+    MissingCapability(String, Value),
 }
 
 impl McpError {
@@ -187,7 +188,7 @@ impl McpError {
             | McpError::Key { .. } => -32602,
             McpError::HeaderMismatch(_) => -32020,
             McpError::UnsupportedVersion { .. } => -32022,
-            McpError::TasksExtension(_) => -32021,
+            McpError::MissingCapability(..) => -32021,
             McpError::Forbidden(_) => -32000,
         }
     }
@@ -199,7 +200,7 @@ impl McpError {
             | McpError::NoSession(_)
             | McpError::HeaderMismatch(_)
             | McpError::UnsupportedVersion { .. }
-            | McpError::TasksExtension(_)
+            | McpError::MissingCapability(..)
             | McpError::MissingMeta(_) => 400,
             McpError::UnknownSession(_) => 404,
             McpError::Forbidden(_) => 403,
@@ -223,9 +224,9 @@ impl McpError {
                 supported,
             } => Some(json!({"supported": supported, "requested": requested})),
             McpError::Key { kind, status, .. } => Some(json!({"type": kind, "status": status})),
-            McpError::TasksExtension(_) => Some(json!({"requiredCapabilities": {
-                "extensions": {super::task::EXTENSION: {}}
-            }})),
+            McpError::MissingCapability(_, required) => {
+                Some(json!({"requiredCapabilities": required}))
+            }
             _ => None,
         }
     }

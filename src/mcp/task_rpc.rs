@@ -112,10 +112,13 @@ pub(super) fn asked(
         let declared = declares(params, EXTENSION);
         return match (&tool.task, declared) {
             (Some(_), true) => Ok(Some(None)),
-            _ if required => Err(McpError::TasksExtension(format!(
-                "tool {} runs only as a task: declare the {EXTENSION} extension",
-                tool.name
-            ))),
+            _ if required => Err(McpError::MissingCapability(
+                format!(
+                    "tool {} runs only as a task: declare the {EXTENSION} extension",
+                    tool.name
+                ),
+                json!({"extensions": {EXTENSION: {}}}),
+            )),
             _ => Ok(None),
         };
     }
@@ -244,9 +247,12 @@ pub(super) fn method(
         return None;
     }
     if modern && !declares(c.params, EXTENSION) {
-        return Some(Err(McpError::TasksExtension(format!(
-            "{method} belongs to the {EXTENSION} extension: declare it in this request's _meta"
-        ))));
+        return Some(Err(McpError::MissingCapability(
+            format!(
+                "{method} belongs to the {EXTENSION} extension: declare it in this request's _meta"
+            ),
+            json!({"extensions": {EXTENSION: {}}}),
+        )));
     }
     if method == "tasks/list" {
         return Some(Ok(list(world, server, &c)));

@@ -138,6 +138,9 @@ pub struct Tool {
     /// JSON Schema of the arguments (an object schema), advertised and checked per call.
     pub input_schema: Schema,
     pub output_schema: Option<Schema>,
+    /// Client capabilities a call needs (`sampling`, `elicitation`, `roots`): a modern call
+    /// whose `_meta` does not declare them is refused with -32021.
+    pub requires: Vec<String>,
     /// Advertised as written, true or not: orchestrators key their retry policy on them.
     pub annotations: Option<Map<String, Value>>,
     pub service: String,
@@ -294,6 +297,8 @@ struct RawTool {
     input_schema: Option<Value>,
     output_schema: Option<Value>,
     annotations: Option<Map<String, Value>>,
+    #[serde(default)]
+    requires: Vec<String>,
     call: RawToolCall,
     key: Option<KeySource>,
     task: Option<RawTask>,
@@ -472,6 +477,16 @@ fn compile_tool(
         issues.add(format!("{tpath}.input_schema"), m);
     }
     let input_schema = compile_schema(input_schema, &format!("{tpath}.input_schema"), issues);
+    const CAPABILITIES: &[&str] = &["elicitation", "roots", "sampling"];
+    for (i, c) in t.requires.iter().enumerate() {
+        if !CAPABILITIES.contains(&c.as_str()) {
+            let m = format!(
+                "unknown client capability \"{c}\"; expected one of: {}",
+                CAPABILITIES.join(", ")
+            );
+            issues.add(format!("{tpath}.requires[{i}]"), m);
+        }
+    }
     let output_schema = t
         .output_schema
         .and_then(|s| compile_schema(s, &format!("{tpath}.output_schema"), issues));
@@ -511,6 +526,7 @@ fn compile_tool(
         description: t.description,
         input_schema: input_schema?,
         output_schema,
+        requires: t.requires,
         annotations: t.annotations,
         service: svc.name.clone(),
         route: route.name.clone(),
