@@ -174,12 +174,17 @@ input = {{ key = "user_name", message = "Your name?", schema = {{ type = "object
     )
 }
 
-/// A modern request declaring the tasks extension, with the headers a router reads (`name`:
-/// the Mcp-Name header, if any).
-fn task_call(da: &Da, method: &str, mut params: Value, name: Option<&str>) -> (u16, Value) {
+/// A modern request whose `_meta` declares `caps`, with the headers a router reads (`name`: the
+/// Mcp-Name header, if any).
+fn declaring(
+    da: &Da,
+    caps: Value,
+    method: &str,
+    mut params: Value,
+    name: Option<&str>,
+) -> (u16, Value) {
     params["_meta"] = meta("2026-07-28");
-    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
-        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = caps;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let mut h = vec![
         ("accept", "application/json, text/event-stream"),
@@ -193,28 +198,42 @@ fn task_call(da: &Da, method: &str, mut params: Value, name: Option<&str>) -> (u
     (r.status, r.json())
 }
 
+/// [`declaring`] the tasks extension.
+fn task_call(da: &Da, method: &str, params: Value, name: Option<&str>) -> (u16, Value) {
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    declaring(da, tasks, method, params, name)
+}
+
+/// Call `tool` with `args`: it answers with a task, whose id this is.
+fn create_task(da: &Da, tool: &str, args: Value) -> String {
+    let params = json!({"name": tool, "arguments": args});
+    let (_, created) = task_call(da, "tools/call", params, Some(tool));
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"].as_str().unwrap().to_string()
+}
+
+/// The task's `tasks/get` result.
+fn task_of(da: &Da, id: &str) -> Value {
+    task_call(da, "tasks/get", json!({"taskId": id}), None).1["result"].clone()
+}
+
+/// The entries for which `pick` holds.
+fn entries_where(da: &Da, pick: impl Fn(&Value) -> bool) -> Vec<Value> {
+    da.ledger().into_iter().filter(|e| pick(e)).collect()
+}
+
 #[test]
 fn rec3_cancelling_a_finished_modern_task_is_acknowledged_and_changes_nothing() {
     let da = Da::start(&tasks_scenario());
-    let (_, created) = task_call(
-        &da,
-        "tools/call",
-        json!({"name": "book", "arguments": {"to": "a", "amount": 1}}),
-        Some("book"),
-    );
-    let id = created["result"]["taskId"].as_str().unwrap().to_string();
+    let id = create_task(&da, "book", json!({"to": "a", "amount": 1}));
     da.advance("3s");
     let (status, ack) = task_call(&da, "tasks/cancel", json!({"taskId": id}), Some(&id));
     assert_eq!(status, 200, "{ack}");
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
     assert!(ack["result"].get("taskId").is_none(), "an empty ack: {ack}");
-    let (_, got) = task_call(&da, "tasks/get", json!({"taskId": id}), Some(&id));
-    assert_eq!(got["result"]["status"], "completed", "{got}");
-    let cancels: Vec<Value> = da
-        .ledger()
-        .into_iter()
-        .filter(|e| e["event"] == "task-cancel")
-        .collect();
+    let got = task_of(&da, &id);
+    assert_eq!(got["status"], "completed", "{got}");
+    let cancels = entries_where(&da, |e| e["event"] == "task-cancel");
     assert_eq!(cancels[0]["detail"]["outcome"], "already-terminal");
 }
 
@@ -222,35 +241,18 @@ fn rec3_cancelling_a_finished_modern_task_is_acknowledged_and_changes_nothing() 
 fn acct_a_task_only_tool_refused_before_it_applies_still_answers_with_a_task_that_ends_in_the_error(
 ) {
     let da = Da::start(&tasks_scenario());
-    let (_, created) = task_call(
-        &da,
-        "tools/call",
-        json!({"name": "refusing", "arguments": {}}),
-        Some("refusing"),
-    );
-    assert_eq!(created["result"]["resultType"], "task", "{created}");
-    let id = created["result"]["taskId"].as_str().unwrap().to_string();
-    let (_, got) = task_call(&da, "tasks/get", json!({"taskId": id}), None);
-    assert_eq!(got["result"]["status"], "completed", "{got}");
-    assert_eq!(got["result"]["result"]["isError"], true, "{got}");
-    let applied = da
-        .ledger()
-        .into_iter()
-        .filter(|e| e["route"] == "refuse" && e["applied"] == true)
-        .count();
-    assert_eq!(applied, 0, "nothing took effect");
+    let id = create_task(&da, "refusing", json!({}));
+    let got = task_of(&da, &id);
+    assert_eq!(got["status"], "completed", "{got}");
+    assert_eq!(got["result"]["isError"], true, "{got}");
+    let applied = entries_where(&da, |e| e["route"] == "refuse" && e["applied"] == true);
+    assert_eq!(applied.len(), 0, "nothing took effect");
 }
 
 #[test]
 fn acct_a_task_method_whose_mcp_name_contradicts_its_task_id_is_a_header_mismatch() {
     let da = Da::start(&tasks_scenario());
-    let (_, created) = task_call(
-        &da,
-        "tools/call",
-        json!({"name": "book", "arguments": {"to": "a", "amount": 1}}),
-        Some("book"),
-    );
-    let id = created["result"]["taskId"].as_str().unwrap().to_string();
+    let id = create_task(&da, "book", json!({"to": "a", "amount": 1}));
     let (status, v) = task_call(
         &da,
         "tasks/get",
@@ -270,70 +272,47 @@ fn acct_a_task_method_whose_mcp_name_contradicts_its_task_id_is_a_header_mismatc
 #[test]
 fn acc1_a_question_under_its_own_key_runs_the_call_once_answered_under_that_key() {
     let da = Da::start(&tasks_scenario());
+    let args = json!({"to": "a", "amount": 1});
     let (_, asked) = task_call(
         &da,
         "tools/call",
-        json!({"name": "ask", "arguments": {"to": "a", "amount": 1}}),
+        json!({"name": "ask", "arguments": args}),
         Some("ask"),
     );
     let request = &asked["result"]["inputRequests"]["user_name"];
     assert_eq!(request["method"], "elicitation/create", "{asked}");
     let state = asked["result"]["requestState"].clone();
     let answer = json!({"user_name": {"action": "accept", "content": {"name": "Alice"}}});
-    let (_, done) = task_call(
-        &da,
-        "tools/call",
-        json!({"name": "ask", "arguments": {"to": "a", "amount": 1}, "requestState": state, "inputResponses": answer}),
-        Some("ask"),
-    );
+    let params =
+        json!({"name": "ask", "arguments": args, "requestState": state, "inputResponses": answer});
+    let (_, done) = task_call(&da, "tools/call", params, Some("ask"));
     assert_eq!(done["result"]["isError"], false, "{done}");
-    let transfers = da
-        .ledger()
-        .into_iter()
-        .filter(|e| e["route"] == "create-transfer")
-        .count();
-    assert_eq!(transfers, 1);
+    assert_eq!(
+        entries_where(&da, |e| e["route"] == "create-transfer").len(),
+        1
+    );
 }
 
 #[test]
 fn acct_a_task_only_tool_whose_key_is_refused_answers_with_a_task_that_fails_with_the_error() {
     let da = Da::start(&tasks_scenario());
-    let (_, created) = task_call(
-        &da,
-        "tools/call",
-        json!({"name": "keyless", "arguments": {}}),
-        Some("keyless"),
-    );
-    assert_eq!(created["result"]["resultType"], "task", "{created}");
-    let id = created["result"]["taskId"].as_str().unwrap().to_string();
-    let (_, got) = task_call(&da, "tasks/get", json!({"taskId": id}), None);
-    assert_eq!(got["result"]["status"], "failed", "{got}");
-    assert_eq!(got["result"]["error"]["code"], -32602, "{got}");
-    assert!(got["result"].get("result").is_none(), "{got}");
-    let executed = da
-        .ledger()
-        .into_iter()
-        .filter(|e| e["route"] == "keyed" && e["disposition"] == "executed")
-        .count();
-    assert_eq!(executed, 0, "a refused key executes nothing");
+    let id = create_task(&da, "keyless", json!({}));
+    let got = task_of(&da, &id);
+    assert_eq!(got["status"], "failed", "{got}");
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+    assert!(got.get("result").is_none(), "{got}");
+    let executed = entries_where(&da, |e| {
+        e["route"] == "keyed" && e["disposition"] == "executed"
+    });
+    assert_eq!(executed.len(), 0, "a refused key executes nothing");
 }
 
 #[test]
 fn acct_a_tool_that_needs_a_client_capability_refuses_a_call_that_does_not_declare_it_32021() {
     let da = Da::start(&tasks_scenario());
     let call = |caps: Value| {
-        let mut params = json!({"name": "sampled", "arguments": {"to": "a", "amount": 1}});
-        params["_meta"] = meta("2026-07-28");
-        params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = caps;
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-        let h = [
-            ("accept", "application/json, text/event-stream"),
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "sampled"),
-        ];
-        let r = da.post_json("/mcp/payments", &h, &body).unwrap();
-        (r.status, r.json())
+        let params = json!({"name": "sampled", "arguments": {"to": "a", "amount": 1}});
+        declaring(&da, caps, "tools/call", params, Some("sampled"))
     };
     let (status, v) = call(json!({}));
     assert_eq!((status, &v["error"]["code"]), (400, &json!(-32021)), "{v}");
@@ -341,12 +320,7 @@ fn acct_a_tool_that_needs_a_client_capability_refuses_a_call_that_does_not_decla
         v["error"]["data"]["requiredCapabilities"],
         json!({"sampling": {}})
     );
-    let transfers = || {
-        da.ledger()
-            .into_iter()
-            .filter(|e| e["route"] == "create-transfer")
-            .count()
-    };
+    let transfers = || entries_where(&da, |e| e["route"] == "create-transfer").len();
     assert_eq!(transfers(), 0, "refused before it ran");
     let (status, v) = call(json!({"sampling": {}}));
     assert_eq!(
@@ -360,14 +334,8 @@ fn acct_a_tool_that_needs_a_client_capability_refuses_a_call_that_does_not_decla
 #[test]
 fn acct_an_unknown_required_capability_is_located_and_exits_2() {
     let bad = tasks_scenario().replace("requires = [\"sampling\"]", "requires = [\"smapling\"]");
-    let path = temp_file("bad.toml", &bad);
-    let out = std::process::Command::new(bin())
-        .args(["check", "bad.toml"])
-        .current_dir(path.parent().unwrap())
-        .output()
-        .unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (code, err) = check_scenario(&bad);
+    assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("requires[0]: unknown client capability \"smapling\""),
         "{err}"

@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::*;
 use serde_json::{json, Value};
 
@@ -66,14 +64,8 @@ fn acct_arguments_failing_pattern_ref_multiple_of_or_one_of_are_a_tool_error_and
 #[test]
 fn acct_a_tool_schema_that_is_not_json_schema_is_located_and_exits_2() {
     let bad = scenario().replace("multipleOf = 5", "multipleOf = \"five\"");
-    let path = temp_file("bad.toml", &bad);
-    let out = Command::new(bin())
-        .args(["check", "bad.toml"])
-        .current_dir(path.parent().unwrap())
-        .output()
-        .unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (code, err) = check_scenario(&bad);
+    assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("bad.toml:")
             && err.contains("mcp.payments.tools[0].input_schema.properties.amount.multipleOf: "),
@@ -87,13 +79,7 @@ fn acct_an_empty_question_key_is_located_and_exits_2() {
         "call = { service = \"payments\", route = \"create-transfer\" }",
         "call = { service = \"payments\", route = \"create-transfer\" }\ninput = { key = \"\", message = \"Sure?\" }",
     );
-    let path = temp_file("bad.toml", &bad);
-    let out = Command::new(bin())
-        .args(["check", "bad.toml"])
-        .current_dir(path.parent().unwrap())
-        .output()
-        .unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (code, err) = check_scenario(&bad);
+    assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("mcp.payments.tools[0].input.key: "), "{err}");
 }

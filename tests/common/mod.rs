@@ -277,6 +277,20 @@ pub fn try_send(
     Ok(s)
 }
 
+/// `doubleagent check bad.toml` on `toml`, run in the file's directory: its exit code and stderr.
+pub fn check_scenario(toml: &str) -> (Option<i32>, String) {
+    let path = temp_file("bad.toml", toml);
+    let out = Command::new(bin())
+        .args(["check", "bad.toml"])
+        .current_dir(path.parent().unwrap())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Read a whole response. A connection closed with no bytes is `UnexpectedEof`; a reset is
 /// `ConnectionReset`.
 pub fn read_response(mut s: TcpStream) -> Result<Resp, std::io::Error> {
