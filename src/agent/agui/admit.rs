@@ -155,7 +155,7 @@ pub(super) fn admit(
     rec.work_id = Some(input.run_id.clone());
     rec.revision = revision.clone();
     rec.method = "POST".into();
-    rec.path = format!("/agents/{name}");
+    rec.path = ["/agents/", name].concat();
     // Admitted: the tree is the ledger's now (a refusal would have needed it).
     rec.body = std::mem::take(&mut body.json);
     world.lock().ledger.append(rec);

@@ -30,7 +30,7 @@ use super::input::RunAgentInput;
 use super::interrupt::Interrupt;
 use super::resume::{Answer, Decision, Judgement};
 use super::sse;
-use super::start::{answered_calls, call_id, plain_interrupt};
+use super::start::{answered_calls, call_id, message_id, plain_interrupt};
 use super::{Boundary, Call, Checkpoint, Notice, Start};
 use crate::clock::format_rfc3339_ms;
 use crate::ledger::Record;
@@ -384,7 +384,7 @@ impl Run {
     }
 
     fn message_id(&self, i: usize) -> String {
-        format!("msg-{i}-{}", self.input.run_id)
+        message_id(i, &self.input.run_id)
     }
 
     /// The iteration's tool calls join the messages (between `afterModel` and `beforeTools`).

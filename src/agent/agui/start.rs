@@ -25,7 +25,33 @@ pub(crate) fn plain_interrupt(d: &InterruptSpec) -> Interrupt {
 /// Tool call ids are `call-<iteration>-<k>-<runId>`: unique per thread (the run id), and
 /// readable back into a script position by an agent that keeps nothing.
 pub(crate) fn call_id(iteration: usize, k: usize, run_id: &str) -> String {
-    format!("call-{iteration}-{k}-{run_id}")
+    let mut id = String::with_capacity(run_id.len() + 12);
+    id.push_str("call-");
+    push_index(&mut id, iteration);
+    id.push('-');
+    push_index(&mut id, k);
+    id.push('-');
+    id.push_str(run_id);
+    id
+}
+
+/// The message id of an iteration's model output: `msg-<iteration>-<runId>`.
+pub(crate) fn message_id(iteration: usize, run_id: &str) -> String {
+    let mut id = String::with_capacity(run_id.len() + 8);
+    id.push_str("msg-");
+    push_index(&mut id, iteration);
+    id.push('-');
+    id.push_str(run_id);
+    id
+}
+
+/// A script position in decimal. Ids are made on every run: this skips `format!`'s machinery
+/// for the usual single digit.
+fn push_index(out: &mut String, n: usize) {
+    match u8::try_from(n) {
+        Ok(d @ 0..=9) => out.push(char::from(b'0' + d)),
+        _ => out.push_str(&n.to_string()),
+    }
 }
 
 pub(crate) fn parse_call_id(id: &str) -> Option<(usize, usize)> {

@@ -18,10 +18,7 @@ impl Run {
     /// Close the run as `end` says, record it, and play a scripted late error.
     pub(super) async fn finish(&mut self, end: End) {
         let mut usage = self.usage();
-        let mut detail = FinishedDetail {
-            usage: usage.as_ref().map(|u| json!(u)),
-            ..FinishedDetail::default()
-        };
+        let mut detail = FinishedDetail::default();
         let mut finished = false;
         match end {
             End::Success { pending } => {
@@ -63,6 +60,15 @@ impl Run {
         detail.client_disconnected = self.gone;
         detail.run_id = &self.input.run_id;
         detail.thread_id = &self.input.thread_id;
+        detail.usage = (self.model_calls > 0).then(|| {
+            [UsageDetail {
+                input_tokens: self.input_tokens,
+                model: &self.spec.model,
+                output_tokens: self.output_tokens,
+                provider: PROVIDER,
+                total_tokens: self.input_tokens + self.output_tokens,
+            }]
+        });
         let seq = self.record("run-finished", detail);
         if self.gone {
             // What the client never got is not what it knows (REC-4), as for any response.
@@ -214,7 +220,7 @@ impl Run {
     fn usage(&self) -> Option<Vec<TokenUsage>> {
         (self.model_calls > 0).then(|| {
             vec![TokenUsage {
-                provider: Some("doubleagent".into()),
+                provider: Some(PROVIDER.into()),
                 model: Some(self.spec.model.clone()),
                 input_tokens: Some(self.input_tokens),
                 output_tokens: Some(self.output_tokens),
@@ -225,9 +231,12 @@ impl Run {
     }
 }
 
+/// The provider named in `usage`.
+const PROVIDER: &str = "doubleagent";
+
 /// The `run-finished` entry's detail, fields in name order (as the entries have always had
-/// them); what only some ends have is left out when absent. The nested parts stay `Value`s, as
-/// they were: their keys are in name order too.
+/// them); what only some ends have is left out when absent. The checkpoint stays a `Value`, as
+/// it was: its keys are in name order too.
 #[derive(Default, Serialize)]
 pub(super) struct FinishedDetail<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -250,7 +259,19 @@ pub(super) struct FinishedDetail<'a> {
     run_id: &'a str,
     thread_id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<Value>,
+    usage: Option<[UsageDetail<'a>; 1]>,
+}
+
+/// The run's [`TokenUsage`] (what [`Run::usage`] reports) as the detail states it: members in
+/// name order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageDetail<'a> {
+    input_tokens: u64,
+    model: &'a str,
+    output_tokens: u64,
+    provider: &'static str,
+    total_tokens: u64,
 }
 
 fn set_usage(e: &mut Event, usage: Option<Vec<TokenUsage>>) {
