@@ -137,6 +137,8 @@ pub(crate) fn run_due_in(
         return None;
     }
     let now = world.clock.now();
+    // Its text, made once for every status set now.
+    let mut stamp = None;
     // The timeline indexes into this script (a task without one has an empty timeline).
     let script = e.script.clone();
     loop {
@@ -155,16 +157,28 @@ pub(crate) fn run_due_in(
         e.cursor += 1;
         // One instant for every event found due: their status timestamps and their entries.
         match ev {
-            Event::Status(i) => status(world, e, script, i, now),
+            Event::Status(i) => status(world, e, script, i, (now, &mut stamp)),
             Event::Call(i) => call(world, e, &script.steps[i], now),
             Event::Artifact(i) => artifact(world, e, script, i, now),
-            Event::Final => finish(world, e, script, now),
+            Event::Final => finish(world, e, script, (now, &mut stamp)),
         }
     }
 }
 
+/// The instant due events run at, with its RFC 3339 text once made (see [`rfc3339`]).
+type Now<'a> = (Duration, &'a mut Option<String>);
+
+/// A status timestamp for `now`: formatted once per instant.
+fn rfc3339(world: &World, (now, stamp): &mut Now<'_>) -> String {
+    let now = *now;
+    stamp
+        .get_or_insert_with(|| world.clock.rfc3339(now))
+        .clone()
+}
+
 /// A scripted status update.
-fn status(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, now: Duration) {
+fn status(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, mut at: Now<'_>) {
+    let now = at.0;
     let step = &script.updates[i];
     let r = e.render();
     let text = step.message.as_ref().map(|t| r.text(t));
@@ -183,7 +197,7 @@ fn status(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, now: Dur
     let status = TaskStatus {
         message,
         state,
-        timestamp: Some(world.clock.rfc3339(now)),
+        timestamp: Some(rfc3339(world, &mut at)),
     };
     e.set_status(world, status);
     let detail = StatusDetail {
@@ -281,7 +295,8 @@ fn artifact(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, now: D
 }
 
 /// The script's outcome: the final (or interrupted) state.
-fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, now: Duration) {
+fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, mut at: Now<'_>) {
+    let now = at.0;
     let outcome = script.outcome;
     let r = e.render();
     let text = script.message.as_ref().map(|t| r.text(t));
@@ -290,7 +305,7 @@ fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, now: Duration) {
     let status = TaskStatus {
         message: text.map(|t| e.agent_message(format!("{}-final", e.task.id), t)),
         state,
-        timestamp: Some(world.clock.rfc3339(now)),
+        timestamp: Some(rfc3339(world, &mut at)),
     };
     e.note_canary(world, used, now);
     e.set_status(world, status);

@@ -324,7 +324,7 @@ fn context_for(msg: &Message, n: u64) -> String {
     msg.context_id
         .clone()
         .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| format!("ctx-{n}"))
+        .unwrap_or_else(|| ["ctx-", &n.to_string()].concat())
 }
 
 /// A direct Message reply: no task; its entries are written under the table's lock.
@@ -336,7 +336,7 @@ fn direct_reply(
     let (ctx, world, msg) = (inc.ctx, &inc.ctx.world, inc.msg());
     let n = table.next_id;
     let context_id = context_for(msg, n);
-    let reply_id = format!("msg-{n}");
+    let reply_id = ["msg-", &n.to_string()].concat();
     let token = canary(world, &reply_id, inc.revision.as_ref());
     let r = Render {
         task_id: "",
@@ -405,7 +405,7 @@ fn new_task(
     // steps have run.
     let mut guard = lock_entry(&cell);
     let entry = &mut *guard;
-    entry.task.id = format!("task-{n}");
+    entry.task.id = ["task-", &n.to_string()].concat();
     table.insert(&entry.task.id, cell.clone());
     let id = entry.task.id.clone();
     table.note_seen(ctx.name, &inc.msg().message_id, false, || Seen::Task(id));
