@@ -158,20 +158,12 @@ impl Fate {
 
 impl fmt::Display for Fate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(name) = self.plain_name() {
-            return f.write_str(name);
-        }
         match self {
-            Fate::Respond
-            | Fate::DropAfterApply
-            | Fate::HangAfterApply
-            | Fate::ResetAfterApply
-            | Fate::DropBeforeApply
-            | Fate::RespondWithoutApply => Ok(()),
             Fate::Delay(d) => write!(f, "delay:{}", format_duration(*d)),
             Fate::ErrorBeforeApply(s) => write!(f, "error-before-apply:{s}"),
             Fate::ErrorAfterApply(s) => write!(f, "error-after-apply:{s}"),
             Fate::ApplyLater(d) => write!(f, "apply-later:{}", format_duration(*d)),
+            plain => f.write_str(plain.plain_name().unwrap_or_default()),
         }
     }
 }
