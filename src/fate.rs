@@ -52,17 +52,21 @@ impl Fate {
         )
     }
 
-    /// Whether a client receiving (or not receiving) this fate's response can know the outcome.
-    /// A dropped, reset or hung response, or a 5xx that lies, leaves the client uncertain.
-    pub fn leaves_outcome_unknown(self) -> bool {
-        matches!(
-            self,
-            Fate::DropAfterApply
-                | Fate::HangAfterApply
-                | Fate::ResetAfterApply
-                | Fate::DropBeforeApply
-                | Fate::ErrorAfterApply(_)
-        )
+    /// The name of a fate without parameters, as displayed (`None` for those with one): counted
+    /// and recorded per request, so not worth the formatting machinery.
+    pub fn plain_name(self) -> Option<&'static str> {
+        Some(match self {
+            Fate::Respond => "respond",
+            Fate::DropAfterApply => "drop-after-apply",
+            Fate::HangAfterApply => "hang-after-apply",
+            Fate::ResetAfterApply => "reset-after-apply",
+            Fate::DropBeforeApply => "drop-before-apply",
+            Fate::RespondWithoutApply => "respond-without-apply",
+            Fate::Delay(_)
+            | Fate::ErrorBeforeApply(_)
+            | Fate::ErrorAfterApply(_)
+            | Fate::ApplyLater(_) => return None,
+        })
     }
 }
 
@@ -134,25 +138,6 @@ impl FromStr for Fate {
                 "unknown fate \"{s}\"; expected one of: {FATE_FORMS}"
             ))),
         }
-    }
-}
-
-impl Fate {
-    /// The name of a fate without parameters, as displayed (`None` for those with one): counted
-    /// and recorded per request, so not worth the formatting machinery.
-    pub fn plain_name(self) -> Option<&'static str> {
-        Some(match self {
-            Fate::Respond => "respond",
-            Fate::DropAfterApply => "drop-after-apply",
-            Fate::HangAfterApply => "hang-after-apply",
-            Fate::ResetAfterApply => "reset-after-apply",
-            Fate::DropBeforeApply => "drop-before-apply",
-            Fate::RespondWithoutApply => "respond-without-apply",
-            Fate::Delay(_)
-            | Fate::ErrorBeforeApply(_)
-            | Fate::ErrorAfterApply(_)
-            | Fate::ApplyLater(_) => return None,
-        })
     }
 }
 
