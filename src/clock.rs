@@ -98,45 +98,37 @@ pub struct Tick {
 
 impl Clock {
     pub fn new(kind: ClockKind) -> Clock {
-        let epoch_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        Clock {
-            inner: Arc::new(Inner {
-                kind,
-                epoch_ms,
-                origin: tokio::time::Instant::now(),
-                state: Mutex::new(State {
-                    now: Duration::ZERO,
-                    next_id: 0,
-                    waiters: BTreeMap::new(),
-                }),
-                closed: watch::channel(false).0,
-            }),
-        }
+        Clock::start(
+            kind,
+            wall_now_ms(),
+            tokio::time::Instant::now(),
+            Duration::ZERO,
+        )
     }
 
     /// A clock continuing an earlier run (after a restart): the same epoch, and for a manual
     /// clock the time it had reached; a real clock simply goes on following the wall clock.
     pub fn resume(kind: ClockKind, epoch_ms: u64, now: Duration) -> Clock {
-        let wall_now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        let elapsed = Duration::from_millis(wall_now.saturating_sub(epoch_ms));
+        let elapsed = Duration::from_millis(wall_now_ms().saturating_sub(epoch_ms));
         let instant_now = tokio::time::Instant::now();
+        let origin = instant_now.checked_sub(elapsed).unwrap_or(instant_now);
+        Clock::start(kind, epoch_ms, origin, now)
+    }
+
+    fn start(kind: ClockKind, epoch_ms: u64, origin: tokio::time::Instant, now: Duration) -> Clock {
+        let state = Mutex::new(State {
+            now,
+            next_id: 0,
+            waiters: BTreeMap::new(),
+        });
+        let closed = watch::channel(false).0;
         Clock {
             inner: Arc::new(Inner {
                 kind,
                 epoch_ms,
-                origin: instant_now.checked_sub(elapsed).unwrap_or(instant_now),
-                state: Mutex::new(State {
-                    now,
-                    next_id: 0,
-                    waiters: BTreeMap::new(),
-                }),
-                closed: watch::channel(false).0,
+                origin,
+                state,
+                closed,
             }),
         }
     }
@@ -195,24 +187,11 @@ impl Clock {
                     _ = closed.wait_for(|c| *c) => None,
                 }
             }
-            ClockKind::Manual => {
-                let rx = {
-                    let mut st = self.state();
-                    // Checked under the lock `close` takes the waiters under: no sleeper slips
-                    // in after it.
-                    if self.is_closed() {
-                        return None;
-                    }
-                    if deadline <= st.now {
-                        return Some(Tick { _done: None });
-                    }
-                    let (tx, rx) = oneshot::channel();
-                    st.insert(deadline, Waiter::Ordered(tx));
-                    rx
-                };
+            ClockKind::Manual => match self.enqueue(deadline, Waiter::Ordered) {
+                Err(due) => due.then_some(Tick { _done: None }),
                 // Closing drops every waiter's sender, so `rx` resolves with an error.
-                rx.await.ok().map(|done| Tick { _done: Some(done) })
-            }
+                Ok(rx) => rx.await.ok().map(|done| Tick { _done: Some(done) }),
+            },
         }
     }
 
@@ -222,22 +201,31 @@ impl Clock {
     pub async fn wait_until(&self, deadline: Duration) -> bool {
         match self.inner.kind {
             ClockKind::Real => self.sleep_until(deadline).await.is_some(),
-            ClockKind::Manual => {
-                let rx = {
-                    let mut st = self.state();
-                    if self.is_closed() {
-                        return false;
-                    }
-                    if deadline <= st.now {
-                        return true;
-                    }
-                    let (tx, rx) = oneshot::channel();
-                    st.insert(deadline, Waiter::Unordered(tx));
-                    rx
-                };
-                rx.await.is_ok()
-            }
+            ClockKind::Manual => match self.enqueue(deadline, Waiter::Unordered) {
+                Err(due) => due,
+                Ok(rx) => rx.await.is_ok(),
+            },
         }
+    }
+
+    /// Queue a sleeper on a manual clock; `Err(true)` if `deadline` is already due, `Err(false)`
+    /// if the clock is closed.
+    fn enqueue<T>(
+        &self,
+        deadline: Duration,
+        waiter: impl FnOnce(oneshot::Sender<T>) -> Waiter,
+    ) -> Result<oneshot::Receiver<T>, bool> {
+        let mut st = self.state();
+        // Checked under the lock `close` takes the waiters under: no sleeper slips in after it.
+        if self.is_closed() {
+            return Err(false);
+        }
+        if deadline <= st.now {
+            return Err(true);
+        }
+        let (tx, rx) = oneshot::channel();
+        st.insert(deadline, waiter(tx));
+        Ok(rx)
     }
 
     /// Sleep for `d` of scenario time from now.
@@ -325,6 +313,13 @@ impl Clock {
     pub fn pending_sleepers(&self) -> usize {
         self.state().waiters.len()
     }
+}
+
+fn wall_now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Formats Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ` (jiff's RFC 3339 printer).
