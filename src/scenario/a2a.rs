@@ -164,17 +164,13 @@ pub struct Behavior {
     pub script: Arc<Script>,
 }
 
-/// All given conditions must hold; an empty matcher matches every message. Read as written
-/// (a behaviour's `match`).
-#[derive(Clone, Debug, Default, Deserialize)]
-// Serde names the struct in a type error ("expected struct RawMatch"): kept as scenarios see it.
-#[serde(deny_unknown_fields, expecting = "struct RawMatch")]
+/// All given conditions must hold; an empty matcher matches every message.
+#[derive(Clone, Debug, Default)]
 pub struct MessageMatch {
     /// Substring of the message's text parts (joined by newlines).
     pub text: Option<String>,
     pub message_id_prefix: Option<String>,
     /// Metadata keys with the values they must have (strings also match their text form).
-    #[serde(default)]
     pub metadata: BTreeMap<String, Value>,
 }
 
@@ -434,7 +430,7 @@ struct RawAgent {
 #[serde(deny_unknown_fields)]
 struct RawBehavior {
     #[serde(rename = "match")]
-    matcher: Option<MessageMatch>,
+    matcher: Option<RawMatch>,
     work: Option<Dur>,
     cancel: Option<CancelPolicy>,
     outcome: Option<Outcome>,
@@ -451,6 +447,15 @@ struct RawBehavior {
 struct RawPush {
     delay: Option<Dur>,
     duplicates: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawMatch {
+    text: Option<String>,
+    message_id_prefix: Option<String>,
+    #[serde(default)]
+    metadata: BTreeMap<String, Value>,
 }
 
 #[derive(Deserialize)]
@@ -569,8 +574,17 @@ pub(crate) fn compile(
         let script = script
             .as_ref()
             .and_then(|parent| compile_script(&b, parent, &bpath, services, issues));
+        let RawMatch {
+            text,
+            message_id_prefix,
+            metadata,
+        } = b.matcher.unwrap_or_default();
         if let Some(script) = script {
-            let matcher = b.matcher.unwrap_or_default();
+            let matcher = MessageMatch {
+                text,
+                message_id_prefix,
+                metadata,
+            };
             let script = Arc::new(script);
             behaviors.push(Behavior { matcher, script });
         }
