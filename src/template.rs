@@ -32,20 +32,14 @@ pub trait Vars {
 /// Expand the placeholders in a string.
 pub fn text(s: &str, vars: &dyn Vars) -> String {
     let mut out = String::new();
-    let mut rest = s;
-    while let Some(start) = find2(rest, b"{{") {
-        let Some(len) = find2(&rest[start..], b"}}") else {
-            break;
-        };
-        out.push_str(&rest[..start]);
-        let name = &rest[start + 2..start + len];
-        match vars.var(name.trim()) {
+    let rest = scan(s, |before, written, name| {
+        out.push_str(before);
+        match vars.var(name) {
             Some(Value::String(v)) => out.push_str(&v),
             Some(v) => out.push_str(&v.to_string()),
-            None => out.push_str(&rest[start..start + len + 2]),
+            None => out.push_str(written),
         }
-        rest = &rest[start + len + 2..];
-    }
+    });
     out.push_str(rest);
     out
 }
@@ -53,15 +47,23 @@ pub fn text(s: &str, vars: &dyn Vars) -> String {
 /// The names of the placeholders in a string, trimmed, as [`text`] finds them.
 pub fn names(s: &str) -> Vec<&str> {
     let mut out = Vec::new();
+    scan(s, |_, _, name| out.push(name));
+    out
+}
+
+/// Calls `each(text before, placeholder as written, its trimmed name)` for every placeholder in
+/// `s`, and returns the text after the last.
+fn scan<'a>(s: &'a str, mut each: impl FnMut(&'a str, &'a str, &'a str)) -> &'a str {
     let mut rest = s;
     while let Some(start) = find2(rest, b"{{") {
         let Some(len) = find2(&rest[start..], b"}}") else {
             break;
         };
-        out.push(rest[start + 2..start + len].trim());
+        let written = &rest[start..start + len + 2];
+        each(&rest[..start], written, written[2..len].trim());
         rest = &rest[start + len + 2..];
     }
-    out
+    rest
 }
 
 /// Expand the placeholders in every string of a JSON value.
@@ -134,16 +136,7 @@ impl Compiled {
                 };
                 flush(&mut self.pieces, raw, piece);
             }
-            Value::Array(a) => {
-                raw.push(b'[');
-                for (i, x) in a.iter().enumerate() {
-                    if i > 0 {
-                        raw.push(b',');
-                    }
-                    self.add(x, raw);
-                }
-                raw.push(b']');
-            }
+            Value::Array(a) => write_json_array(raw, a, |raw, x| self.add(x, raw)),
             Value::Object(o) => {
                 raw.push(b'{');
                 for (i, (k, x)) in o.iter().enumerate() {
@@ -216,51 +209,4 @@ pub fn write_json_array<T>(
 /// map keys).
 fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     let _ = serde_json::to_writer(&mut *out, v);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json as j;
-
-    struct V;
-    impl Vars for V {
-        fn var(&self, name: &str) -> Option<Value> {
-            match name {
-                "n" => Some(j!(7)),
-                "s" => Some(j!("x")),
-                _ => None,
-            }
-        }
-    }
-
-    #[test]
-    fn placeholders_expand_typed_whole_and_interpolated_in_text() {
-        assert_eq!(text("a {{s}} b {{ n }} {{nope}}", &V), "a x b 7 {{nope}}");
-        assert_eq!(
-            json(&j!({"k": "{{n}}", "t": "n={{n}}", "l": ["{{s}}"]}), &V),
-            j!({"k": 7, "t": "n=7", "l": ["x"]})
-        );
-        assert_eq!(text("unclosed {{n", &V), "unclosed {{n");
-    }
-
-    #[test]
-    fn compiled_json_is_the_expanded_tree_as_text() {
-        let t = j!({"k": "{{n}}", "t": "n={{n}}", "l": ["{{s}}", 1, null, {"z": "{{nope}}"}], "a\"b": "q\"{{s}}",
-            "c": "tab\there\u{1}", "b\\": "back\\slash {{s}}", "u": "\u{e9}\u{7f}"});
-        for t in [
-            t,
-            j!("{{s}}"),
-            j!(" {{ n }} "),
-            j!("x{{s}}"),
-            j!(7),
-            j!([]),
-            j!({}),
-            j!([{"a": ["{{nope}}", "{{n}}{{s}}", true]}]),
-        ] {
-            let mut out = Vec::new();
-            Compiled::of(&t).write(&V, &mut out);
-            assert_eq!(String::from_utf8(out).unwrap(), json(&t, &V).to_string());
-        }
-    }
 }

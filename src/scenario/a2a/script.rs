@@ -61,14 +61,11 @@ pub(super) fn compile_script(
         cancel: raw.cancel.unwrap_or(parent.cancel),
         outcome,
         reply,
-        message: raw.message.clone().or_else(|| {
-            // A behaviour with its own outcome says its own final words.
-            if raw.outcome.is_some() {
-                None
-            } else {
-                parent.message.clone()
-            }
-        }),
+        // A behaviour with its own outcome says its own final words.
+        message: raw
+            .message
+            .clone()
+            .or_else(|| parent.message.clone().filter(|_| raw.outcome.is_none())),
         updates,
         steps,
         artifacts,
