@@ -9,16 +9,16 @@
 //! lifecycle on the scenario clock) and [`push`] (webhook configs and deliveries). Every call
 //! that fails is also a ledger entry (`rpc-error`).
 
-mod card;
-mod detail;
-mod errors;
-mod params;
+pub mod card;
+pub mod detail;
+pub mod errors;
+pub mod params;
 mod push;
 mod rest;
-mod rpc;
+pub mod rpc;
 mod stream;
 mod task;
-mod types;
+pub mod types;
 
 use std::borrow::Cow;
 use std::sync::Arc;
