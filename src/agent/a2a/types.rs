@@ -28,7 +28,6 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-// ---------------------------------------------------------------------------------------------
 // Hand-written serde: ProtoJSON readers accept an enum as its name or its number and map unknown
 // names to the zero value (the reference server parses with ignore_unknown_fields, which does
 // exactly that). Deriving would reject both.
@@ -130,8 +129,7 @@ proto_enum!(
     }
 );
 
-// ---------------------------------------------------------------------------------------------
-// Data model
+// --- Data model ---
 
 /// `google.protobuf.Struct` on the wire: any JSON object.
 pub type Metadata = Map<String, Value>;
@@ -481,8 +479,7 @@ pub enum SendMessageResponse {
     Message(Message),
 }
 
-// ---------------------------------------------------------------------------------------------
-// Small helpers
+// --- Small helpers ---
 
 pub fn is_false(b: &bool) -> bool {
     !*b
