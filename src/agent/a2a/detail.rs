@@ -18,7 +18,7 @@ use crate::world::World;
 /// Append an agent entry at scenario time `at` with the task as work id and its revision. A
 /// status change is logged at the instant its timestamp names, so the task rebuilt from the
 /// ledger after a restart carries the very same timestamp.
-pub(crate) fn log_at(
+pub fn log_at(
     world: &World,
     at: Duration,
     agent: &str,
@@ -34,7 +34,7 @@ pub(crate) fn log_at(
 }
 
 /// [`log_at`] now.
-pub(crate) fn log(
+pub fn log(
     world: &World,
     agent: &str,
     event: &str,
@@ -47,14 +47,14 @@ pub(crate) fn log(
 }
 
 /// Record a protocol error an orchestrator got (malformed call, unknown method...).
-pub(crate) fn log_error(world: &World, agent: &str, method: &str, err: &RpcError) {
+pub fn log_error(world: &World, agent: &str, method: &str, err: &RpcError) {
     let detail = json!({"method": method, "code": err.code, "message": err.message});
     log(world, agent, "rpc-error", None, None, detail);
 }
 
 /// How a message was taken, for its `message` entry.
 #[derive(Clone, Copy)]
-pub(crate) enum Taken<'a> {
+pub enum Taken<'a> {
     /// A repeated messageId, de-duplicated: what the first one produced.
     Duplicate { of: &'a str },
     /// A follow-up naming its task.
@@ -73,7 +73,7 @@ pub(crate) enum Taken<'a> {
 /// taken, and what a plain one-text-part user message lacks to give the message back exactly
 /// (it goes into the task's history, which survives a restart), so the usual entry stays small.
 #[derive(Serialize)]
-pub(crate) struct MessageDetail<'a> {
+pub struct MessageDetail<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     behavior: Option<Option<usize>>,
     binding: Binding,
@@ -104,17 +104,17 @@ pub(crate) struct MessageDetail<'a> {
 }
 
 /// What every `message` entry of one call shares.
-pub(crate) struct MessageCall<'a> {
-    pub(crate) method: &'a str,
-    pub(crate) binding: Binding,
-    pub(crate) msg: &'a Message,
-    pub(crate) text: &'a str,
-    pub(crate) revision: Option<&'a Value>,
+pub struct MessageCall<'a> {
+    pub method: &'a str,
+    pub binding: Binding,
+    pub msg: &'a Message,
+    pub text: &'a str,
+    pub revision: Option<&'a Value>,
 }
 
 impl<'a> MessageCall<'a> {
     /// The detail of the message taken as `taken`, leading to `task_id` in `context_id`.
-    pub(crate) fn detail(
+    pub fn detail(
         &self,
         task_id: Option<&'a str>,
         context_id: Option<&'a str>,
@@ -158,115 +158,55 @@ impl<'a> MessageCall<'a> {
 
 /// A scripted status change (`status`); a status message's text and id when it has one.
 #[derive(Serialize)]
-pub(crate) struct StatusDetail<'a> {
+pub struct StatusDetail<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) message: Option<&'a str>,
+    pub message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) message_id: Option<&'a str>,
-    pub(crate) state: &'a str,
+    pub message_id: Option<&'a str>,
+    pub state: &'a str,
 }
 
 /// An artifact event (`artifact`): the rendered parts (and name, description) rebuild the
 /// artifact after a restart.
 #[derive(Serialize)]
-pub(crate) struct ArtifactDetail<'a> {
-    pub(crate) append: bool,
-    pub(crate) artifact_id: &'a str,
+pub struct ArtifactDetail<'a> {
+    pub append: bool,
+    pub artifact_id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) description: Option<&'a str>,
-    pub(crate) last_chunk: bool,
+    pub description: Option<&'a str>,
+    pub last_chunk: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) name: Option<&'a str>,
-    pub(crate) parts: &'a [Part],
+    pub name: Option<&'a str>,
+    pub parts: &'a [Part],
 }
 
 /// A new task (`task-created`): how its script was chosen and runs.
 #[derive(Serialize)]
-pub(crate) struct CreatedDetail<'a> {
-    pub(crate) behavior: Option<usize>,
-    pub(crate) cancel: &'a str,
-    pub(crate) context_id: &'a str,
-    pub(crate) revision: Option<&'a Value>,
-    pub(crate) task_id: &'a str,
-    pub(crate) work: String,
+pub struct CreatedDetail<'a> {
+    pub behavior: Option<usize>,
+    pub cancel: &'a str,
+    pub context_id: &'a str,
+    pub revision: Option<&'a Value>,
+    pub task_id: &'a str,
+    pub work: String,
 }
 
 /// A task's canary, the first time it was handed out (`canary`).
 #[derive(Serialize)]
-pub(crate) struct CanaryDetail<'a> {
-    pub(crate) canary: &'a str,
-    pub(crate) revision: Option<&'a Value>,
-    pub(crate) task_id: &'a str,
+pub struct CanaryDetail<'a> {
+    pub canary: &'a str,
+    pub revision: Option<&'a Value>,
+    pub task_id: &'a str,
 }
 
 /// A task's final state (`result`).
 #[derive(Serialize)]
-pub(crate) struct ResultDetail<'a> {
-    pub(crate) artifacts: Vec<&'a str>,
-    pub(crate) canary: Option<&'a str>,
+pub struct ResultDetail<'a> {
+    pub artifacts: Vec<&'a str>,
+    pub canary: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) message: Option<&'a str>,
-    pub(crate) outcome: &'a str,
-    pub(crate) state: &'a str,
-    pub(crate) task_id: &'a str,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn value(detail: &MessageDetail<'_>) -> Value {
-        serde_json::to_value(detail).unwrap()
-    }
-
-    #[test]
-    fn a_plain_user_message_is_recorded_by_its_text_alone() {
-        let msg = Message {
-            message_id: "m-1".into(),
-            parts: vec![Part::text("go")],
-            role: Role::User,
-            ..Message::default()
-        };
-        let call = MessageCall {
-            method: "SendMessage",
-            binding: Binding::JsonRpc,
-            msg: &msg,
-            text: "go",
-            revision: None,
-        };
-        let new = Taken::New {
-            behavior: None,
-            repeat_of: None,
-        };
-        assert_eq!(
-            value(&call.detail(Some("task-1"), Some("ctx-1"), new)),
-            json!({"behavior": null, "binding": "JSONRPC", "context_id": "ctx-1", "message_id": "m-1",
-                "method": "SendMessage", "repeat_of": null, "revision": null,
-                "task_id": "task-1", "text": "go"})
-        );
-        let follow = Taken::FollowUp {
-            resumes: true,
-            repeat_of: Some("task-0"),
-        };
-        let agent = Message {
-            role: Role::Agent,
-            parts: vec![Part::text("go"), Part::url("http://u")],
-            ..msg.clone()
-        };
-        let call = MessageCall {
-            msg: &agent,
-            binding: Binding::HttpJson,
-            ..call
-        };
-        assert_eq!(
-            value(&call.detail(Some("task-1"), None, follow)),
-            json!({"binding": "HTTP+JSON", "context_id": null, "follow_up": true, "message_id": "m-1",
-                "method": "SendMessage", "parts": [{"text": "go"}, {"url": "http://u"}],
-                "repeat_of": "task-0", "resumes": true, "revision": null, "role": "ROLE_AGENT",
-                "task_id": "task-1", "text": "go"})
-        );
-        let dup = value(&call.detail(None, Some("c"), Taken::Duplicate { of: "msg-2" }));
-        assert_eq!(dup["duplicate_of"], "msg-2");
-        assert!(dup.get("repeat_of").is_none() && dup.get("behavior").is_none());
-    }
+    pub message: Option<&'a str>,
+    pub outcome: &'a str,
+    pub state: &'a str,
+    pub task_id: &'a str,
 }

@@ -9,14 +9,14 @@ use serde::Serialize;
 
 use super::types::TaskState;
 
-pub(crate) const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
-pub(crate) const ERROR_DOMAIN: &str = "a2a-protocol.org";
+pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
 
 /// The errors of the A2A JSON-RPC binding that this server answers with. (The binding also
 /// defines -32003 push not supported, -32006 invalid agent response and -32008 extension
 /// required; no scripted agent gives them.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ErrorKind {
+pub enum ErrorKind {
     TaskNotFound,
     TaskNotCancelable,
     UnsupportedOperation,
@@ -33,7 +33,7 @@ pub(crate) enum ErrorKind {
 impl ErrorKind {
     /// The code, and the `google.rpc.ErrorInfo` reason. A parse error has none: the reference
     /// server sends it without `data`, since there is no request to attribute it to.
-    pub(crate) fn code_and_reason(self) -> (i64, Option<&'static str>) {
+    pub fn code_and_reason(self) -> (i64, Option<&'static str>) {
         let (code, reason) = match self {
             ErrorKind::TaskNotFound => (-32001, "TASK_NOT_FOUND"),
             ErrorKind::TaskNotCancelable => (-32002, "TASK_NOT_CANCELABLE"),
@@ -57,29 +57,29 @@ impl ErrorKind {
 /// `metadata` (exposed as the exception's `.data`); the rest is for conformance and humans.
 /// Fields in the order of their JSON names, as the answers have always had them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct ErrorInfo {
+pub struct ErrorInfo {
     #[serde(rename = "@type")]
-    pub(crate) type_url: &'static str,
-    pub(crate) domain: &'static str,
+    pub type_url: &'static str,
+    pub domain: &'static str,
     // Always present, `{}` when empty, like the reference server. String values only: that is
     // ErrorInfo's proto type (map<string, string>).
-    pub(crate) metadata: BTreeMap<String, String>,
-    pub(crate) reason: &'static str,
+    pub metadata: BTreeMap<String, String>,
+    pub reason: &'static str,
 }
 
 /// The JSON-RPC `error` member.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct RpcError {
-    pub(crate) code: i64,
+pub struct RpcError {
+    pub code: i64,
     /// One ErrorInfo, or none for a parse error (see [`ErrorKind::code_and_reason`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) data: Vec<ErrorInfo>,
-    pub(crate) message: String,
+    pub data: Vec<ErrorInfo>,
+    pub message: String,
 }
 
 impl RpcError {
     /// An error of `kind` with its ErrorInfo (if the kind has a reason) and empty metadata.
-    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> RpcError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> RpcError {
         let (code, reason) = kind.code_and_reason();
         let data = reason.map(|reason| ErrorInfo {
             type_url: ERROR_INFO_TYPE,
@@ -95,7 +95,7 @@ impl RpcError {
     }
 
     /// Adds a key to the ErrorInfo's metadata (what reaches the client's `error.data`).
-    pub(crate) fn with_metadata(mut self, key: &str, value: impl Into<String>) -> RpcError {
+    pub fn with_metadata(mut self, key: &str, value: impl Into<String>) -> RpcError {
         if let Some(info) = self.data.first_mut() {
             info.metadata.insert(key.to_string(), value.into());
         }
@@ -103,36 +103,36 @@ impl RpcError {
     }
 
     /// -32001: GetTask / CancelTask / SubscribeToTask on an unknown id, or a message naming one.
-    pub(crate) fn task_not_found(task_id: &str) -> RpcError {
+    pub fn task_not_found(task_id: &str) -> RpcError {
         RpcError::new(ErrorKind::TaskNotFound, format!("Task {task_id} not found"))
     }
 
     /// -32002: the cancel was refused (terminal task, or a `too-late` policy).
-    pub(crate) fn task_not_cancelable(task_id: &str, state: TaskState) -> RpcError {
+    pub fn task_not_cancelable(task_id: &str, state: TaskState) -> RpcError {
         let message = format!("Task {task_id} cannot be canceled in state {state}");
         RpcError::new(ErrorKind::TaskNotCancelable, message)
     }
 
     /// -32004 in general (e.g. streaming on an agent without the capability).
-    pub(crate) fn unsupported_operation(message: impl Into<String>) -> RpcError {
+    pub fn unsupported_operation(message: impl Into<String>) -> RpcError {
         RpcError::new(ErrorKind::UnsupportedOperation, message)
     }
 
     /// -32004 for a message to, or a subscription on, a terminal task: terminal tasks never
     /// restart (REC-6). Message text as the reference server words it.
-    pub(crate) fn task_in_terminal_state(task_id: &str, state: TaskState) -> RpcError {
+    pub fn task_in_terminal_state(task_id: &str, state: TaskState) -> RpcError {
         RpcError::unsupported_operation(format!("Task {task_id} is in terminal state: {state}"))
     }
 
     /// -32007: GetExtendedAgentCard when no extended card exists.
-    pub(crate) fn extended_agent_card_not_configured() -> RpcError {
+    pub fn extended_agent_card_not_configured() -> RpcError {
         // The reference server's message, so logs read the same against either server.
         let message = "Authenticated Extended Card is not configured";
         RpcError::new(ErrorKind::ExtendedAgentCardNotConfigured, message)
     }
 
     /// -32009: an `A2A-Version` other than 1.x (strict mode only; missing means 0.3).
-    pub(crate) fn version_not_supported(version: &str) -> RpcError {
+    pub fn version_not_supported(version: &str) -> RpcError {
         let message =
             format!("A2A version '{version}' is not supported by this agent; expected 1.x");
         RpcError::new(ErrorKind::VersionNotSupported, message)
@@ -140,23 +140,23 @@ impl RpcError {
 
     /// -32005: a request whose `Content-Type` is not `application/json` (checked before the
     /// body is read as JSON, as the binding requires).
-    pub(crate) fn content_type_not_supported(given: &str) -> RpcError {
+    pub fn content_type_not_supported(given: &str) -> RpcError {
         let message = format!("Content-Type '{given}' is not supported; A2A requests are application/json or application/a2a+json");
         RpcError::new(ErrorKind::ContentTypeNotSupported, message)
     }
 
     /// -32700: the body is not JSON.
-    pub(crate) fn parse_error(detail: impl Into<String>) -> RpcError {
+    pub fn parse_error(detail: impl Into<String>) -> RpcError {
         RpcError::new(ErrorKind::ParseError, detail)
     }
 
     /// -32600: JSON, but not a JSON-RPC 2.0 request object.
-    pub(crate) fn invalid_request(message: impl Into<String>) -> RpcError {
+    pub fn invalid_request(message: impl Into<String>) -> RpcError {
         RpcError::new(ErrorKind::InvalidRequest, message)
     }
 
     /// -32601: unknown method, including every 0.3 name.
-    pub(crate) fn method_not_found(method: &str) -> RpcError {
+    pub fn method_not_found(method: &str) -> RpcError {
         RpcError::new(
             ErrorKind::MethodNotFound,
             format!("Method not found: {method}"),
@@ -164,23 +164,19 @@ impl RpcError {
     }
 
     /// -32602: params that don't fit the method.
-    pub(crate) fn invalid_params(message: impl Into<String>) -> RpcError {
+    pub fn invalid_params(message: impl Into<String>) -> RpcError {
         RpcError::new(ErrorKind::InvalidParams, message)
     }
 
     /// -32602 for a message whose contextId differs from its task's (SPEC §3.4.3 MUST reject).
-    pub(crate) fn context_mismatch(
-        context_id: &str,
-        task_context: &str,
-        task_id: &str,
-    ) -> RpcError {
+    pub fn context_mismatch(context_id: &str, task_context: &str, task_id: &str) -> RpcError {
         let m =
             format!("Context {context_id} does not match context {task_context} of task {task_id}");
         RpcError::invalid_params(m)
     }
 
     /// -32603.
-    pub(crate) fn internal(message: impl Into<String>) -> RpcError {
+    pub fn internal(message: impl Into<String>) -> RpcError {
         RpcError::new(ErrorKind::Internal, message)
     }
 }
@@ -192,85 +188,3 @@ impl fmt::Display for RpcError {
 }
 
 impl std::error::Error for RpcError {}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn every_error_kind_has_its_code_and_reason() {
-        let done = TaskState::Completed;
-        let cases = [
-            (
-                RpcError::task_not_found("t1"),
-                -32001,
-                Some("TASK_NOT_FOUND"),
-            ),
-            (
-                RpcError::task_not_cancelable("t1", done),
-                -32002,
-                Some("TASK_NOT_CANCELABLE"),
-            ),
-            (
-                RpcError::task_in_terminal_state("t1", done),
-                -32004,
-                Some("UNSUPPORTED_OPERATION"),
-            ),
-            (
-                RpcError::extended_agent_card_not_configured(),
-                -32007,
-                Some("EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
-            ),
-            (
-                RpcError::version_not_supported("0.3"),
-                -32009,
-                Some("VERSION_NOT_SUPPORTED"),
-            ),
-            (RpcError::parse_error("eof"), -32700, None),
-            (
-                RpcError::invalid_request("x"),
-                -32600,
-                Some("INVALID_REQUEST"),
-            ),
-            (
-                RpcError::method_not_found("message/send"),
-                -32601,
-                Some("METHOD_NOT_FOUND"),
-            ),
-            (
-                RpcError::context_mismatch("c2", "c1", "t1"),
-                -32602,
-                Some("INVALID_PARAMS"),
-            ),
-            (RpcError::internal("x"), -32603, Some("INTERNAL_ERROR")),
-        ];
-        for (err, code, reason) in cases {
-            assert_eq!(err.code, code, "{err}");
-            let info = err.data.first();
-            assert_eq!(info.map(|i| i.reason), reason, "{err}");
-            if let Some(info) = info {
-                assert_eq!(
-                    (info.type_url, info.domain),
-                    (ERROR_INFO_TYPE, ERROR_DOMAIN)
-                );
-                assert!(info.metadata.is_empty());
-            } else {
-                assert!(err.data.is_empty(), "no reason, no data");
-            }
-        }
-        assert_eq!(
-            RpcError::task_in_terminal_state("t9", TaskState::Completed).message,
-            "Task t9 is in terminal state: TASK_STATE_COMPLETED"
-        );
-    }
-
-    #[test]
-    fn error_metadata_lands_in_error_info() {
-        let err = RpcError::invalid_params("bad").with_metadata("parseError", "missing field `id`");
-        assert_eq!(
-            serde_json::to_value(&err.data).unwrap()[0]["metadata"],
-            json!({"parseError": "missing field `id`"})
-        );
-    }
-}

@@ -16,19 +16,19 @@ use serde_json::Value;
 use super::errors::RpcError;
 
 /// Protocol version put in agent cards; the client negotiates on `Major.Minor` only.
-pub(crate) const PROTOCOL_VERSION: &str = "1.0";
+pub const PROTOCOL_VERSION: &str = "1.0";
 /// Header every 1.0 client sends on each call (and on the card GET). The spec reads a missing
 /// header as 0.3; the reference server then answers -32009.
-pub(crate) const VERSION_HEADER: &str = "A2A-Version";
+pub const VERSION_HEADER: &str = "A2A-Version";
 /// [`VERSION_HEADER`] as a parsed name, for look-ups.
-pub(crate) static VERSION_HEADER_NAME: hyper::header::HeaderName =
+pub static VERSION_HEADER_NAME: hyper::header::HeaderName =
     hyper::header::HeaderName::from_static("a2a-version");
 
 /// Whether an `A2A-Version` value (the header, or the query parameter of that name the spec also
 /// allows) is one this server speaks: any `1.x`, as the reference server accepts. Missing or empty
 /// means 0.3 (SPEC §3.6), so it is *not* supported; whether to refuse it (-32009) or be lenient is
 /// the caller's policy, since hand-written curl calls rarely send the header.
-pub(crate) fn version_supported(value: Option<&str>) -> bool {
+pub fn version_supported(value: Option<&str>) -> bool {
     let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
         return false;
     };
@@ -44,12 +44,12 @@ pub(crate) fn version_supported(value: Option<&str>) -> bool {
 macro_rules! methods {
     ($($m:ident),+ $(,)?) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub(crate) enum Method { $($m),+ }
+        pub enum Method { $($m),+ }
 
         impl Method {
-            pub(crate) const ALL: [Method; 11] = [$(Method::$m),+];
+            pub const ALL: [Method; 11] = [$(Method::$m),+];
 
-            pub(crate) fn as_str(self) -> &'static str {
+            pub fn as_str(self) -> &'static str {
                 match self { $(Method::$m => stringify!($m)),+ }
             }
         }
@@ -71,7 +71,7 @@ methods!(
 );
 
 impl Method {
-    pub(crate) fn from_name(name: &str) -> Option<Method> {
+    pub fn from_name(name: &str) -> Option<Method> {
         Method::ALL.into_iter().find(|m| m.as_str() == name)
     }
 }
@@ -80,7 +80,7 @@ impl Method {
 /// (the Python client sends UUID strings, the TCK and curl users send numbers).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(untagged)]
-pub(crate) enum RpcId {
+pub enum RpcId {
     Number(serde_json::Number),
     String(String),
     #[default]
@@ -95,7 +95,7 @@ pub(crate) enum RpcId {
 
 impl RpcId {
     /// Whether answers to this call go without the JSON-RPC envelope.
-    pub(crate) fn bare(&self) -> bool {
+    pub fn bare(&self) -> bool {
         matches!(self, RpcId::Rest | RpcId::Grpc)
     }
 }
@@ -112,22 +112,22 @@ impl From<i64> for RpcId {
     }
 }
 
-pub(crate) use crate::scenario::a2a::Binding;
+pub use crate::scenario::a2a::Binding;
 
 /// An incoming call, as far as the envelope goes; `params` stays raw (borrowed from the body)
 /// until the method is known.
 #[derive(Debug, Clone)]
-pub(crate) struct RpcRequest<'a> {
+pub struct RpcRequest<'a> {
     // A missing id (a notification) is answered like a null id: A2A has no notifications, and
     // replying beats leaving the client waiting.
-    pub(crate) id: RpcId,
-    pub(crate) method: String,
+    pub id: RpcId,
+    pub method: String,
     params: Option<&'a RawValue>,
 }
 
 impl<'a> RpcRequest<'a> {
     /// A call that is not JSON-RPC (`id` is [`RpcId::Rest`] or [`RpcId::Grpc`]).
-    pub(crate) fn bare(id: RpcId, method: Method, params: &'a RawValue) -> RpcRequest<'a> {
+    pub fn bare(id: RpcId, method: Method, params: &'a RawValue) -> RpcRequest<'a> {
         RpcRequest {
             id,
             method: method.as_str().to_string(),
@@ -136,7 +136,7 @@ impl<'a> RpcRequest<'a> {
     }
 
     /// The binding this call came over.
-    pub(crate) fn binding(&self) -> Binding {
+    pub fn binding(&self) -> Binding {
         match self.id {
             RpcId::Rest => Binding::HttpJson,
             RpcId::Grpc => Binding::Grpc,
@@ -145,7 +145,7 @@ impl<'a> RpcRequest<'a> {
     }
 
     /// Decodes `params` for the method; a shape mismatch is the caller's error, -32602.
-    pub(crate) fn params<T: DeserializeOwned>(&self) -> Result<T, RpcError> {
+    pub fn params<T: DeserializeOwned>(&self) -> Result<T, RpcError> {
         let text = self.params.map_or("{}", RawValue::get);
         serde_json::from_str(text).map_err(|e| {
             let e = without_position(&e);
@@ -177,7 +177,7 @@ type Members<'a> = HashMap<Name<'a>, &'a RawValue, foldhash::fast::RandomState>;
 /// checks: JSON (-32700), envelope (-32600). The method name is checked by the caller with
 /// [`Method::from_name`] (-32601) because only it knows which methods an endpoint serves.
 /// On failure it returns the error with the id to answer it with, when one was readable.
-pub(crate) fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
+pub fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
     let fail = |id, e| Err((id, e));
     // Members by name, read in one pass; a repeated one is its last value, as for any JSON
     // object read here. Only when that fails is the body looked at again, to say why.
@@ -252,7 +252,7 @@ fn write<T: Serialize>(out: &mut Vec<u8>, id: &RpcId, error: Option<&RpcError>, 
 }
 
 /// Writes the successful response to the call `id` into `out`.
-pub(crate) fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
+pub fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
     if id.bare() {
         // Into a Vec, of values that always serialise: it cannot fail.
         let _ = serde_json::to_writer(out, result);
@@ -262,7 +262,7 @@ pub(crate) fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Seriali
 }
 
 /// Writes the error response to the call `id` into `out`.
-pub(crate) fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
+pub fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
     if id.bare() {
         super::rest::write_error(out, error);
     } else {
@@ -271,194 +271,15 @@ pub(crate) fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
 }
 
 /// The bytes of a successful response.
-pub(crate) fn success_body(id: &RpcId, result: &impl Serialize) -> Vec<u8> {
+pub fn success_body(id: &RpcId, result: &impl Serialize) -> Vec<u8> {
     let mut out = Vec::with_capacity(512);
     write_success(&mut out, id, result);
     out
 }
 
 /// The bytes of an error response.
-pub(crate) fn error_body(id: &RpcId, error: &RpcError) -> Vec<u8> {
+pub fn error_body(id: &RpcId, error: &RpcError) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     write_error(&mut out, id, error);
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::agent::a2a::errors::ErrorKind;
-    use crate::agent::a2a::params::SendMessageRequest;
-    use crate::agent::a2a::types::{Role, StreamResponse};
-    use serde_json::json;
-
-    fn parsed(body: &[u8]) -> Value {
-        serde_json::from_slice(body).unwrap()
-    }
-
-    #[test]
-    fn send_message_request_as_the_python_client_sends_it() {
-        // Captured from a2a-sdk 1.3.0 (reference §2); the client always sends `configuration`.
-        let req = json!({"method":"SendMessage","params":{"message":{"messageId":"2343","role":"ROLE_USER",
-            "parts":[{"text":"hi"}]},"configuration":{}},"id":"602cb691","jsonrpc":"2.0"});
-        let body = req.to_string();
-        let rpc = parse_request(body.as_bytes()).unwrap();
-        assert_eq!(rpc.id, RpcId::from("602cb691"));
-        assert_eq!(Method::from_name(&rpc.method), Some(Method::SendMessage));
-        let params: SendMessageRequest = rpc.params().unwrap();
-        assert_eq!(params.message.role, Role::User);
-        assert_eq!(params.message.text(), "hi");
-        assert!(!params.return_immediately());
-        assert_eq!(serde_json::to_value(&params).unwrap(), req["params"]);
-    }
-
-    #[test]
-    fn error_response_matches_reference_capture() {
-        let captured = json!({"error":{"code":-32002,"message":"Task cannot be canceled","data":[{
-            "@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_CANCELABLE",
-            "domain":"a2a-protocol.org","metadata":{}}]},"id":"1","jsonrpc":"2.0"});
-        let e = RpcError::new(ErrorKind::TaskNotCancelable, "Task cannot be canceled");
-        let body = error_body(&RpcId::from("1"), &e);
-        assert_eq!(parsed(&body), captured);
-        // Keys sorted, as the answers have always had them.
-        assert_eq!(body, serde_json::to_vec(&captured).unwrap());
-    }
-
-    #[test]
-    fn parse_request_classifies_envelope_errors_in_reference_order() {
-        let code = |body: &str| parse_request(body.as_bytes()).unwrap_err();
-        let (id, e) = code(r#"{"jsonrpc": "2.0", "id": 1, "method": "#);
-        assert_eq!((e.code, &id), (-32700, &RpcId::Null));
-        assert_eq!(
-            parsed(&error_body(&id, &e))["id"],
-            Value::Null,
-            "id is sent as null, not omitted"
-        );
-        assert!(e.data.is_empty());
-
-        let (_, e) = code(r#"[{"jsonrpc":"2.0","id":1,"method":"GetTask"}]"#);
-        assert_eq!(e.code, -32600);
-        let (_, e) = code(r#""just a string""#);
-        assert_eq!(e.code, -32600);
-
-        let (id, e) = code(r#"{"jsonrpc":"1.0","id":"x","method":"GetTask"}"#);
-        assert_eq!((e.code, id), (-32600, RpcId::from("x")));
-
-        let (id, e) = code(r#"{"jsonrpc":"2.0","id":true,"method":"GetTask"}"#);
-        assert_eq!((e.code, id), (-32600, RpcId::Null));
-
-        let (id, e) = code(r#"{"jsonrpc":"2.0","id":3,"method":""}"#);
-        assert_eq!((e.code, id), (-32600, RpcId::from(3)));
-
-        let (id, e) = code(r#"{"jsonrpc":"2.0","id":3,"method":"GetTask","params":[1]}"#);
-        assert_eq!((e.code, id), (-32602, RpcId::from(3)));
-
-        // Unknown methods pass the envelope check; the caller answers -32601.
-        let ok = parse_request(br#"{"jsonrpc":"2.0","id":7,"method":"message/send","params":{}}"#)
-            .unwrap();
-        assert_eq!(Method::from_name(&ok.method), None);
-        // A repeated member is its last value, as for any JSON object.
-        let twice = parse_request(br#"{"jsonrpc":"2.0","id":1,"id":"2","method":"GetTask"}"#);
-        assert_eq!(twice.unwrap().id, RpcId::from("2"));
-        let null = parse_request(br#" {"jsonrpc":"2.0","method":"GetTask","params":null} "#);
-        assert_eq!(null.unwrap().id, RpcId::Null);
-    }
-
-    #[test]
-    fn params_mismatch_is_invalid_params() {
-        let rpc = parse_request(
-            br#"{"jsonrpc":"2.0","id":"g","method":"GetTask","params":{"historyLength":2}}"#,
-        )
-        .unwrap();
-        #[derive(Debug, Deserialize)]
-        #[allow(dead_code)]
-        struct NeedsId {
-            id: String,
-        }
-        let err = rpc.params::<NeedsId>().unwrap_err();
-        assert_eq!(err.code, -32602);
-        assert_eq!(
-            err.message,
-            "invalid params for GetTask: missing field `id`"
-        );
-        let meta = &err.data[0].metadata;
-        assert_eq!(meta["parseError"], "missing field `id`");
-    }
-
-    #[test]
-    fn rpc_ids_are_echoed_as_sent() {
-        for id in [json!("abc"), json!(42), json!(null), json!(1.5)] {
-            let rid: RpcId = serde_json::from_value(id.clone()).unwrap();
-            let body = success_body(&rid, &json!({}));
-            assert_eq!(
-                parsed(&body),
-                json!({"jsonrpc": "2.0", "result": {}, "id": id})
-            );
-        }
-    }
-
-    #[test]
-    fn delete_result_null_is_still_a_result() {
-        let body = success_body(&RpcId::from("d1"), &Value::Null);
-        assert_eq!(body, br#"{"id":"d1","jsonrpc":"2.0","result":null}"#);
-    }
-
-    #[test]
-    fn stream_events_from_reference_sse_capture() {
-        let submitted = json!({"result": {"task": {"id": "66e5", "contextId": "0546",
-            "status": {"state": "TASK_STATE_SUBMITTED"}, "history": [{"messageId": "m1", "contextId": "0546",
-            "taskId": "66e5", "role": "ROLE_USER", "parts": [{"text": "research vendor"}]}]}},
-            "id": "s1", "jsonrpc": "2.0"});
-        let artifact = json!({"result": {"artifactUpdate": {"taskId": "66e5", "contextId": "0546",
-            "artifact": {"artifactId": "a1", "name": "answer", "parts": [{"text": "result text"}]}}},
-            "id": "s1", "jsonrpc": "2.0"});
-        let completed = json!({"result": {"statusUpdate": {"taskId": "66e5", "contextId": "0546",
-            "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-11-30T08:20:56.819310Z"}}},
-            "id": "s1", "jsonrpc": "2.0"});
-        let mut ends = Vec::new();
-        for doc in [&submitted, &artifact, &completed] {
-            let ev: StreamResponse = serde_json::from_value(doc["result"].clone()).unwrap();
-            let body = success_body(&RpcId::from("s1"), &ev);
-            assert_eq!(parsed(&body), *doc);
-            assert_eq!(body, serde_json::to_vec(doc).unwrap(), "keys sorted");
-            ends.push(ev.ends_stream());
-        }
-        assert_eq!(ends, [false, false, true]);
-    }
-
-    #[test]
-    fn methods_by_name() {
-        for m in Method::ALL {
-            assert_eq!(Method::from_name(m.as_str()), Some(m));
-        }
-        for old in [
-            "message/send",
-            "message/stream",
-            "tasks/get",
-            "tasks/cancel",
-            "tasks/resubscribe",
-            "sendMessage",
-        ] {
-            assert_eq!(Method::from_name(old), None, "{old}");
-        }
-    }
-
-    #[test]
-    fn version_header_values() {
-        assert!(VERSION_HEADER.eq_ignore_ascii_case(VERSION_HEADER_NAME.as_str()));
-        for ok in ["1.0", "1.1", "1", "1.0.0", " 1.0 "] {
-            assert!(version_supported(Some(ok)), "{ok}");
-        }
-        for bad in [
-            None,
-            Some(""),
-            Some("0.3"),
-            Some("0.3.0"),
-            Some("2.0"),
-            Some("1.x"),
-            Some("v1"),
-        ] {
-            assert!(!version_supported(bad), "{bad:?}");
-        }
-    }
 }

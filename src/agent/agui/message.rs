@@ -35,7 +35,7 @@ macro_rules! each_role {
 }
 
 impl Message {
-    #[cfg(test)]
+    #[doc(hidden)]
     pub fn id(&self) -> &str {
         each_role!(self, m => &m.id)
     }
@@ -44,7 +44,7 @@ impl Message {
         each_role!(self, m => &mut m.extra)
     }
 
-    #[cfg(test)]
+    #[doc(hidden)]
     pub fn user(id: impl Into<String>, content: impl Into<String>) -> Self {
         Message::User(UserMessage {
             id: id.into(),

@@ -35,16 +35,16 @@
 //! with `cause: "restart"`.
 
 mod admit;
-mod event;
-mod input;
-mod interrupt;
-mod message;
-mod restore;
-mod resume;
+pub mod event;
+pub mod input;
+pub mod interrupt;
+pub mod message;
+pub mod restore;
+pub mod resume;
 mod run;
-mod sse;
+pub mod sse;
 mod start;
-mod tanstack;
+pub mod tanstack;
 mod wire;
 
 pub use restore::restore;

@@ -37,9 +37,7 @@ use crate::clock::parse_rfc3339_ms;
 mod gate;
 pub use gate::{gate_for, Answer, Gate, SkipReason};
 
-// ---------------------------------------------------------------------------------------
-// Inputs
-// ---------------------------------------------------------------------------------------
+// --- Inputs ---
 
 /// What the agent does when it finds an uncovered interrupt: the scenario's
 /// `uncovered = "reject" | "run-error" | "reinterrupt"`.
@@ -80,9 +78,7 @@ pub struct ResumeCase<'a> {
     pub policy: UncoveredPolicy,
 }
 
-// ---------------------------------------------------------------------------------------
-// Outputs
-// ---------------------------------------------------------------------------------------
+// --- Outputs ---
 
 /// Why an entry is unrecognized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,16 +243,14 @@ impl Judgement {
         &self.answers
     }
 
-    #[cfg(test)]
+    #[doc(hidden)]
     /// INT-2 / PROD-3: the run may end `success` only if no known-open interrupt is uncovered.
     pub fn may_succeed(&self) -> bool {
         self.uncovered.is_empty()
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Judging
-// ---------------------------------------------------------------------------------------
+// --- Judging ---
 
 /// Judges a resume list. See the module docs for the rules applied.
 pub fn judge(case: &ResumeCase<'_>) -> Judgement {
@@ -572,6 +566,3 @@ where
     }
     out
 }
-
-#[cfg(test)]
-mod tests;

@@ -99,8 +99,8 @@ pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksRes
         })
         .transpose()?;
     let all = tasks(&ctx.world);
-    // The table's lock is held throughout and every task looked at stays locked until the page
-    // is made, so the listing is one snapshot, as it was when one lock covered every task.
+    // The table's lock is held and every task looked at stays locked until the page is made:
+    // the listing is one snapshot.
     let table = all.lock();
     let mut found: Vec<(i64, u64, MutexGuard<'_, Entry>)> = table
         .tasks

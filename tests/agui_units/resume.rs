@@ -1,6 +1,8 @@
 //! The judging rules, each test named after the rule it exercises.
 
-use super::*;
+use doubleagent::agent::agui::interrupt::{Interrupt, ResumeEntry};
+use doubleagent::agent::agui::message::{Message, ToolCall};
+use doubleagent::agent::agui::resume::*;
 use serde_json::json;
 
 // 2026-12-01T00:00:00Z
@@ -16,7 +18,7 @@ fn approval(id: &str, tool_call_id: &str) -> Interrupt {
 
 fn expiring(id: &str, expires_at_ms: i64) -> Interrupt {
     let mut i = Interrupt::new(id, "approval-required");
-    i.expires_at = Some(crate::clock::format_rfc3339_ms(expires_at_ms as u64));
+    i.expires_at = Some(doubleagent::clock::format_rfc3339_ms(expires_at_ms as u64));
     i
 }
 

@@ -1,0 +1,9 @@
+//! Unit-level tests of the A2A agent's wire vocabulary, JSON-RPC reading and framing,
+//! through the crate's hidden `agent::a2a` modules.
+
+mod card;
+mod detail;
+mod errors;
+mod params;
+mod rpc;
+mod types;
