@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -14,9 +15,10 @@ use super::target::action_view;
 use super::{Plan, Request, Response};
 use crate::fate::Fate;
 use crate::idempotency::{
-    fingerprint, raw_id, Cache, Decision, Kept, KeyRecord, Mode, StoredResponse,
+    fingerprint, fingerprint_bytes, raw_id, Cache, Decision, Fingerprint, Kept, KeyRecord, Mode,
+    StoredResponse,
 };
-use crate::ledger::{Disposition, Record};
+use crate::ledger::{Disposition, JsonText, Record};
 use crate::scenario::{Per, RespondBody, Route, Service};
 use crate::template;
 use crate::world::{State, World};
@@ -27,29 +29,49 @@ pub(super) struct Prepared {
     pub fingerprint: Option<String>,
     /// The body itself when the route names no pointers, else an object of the values at them
     /// (null where absent).
-    pub intent: Option<Value>,
+    pub intent: Option<JsonText>,
 }
 
 impl Prepared {
-    pub fn of(route: &Route, req: &Request<'_>, json: Option<&Value>) -> Prepared {
+    /// `text` is the body's JSON model as text (`json` written by serde_json), when it has one.
+    pub fn of(
+        route: &Route,
+        req: &Request<'_>,
+        json: Option<&Value>,
+        text: Option<&JsonText>,
+    ) -> Prepared {
         let policy = &route.idempotency;
         let intent = if route.intent.is_empty() {
-            json.cloned()
+            text.cloned()
         } else {
-            let mut picked = serde_json::Map::new();
-            for p in &route.intent {
-                let at = json.and_then(|j| pointer(j, p)).cloned();
-                picked.insert(p.clone(), at.unwrap_or_default());
-            }
-            Some(Value::Object(picked))
+            // Keys in the order a `serde_json::Map` keeps them, borrowed from the body.
+            let picked: BTreeMap<&str, &Value> = route
+                .intent
+                .iter()
+                .map(|p| {
+                    (
+                        p.as_str(),
+                        json.and_then(|j| pointer(j, p)).unwrap_or(&NULL),
+                    )
+                })
+                .collect();
+            Some(JsonText::of(&picked))
+        };
+        let fingerprint = match (&policy.fingerprint, text) {
+            // The body's canonical text is already written: hashed, not written again.
+            (Fingerprint::Body, Some(t)) => Some(fingerprint_bytes(t.text().as_bytes())),
+            (how, _) => fingerprint(how, &req.body, json),
         };
         Prepared {
             key: header_value(&req.headers, &policy.header_name).map(key_text),
-            fingerprint: fingerprint(&policy.fingerprint, &req.body, json),
+            fingerprint,
             intent,
         }
     }
 }
+
+/// What an intent holds at a pointer the body does not have.
+const NULL: Value = Value::Null;
 
 /// Admit an action (its key, fingerprint and intent are in `record`): decide by its key, and
 /// execute it if the decision says so. Also returns, for a journaled world, the key record an
@@ -222,17 +244,14 @@ fn execute(
 /// The fate of this attempt: the next of its stream (the route's, or per intent or key).
 fn pick_fate(world: &World, st: &mut State, svc: &Service, route: &Route, record: &Record) -> Fate {
     let intent = match route.per {
-        Per::Intent => record
-            .intent
-            .as_ref()
-            .and_then(|v| serde_json::to_vec(v).ok()),
+        Per::Intent => record.intent.as_ref().map(|i| i.text().as_bytes()),
         _ => None,
     };
     let mut stream = std::mem::take(&mut st.stream_buf);
     route.write_fate_stream(
         &mut stream,
         &svc.name,
-        intent.as_deref(),
+        intent,
         record.idempotency_key.as_deref(),
     );
     let ordinal = match st.counters.get_mut(stream.as_str()) {
