@@ -228,11 +228,12 @@ pub fn raw_id(route: &str, body: &[u8]) -> u64 {
 
 /// What to do with an incoming request, given its key.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Decision {
+pub enum Decision<'s> {
     /// Execute. `after_expiry` is true when the key was known but its retention had passed.
     Execute { after_expiry: bool },
-    /// Answer with the stored response of `of` without applying anything.
-    Replay { of: u64, response: StoredResponse },
+    /// Answer with the stored response of `of` without applying anything (borrowed from the
+    /// store: a replay copies it once, into its own response).
+    Replay { of: u64, response: Stored<'s> },
     /// The first request with this key is still in flight.
     Conflict { of: u64 },
     /// Same key, different fingerprint.
@@ -290,21 +291,11 @@ impl KeyRecord {
 }
 
 /// A stored response as the store holds it, borrowed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stored<'a> {
     pub status: u16,
     pub headers: &'a Cow<'static, [Header]>,
     pub body: &'a [u8],
-}
-
-impl Stored<'_> {
-    pub fn to_response(self) -> StoredResponse {
-        StoredResponse {
-            status: self.status,
-            headers: self.headers.clone(),
-            body: self.body.to_vec(),
-        }
-    }
 }
 
 impl StoredResponse {
@@ -476,7 +467,7 @@ impl KeyStore {
         key: Option<&str>,
         fingerprint: Option<&str>,
         now: Duration,
-    ) -> Decision {
+    ) -> Decision<'_> {
         if policy.mode == Mode::Ignore {
             return Decision::Execute {
                 after_expiry: false,
@@ -510,7 +501,7 @@ impl KeyStore {
         }
         Decision::Replay {
             of: slot.seq,
-            response: rec.stored().to_response(),
+            response: rec.stored(),
         }
     }
 

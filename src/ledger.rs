@@ -164,21 +164,12 @@ pub struct Record {
 #[derive(Clone, Debug)]
 pub struct JsonText(String);
 
-/// Room for the usual value, so that writing one seldom grows its buffer.
-const TEXT_CAPACITY: usize = 256;
-
 impl JsonText {
     /// The text `v` serialises to. Bodies and details are maps of strings, numbers and
     /// `Value`s, which always serialise; should one not, it is recorded as `null`.
     pub fn of(v: &(impl Serialize + ?Sized)) -> JsonText {
-        // Written by serde_json, so not parsed again to be checked; kept in the buffer it was
-        // written to (a record lives only until the store has encoded it).
-        let mut buf = Vec::with_capacity(TEXT_CAPACITY);
-        let text = match serde_json::to_writer(&mut buf, v) {
-            Ok(()) => String::from_utf8(buf).ok(),
-            Err(_) => None,
-        };
-        JsonText(text.unwrap_or_else(|| "null".into()))
+        // Written by serde_json, so not parsed again to be checked.
+        JsonText(serde_json::to_string(v).unwrap_or_else(|_| "null".into()))
     }
 
     /// A value from text read back (checked: a store's bytes could in principle be corrupt).

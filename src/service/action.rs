@@ -4,7 +4,6 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -16,9 +15,9 @@ use super::{Plan, Request, Response};
 use crate::fate::Fate;
 use crate::idempotency::{
     fingerprint, fingerprint_bytes, raw_id, Cache, Decision, Fingerprint, Kept, KeyRecord, Mode,
-    StoredResponse,
+    Stored,
 };
-use crate::ledger::{Disposition, JsonText, Record};
+use crate::ledger::{Disposition, JsonText, Ledger, Record};
 use crate::scenario::{Per, RespondBody, Route, Service};
 use crate::template;
 use crate::world::{State, World};
@@ -44,8 +43,7 @@ impl Prepared {
         let intent = if route.intent.is_empty() {
             text.cloned()
         } else {
-            // Keys in the order a `serde_json::Map` keeps them, borrowed from the body.
-            let picked: BTreeMap<&str, &Value> = route
+            let mut picked: Vec<(&str, &Value)> = route
                 .intent
                 .iter()
                 .map(|p| {
@@ -55,7 +53,17 @@ impl Prepared {
                     )
                 })
                 .collect();
-            Some(JsonText::of(&picked))
+            // In the order a `serde_json::Map` keeps its names; a pointer named twice keeps its
+            // last value, as inserting into one would (the sort is stable).
+            picked.sort_by(|a, b| a.0.cmp(b.0));
+            picked.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    kept.1 = later.1;
+                }
+                same
+            });
+            Some(JsonText::of(&Picked(picked)))
         };
         let fingerprint = match (&policy.fingerprint, text) {
             // The body's canonical text is already written: hashed, not written again.
@@ -72,6 +80,15 @@ impl Prepared {
 
 /// What an intent holds at a pointer the body does not have.
 const NULL: Value = Value::Null;
+
+/// An intent's values by pointer, in name order: written as a JSON object.
+struct Picked<'v>(Vec<(&'v str, &'v Value)>);
+
+impl serde::Serialize for Picked<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().copied())
+    }
+}
 
 /// Admit an action (its key, fingerprint and intent are in `record`): decide by its key, and
 /// execute it if the decision says so. Also returns, for a journaled world, the key record an
@@ -103,9 +120,10 @@ pub(super) fn action(
             journaled = key;
             (response, plan)
         }
-        Decision::Replay { of, response } => {
-            (replay(world, st, route, of, response, record), Plan::Now)
-        }
+        Decision::Replay { of, response } => (
+            replay(world, &st.ledger, route, of, response, record),
+            Plan::Now,
+        ),
         Decision::Missing => {
             record.disposition = Disposition::MissingKey;
             let text = format!(
@@ -149,10 +167,10 @@ pub(super) fn action(
 /// `latest`) the action's state now.
 fn replay(
     world: &World,
-    st: &mut State,
+    ledger: &Ledger,
     route: &Route,
     of: u64,
-    stored: StoredResponse,
+    stored: Stored<'_>,
     record: &mut Record,
 ) -> Response {
     let policy = &route.idempotency;
@@ -160,12 +178,12 @@ fn replay(
     record.replay_of = Some(of);
     let now = record.received_at;
     let latest = match policy.cache {
-        Cache::Latest => st.ledger.get(of),
+        Cache::Latest => ledger.get(of),
         _ => None,
     };
     let mut r = match latest {
         Some(orig) => Response::json(200, &action_view(world, &orig, orig.state_at(now))),
-        None => Response::from_stored(stored.view()),
+        None => Response::from_stored(stored),
     };
     if let Some(h) = &policy.replay_header {
         r.headers.push((h.clone(), "true".into()));
