@@ -211,19 +211,6 @@ pub struct KeyRecord {
     /// Until this time the first request is still in flight (its response not yet given).
     pub completes_at: Duration,
     pub response: StoredResponse,
-    /// [`raw_id`] of the route and exact body the key was executed with (0: not known). A
-    /// request bringing the same bytes to the same route is a replay without parsing or
-    /// fingerprinting its body. Seeded per process, so not journaled: a restored key takes
-    /// the ordinary path once.
-    #[serde(skip)]
-    pub raw: u64,
-}
-
-/// A request's route and exact body bytes as one number, never 0 (see [`KeyRecord::raw`]).
-/// Bodies of equal length that differ in one 8-byte word never collide (each step of the hash
-/// is a bijection of that word).
-pub fn raw_id(route: &str, body: &[u8]) -> u64 {
-    FastState::default().hash_one((route, body)) | 1
 }
 
 /// What to do with an incoming request, given its key.
@@ -253,7 +240,6 @@ pub struct Kept<'a> {
     pub status: u16,
     pub headers: Cow<'static, [Header]>,
     pub body: &'a [u8],
-    pub raw: u64,
 }
 
 impl Kept<'_> {
@@ -269,7 +255,6 @@ impl Kept<'_> {
                 headers: self.headers.clone(),
                 body: self.body.to_vec(),
             },
-            raw: self.raw,
         }
     }
 }
@@ -285,7 +270,6 @@ impl KeyRecord {
             status: self.response.status,
             headers: self.response.headers.clone(),
             body: &self.response.body,
-            raw: self.raw,
         }
     }
 }
@@ -359,7 +343,6 @@ struct Slot {
     completes_at: u64,
     status: u16,
     headers: Cow<'static, [Header]>,
-    raw: u64,
 }
 
 impl Slot {
@@ -545,7 +528,6 @@ impl KeyStore {
             completes_at: Slot::time(kept.completes_at),
             status: kept.status,
             headers: kept.headers,
-            raw: kept.raw,
         });
         self.live += 1;
         while self.live > self.max {
@@ -616,7 +598,6 @@ impl KeyStore {
             status: slot.status,
             headers: slot.headers.clone(),
             body: rec.body,
-            raw: slot.raw,
         };
         Some(kept.to_record())
     }
@@ -765,7 +746,6 @@ mod tests {
                 headers: Cow::Borrowed(&[]),
                 body: b"{}".to_vec(),
             },
-            raw: 0,
         }
     }
 
@@ -882,7 +862,6 @@ mod tests {
                     status: 201,
                     headers: Cow::Borrowed(JSON_HEADERS),
                     body: &b,
-                    raw: i | 1,
                 },
             );
         }

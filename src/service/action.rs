@@ -14,8 +14,7 @@ use super::target::action_view;
 use super::{Plan, Request, Response};
 use crate::fate::Fate;
 use crate::idempotency::{
-    fingerprint, fingerprint_bytes, raw_id, Cache, Decision, Fingerprint, Kept, KeyRecord, Mode,
-    Stored,
+    fingerprint, fingerprint_bytes, Cache, Decision, Fingerprint, Kept, KeyRecord, Mode, Stored,
 };
 use crate::ledger::{Disposition, JsonText, Ledger, Record};
 use crate::scenario::{Per, RespondBody, Route, Service};
@@ -247,7 +246,6 @@ fn execute(
                 status: response.status,
                 headers,
                 body,
-                raw: raw_id(route.name.as_str(), &req.body),
             };
             journaled = world.journaled().then(|| kept.to_record());
             st.keys.remember_parts(&svc.name, k, kept);
