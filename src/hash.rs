@@ -35,6 +35,10 @@ pub type FastSet<K> = HashSet<K, FastState>;
 /// A number as exactly 16 lowercase hex digits (fingerprints, ids).
 pub fn hex16(v: u64) -> String {
     // The `hex` crate: a table lookup per byte, where `format!` runs the formatting machinery
-    // (a fingerprint is taken on every keyed request).
-    hex::encode(v.to_be_bytes())
+    // (a fingerprint is taken on every keyed request); into a buffer, as `hex::encode` collects
+    // its text a `char` at a time.
+    let mut buf = [0u8; 16];
+    // 8 bytes always fit 16 hex digits, which are ASCII.
+    let _ = hex::encode_to_slice(v.to_be_bytes(), &mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
 }

@@ -211,28 +211,16 @@ pub struct KeyRecord {
     /// Until this time the first request is still in flight (its response not yet given).
     pub completes_at: Duration,
     pub response: StoredResponse,
-    /// [`raw_id`] of the route and exact body the key was executed with (0: not known). A
-    /// request bringing the same bytes to the same route is a replay without parsing or
-    /// fingerprinting its body. Seeded per process, so not journaled: a restored key takes
-    /// the ordinary path once.
-    #[serde(skip)]
-    pub raw: u64,
-}
-
-/// A request's route and exact body bytes as one number, never 0 (see [`KeyRecord::raw`]).
-/// Bodies of equal length that differ in one 8-byte word never collide (each step of the hash
-/// is a bijection of that word).
-pub fn raw_id(route: &str, body: &[u8]) -> u64 {
-    FastState::default().hash_one((route, body)) | 1
 }
 
 /// What to do with an incoming request, given its key.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Decision {
+pub enum Decision<'s> {
     /// Execute. `after_expiry` is true when the key was known but its retention had passed.
     Execute { after_expiry: bool },
-    /// Answer with the stored response of `of` without applying anything.
-    Replay { of: u64, response: StoredResponse },
+    /// Answer with the stored response of `of` without applying anything (borrowed from the
+    /// store: a replay copies it once, into its own response).
+    Replay { of: u64, response: Stored<'s> },
     /// The first request with this key is still in flight.
     Conflict { of: u64 },
     /// Same key, different fingerprint.
@@ -252,7 +240,6 @@ pub struct Kept<'a> {
     pub status: u16,
     pub headers: Cow<'static, [Header]>,
     pub body: &'a [u8],
-    pub raw: u64,
 }
 
 impl Kept<'_> {
@@ -268,7 +255,6 @@ impl Kept<'_> {
                 headers: self.headers.clone(),
                 body: self.body.to_vec(),
             },
-            raw: self.raw,
         }
     }
 }
@@ -284,27 +270,16 @@ impl KeyRecord {
             status: self.response.status,
             headers: self.response.headers.clone(),
             body: &self.response.body,
-            raw: self.raw,
         }
     }
 }
 
 /// A stored response as the store holds it, borrowed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stored<'a> {
     pub status: u16,
     pub headers: &'a Cow<'static, [Header]>,
     pub body: &'a [u8],
-}
-
-impl Stored<'_> {
-    pub fn to_response(self) -> StoredResponse {
-        StoredResponse {
-            status: self.status,
-            headers: self.headers.clone(),
-            body: self.body.to_vec(),
-        }
-    }
 }
 
 impl StoredResponse {
@@ -368,7 +343,6 @@ struct Slot {
     completes_at: u64,
     status: u16,
     headers: Cow<'static, [Header]>,
-    raw: u64,
 }
 
 impl Slot {
@@ -476,7 +450,7 @@ impl KeyStore {
         key: Option<&str>,
         fingerprint: Option<&str>,
         now: Duration,
-    ) -> Decision {
+    ) -> Decision<'_> {
         if policy.mode == Mode::Ignore {
             return Decision::Execute {
                 after_expiry: false,
@@ -510,7 +484,7 @@ impl KeyStore {
         }
         Decision::Replay {
             of: slot.seq,
-            response: rec.stored().to_response(),
+            response: rec.stored(),
         }
     }
 
@@ -554,7 +528,6 @@ impl KeyStore {
             completes_at: Slot::time(kept.completes_at),
             status: kept.status,
             headers: kept.headers,
-            raw: kept.raw,
         });
         self.live += 1;
         while self.live > self.max {
@@ -625,7 +598,6 @@ impl KeyStore {
             status: slot.status,
             headers: slot.headers.clone(),
             body: rec.body,
-            raw: slot.raw,
         };
         Some(kept.to_record())
     }
@@ -774,7 +746,6 @@ mod tests {
                 headers: Cow::Borrowed(&[]),
                 body: b"{}".to_vec(),
             },
-            raw: 0,
         }
     }
 
@@ -891,7 +862,6 @@ mod tests {
                     status: 201,
                     headers: Cow::Borrowed(JSON_HEADERS),
                     body: &b,
-                    raw: i | 1,
                 },
             );
         }

@@ -129,10 +129,10 @@ pub struct Record {
     pub received_at: Duration,
     pub idempotency_key: Option<String>,
     pub fingerprint: Option<String>,
-    pub intent: Option<Value>,
+    pub intent: Option<JsonText>,
     pub work_id: Option<String>,
     pub revision: Option<Revision>,
-    pub body: Value,
+    pub body: JsonText,
     pub body_truncated: bool,
     /// The text of a body that `body` holds decoded (a form), cut as `body` would be.
     #[serde(default)]
@@ -153,42 +153,34 @@ pub struct Record {
     /// For agent entries: what happened (`message`, `task-created`, `cancel`, `result`, `push`...).
     pub event: Option<String>,
     /// Kind-specific facts: a lookup's answer, a cancel's outcome, an unmatched request's reason.
-    pub detail: Option<Detail>,
+    pub detail: Option<JsonText>,
 }
 
-/// A record's `detail`: a JSON object kept as its text. Records are written far more often than
-/// read (several per agent call), and a detail serialised straight to text skips building a
-/// `Value` tree, encoding it field by field into the store and freeing it again. In JSON (the
-/// journal) it is the object itself; in the store's binary form, its text as one string.
+/// A JSON value kept as its text, as serde_json writes it (so a `Value` read back from it
+/// writes the same text): a record's `body`, `intent` and `detail`. Records are written far
+/// more often than read, and a value kept as text skips building a `Value` tree per record,
+/// encoding it field by field into the store and freeing it again. In JSON (the journal) it is
+/// the value itself; in the store's binary form, its text as one string.
 #[derive(Clone, Debug)]
-pub struct Detail(String);
+pub struct JsonText(String);
 
-/// Room for the usual detail, so that writing one seldom grows its buffer.
-const DETAIL_CAPACITY: usize = 256;
-
-impl Detail {
-    /// The detail `v` serialises to. Details are maps of strings, numbers and `Value`s, which
-    /// always serialise; should one not, it is recorded as `null`.
-    pub fn of(v: &(impl Serialize + ?Sized)) -> Detail {
-        // Written by serde_json, so not parsed again to be checked; kept in the buffer it was
-        // written to (a record lives only until the store has encoded it).
-        let mut buf = Vec::with_capacity(DETAIL_CAPACITY);
-        let text = match serde_json::to_writer(&mut buf, v) {
-            Ok(()) => String::from_utf8(buf).ok(),
-            Err(_) => None,
-        };
-        Detail(text.unwrap_or_else(|| "null".into()))
+impl JsonText {
+    /// The text `v` serialises to. Bodies and details are maps of strings, numbers and
+    /// `Value`s, which always serialise; should one not, it is recorded as `null`.
+    pub fn of(v: &(impl Serialize + ?Sized)) -> JsonText {
+        // Written by serde_json, so not parsed again to be checked.
+        JsonText(serde_json::to_string(v).unwrap_or_else(|_| "null".into()))
     }
 
-    /// A detail from text read back (checked: a store's bytes could in principle be corrupt).
-    fn from_text(text: String) -> Detail {
+    /// A value from text read back (checked: a store's bytes could in principle be corrupt).
+    fn from_text(text: String) -> JsonText {
         match serde_json::from_str::<&RawValue>(&text) {
-            Ok(_) => Detail(text),
-            Err(_) => Detail("null".into()),
+            Ok(_) => JsonText(text),
+            Err(_) => JsonText("null".into()),
         }
     }
 
-    /// The detail as a JSON value.
+    /// The value itself.
     pub fn value(&self) -> Value {
         serde_json::from_str(&self.0).unwrap_or(Value::Null)
     }
@@ -199,13 +191,20 @@ impl Detail {
     }
 }
 
-impl From<Value> for Detail {
-    fn from(v: Value) -> Detail {
-        Detail::of(&v)
+impl Default for JsonText {
+    /// `null`.
+    fn default() -> JsonText {
+        JsonText("null".into())
     }
 }
 
-impl Serialize for Detail {
+impl From<Value> for JsonText {
+    fn from(v: Value) -> JsonText {
+        JsonText::of(&v)
+    }
+}
+
+impl Serialize for JsonText {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if s.is_human_readable() {
             // As the JSON it is (checked when made), not as a string of it.
@@ -217,14 +216,14 @@ impl Serialize for Detail {
     }
 }
 
-impl<'de> Deserialize<'de> for Detail {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Detail, D::Error> {
+impl<'de> Deserialize<'de> for JsonText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<JsonText, D::Error> {
         if d.is_human_readable() {
             // Through a `Value`: the journal's lines are tagged enums, which serde buffers, and
             // a raw value can be read only straight from JSON text.
-            Value::deserialize(d).map(|v| Detail::of(&v))
+            Value::deserialize(d).map(|v| JsonText::of(&v))
         } else {
-            String::deserialize(d).map(Detail::from_text)
+            String::deserialize(d).map(JsonText::from_text)
         }
     }
 }
@@ -297,10 +296,10 @@ impl Record {
             received_at: clock.rfc3339(self.received_at),
             idempotency_key: self.idempotency_key.clone(),
             fingerprint: self.fingerprint.clone(),
-            intent: self.intent.clone(),
+            intent: self.intent.as_ref().map(JsonText::value),
             work_id: self.work_id.clone(),
             revision: self.revision.clone(),
-            body: self.body.clone(),
+            body: self.body.value(),
             body_truncated: self.body_truncated,
             raw_body: self.raw_body.clone(),
             object_id: self.object_id.clone(),
@@ -323,7 +322,7 @@ impl Record {
             },
             actor: self.actor.clone(),
             event: self.event.clone(),
-            detail: self.detail.as_ref().map(Detail::value),
+            detail: self.detail.as_ref().map(JsonText::value),
         }
     }
 }
@@ -342,7 +341,7 @@ impl Record {
             },
             actor: Some(["agent:", agent].concat()),
             event: Some(event.to_string()),
-            detail: Some(Detail::of(&detail)),
+            detail: Some(JsonText::of(&detail)),
             ..Record::default()
         }
     }
@@ -545,24 +544,25 @@ impl Ledger {
     }
 
     /// Append a record; its `seq` is overwritten with the next one, which is returned.
-    pub fn append(&mut self, record: Record) -> u64 {
-        self.append_keyed(record, None).0
+    pub fn append(&mut self, mut record: Record) -> u64 {
+        self.append_keyed(&mut record, None).0
     }
 
     /// [`append`](Self::append) an execution with the key record it leaves, persisted in one
-    /// piece; also returns whether the sink took it (always, without one).
-    pub fn append_keyed(&mut self, mut record: Record, key: Option<&KeyRecord>) -> (u64, bool) {
+    /// piece; also returns whether the sink took it (always, without one). The record is left
+    /// to the caller, to be freed once the world's lock is released.
+    pub fn append_keyed(&mut self, record: &mut Record, key: Option<&KeyRecord>) -> (u64, bool) {
         let seq = self.next_seq();
         record.seq = seq;
         let written = self
             .sink
             .as_ref()
-            .is_none_or(|sink| sink.appended(&record, key));
+            .is_none_or(|sink| sink.appended(record, key));
         if !written {
             record.unjournaled();
         }
-        self.counts.add(&record);
-        self.records.push(&record);
+        self.counts.add(record);
+        self.records.push(record);
         self.evict();
         // Waiters subscribe under the same world lock that appends hold, so skipping the
         // notification when nobody listens loses no wake-up.

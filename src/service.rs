@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::fate::Fate;
 use crate::idempotency::{KeyRecord, Stored, JSON_HEADERS};
-use crate::ledger::{Delivery, Disposition, Record, ResponsePlan};
+use crate::ledger::{Delivery, Disposition, JsonText, Record, ResponsePlan};
 use crate::revision::Revision;
 use crate::scenario::{ErrorStyle, RouteKind};
 use crate::world::{State, World};
@@ -224,14 +224,23 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         false => None,
     };
     let mut record = new_record(&mut req, now, work_id, revision);
+    // The body's model as text, written once: the ledger keeps it, and an action's fingerprint
+    // and intent are read from it.
+    let text = json.as_ref().map(JsonText::of);
     if let Some((_, route, _)) = found
         .as_ref()
         .filter(|(_, r, _)| r.kind == RouteKind::Action)
     {
-        let p = action::Prepared::of(route, &req, json.as_ref());
+        let p = action::Prepared::of(route, &req, json.as_ref(), text.as_ref());
         record.idempotency_key = p.key;
         record.fingerprint = p.fingerprint;
         record.intent = p.intent;
+    }
+    (record.body, record.body_truncated) =
+        ledger_body(&req.body, text, scenario.ledger_body_bytes, req.too_large);
+    if encoding == form::Encoding::Form && json.is_some() {
+        let cut = req.body.len().min(scenario.ledger_body_bytes);
+        record.raw_body = Some(String::from_utf8_lossy(&req.body[..cut]).into_owned());
     }
     // Before the lock: the scan reads the whole body, which may be large.
     let canaries = match record.actor {
@@ -293,13 +302,6 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
     };
     if let Some(via) = req.via.take() {
         note_via(&mut record, via);
-    }
-    let decoded = encoding == form::Encoding::Form && json.is_some();
-    (record.body, record.body_truncated) =
-        ledger_body(&req.body, json, scenario.ledger_body_bytes, req.too_large);
-    if decoded {
-        let cut = req.body.len().min(scenario.ledger_body_bytes);
-        record.raw_body = Some(String::from_utf8_lossy(&req.body[..cut]).into_owned());
     }
     finish(world, st, record, (response, plan), canaries, key)
 }
@@ -392,7 +394,7 @@ fn finish(
     let keyed = key
         .is_some()
         .then(|| (record.service.clone(), record.idempotency_key.clone()));
-    let (seq, written) = st.ledger.append_keyed(record, key.as_ref());
+    let (seq, written) = st.ledger.append_keyed(&mut record, key.as_ref());
     if let (false, Some((service, Some(k)))) = (written, keyed) {
         // Not journaled, so it did not take effect: a retry with its key executes afresh.
         st.keys.forget(&service, &k, seq);
@@ -436,14 +438,19 @@ fn forget_evicted(st: &mut State) {
 
 /// What the ledger keeps of a body: the JSON itself when it parses and fits, else (a prefix of)
 /// the text.
-fn ledger_body(raw: &[u8], json: Option<Value>, cap: usize, too_large: bool) -> (Value, bool) {
+fn ledger_body(
+    raw: &[u8],
+    json: Option<JsonText>,
+    cap: usize,
+    too_large: bool,
+) -> (JsonText, bool) {
     if raw.is_empty() {
-        return (Value::Null, false);
+        return (JsonText::default(), false);
     }
     if let (Some(v), true) = (json, raw.len() <= cap) {
         return (v, false);
     }
     let cut = raw.len().min(cap);
-    let text = String::from_utf8_lossy(&raw[..cut]).into_owned();
-    (Value::String(text), too_large || cut < raw.len())
+    let text = String::from_utf8_lossy(&raw[..cut]);
+    (JsonText::of(&*text), too_large || cut < raw.len())
 }

@@ -638,9 +638,11 @@ fn replay(
                         .service(&record.service)
                         .and_then(|s| record.route.as_deref().and_then(|r| s.route(r)));
                     if let Some(route) = route {
-                        let stream = route.fate_stream(
+                        let mut stream = String::new();
+                        route.write_fate_stream(
+                            &mut stream,
                             &record.service,
-                            record.intent.as_ref(),
+                            record.intent.as_ref().map(|i| i.text().as_bytes()),
                             record.idempotency_key.as_deref(),
                         );
                         *st.counters.entry(stream).or_insert(0) += 1;

@@ -109,10 +109,11 @@ fn full(seq: u64) -> Record {
         received_at: Duration::new(12, 345_678_901),
         idempotency_key: Some(format!("k-{seq}")),
         fingerprint: Some("00ff00ff00ff00ff".into()),
-        intent: Some(json!({"/to": "a", "/n": seq})),
+        intent: Some(json!({"/to": "a", "/n": seq}).into()),
         work_id: Some("w".into()),
         revision: Some(crate::revision::Revision::Number(2)),
-        body: json!({"to": "a", "n": seq, "f": 1.5, "neg": -3, "big": u64::MAX, "l": [null, true]}),
+        body: json!({"to": "a", "n": seq, "f": 1.5, "neg": -3, "big": u64::MAX, "l": [null, true]})
+            .into(),
         body_truncated: true,
         raw_body: None,
         object_id: None,
@@ -176,8 +177,8 @@ fn a_small_request_is_stored_in_a_few_hundred_bytes() {
     r.disposition = Disposition::Executed;
     r.idempotency_key = Some("k-0123456789abcdef".into());
     r.fingerprint = Some("0123456789abcdef".into());
-    r.body = json!({"amount": 100, "currency": "usd", "to": "acct-42"});
-    r.intent = r.body.clone().into();
+    r.body = json!({"amount": 100, "currency": "usd", "to": "acct-42"}).into();
+    r.intent = Some(r.body.clone());
     r.fate = Some(Fate::Respond);
     r.applies_at = Some(r.received_at);
     r.seq = 1;

@@ -14,9 +14,9 @@ use super::target::action_view;
 use super::{Plan, Request, Response};
 use crate::fate::Fate;
 use crate::idempotency::{
-    fingerprint, raw_id, Cache, Decision, Kept, KeyRecord, Mode, StoredResponse,
+    fingerprint, fingerprint_bytes, Cache, Decision, Fingerprint, Kept, KeyRecord, Mode, Stored,
 };
-use crate::ledger::{Disposition, Record};
+use crate::ledger::{Disposition, JsonText, Ledger, Record};
 use crate::scenario::{Per, RespondBody, Route, Service};
 use crate::template;
 use crate::world::{State, World};
@@ -27,27 +27,65 @@ pub(super) struct Prepared {
     pub fingerprint: Option<String>,
     /// The body itself when the route names no pointers, else an object of the values at them
     /// (null where absent).
-    pub intent: Option<Value>,
+    pub intent: Option<JsonText>,
 }
 
 impl Prepared {
-    pub fn of(route: &Route, req: &Request<'_>, json: Option<&Value>) -> Prepared {
+    /// `text` is the body's JSON model as text (`json` written by serde_json), when it has one.
+    pub fn of(
+        route: &Route,
+        req: &Request<'_>,
+        json: Option<&Value>,
+        text: Option<&JsonText>,
+    ) -> Prepared {
         let policy = &route.idempotency;
         let intent = if route.intent.is_empty() {
-            json.cloned()
+            text.cloned()
         } else {
-            let mut picked = serde_json::Map::new();
-            for p in &route.intent {
-                let at = json.and_then(|j| pointer(j, p)).cloned();
-                picked.insert(p.clone(), at.unwrap_or_default());
-            }
-            Some(Value::Object(picked))
+            let mut picked: Vec<(&str, &Value)> = route
+                .intent
+                .iter()
+                .map(|p| {
+                    (
+                        p.as_str(),
+                        json.and_then(|j| pointer(j, p)).unwrap_or(&NULL),
+                    )
+                })
+                .collect();
+            // In the order a `serde_json::Map` keeps its names; a pointer named twice keeps its
+            // last value, as inserting into one would (the sort is stable).
+            picked.sort_by(|a, b| a.0.cmp(b.0));
+            picked.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    kept.1 = later.1;
+                }
+                same
+            });
+            Some(JsonText::of(&Picked(picked)))
+        };
+        let fingerprint = match (&policy.fingerprint, text) {
+            // The body's canonical text is already written: hashed, not written again.
+            (Fingerprint::Body, Some(t)) => Some(fingerprint_bytes(t.text().as_bytes())),
+            (how, _) => fingerprint(how, &req.body, json),
         };
         Prepared {
             key: header_value(&req.headers, &policy.header_name).map(key_text),
-            fingerprint: fingerprint(&policy.fingerprint, &req.body, json),
+            fingerprint,
             intent,
         }
+    }
+}
+
+/// What an intent holds at a pointer the body does not have.
+const NULL: Value = Value::Null;
+
+/// An intent's values by pointer, in name order: written as a JSON object.
+struct Picked<'v>(Vec<(&'v str, &'v Value)>);
+
+impl serde::Serialize for Picked<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().copied())
     }
 }
 
@@ -81,9 +119,10 @@ pub(super) fn action(
             journaled = key;
             (response, plan)
         }
-        Decision::Replay { of, response } => {
-            (replay(world, st, route, of, response, record), Plan::Now)
-        }
+        Decision::Replay { of, response } => (
+            replay(world, &st.ledger, route, of, response, record),
+            Plan::Now,
+        ),
         Decision::Missing => {
             record.disposition = Disposition::MissingKey;
             let text = format!(
@@ -127,10 +166,10 @@ pub(super) fn action(
 /// `latest`) the action's state now.
 fn replay(
     world: &World,
-    st: &mut State,
+    ledger: &Ledger,
     route: &Route,
     of: u64,
-    stored: StoredResponse,
+    stored: Stored<'_>,
     record: &mut Record,
 ) -> Response {
     let policy = &route.idempotency;
@@ -138,12 +177,12 @@ fn replay(
     record.replay_of = Some(of);
     let now = record.received_at;
     let latest = match policy.cache {
-        Cache::Latest => st.ledger.get(of),
+        Cache::Latest => ledger.get(of),
         _ => None,
     };
     let mut r = match latest {
         Some(orig) => Response::json(200, &action_view(world, &orig, orig.state_at(now))),
-        None => Response::from_stored(stored.view()),
+        None => Response::from_stored(stored),
     };
     if let Some(h) = &policy.replay_header {
         r.headers.push((h.clone(), "true".into()));
@@ -207,7 +246,6 @@ fn execute(
                 status: response.status,
                 headers,
                 body,
-                raw: raw_id(route.name.as_str(), &req.body),
             };
             journaled = world.journaled().then(|| kept.to_record());
             st.keys.remember_parts(&svc.name, k, kept);
@@ -222,17 +260,14 @@ fn execute(
 /// The fate of this attempt: the next of its stream (the route's, or per intent or key).
 fn pick_fate(world: &World, st: &mut State, svc: &Service, route: &Route, record: &Record) -> Fate {
     let intent = match route.per {
-        Per::Intent => record
-            .intent
-            .as_ref()
-            .and_then(|v| serde_json::to_vec(v).ok()),
+        Per::Intent => record.intent.as_ref().map(|i| i.text().as_bytes()),
         _ => None,
     };
     let mut stream = std::mem::take(&mut st.stream_buf);
     route.write_fate_stream(
         &mut stream,
         &svc.name,
-        intent.as_deref(),
+        intent,
         record.idempotency_key.as_deref(),
     );
     let ordinal = match st.counters.get_mut(stream.as_str()) {

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::errors::{Failure, Kind};
 use super::Response;
 use crate::journal::Line;
-use crate::ledger::{parse_action_id, ActionState, Disposition, Record};
+use crate::ledger::{parse_action_id, ActionState, Disposition, JsonText, Record};
 use crate::scenario::{CancelPolicy, Respond, RespondBody, Route, Service};
 use crate::template;
 use crate::world::{State, World};
@@ -101,10 +101,10 @@ impl template::Vars for Found<'_> {
             ),
             "received_at" => Value::from(clock.rfc3339(r.received_at)),
             "now" => Value::from(clock.rfc3339(clock.now())),
-            "intent" => r.intent.clone()?,
+            "intent" => r.intent.as_ref()?.value(),
             _ => {
                 if let Some(p) = name.strip_prefix("body.") {
-                    r.body.pointer(p)?.clone()
+                    r.body.value().pointer(p)?.clone()
                 } else if let Some(seg) = name.strip_prefix("path.") {
                     let (_, v) = self.params.iter().find(|(k, _)| k == seg)?;
                     Value::from(v.as_str())
@@ -123,7 +123,7 @@ pub(super) fn action_view(world: &World, rec: &Record, state: Option<ActionState
         "state": state,
         "route": rec.route,
         "idempotency_key": rec.idempotency_key,
-        "intent": rec.intent,
+        "intent": rec.intent.as_ref().map(JsonText::value),
         "received_at": world.clock.rfc3339(rec.received_at),
         "applied_at": rec.applied_at(now).filter(|_| state == Some(ActionState::Applied)).map(|t| world.clock.rfc3339(t)),
     })

@@ -76,7 +76,7 @@ impl Refusal {
             .get("runId")
             .and_then(Value::as_str)
             .map(str::to_string);
-        rec.body = input;
+        rec.body = input.into();
         rec.response.status = Some(status);
         world.lock().ledger.append(rec);
         let mut resp = Response::json(
@@ -157,7 +157,7 @@ pub(super) fn admit(
     rec.method = "POST".into();
     rec.path = ["/agents/", name].concat();
     // Admitted: the tree is the ledger's now (a refusal would have needed it).
-    rec.body = std::mem::take(&mut body.json);
+    rec.body = std::mem::take(&mut body.json).into();
     world.lock().ledger.append(rec);
     // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.
     let consumed = checkpoint.filter(|_| spec.resume == ResumeMode::Stateful);
