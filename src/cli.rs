@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::admin::Ready;
 use crate::client;
 use crate::journal::{self, Fsync, Journal};
 use crate::ledger::Filter;
@@ -270,17 +269,8 @@ fn say(text: &str) {
 /// [`crate::verify::State`]); `--allow-incomplete` makes it 0.
 pub const INCOMPLETE: u8 = 3;
 
-/// Exit code of a verdict: 0 clean, 1 findings, [`INCOMPLETE`] (or 0 when allowed).
-fn verdict_code(report: &Report, allow_incomplete: bool) -> ExitCode {
-    match report.state {
-        State::Clean => ExitCode::SUCCESS,
-        State::Findings => ExitCode::from(1),
-        State::Incomplete if allow_incomplete => ExitCode::SUCCESS,
-        State::Incomplete => ExitCode::from(INCOMPLETE),
-    }
-}
-
-/// Print a verdict; its exit code. `human`: the report as text, if asked for.
+/// Print a verdict; its exit code: 0 clean, 1 findings, [`INCOMPLETE`] (or 0 when allowed).
+/// `human`: the report as text, if asked for.
 fn verdict(
     report: &Report,
     human: impl FnOnce() -> String,
@@ -294,7 +284,12 @@ fn verdict(
     } else {
         say(&human());
     }
-    verdict_code(report, allow_incomplete)
+    match report.state {
+        State::Clean => ExitCode::SUCCESS,
+        State::Findings => ExitCode::from(1),
+        State::Incomplete if allow_incomplete => ExitCode::SUCCESS,
+        State::Incomplete => ExitCode::from(INCOMPLETE),
+    }
 }
 
 fn read_claims(path: Option<&PathBuf>) -> Result<Option<Claims>, String> {
@@ -451,26 +446,16 @@ async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
 
 /// `DOUBLEAGENT_<NAME>_URL`: upper case, anything but letters and digits becomes `_`.
 pub fn env_name(name: &str) -> String {
-    let up: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let up = name
+        .to_ascii_uppercase()
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "_");
     format!("DOUBLEAGENT_{up}_URL")
 }
 
 async fn run_cmd(args: RunArgs) -> ExitCode {
-    let scenario = match Scenario::from_file(&args.scenario) {
+    let scenario = match scenario_of(&args.scenario) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let listener = match crate::server::bind("127.0.0.1:0").await {
         Ok(l) => l,
@@ -554,6 +539,23 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
     code
 }
 
+/// A scenario file, validated; its errors printed (exit 2).
+fn scenario_of(path: &std::path::Path) -> Result<Scenario, ExitCode> {
+    Scenario::from_file(path).map_err(|e| {
+        eprintln!("{e}");
+        ExitCode::from(2)
+    })
+}
+
+/// The exit code of a listener that could not be bound: 2 for an address that is not one.
+fn listen_failed(e: &std::io::Error) -> ExitCode {
+    ExitCode::from(if e.kind() == std::io::ErrorKind::InvalidInput {
+        2
+    } else {
+        1
+    })
+}
+
 fn check(files: &[PathBuf]) -> ExitCode {
     let mut bad = false;
     for f in files {
@@ -580,12 +582,9 @@ fn check(files: &[PathBuf]) -> ExitCode {
 async fn serve_cmd(args: ServeArgs) -> ExitCode {
     let quickstart = args.scenario.is_none();
     let scenario = match &args.scenario {
-        Some(path) => match Scenario::from_file(path) {
+        Some(path) => match scenario_of(path) {
             Ok(s) => s,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(2);
-            }
+            Err(code) => return code,
         },
         None => Scenario::quickstart(),
     };
@@ -593,11 +592,7 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: cannot listen on {}: {e}", args.listen);
-            return ExitCode::from(if e.kind() == std::io::ErrorKind::InvalidInput {
-                2
-            } else {
-                1
-            });
+            return listen_failed(&e);
         }
     };
     let addr = match listener.local_addr() {
@@ -630,11 +625,7 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         ..App::new(host, format!("http://{addr}"))
     });
     let signals = shutdown_signal();
-    let ready = Ready {
-        grpc: app.grpc.clone(),
-        ..Ready::of(&app.host.world(), &app.base_url)
-    }
-    .line();
+    let ready = app.ready(&app.host.world()).line();
     if let Some(path) = &args.ready_file {
         if let Err(e) = std::fs::write(path, format!("{ready}\n")) {
             eprintln!("error: cannot write the ready file {}: {e}", path.display());
@@ -762,13 +753,7 @@ async fn bind_grpc(
         Ok(l) => Ok(Some(l)),
         Err(e) => {
             eprintln!("error: cannot listen on {addr} for gRPC: {e}");
-            Err(ExitCode::from(
-                if e.kind() == std::io::ErrorKind::InvalidInput {
-                    2
-                } else {
-                    1
-                },
-            ))
+            Err(listen_failed(&e))
         }
     }
 }

@@ -129,11 +129,10 @@ async fn route(
         (p, q) => p.or(q),
     };
     if (req.method, req.path) == ("GET", "/metrics") {
-        return Ok(Response {
-            status: 200,
-            headers: vec![("content-type".into(), "text/plain; version=0.0.4".into())],
-            body: metrics::render(host).into_bytes(),
-        });
+        return Ok(ok(
+            "text/plain; version=0.0.4",
+            metrics::render(host).into_bytes(),
+        ));
     }
     if (req.method, req.path) == ("GET", "/sessions") {
         return Ok(Response::json(
@@ -195,18 +194,13 @@ async fn route(
         // The verdict as `doubleagent verify` prints it, for harnesses' failure messages.
         ("GET", "/verify.txt") => {
             let (entries, report) = verdict(host, &world);
-            Ok(Response {
-                status: 200,
-                headers: vec![("content-type".into(), "text/plain; charset=utf-8".into())],
-                body: report.human(&entries).into_bytes(),
-            })
+            Ok(ok(
+                "text/plain; charset=utf-8",
+                report.human(&entries).into_bytes(),
+            ))
         }
         ("GET", "/report") => Ok(report(&world)),
-        ("GET", "/openapi.json") => Ok(Response {
-            status: 200,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: OPENAPI.as_bytes().to_vec(),
-        }),
+        ("GET", "/openapi.json") => Ok(ok("application/json", OPENAPI.as_bytes().to_vec())),
         (m, p) => Err(match allowed(p) {
             Some(allow) => AdminError::MethodNotAllowed {
                 method: m.into(),
@@ -218,6 +212,15 @@ async fn route(
                 path: p.into(),
             },
         }),
+    }
+}
+
+/// A 200 answer of `content_type`.
+fn ok(content_type: &'static str, body: Vec<u8>) -> Response {
+    Response {
+        status: 200,
+        headers: vec![("content-type".into(), content_type.into())],
+        body,
     }
 }
 
@@ -279,11 +282,7 @@ fn ledger_jsonl(world: &World, filter: &Filter) -> Result<Response, AdminError> 
         serde_json::to_writer(&mut body, &e).map_err(|e| AdminError::BadRequest(e.to_string()))?;
         body.push(b'\n');
     }
-    Ok(Response {
-        status: 200,
-        headers: vec![("content-type".into(), "application/x-ndjson".into())],
-        body,
-    })
+    Ok(ok("application/x-ndjson", body))
 }
 
 /// A fresh world for the session (or, with `drop=true`, the named session gone).
@@ -366,11 +365,8 @@ fn report(world: &World) -> Response {
         world.scenario.name,
         world.session.as_deref().unwrap_or("default session")
     );
-    Response {
-        status: 200,
-        headers: vec![("content-type".into(), "text/html; charset=utf-8".into())],
-        body: crate::report::render(&title, &entries, &report).into_bytes(),
-    }
+    let page = crate::report::render(&title, &entries, &report);
+    ok("text/html; charset=utf-8", page.into_bytes())
 }
 
 #[derive(serde::Serialize)]
@@ -399,37 +395,17 @@ impl Ready {
     /// `/_s/NAME` prefix.
     pub fn of(world: &World, base_url: &str) -> Ready {
         let base_url = &world.url(base_url);
-        let services = world
-            .scenario
-            .services
-            .iter()
-            .map(|s| {
-                (
-                    s.name.clone(),
-                    Value::from(format!("{base_url}/{}", s.name)),
-                )
-            })
-            .collect();
-        let agents = world
-            .scenario
-            .agents
-            .iter()
-            .map(|a| {
-                (
-                    a.name.to_string(),
-                    Value::from(format!("{base_url}/agents/{}", a.name)),
-                )
-            })
-            .collect();
-        let mcp = world
-            .scenario
-            .mcp
-            .iter()
-            .map(|m| {
-                let url = format!("{base_url}/mcp/{}", m.name);
-                (m.name.to_string(), Value::from(url))
-            })
-            .collect();
+        let urls = |names: Vec<&str>, under: &str| -> serde_json::Map<String, Value> {
+            let url = |n: &str| Value::from(format!("{base_url}{under}/{n}"));
+            names.into_iter().map(|n| (n.to_string(), url(n))).collect()
+        };
+        let scenario = &world.scenario;
+        let services = urls(scenario.services.iter().map(|s| &*s.name).collect(), "");
+        let agents = urls(
+            scenario.agents.iter().map(|a| &*a.name).collect(),
+            "/agents",
+        );
+        let mcp = urls(scenario.mcp.iter().map(|m| &*m.name).collect(), "/mcp");
         Ready {
             mcp,
             event: "ready",

@@ -71,6 +71,14 @@ impl App {
         }
     }
 
+    /// The ready JSON of `world` on this server (with its gRPC listener).
+    pub fn ready(&self, world: &World) -> admin::Ready {
+        admin::Ready {
+            grpc: self.grpc.clone(),
+            ..admin::Ready::of(world, &self.base_url)
+        }
+    }
+
     /// Whether a request carries the admin token (true when none is required). The SHA-256
     /// digests are compared, with `subtle`'s constant-time equality: equal-length digests make
     /// the time independent of both the content and the length of what was sent.
@@ -245,13 +253,7 @@ async fn handle(
         Err(r) => return to_hyper(r),
     };
     if path == "/" {
-        return to_hyper(Response::json_of(
-            200,
-            &admin::Ready {
-                grpc: app.grpc.clone(),
-                ..admin::Ready::of(&world, &app.base_url)
-            },
-        ));
+        return to_hyper(Response::json_of(200, &app.ready(&world)));
     }
     if let Some(rest) = path.strip_prefix("/agents/") {
         let head = (&parts.method, parts.uri.query(), parts.headers);
@@ -364,17 +366,10 @@ async fn agent_request(
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
     };
-    // A client that went away mid-body cannot read an answer: the agent sees an empty body
-    // (and answers it as a bad request, which nobody reads).
-    let (body, too_large) = read_incoming(body, world.scenario.max_body_bytes, ctl)
-        .await
-        .unwrap_or_default();
-    if too_large {
-        return to_hyper(Response::json(
-            413,
-            &json!({"error": "request body too large", "status": 413}),
-        ));
-    }
+    let body = match read_capped_body(&world, body, ctl).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
     let areq = AgentRequest {
         method: method.clone(),
         path: sub.to_string(),
@@ -407,17 +402,10 @@ async fn mcp_request(
     name: &str,
     body: Incoming,
 ) -> hyper::Response<HttpBody> {
-    // A client that went away mid-body reads no answer: an empty body, answered as a parse
-    // error nobody reads.
-    let (body, too_large) = read_incoming(body, world.scenario.max_body_bytes, ctl)
-        .await
-        .unwrap_or_default();
-    if too_large {
-        return to_hyper(Response::json(
-            413,
-            &json!({"error": "request body too large", "status": 413}),
-        ));
-    }
+    let body = match read_capped_body(&world, body, ctl).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
     let req = crate::mcp::McpRequest {
         method,
         headers,
@@ -593,6 +581,22 @@ async fn deliver(
             guard.disarm();
             sabotage(DROP)
         }
+    }
+}
+
+/// An agent's or MCP server's request body, or the 413 when it is too large. A client that went
+/// away mid-body reads no answer: the body is empty, answered as a bad request nobody reads.
+async fn read_capped_body(
+    world: &World,
+    body: Incoming,
+    ctl: &ConnCtl,
+) -> Result<Bytes, hyper::Response<HttpBody>> {
+    match read_incoming(body, world.scenario.max_body_bytes, ctl).await {
+        Ok((_, true)) => Err(to_hyper(Response::json(
+            413,
+            &json!({"error": "request body too large", "status": 413}),
+        ))),
+        read => Ok(read.unwrap_or_default().0),
     }
 }
 
