@@ -202,13 +202,13 @@ fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
             if let (Some(id), Some(reply)) = (id, reply) {
                 task_result::answered(world, server, &req.headers, &id, reply);
             }
-            Reply::now(accepted())
+            Reply::now(empty(202))
         }
         Incoming::Notification { method, params } => {
             if method == "notifications/cancelled" {
                 cancelled(world, server, &req.headers, &params);
             }
-            Reply::now(accepted())
+            Reply::now(empty(202))
         }
         Incoming::Request { id, method, params } => {
             match request(world, server, &req.headers, &id, &method, &params, sse) {
@@ -412,18 +412,14 @@ fn discover(server: &McpServer) -> Value {
 fn delete(world: &World, server: &McpServer, headers: &HeaderMap) -> Response {
     let Some(id) = headers.get(SESSION_HEADER).map(crate::service::header_text) else {
         let e = McpError::NoSession("DELETE needs the Mcp-Session-Id of the session to end".into());
-        return answer(e.http_status(), e.body(None), false);
+        return e.response(None);
     };
     if !world.extension::<Sessions>().close(&server.name, &id) {
         let e = McpError::UnknownSession(id.into_owned());
-        return answer(e.http_status(), e.body(None), false);
+        return e.response(None);
     }
     log(world, server, "session-closed", json!({"session": id}));
-    Response {
-        status: 200,
-        headers: Vec::new(),
-        body: Vec::new(),
-    }
+    empty(200)
 }
 
 /// `GET` with `Last-Event-ID` (legacy): the cut or delayed stream it names resumed, as
@@ -434,7 +430,7 @@ fn resume(world: &World, server: &McpServer, headers: &HeaderMap) -> Reply {
     let now = world.clock.now();
     let Some(id) = headers.get(SESSION_HEADER).map(crate::service::header_text) else {
         let e = McpError::NoSession("a resumption names its session (Mcp-Session-Id)".into());
-        return Reply::now(answer(e.http_status(), e.body(None), false));
+        return Reply::now(e.response(None));
     };
     let last = headers
         .get("last-event-id")
@@ -524,9 +520,9 @@ fn log(world: &World, server: &McpServer, event: &str, detail: Value) -> u64 {
     world.lock().ledger.append(rec)
 }
 
-fn accepted() -> Response {
+fn empty(status: u16) -> Response {
     Response {
-        status: 202,
+        status,
         headers: Vec::new(),
         body: Vec::new(),
     }

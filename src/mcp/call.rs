@@ -125,7 +125,7 @@ pub(super) fn call(
     let out = admit(world, era, id, req);
     if expires_now(world, server, era, &out) {
         let e = McpError::UnknownSession(era.session().unwrap_or_default().to_string());
-        return Ok(Reply::now(answer(e.http_status(), e.body(Some(id)), false)));
+        return Ok(Reply::now(e.response(Some(id))));
     }
     let message = message(id, era, server, answer_of(world, (server, tool), era, &out));
     Ok(deliver(

@@ -239,4 +239,8 @@ impl McpError {
         }
         json!({"jsonrpc": "2.0", "id": id, "error": error})
     }
+    /// The error as a plain JSON HTTP answer.
+    pub(crate) fn response(&self, id: Option<&Id>) -> crate::service::Response {
+        crate::service::Response::json(self.http_status(), &self.body(id))
+    }
 }
