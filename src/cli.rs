@@ -206,26 +206,20 @@ pub async fn run(cli: Cli) -> ExitCode {
 
 async fn probe(url: &str, timeout: Duration) -> ExitCode {
     let url = format!("{}/_admin/health", url.trim_end_matches('/'));
-    match client::send("GET", &url, &[], Vec::new(), timeout).await {
+    let problem = match client::send("GET", &url, &[], Vec::new(), timeout).await {
         Ok(r) if r.status == 200 => {
             let ok = serde_json::from_slice::<serde_json::Value>(&r.body)
                 .is_ok_and(|v| v["status"] == "ok");
             if ok {
-                ExitCode::SUCCESS
-            } else {
-                eprintln!("probe: {url} answered 200 but not ok");
-                ExitCode::from(1)
+                return ExitCode::SUCCESS;
             }
+            format!("{url} answered 200 but not ok")
         }
-        Ok(r) => {
-            eprintln!("probe: {url} answered {}", r.status);
-            ExitCode::from(1)
-        }
-        Err(e) => {
-            eprintln!("probe: {e}");
-            ExitCode::from(1)
-        }
-    }
+        Ok(r) => format!("{url} answered {}", r.status),
+        Err(e) => e.to_string(),
+    };
+    eprintln!("probe: {problem}");
+    ExitCode::from(1)
 }
 
 /// GET an admin path of a running server, with its token and session.
@@ -352,10 +346,7 @@ fn not_utf8(args: &VerifyArgs, origin: &str) -> String {
 }
 
 async fn verify_cmd(args: VerifyArgs) -> ExitCode {
-    let fail = |e: String| {
-        eprintln!("error: {e}");
-        ExitCode::from(2)
-    };
+    let fail = |e: String| error(2, e);
     let claims = match read_claims(args.claims.as_ref()) {
         Ok(c) => c,
         Err(e) => return fail(e),
@@ -415,10 +406,7 @@ async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
     });
     let (entries, claims) = match parsed {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return error(2, e),
     };
     let report = verify(&entries, claims.as_ref());
     let title = args
@@ -431,8 +419,7 @@ async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
     if output == std::path::Path::new("-") {
         say(&page);
     } else if let Err(e) = std::fs::write(output, page) {
-        eprintln!("error: cannot write {}: {e}", output.display());
-        return ExitCode::from(1);
+        return error(1, format_args!("cannot write {}: {e}", output.display()));
     }
     eprintln!(
         "wrote {} ({} entries, {} finding(s), {})",
@@ -459,18 +446,12 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
     };
     let listener = match crate::server::bind("127.0.0.1:0").await {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: cannot listen on 127.0.0.1:0: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return error(1, format_args!("cannot listen on 127.0.0.1:0: {e}")),
     };
     let (app, stop) =
         match crate::server::Server::run(listener, scenario, args.seed, Duration::from_secs(1)) {
             Ok(x) => x,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(1);
-            }
+            Err(e) => return error(1, e),
         };
     let world = app.host.world();
     let mut cmd = tokio::process::Command::new(&args.command[0]);
@@ -514,10 +495,7 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
     let _ = stop.send(true);
     let claims = match claims {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return error(2, e),
     };
     let report = verify(&entries, claims.as_ref());
     let code = verdict(
@@ -547,13 +525,20 @@ fn scenario_of(path: &std::path::Path) -> Result<Scenario, ExitCode> {
     })
 }
 
-/// The exit code of a listener that could not be bound: 2 for an address that is not one.
-fn listen_failed(e: &std::io::Error) -> ExitCode {
-    ExitCode::from(if e.kind() == std::io::ErrorKind::InvalidInput {
+/// A listener at `addr` could not be bound: exit 2 for an address that is not one, else 1.
+fn listen_failed(addr: impl std::fmt::Display, e: &std::io::Error) -> ExitCode {
+    let code = if e.kind() == std::io::ErrorKind::InvalidInput {
         2
     } else {
         1
-    })
+    };
+    error(code, format_args!("cannot listen on {addr}: {e}"))
+}
+
+/// Print `error: MESSAGE` on stderr; exit `code`.
+fn error(code: u8, message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(code)
 }
 
 fn check(files: &[PathBuf]) -> ExitCode {
@@ -590,17 +575,11 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
     };
     let listener = match crate::server::bind(&args.listen).await {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: cannot listen on {}: {e}", args.listen);
-            return listen_failed(&e);
-        }
+        Err(e) => return listen_failed(&args.listen, &e),
     };
     let addr = match listener.local_addr() {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return error(1, e),
     };
     if let Err(code) = admin_guard(&args, addr) {
         return code;
@@ -628,8 +607,8 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
     let ready = app.ready(&app.host.world()).line();
     if let Some(path) = &args.ready_file {
         if let Err(e) = std::fs::write(path, format!("{ready}\n")) {
-            eprintln!("error: cannot write the ready file {}: {e}", path.display());
-            return ExitCode::from(1);
+            let path = path.display();
+            return error(1, format_args!("cannot write the ready file {path}: {e}"));
         }
     }
     {
@@ -728,10 +707,7 @@ fn open_host(args: &ServeArgs, scenario: Scenario) -> Result<Host, ExitCode> {
                     }
                     Ok(host)
                 }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    Err(ExitCode::from(1))
-                }
+                Err(e) => Err(error(1, e)),
             }
         }
     }
@@ -751,10 +727,7 @@ async fn bind_grpc(
     };
     match crate::server::bind(&addr).await {
         Ok(l) => Ok(Some(l)),
-        Err(e) => {
-            eprintln!("error: cannot listen on {addr} for gRPC: {e}");
-            Err(listen_failed(&e))
-        }
+        Err(e) => Err(listen_failed(format_args!("{addr} for gRPC"), &e)),
     }
 }
 
