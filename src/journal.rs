@@ -1,22 +1,13 @@
 //! The journal: an append-only JSON-lines file from which a restarted server rebuilds its worlds.
 //!
-//! Each [`Line`] is one fact: a world began (session, scenario text, clock epoch), a record was
-//! appended, an action was cancelled, a key was remembered, a manual clock moved, a session
-//! ended. Records reach the journal through the ledger's [`Sink`], so no code path that appends
-//! can forget to persist; a line is written (to the OS) before the response it describes is
-//! sent, so a process killed with SIGKILL loses no entry a client saw answered. `--fsync` decides
-//! how often the OS is also told to put the bytes on disk: every line, in batches, or never.
+//! Each [`Line`] is one fact (a world began, a record was appended, …). Records reach it through
+//! the ledger's [`Sink`], so no path that appends can forget to persist, and a line reaches the
+//! OS before the response it describes is sent: a SIGKILL loses no entry a client saw answered.
+//! `--fsync` decides how often the bytes are also put on disk. Each line carries the CRC-32 of
+//! its content; a write that fails is cut back off the file and answered 503 (see [`scope`]).
 //!
-//! Each line carries the CRC-32 of its content. A write that fails (a full disk) is cut back off
-//! the file and answered 503 by the request that made it (see [`scope`]), so nothing is
-//! acknowledged that the journal does not hold.
-//!
-//! Replaying is the other half: `load` checks the file (cutting off a torn last line, refusing
-//! a damaged one elsewhere unless told to recover) and the world module applies the lines in
-//! order.
-//! Agents' state is not journaled apart from their ledger entries: after the worlds are rebuilt,
-//! `agent::restore` derives it from them (A2A tasks, those in flight failed; AG-UI threads, runs
-//! streaming at the crash ended as if their client had gone away).
+//! `load` checks the file at start and the world module applies its lines in order; agents'
+//! state is derived from the rebuilt ledgers (`agent::restore`), not journaled.
 //!
 //! Sits above `ledger`, `idempotency`, `clock` and `scenario`; `world` owns the handle.
 

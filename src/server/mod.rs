@@ -3,14 +3,9 @@
 //! socket — including the ones a normal server never does on purpose: close without answering,
 //! reset, or hold the connection open.
 //!
-//! Sockets are wrapped in [`Conn`], which shares a small control cell with the request handler:
-//! when a plan says drop or reset, the handler flips the cell and hands hyper a placeholder
-//! response, and `Conn` fails the first write, so not one byte of it reaches the client (for a
-//! reset, after setting `SO_LINGER` to zero so the close is an RST).
-//!
-//! [`serve`] runs on a listener the caller bound and stops when the caller's shutdown future
-//! resolves (the mini-redis shape). [`Server`] is the in-process handle for Rust tests: start on
-//! port 0, read URLs and the ledger, move the clock, stop on drop.
+//! A drop or reset goes through [`Conn`] (see there): not one byte of the placeholder response
+//! hyper is handed reaches the client. [`serve`] runs on a listener the caller bound until the
+//! caller's shutdown future resolves; [`Server`] is the in-process handle for Rust tests.
 
 mod body;
 mod conn;
