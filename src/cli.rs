@@ -295,41 +295,23 @@ fn read_claims(path: Option<&PathBuf>) -> Result<Option<Claims>, String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// What a `verify` or `report` works on: the claims file, and the ledger's JSONL text with the
-/// name errors give it. Text fetched over HTTP that is not UTF-8 is read with replacement
-/// characters; a file that is not is an error (see [`not_utf8`]).
-struct Loaded {
-    claims: Option<Claims>,
-    text: Vec<u8>,
-    origin: String,
-}
-
-async fn load(args: &VerifyArgs) -> Result<Loaded, String> {
-    let claims = read_claims(args.claims.as_ref())?;
-    let (text, origin) = if let Some(path) = &args.ledger {
+/// The ledger's JSONL text for a `verify` or `report`, and the name errors give it. Text fetched
+/// over HTTP that is not UTF-8 is read with replacement characters; a file that is not is an
+/// error (see [`not_utf8`]).
+async fn load(args: &VerifyArgs) -> Result<(Vec<u8>, String), String> {
+    if let Some(path) = &args.ledger {
         let text = std::fs::read(path)
             .map_err(|e| format!("cannot read the ledger {}: {e}", path.display()))?;
-        (text, path.display().to_string())
-    } else {
-        let base = args.url.as_deref().unwrap_or_default();
-        let body = fetch_admin(
-            base,
-            "ledger.jsonl",
-            args.session.as_deref(),
-            args.admin_token.as_deref(),
-        )
-        .await?;
-        let replaced = match String::from_utf8_lossy(&body) {
-            std::borrow::Cow::Owned(s) => Some(s.into_bytes()),
-            std::borrow::Cow::Borrowed(_) => None,
-        };
-        (replaced.unwrap_or(body), base.to_string())
+        return Ok((text, path.display().to_string()));
+    }
+    let base = args.url.as_deref().unwrap_or_default();
+    let (session, token) = (args.session.as_deref(), args.admin_token.as_deref());
+    let body = fetch_admin(base, "ledger.jsonl", session, token).await?;
+    let text = match String::from_utf8_lossy(&body) {
+        std::borrow::Cow::Owned(s) => s.into_bytes(),
+        std::borrow::Cow::Borrowed(_) => body,
     };
-    Ok(Loaded {
-        claims,
-        text,
-        origin,
-    })
+    Ok((text, base.to_string()))
 }
 
 /// The error for a ledger file that is not UTF-8: the one reading it as text gives.
@@ -373,10 +355,7 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
                 Ok(l) => l,
                 Err(e) => return fail(e),
             };
-            (
-                LeanLedger::parse(&fetched.text, &fetched.origin),
-                fetched.origin.clone(),
-            )
+            (LeanLedger::parse(&fetched.0, &fetched.1), fetched.1.clone())
         }
     };
     let code = match parsed {
@@ -400,10 +379,13 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
 }
 
 async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
-    let parsed = load(&args).await.and_then(|l| {
-        let text = std::str::from_utf8(&l.text).map_err(|_| not_utf8(&args, &l.origin))?;
-        Ok((parse_jsonl(text, &l.origin)?, l.claims))
-    });
+    let parsed = async {
+        let claims = read_claims(args.claims.as_ref())?;
+        let (bytes, origin) = load(&args).await?;
+        let text = std::str::from_utf8(&bytes).map_err(|_| not_utf8(&args, &origin))?;
+        Ok::<_, String>((parse_jsonl(text, &origin)?, claims))
+    }
+    .await;
     let (entries, claims) = match parsed {
         Ok(x) => x,
         Err(e) => return error(2, e),

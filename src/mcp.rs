@@ -323,17 +323,15 @@ fn initialize(
         return Err(McpError::InvalidParams(e.into()));
     };
     let legacy: Vec<&'static str> = server.legacy_versions().collect();
-    let version = match legacy.iter().find(|v| **v == requested) {
-        Some(v) => *v,
-        None => match legacy.iter().max() {
-            Some(newest) => *newest,
-            None => {
-                return Err(McpError::LegacyVersion {
-                    requested: requested.to_string(),
-                    supported: server.versions.clone(),
-                })
-            }
-        },
+    let chosen = legacy
+        .iter()
+        .find(|v| **v == requested)
+        .or(legacy.iter().max());
+    let Some(&version) = chosen else {
+        return Err(McpError::LegacyVersion {
+            requested: requested.to_string(),
+            supported: server.versions.clone(),
+        });
     };
     let session = world.extension::<Sessions>().open(&server.name, version);
     let detail = json!({
