@@ -252,14 +252,7 @@ fn request(
         "server/discover" if modern => Ok(ok(discover(server))),
         "tools/call" => call::call(world, server, (&era, headers), id, params, sse),
         _ => {
-            let c = task_rpc::Call {
-                era: &era,
-                id,
-                params,
-                sse,
-                streamable: accepts_stream(headers),
-                fate: crate::fate::Fate::Respond,
-            };
+            let c = task_rpc::Call::new(&era, id, params, sse, headers);
             if let Some(r) = task_rpc::method(world, server, c, method) {
                 return r;
             }

@@ -99,14 +99,7 @@ pub(super) fn call(
     };
     // Whether it runs as a task is settled before anything runs: a refusal is no action.
     if let (Some(ttl), Some(spec)) = (task_rpc::asked(tool, era, params)?, &tool.task) {
-        let call = task_rpc::Call {
-            era,
-            id,
-            params,
-            sse,
-            streamable: super::accepts_stream(incoming),
-            fate: crate::fate::Fate::Respond,
-        };
+        let call = task_rpc::Call::new(era, id, params, sse, incoming);
         return Ok(task_rpc::create(
             world,
             (server, tool, spec),

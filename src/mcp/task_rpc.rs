@@ -31,7 +31,27 @@ pub(super) struct Call<'c> {
     pub(super) fate: Fate,
 }
 
-impl Call<'_> {
+impl<'c> Call<'c> {
+    /// A call as it came, before any fate.
+    pub(super) fn new(
+        era: &'c Era,
+        id: &'c Id,
+        params: &'c Value,
+        sse: bool,
+        headers: &hyper::HeaderMap,
+    ) -> Call<'c> {
+        let streamable = super::accepts_stream(headers);
+        let fate = Fate::Respond;
+        Call {
+            era,
+            id,
+            params,
+            sse,
+            streamable,
+            fate,
+        }
+    }
+
     /// A task method's entry; one whose answer does not reach the client says so
     /// (`answered: false`), for the verifier does not count it as learning anything.
     fn log(&self, world: &World, server: &McpServer, event: &str, mut detail: Value) {
@@ -67,6 +87,11 @@ impl Call<'_> {
         }
         reply
     }
+}
+
+/// -32021 for a modern request that does not declare the tasks extension.
+fn needs_extension(message: String) -> McpError {
+    McpError::MissingCapability(message, json!({"extensions": {EXTENSION: {}}}))
 }
 
 /// Whether a task method under `fate` answers the client with what it did.
@@ -112,13 +137,10 @@ pub(super) fn asked(
         let declared = declares(params, EXTENSION);
         return match (&tool.task, declared) {
             (Some(_), true) => Ok(Some(None)),
-            _ if required => Err(McpError::MissingCapability(
-                format!(
-                    "tool {} runs only as a task: declare the {EXTENSION} extension",
-                    tool.name
-                ),
-                json!({"extensions": {EXTENSION: {}}}),
-            )),
+            _ if required => Err(needs_extension(format!(
+                "tool {} runs only as a task: declare the {EXTENSION} extension",
+                tool.name
+            ))),
             _ => Ok(None),
         };
     }
@@ -247,12 +269,9 @@ pub(super) fn method(
         return None;
     }
     if modern && !declares(c.params, EXTENSION) {
-        return Some(Err(McpError::MissingCapability(
-            format!(
-                "{method} belongs to the {EXTENSION} extension: declare it in this request's _meta"
-            ),
-            json!({"extensions": {EXTENSION: {}}}),
-        )));
+        return Some(Err(needs_extension(format!(
+            "{method} belongs to the {EXTENSION} extension: declare it in this request's _meta"
+        ))));
     }
     if method == "tasks/list" {
         return Some(Ok(list(world, server, &c)));

@@ -614,12 +614,6 @@ struct BodyOf<'a> {
 }
 
 impl BodyOf<'_> {
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
-    }
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
     async fn frame(&mut self) -> Option<Result<hyper::body::Frame<Bytes>, hyper::Error>> {
         std::future::poll_fn(|cx| {
             let polled = std::pin::Pin::new(&mut self.body).poll_frame(cx);
@@ -635,7 +629,7 @@ impl BodyOf<'_> {
 /// A body that arrives in one piece (nearly every one) is kept as hyper read it, without a copy.
 async fn read_capped(mut body: BodyOf<'_>, cap: usize) -> Result<(Bytes, bool), hyper::Error> {
     // The length hyper read from Content-Length (none for a chunked body).
-    let declared = body.size_hint().exact();
+    let declared = body.body.size_hint().exact();
     if declared.is_some_and(|n| n > cap as u64) {
         // Keep a prefix for the ledger without reading an unbounded body.
         let mut out = Vec::with_capacity(cap.min(4096));
@@ -652,7 +646,7 @@ async fn read_capped(mut body: BodyOf<'_>, cap: usize) -> Result<(Bytes, bool), 
     let mut first = Bytes::new();
     let mut more: Vec<u8> = Vec::new();
     // A body of known length ends with its last byte: not polled again only to hear so.
-    while !body.is_end_stream() {
+    while !body.body.is_end_stream() {
         let Some(frame) = body.frame().await else {
             break;
         };
