@@ -666,33 +666,26 @@ fn open_host(args: &ServeArgs, scenario: Scenario) -> Result<Host, ExitCode> {
         max_entries: (args.max_entries > 0).then_some(args.max_entries),
         max_keys: args.max_keys,
     };
-    match &args.journal {
-        None => Ok(Host::with_limits(scenario, limits)),
-        Some(path) => {
-            let opened = journal::load(path, args.journal_recover)
-                .and_then(|loaded| Ok((loaded, Journal::open(path, args.fsync)?)));
-            match opened {
-                Ok((journal::Loaded { lines, lost }, j)) => {
-                    if let Some(lost) = lost {
-                        tracing::warn!("{lost}");
-                        eprintln!("doubleagent: {lost}");
-                    }
-                    if !lines.is_empty() {
-                        tracing::info!(path = %path.display(), lines = lines.len(), "resuming from the journal");
-                    }
-                    let host = Host::with_journal(scenario, limits, Some(j), lines);
-                    // The journal rebuilt each world's ledger; the agents rebuild their own
-                    // state (A2A tasks) from it. World does not know about agents, so it is
-                    // done here, before anything is served.
-                    for world in host.worlds() {
-                        crate::agent::restore(&world);
-                    }
-                    Ok(host)
-                }
-                Err(e) => Err(error(1, e)),
-            }
-        }
+    let Some(path) = &args.journal else {
+        return Ok(Host::with_limits(scenario, limits));
+    };
+    let (journal::Loaded { lines, lost }, j) = journal::load(path, args.journal_recover)
+        .and_then(|loaded| Ok((loaded, Journal::open(path, args.fsync)?)))
+        .map_err(|e| error(1, e))?;
+    if let Some(lost) = lost {
+        tracing::warn!("{lost}");
+        eprintln!("doubleagent: {lost}");
     }
+    if !lines.is_empty() {
+        tracing::info!(path = %path.display(), lines = lines.len(), "resuming from the journal");
+    }
+    let host = Host::with_journal(scenario, limits, Some(j), lines);
+    // The journal rebuilt each world's ledger; the agents rebuild their own state from it
+    // (World does not know about agents), before anything is served.
+    for world in host.worlds() {
+        crate::agent::restore(&world);
+    }
+    Ok(host)
 }
 
 /// The gRPC listener: at `--grpc-listen`, else on the HTTP listener's host at a free port when
