@@ -107,10 +107,13 @@ fn strip_session(path: &str) -> (Option<&str>, &str) {
     let Some(rest) = path.strip_prefix("/_s/") else {
         return (None, path);
     };
-    match rest.find('/') {
-        Some(i) => (Some(&rest[..i]), &rest[i..]),
-        None => (Some(rest), "/"),
-    }
+    let (session, below) = first_segment(rest, "/");
+    (Some(session), below)
+}
+
+/// `s` split before its first `/` (`or` as the rest when it has none).
+fn first_segment<'a>(s: &'a str, or: &'a str) -> (&'a str, &'a str) {
+    s.find('/').map_or((s, or), |i| s.split_at(i))
 }
 
 /// The session of a request to a service or agent: its URL prefix's or its header's, which must
@@ -258,11 +261,7 @@ async fn handle(
         let head = (parts.method, parts.headers);
         return Box::pin(mcp_request(app, ctl, world, head, name, body)).await;
     }
-    let trimmed = path.trim_start_matches('/');
-    let (svc, rest) = match trimmed.find('/') {
-        Some(i) => (&trimmed[..i], &trimmed[i..]),
-        None => (trimmed, "/"),
-    };
+    let (svc, rest) = first_segment(path.trim_start_matches('/'), "/");
     // A client that went away mid-body still gets its request recorded (but not executed).
     let read = read_incoming(body, world.scenario.max_body_bytes, ctl).await;
     let incomplete = read.is_err();
@@ -357,10 +356,7 @@ async fn agent_request(
     rest: &str,
     body: Incoming,
 ) -> hyper::Response<HttpBody> {
-    let (name, sub) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
+    let (name, sub) = first_segment(rest, "");
     let body = match read_capped_body(&world, body, ctl).await {
         Ok(b) => b,
         Err(r) => return r,
