@@ -467,22 +467,20 @@ async fn wait(world: &World, params: &[(String, String)]) -> Result<Response, Ad
             return Ok(Response::json_of(200, &Entries { entries }));
         }
         let changed = tokio::time::timeout_at(deadline, appended.changed()).await;
-        match changed {
-            Ok(Ok(())) => continue,
-            // The world was replaced (its ledger dropped) or time ran out.
-            _ => {
-                let entries = world.entries(&filter);
-                return Ok(Response::json(
-                    408,
-                    &json!({
-                        "error": format!("timed out after {} with {} of {count} matching entries", format_duration(timeout), entries.len()),
-                        "status": 408,
-                        "entries": entries,
-                    }),
-                ));
-            }
+        // The world was replaced (its ledger dropped) or time ran out.
+        if !matches!(changed, Ok(Ok(()))) {
+            break;
         }
     }
+    let entries = world.entries(&filter);
+    Ok(Response::json(
+        408,
+        &json!({
+            "error": format!("timed out after {} with {} of {count} matching entries", format_duration(timeout), entries.len()),
+            "status": 408,
+            "entries": entries,
+        }),
+    ))
 }
 
 /// `{"revision": 2, "work_id": "w-1"}`: record that a revision took over (for one work item, or
