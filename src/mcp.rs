@@ -194,11 +194,7 @@ fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
         Incoming::Response { id, result, error } => {
             // The answer to a legacy task's question; any other response is accepted and
             // ignored.
-            let reply = match (&error, &result) {
-                (Some(e), _) => Some(Err(e)),
-                (None, Some(r)) => Some(Ok(r)),
-                (None, None) => None,
-            };
+            let reply = error.as_ref().map(Err).or(result.as_ref().map(Ok));
             if let (Some(id), Some(reply)) = (id, reply) {
                 task_result::answered(world, server, &req.headers, &id, reply);
             }
