@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::admin::Ready;
 use crate::client;
 use crate::journal::{self, Fsync, Journal};
 use crate::ledger::Filter;
@@ -207,26 +206,20 @@ pub async fn run(cli: Cli) -> ExitCode {
 
 async fn probe(url: &str, timeout: Duration) -> ExitCode {
     let url = format!("{}/_admin/health", url.trim_end_matches('/'));
-    match client::send("GET", &url, &[], Vec::new(), timeout).await {
+    let problem = match client::send("GET", &url, &[], Vec::new(), timeout).await {
         Ok(r) if r.status == 200 => {
             let ok = serde_json::from_slice::<serde_json::Value>(&r.body)
                 .is_ok_and(|v| v["status"] == "ok");
             if ok {
-                ExitCode::SUCCESS
-            } else {
-                eprintln!("probe: {url} answered 200 but not ok");
-                ExitCode::from(1)
+                return ExitCode::SUCCESS;
             }
+            format!("{url} answered 200 but not ok")
         }
-        Ok(r) => {
-            eprintln!("probe: {url} answered {}", r.status);
-            ExitCode::from(1)
-        }
-        Err(e) => {
-            eprintln!("probe: {e}");
-            ExitCode::from(1)
-        }
-    }
+        Ok(r) => format!("{url} answered {}", r.status),
+        Err(e) => e.to_string(),
+    };
+    eprintln!("probe: {problem}");
+    ExitCode::from(1)
 }
 
 /// GET an admin path of a running server, with its token and session.
@@ -270,17 +263,8 @@ fn say(text: &str) {
 /// [`crate::verify::State`]); `--allow-incomplete` makes it 0.
 pub const INCOMPLETE: u8 = 3;
 
-/// Exit code of a verdict: 0 clean, 1 findings, [`INCOMPLETE`] (or 0 when allowed).
-fn verdict_code(report: &Report, allow_incomplete: bool) -> ExitCode {
-    match report.state {
-        State::Clean => ExitCode::SUCCESS,
-        State::Findings => ExitCode::from(1),
-        State::Incomplete if allow_incomplete => ExitCode::SUCCESS,
-        State::Incomplete => ExitCode::from(INCOMPLETE),
-    }
-}
-
-/// Print a verdict; its exit code. `human`: the report as text, if asked for.
+/// Print a verdict; its exit code: 0 clean, 1 findings, [`INCOMPLETE`] (or 0 when allowed).
+/// `human`: the report as text, if asked for.
 fn verdict(
     report: &Report,
     human: impl FnOnce() -> String,
@@ -294,7 +278,12 @@ fn verdict(
     } else {
         say(&human());
     }
-    verdict_code(report, allow_incomplete)
+    match report.state {
+        State::Clean => ExitCode::SUCCESS,
+        State::Findings => ExitCode::from(1),
+        State::Incomplete if allow_incomplete => ExitCode::SUCCESS,
+        State::Incomplete => ExitCode::from(INCOMPLETE),
+    }
 }
 
 fn read_claims(path: Option<&PathBuf>) -> Result<Option<Claims>, String> {
@@ -306,41 +295,23 @@ fn read_claims(path: Option<&PathBuf>) -> Result<Option<Claims>, String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// What a `verify` or `report` works on: the claims file, and the ledger's JSONL text with the
-/// name errors give it. Text fetched over HTTP that is not UTF-8 is read with replacement
-/// characters; a file that is not is an error (see [`not_utf8`]).
-struct Loaded {
-    claims: Option<Claims>,
-    text: Vec<u8>,
-    origin: String,
-}
-
-async fn load(args: &VerifyArgs) -> Result<Loaded, String> {
-    let claims = read_claims(args.claims.as_ref())?;
-    let (text, origin) = if let Some(path) = &args.ledger {
+/// The ledger's JSONL text for a `verify` or `report`, and the name errors give it. Text fetched
+/// over HTTP that is not UTF-8 is read with replacement characters; a file that is not is an
+/// error (see [`not_utf8`]).
+async fn load(args: &VerifyArgs) -> Result<(Vec<u8>, String), String> {
+    if let Some(path) = &args.ledger {
         let text = std::fs::read(path)
             .map_err(|e| format!("cannot read the ledger {}: {e}", path.display()))?;
-        (text, path.display().to_string())
-    } else {
-        let base = args.url.as_deref().unwrap_or_default();
-        let body = fetch_admin(
-            base,
-            "ledger.jsonl",
-            args.session.as_deref(),
-            args.admin_token.as_deref(),
-        )
-        .await?;
-        let replaced = match String::from_utf8_lossy(&body) {
-            std::borrow::Cow::Owned(s) => Some(s.into_bytes()),
-            std::borrow::Cow::Borrowed(_) => None,
-        };
-        (replaced.unwrap_or(body), base.to_string())
+        return Ok((text, path.display().to_string()));
+    }
+    let base = args.url.as_deref().unwrap_or_default();
+    let (session, token) = (args.session.as_deref(), args.admin_token.as_deref());
+    let body = fetch_admin(base, "ledger.jsonl", session, token).await?;
+    let text = match String::from_utf8_lossy(&body) {
+        std::borrow::Cow::Owned(s) => s.into_bytes(),
+        std::borrow::Cow::Borrowed(_) => body,
     };
-    Ok(Loaded {
-        claims,
-        text,
-        origin,
-    })
+    Ok((text, base.to_string()))
 }
 
 /// The error for a ledger file that is not UTF-8: the one reading it as text gives.
@@ -357,10 +328,7 @@ fn not_utf8(args: &VerifyArgs, origin: &str) -> String {
 }
 
 async fn verify_cmd(args: VerifyArgs) -> ExitCode {
-    let fail = |e: String| {
-        eprintln!("error: {e}");
-        ExitCode::from(2)
-    };
+    let fail = |e: String| error(2, e);
     let claims = match read_claims(args.claims.as_ref()) {
         Ok(c) => c,
         Err(e) => return fail(e),
@@ -387,10 +355,7 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
                 Ok(l) => l,
                 Err(e) => return fail(e),
             };
-            (
-                LeanLedger::parse(&fetched.text, &fetched.origin),
-                fetched.origin.clone(),
-            )
+            (LeanLedger::parse(&fetched.0, &fetched.1), fetched.1.clone())
         }
     };
     let code = match parsed {
@@ -414,16 +379,16 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
 }
 
 async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
-    let parsed = load(&args).await.and_then(|l| {
-        let text = std::str::from_utf8(&l.text).map_err(|_| not_utf8(&args, &l.origin))?;
-        Ok((parse_jsonl(text, &l.origin)?, l.claims))
-    });
+    let parsed = async {
+        let claims = read_claims(args.claims.as_ref())?;
+        let (bytes, origin) = load(&args).await?;
+        let text = std::str::from_utf8(&bytes).map_err(|_| not_utf8(&args, &origin))?;
+        Ok::<_, String>((parse_jsonl(text, &origin)?, claims))
+    }
+    .await;
     let (entries, claims) = match parsed {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return error(2, e),
     };
     let report = verify(&entries, claims.as_ref());
     let title = args
@@ -436,8 +401,7 @@ async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
     if output == std::path::Path::new("-") {
         say(&page);
     } else if let Err(e) = std::fs::write(output, page) {
-        eprintln!("error: cannot write {}: {e}", output.display());
-        return ExitCode::from(1);
+        return error(1, format_args!("cannot write {}: {e}", output.display()));
     }
     eprintln!(
         "wrote {} ({} entries, {} finding(s), {})",
@@ -451,41 +415,25 @@ async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
 
 /// `DOUBLEAGENT_<NAME>_URL`: upper case, anything but letters and digits becomes `_`.
 pub fn env_name(name: &str) -> String {
-    let up: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let up = name
+        .to_ascii_uppercase()
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "_");
     format!("DOUBLEAGENT_{up}_URL")
 }
 
 async fn run_cmd(args: RunArgs) -> ExitCode {
-    let scenario = match Scenario::from_file(&args.scenario) {
+    let scenario = match scenario_of(&args.scenario) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let listener = match crate::server::bind("127.0.0.1:0").await {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: cannot listen on 127.0.0.1:0: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return error(1, format_args!("cannot listen on 127.0.0.1:0: {e}")),
     };
     let (app, stop) =
         match crate::server::Server::run(listener, scenario, args.seed, Duration::from_secs(1)) {
             Ok(x) => x,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(1);
-            }
+            Err(e) => return error(1, e),
         };
     let world = app.host.world();
     let mut cmd = tokio::process::Command::new(&args.command[0]);
@@ -529,10 +477,7 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
     let _ = stop.send(true);
     let claims = match claims {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return error(2, e),
     };
     let report = verify(&entries, claims.as_ref());
     let code = verdict(
@@ -552,6 +497,30 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
         );
     }
     code
+}
+
+/// A scenario file, validated; its errors printed (exit 2).
+fn scenario_of(path: &std::path::Path) -> Result<Scenario, ExitCode> {
+    Scenario::from_file(path).map_err(|e| {
+        eprintln!("{e}");
+        ExitCode::from(2)
+    })
+}
+
+/// A listener at `addr` could not be bound: exit 2 for an address that is not one, else 1.
+fn listen_failed(addr: impl std::fmt::Display, e: &std::io::Error) -> ExitCode {
+    let code = if e.kind() == std::io::ErrorKind::InvalidInput {
+        2
+    } else {
+        1
+    };
+    error(code, format_args!("cannot listen on {addr}: {e}"))
+}
+
+/// Print `error: MESSAGE` on stderr; exit `code`.
+fn error(code: u8, message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(code)
 }
 
 fn check(files: &[PathBuf]) -> ExitCode {
@@ -580,32 +549,19 @@ fn check(files: &[PathBuf]) -> ExitCode {
 async fn serve_cmd(args: ServeArgs) -> ExitCode {
     let quickstart = args.scenario.is_none();
     let scenario = match &args.scenario {
-        Some(path) => match Scenario::from_file(path) {
+        Some(path) => match scenario_of(path) {
             Ok(s) => s,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(2);
-            }
+            Err(code) => return code,
         },
         None => Scenario::quickstart(),
     };
     let listener = match crate::server::bind(&args.listen).await {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: cannot listen on {}: {e}", args.listen);
-            return ExitCode::from(if e.kind() == std::io::ErrorKind::InvalidInput {
-                2
-            } else {
-                1
-            });
-        }
+        Err(e) => return listen_failed(&args.listen, &e),
     };
     let addr = match listener.local_addr() {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return error(1, e),
     };
     if let Err(code) = admin_guard(&args, addr) {
         return code;
@@ -630,15 +586,11 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
         ..App::new(host, format!("http://{addr}"))
     });
     let signals = shutdown_signal();
-    let ready = Ready {
-        grpc: app.grpc.clone(),
-        ..Ready::of(&app.host.world(), &app.base_url)
-    }
-    .line();
+    let ready = app.ready(&app.host.world()).line();
     if let Some(path) = &args.ready_file {
         if let Err(e) = std::fs::write(path, format!("{ready}\n")) {
-            eprintln!("error: cannot write the ready file {}: {e}", path.display());
-            return ExitCode::from(1);
+            let path = path.display();
+            return error(1, format_args!("cannot write the ready file {path}: {e}"));
         }
     }
     {
@@ -714,36 +666,26 @@ fn open_host(args: &ServeArgs, scenario: Scenario) -> Result<Host, ExitCode> {
         max_entries: (args.max_entries > 0).then_some(args.max_entries),
         max_keys: args.max_keys,
     };
-    match &args.journal {
-        None => Ok(Host::with_limits(scenario, limits)),
-        Some(path) => {
-            let opened = journal::load(path, args.journal_recover)
-                .and_then(|loaded| Ok((loaded, Journal::open(path, args.fsync)?)));
-            match opened {
-                Ok((journal::Loaded { lines, lost }, j)) => {
-                    if let Some(lost) = lost {
-                        tracing::warn!("{lost}");
-                        eprintln!("doubleagent: {lost}");
-                    }
-                    if !lines.is_empty() {
-                        tracing::info!(path = %path.display(), lines = lines.len(), "resuming from the journal");
-                    }
-                    let host = Host::with_journal(scenario, limits, Some(j), lines);
-                    // The journal rebuilt each world's ledger; the agents rebuild their own
-                    // state (A2A tasks) from it. World does not know about agents, so it is
-                    // done here, before anything is served.
-                    for world in host.worlds() {
-                        crate::agent::restore(&world);
-                    }
-                    Ok(host)
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    Err(ExitCode::from(1))
-                }
-            }
-        }
+    let Some(path) = &args.journal else {
+        return Ok(Host::with_limits(scenario, limits));
+    };
+    let (journal::Loaded { lines, lost }, j) = journal::load(path, args.journal_recover)
+        .and_then(|loaded| Ok((loaded, Journal::open(path, args.fsync)?)))
+        .map_err(|e| error(1, e))?;
+    if let Some(lost) = lost {
+        tracing::warn!("{lost}");
+        eprintln!("doubleagent: {lost}");
     }
+    if !lines.is_empty() {
+        tracing::info!(path = %path.display(), lines = lines.len(), "resuming from the journal");
+    }
+    let host = Host::with_journal(scenario, limits, Some(j), lines);
+    // The journal rebuilt each world's ledger; the agents rebuild their own state from it
+    // (World does not know about agents), before anything is served.
+    for world in host.worlds() {
+        crate::agent::restore(&world);
+    }
+    Ok(host)
 }
 
 /// The gRPC listener: at `--grpc-listen`, else on the HTTP listener's host at a free port when
@@ -760,16 +702,7 @@ async fn bind_grpc(
     };
     match crate::server::bind(&addr).await {
         Ok(l) => Ok(Some(l)),
-        Err(e) => {
-            eprintln!("error: cannot listen on {addr} for gRPC: {e}");
-            Err(ExitCode::from(
-                if e.kind() == std::io::ErrorKind::InvalidInput {
-                    2
-                } else {
-                    1
-                },
-            ))
-        }
+        Err(e) => Err(listen_failed(format_args!("{addr} for gRPC"), &e)),
     }
 }
 

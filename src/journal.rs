@@ -1,22 +1,13 @@
 //! The journal: an append-only JSON-lines file from which a restarted server rebuilds its worlds.
 //!
-//! Each [`Line`] is one fact: a world began (session, scenario text, clock epoch), a record was
-//! appended, an action was cancelled, a key was remembered, a manual clock moved, a session
-//! ended. Records reach the journal through the ledger's [`Sink`], so no code path that appends
-//! can forget to persist; a line is written (to the OS) before the response it describes is
-//! sent, so a process killed with SIGKILL loses no entry a client saw answered. `--fsync` decides
-//! how often the OS is also told to put the bytes on disk: every line, in batches, or never.
+//! Each [`Line`] is one fact (a world began, a record was appended, …). Records reach it through
+//! the ledger's [`Sink`], so no path that appends can forget to persist, and a line reaches the
+//! OS before the response it describes is sent: a SIGKILL loses no entry a client saw answered.
+//! `--fsync` decides how often the bytes are also put on disk. Each line carries the CRC-32 of
+//! its content; a write that fails is cut back off the file and answered 503 (see [`scope`]).
 //!
-//! Each line carries the CRC-32 of its content. A write that fails (a full disk) is cut back off
-//! the file and answered 503 by the request that made it (see [`scope`]), so nothing is
-//! acknowledged that the journal does not hold.
-//!
-//! Replaying is the other half: `load` checks the file (cutting off a torn last line, refusing
-//! a damaged one elsewhere unless told to recover) and the world module applies the lines in
-//! order.
-//! Agents' state is not journaled apart from their ledger entries: after the worlds are rebuilt,
-//! `agent::restore` derives it from them (A2A tasks, those in flight failed; AG-UI threads, runs
-//! streaming at the crash ended as if their client had gone away).
+//! `load` checks the file at start and the world module applies its lines in order; agents'
+//! state is derived from the rebuilt ledgers (`agent::restore`), not journaled.
 //!
 //! Sits above `ledger`, `idempotency`, `clock` and `scenario`; `world` owns the handle.
 
@@ -320,79 +311,5 @@ impl Sink for RecordSink {
             record: Box::new(record.clone()),
             key: key.map(|k| Box::new(k.clone())),
         })
-    }
-}
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fresh(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("da-journal-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("j.jsonl");
-        let _ = std::fs::remove_file(&path);
-        path
-    }
-
-    fn clock(secs: u64) -> Line {
-        Line::Clock {
-            session: None,
-            now: Duration::from_secs(secs),
-        }
-    }
-
-    #[test]
-    fn a_torn_last_line_is_cut_off_the_file_and_the_rest_is_read() {
-        let path = fresh("torn");
-        let j = Journal::open(&path, Fsync::Never).unwrap();
-        assert!(j.write(&clock(5)));
-        assert!(j.write(&Line::Drop {
-            session: "s".into(),
-        }));
-        drop(j);
-        let whole = std::fs::metadata(&path).unwrap().len();
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(b"{\"line\":{\"t\":\"clock\",\"sess").unwrap();
-        let lines = load(&path, false).unwrap().lines;
-        assert_eq!(lines.len(), 2);
-        assert!(matches!(lines[0], Line::Clock { now, .. } if now == Duration::from_secs(5)));
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), whole);
-        assert!(load(&path.with_file_name("missing"), false)
-            .unwrap()
-            .lines
-            .is_empty());
-    }
-
-    #[test]
-    fn a_changed_byte_is_detected_by_the_checksum() {
-        let path = fresh("crc");
-        let j = Journal::open(&path, Fsync::Never).unwrap();
-        j.write(&clock(5));
-        j.write(&clock(6));
-        drop(j);
-        let text = std::fs::read_to_string(&path).unwrap();
-        // Still valid JSON, still a valid line: only the checksum can tell.
-        std::fs::write(&path, text.replacen("\"secs\":5", "\"secs\":7", 1)).unwrap();
-        let err = load(&path, false).err().unwrap().to_string();
-        assert!(
-            err.contains("line 1 is damaged") && err.contains("checksum"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn lines_without_a_checksum_from_older_versions_still_load() {
-        let path = fresh("legacy");
-        let old = serde_json::to_string(&clock(3)).unwrap();
-        std::fs::write(&path, format!("{old}\n")).unwrap();
-        let j = Journal::open(&path, Fsync::Never).unwrap();
-        j.write(&clock(4));
-        drop(j);
-        assert_eq!(load(&path, false).unwrap().lines.len(), 2);
-        // After a checksummed line, one without is damage.
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(format!("{old}\n").as_bytes()).unwrap();
-        f.write_all(&encode(&clock(9)).unwrap()).unwrap();
-        assert!(load(&path, false).is_err());
     }
 }

@@ -7,20 +7,16 @@ use clap::Parser;
 use doubleagent::cli::{self, Cli, LogFormat};
 use tracing_subscriber::EnvFilter;
 
-// jemalloc instead of the system's allocator. A connection's task moves between the worker
-// threads, so a worker often frees what the other allocated: glibc's malloc then takes the other
-// thread's arena lock (about a fifth of an A2A round trip's `futex` calls under load were those
-// waits), and grows its arenas a page at a time with `mprotect`. jemalloc frees into the freeing
-// thread's cache. Against the same baseline (BENCHMARKS.md, interleaved runs): 1-9 % more
-// requests per second in every load figure, no more memory per ledger entry.
+// jemalloc: a connection's task moves between worker threads, so a worker often frees what
+// another allocated; glibc's malloc then waits on that thread's arena lock, jemalloc frees into
+// the freeing thread's cache (see BENCHMARKS.md).
 #[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-// jemalloc's options, read when it starts (`_RJEM_MALLOC_CONF` in the environment still adds to
-// them). A thread's cache is swept every 64 KB allocated by default: ~1.3 k instructions of an
-// A2A round trip (2.5 %) and ~0.3 k of a recorded action went on the sweeps (callgrind). Every
-// 1 MB, the sweeps cost a sixteenth of that; what a cache holds stays bounded by its own limits.
+// jemalloc's options (`_RJEM_MALLOC_CONF` still adds to them): a thread's cache is swept every
+// 1 MB allocated, not every 64 KB, whose sweeps were a measurable part of every request; what a
+// cache holds stays bounded by its own limits.
 #[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[export_name = "_rjem_malloc_conf"]
 static MALLOC_CONF: &u8 = &b"tcache_gc_incr_bytes:1048576\0"[0];

@@ -194,21 +194,17 @@ fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
         Incoming::Response { id, result, error } => {
             // The answer to a legacy task's question; any other response is accepted and
             // ignored.
-            let reply = match (&error, &result) {
-                (Some(e), _) => Some(Err(e)),
-                (None, Some(r)) => Some(Ok(r)),
-                (None, None) => None,
-            };
+            let reply = error.as_ref().map(Err).or(result.as_ref().map(Ok));
             if let (Some(id), Some(reply)) = (id, reply) {
                 task_result::answered(world, server, &req.headers, &id, reply);
             }
-            Reply::now(accepted())
+            Reply::now(empty(202))
         }
         Incoming::Notification { method, params } => {
             if method == "notifications/cancelled" {
                 cancelled(world, server, &req.headers, &params);
             }
-            Reply::now(accepted())
+            Reply::now(empty(202))
         }
         Incoming::Request { id, method, params } => {
             match request(world, server, &req.headers, &id, &method, &params, sse) {
@@ -252,14 +248,7 @@ fn request(
         "server/discover" if modern => Ok(ok(discover(server))),
         "tools/call" => call::call(world, server, (&era, headers), id, params, sse),
         _ => {
-            let c = task_rpc::Call {
-                era: &era,
-                id,
-                params,
-                sse,
-                streamable: accepts_stream(headers),
-                fate: crate::fate::Fate::Respond,
-            };
+            let c = task_rpc::Call::new(&era, id, params, sse, headers);
             if let Some(r) = task_rpc::method(world, server, c, method) {
                 return r;
             }
@@ -323,17 +312,15 @@ fn initialize(
         return Err(McpError::InvalidParams(e.into()));
     };
     let legacy: Vec<&'static str> = server.legacy_versions().collect();
-    let version = match legacy.iter().find(|v| **v == requested) {
-        Some(v) => *v,
-        None => match legacy.iter().max() {
-            Some(newest) => *newest,
-            None => {
-                return Err(McpError::LegacyVersion {
-                    requested: requested.to_string(),
-                    supported: server.versions.clone(),
-                })
-            }
-        },
+    let chosen = legacy
+        .iter()
+        .find(|v| **v == requested)
+        .or(legacy.iter().max());
+    let Some(&version) = chosen else {
+        return Err(McpError::LegacyVersion {
+            requested: requested.to_string(),
+            supported: server.versions.clone(),
+        });
     };
     let session = world.extension::<Sessions>().open(&server.name, version);
     let detail = json!({
@@ -412,18 +399,14 @@ fn discover(server: &McpServer) -> Value {
 fn delete(world: &World, server: &McpServer, headers: &HeaderMap) -> Response {
     let Some(id) = headers.get(SESSION_HEADER).map(crate::service::header_text) else {
         let e = McpError::NoSession("DELETE needs the Mcp-Session-Id of the session to end".into());
-        return answer(e.http_status(), e.body(None), false);
+        return e.response(None);
     };
     if !world.extension::<Sessions>().close(&server.name, &id) {
         let e = McpError::UnknownSession(id.into_owned());
-        return answer(e.http_status(), e.body(None), false);
+        return e.response(None);
     }
     log(world, server, "session-closed", json!({"session": id}));
-    Response {
-        status: 200,
-        headers: Vec::new(),
-        body: Vec::new(),
-    }
+    empty(200)
 }
 
 /// `GET` with `Last-Event-ID` (legacy): the cut or delayed stream it names resumed, as
@@ -434,7 +417,7 @@ fn resume(world: &World, server: &McpServer, headers: &HeaderMap) -> Reply {
     let now = world.clock.now();
     let Some(id) = headers.get(SESSION_HEADER).map(crate::service::header_text) else {
         let e = McpError::NoSession("a resumption names its session (Mcp-Session-Id)".into());
-        return Reply::now(answer(e.http_status(), e.body(None), false));
+        return Reply::now(e.response(None));
     };
     let last = headers
         .get("last-event-id")
@@ -524,9 +507,9 @@ fn log(world: &World, server: &McpServer, event: &str, detail: Value) -> u64 {
     world.lock().ledger.append(rec)
 }
 
-fn accepted() -> Response {
+fn empty(status: u16) -> Response {
     Response {
-        status: 202,
+        status,
         headers: Vec::new(),
         body: Vec::new(),
     }

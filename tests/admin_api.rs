@@ -120,6 +120,31 @@ fn filter_values_are_percent_decoded() {
         vec![1],
         "'+' is a space"
     );
+    assert_eq!(
+        seqs(&entries(&da, "service=pay%6Dents&key=a+b/c%2Bd")),
+        vec![1]
+    );
+}
+
+#[test]
+fn the_openapi_document_lists_every_endpoint() {
+    let doc: Value = serde_json::from_str(doubleagent::admin::OPENAPI).unwrap();
+    for p in [
+        "/_admin/health",
+        "/_admin/ledger",
+        "/_admin/ledger.jsonl",
+        "/_admin/ledger/wait",
+        "/_admin/reset",
+        "/_admin/clock",
+        "/_admin/clock/advance",
+        "/_admin/scenario",
+        "/_admin/openapi.json",
+    ] {
+        assert!(
+            doc["paths"].get(p).is_some(),
+            "{p} missing from openapi.json"
+        );
+    }
 }
 
 #[test]

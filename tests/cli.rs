@@ -162,3 +162,20 @@ fn the_seed_flag_overrides_the_scenario_seed_and_is_reported_by_health() {
     let da = Da::start_args(&[path.to_str().unwrap(), "--seed", "99"]);
     assert_eq!(da.get("/_admin/health").json()["seed"], 99);
 }
+
+/// The client `verify --url`, `report --url` and `probe` call a server with.
+#[tokio::test]
+async fn only_plain_http_urls_with_a_host_are_sent() {
+    use doubleagent::client::{send, ClientError};
+    for bad in ["https://x/", "http:///x", "ftp://h/", "not a url"] {
+        let err = send(
+            "GET",
+            bad,
+            &[],
+            Vec::new(),
+            std::time::Duration::from_secs(1),
+        )
+        .await;
+        assert!(matches!(err, Err(ClientError::Url(_))), "{bad}: {err:?}");
+    }
+}

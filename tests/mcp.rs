@@ -278,6 +278,53 @@ fn rec4_a_delayed_answer_waits_on_the_scenario_clock() {
 }
 
 #[test]
+fn envelopes_are_told_apart_and_malformed_ones_refused() {
+    let da = Da::start(&issue());
+    let raw = |h: &[(&str, &str)], body: &str| {
+        let mut headers = vec![ACCEPT, ("content-type", "application/json")];
+        headers.extend_from_slice(h);
+        da.req("POST", "/mcp/payments", &headers, body).unwrap()
+    };
+    let sid = session(&da);
+    let h = [("mcp-session-id", sid.as_str())];
+    let r = raw(&h, r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
+    assert_eq!((r.status, json_of(&r)["id"].clone()), (200, json!(7)));
+    let note = raw(
+        &h,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(note.status, 202);
+    let resp = raw(&h, r#"{"jsonrpc":"2.0","id":"s1","result":{}}"#);
+    assert_eq!(resp.status, 202);
+    assert!(events(&da, "rpc-error").is_empty());
+    let bad = |b: &str| json_of(&raw(&h, b))["error"]["code"].as_i64().unwrap();
+    assert_eq!(bad("{nope"), -32700);
+    assert_eq!(bad(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#), -32600);
+    assert_eq!(
+        bad(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#),
+        -32600
+    );
+    assert_eq!(bad(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#), -32600);
+    assert_eq!(
+        bad(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#),
+        -32600
+    );
+    // An error carries its code, status and data, and echoes a string id.
+    let mut m = meta();
+    m["io.modelcontextprotocol/protocolVersion"] = "2030-01-01".into();
+    let h = [
+        ("mcp-protocol-version", "2030-01-01"),
+        ("mcp-method", "tools/list"),
+    ];
+    let r = post(&da, &h, &rpc(json!("a"), "tools/list", json!({"_meta": m}))).unwrap();
+    assert_eq!(r.status, 400);
+    let b = r.json();
+    assert_eq!(b["error"]["code"], -32022);
+    assert_eq!(b["error"]["data"]["supported"][0], "2026-07-28");
+    assert_eq!(b["id"], "a");
+}
+
+#[test]
 fn bad_requests_get_json_rpc_errors_and_are_recorded_as_refusals() {
     let da = Da::start(&issue());
     // Not JSON: -32700 on 400.

@@ -43,77 +43,29 @@ pub fn render(host: &Host) -> String {
         entries += st.ledger.len();
         keys += st.keys.len();
     }
-    let metric = |out: &mut String, name: &str, kind: &str, help: &str, v: u64| {
-        let _ = writeln!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
-        );
-    };
-    metric(
-        &mut out,
-        "doubleagent_replays_total",
-        "counter",
-        "Requests answered from an idempotency key's stored response.",
-        replays,
-    );
-    metric(
-        &mut out,
-        "doubleagent_conflicts_total",
-        "counter",
-        "Requests refused because their key's first request was still in flight.",
-        conflicts,
-    );
-    metric(
-        &mut out,
-        "doubleagent_evictions_total",
-        "counter",
-        "Ledger entries evicted to respect --max-entries.",
-        evicted,
-    );
-    if let Some(j) = host.journal_status() {
-        metric(
-            &mut out,
-            "doubleagent_journal_failing",
-            "gauge",
-            "1 while the journal's last write failed (requests are answered 503).",
-            u64::from(j.failing),
-        );
-        metric(
-            &mut out,
-            "doubleagent_journal_write_failures_total",
-            "counter",
-            "Journal writes that failed (a full disk, an I/O error).",
-            j.failed_writes,
-        );
+    let journal = host.journal_status();
+    let sessions = host.session_names().len() as u64;
+    // name, type, help, value (the journal's only when there is a journal)
+    #[rustfmt::skip]
+    let metrics = [
+        ("doubleagent_replays_total", "counter", "Requests answered from an idempotency key's stored response.", Some(replays)),
+        ("doubleagent_conflicts_total", "counter", "Requests refused because their key's first request was still in flight.", Some(conflicts)),
+        ("doubleagent_evictions_total", "counter", "Ledger entries evicted to respect --max-entries.", Some(evicted)),
+        ("doubleagent_journal_failing", "gauge", "1 while the journal's last write failed (requests are answered 503).", journal.as_ref().map(|j| u64::from(j.failing))),
+        ("doubleagent_journal_write_failures_total", "counter", "Journal writes that failed (a full disk, an I/O error).", journal.as_ref().map(|j| j.failed_writes)),
+        ("doubleagent_sessions", "gauge", "Named sessions alive.", Some(sessions)),
+        ("doubleagent_sessions_dropped_total", "counter", "Named sessions ended (idle, dropped).", Some(dropped)),
+        ("doubleagent_ledger_entries", "gauge", "Ledger entries held, all sessions.", Some(entries as u64)),
+        ("doubleagent_idempotency_keys", "gauge", "Idempotency keys held, all sessions.", Some(keys as u64)),
+    ];
+    for (name, kind, help, v) in metrics {
+        if let Some(v) = v {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
+            );
+        }
     }
-    metric(
-        &mut out,
-        "doubleagent_sessions",
-        "gauge",
-        "Named sessions alive.",
-        host.session_names().len() as u64,
-    );
-    metric(
-        &mut out,
-        "doubleagent_sessions_dropped_total",
-        "counter",
-        "Named sessions ended (idle, dropped).",
-        dropped,
-    );
-    metric(
-        &mut out,
-        "doubleagent_ledger_entries",
-        "gauge",
-        "Ledger entries held, all sessions.",
-        entries as u64,
-    );
-    metric(
-        &mut out,
-        "doubleagent_idempotency_keys",
-        "gauge",
-        "Idempotency keys held, all sessions.",
-        keys as u64,
-    );
     let _ = writeln!(
         out,
         "# HELP doubleagent_findings Findings per rule in the latest verification."

@@ -129,11 +129,10 @@ async fn route(
         (p, q) => p.or(q),
     };
     if (req.method, req.path) == ("GET", "/metrics") {
-        return Ok(Response {
-            status: 200,
-            headers: vec![("content-type".into(), "text/plain; version=0.0.4".into())],
-            body: metrics::render(host).into_bytes(),
-        });
+        return Ok(ok(
+            "text/plain; version=0.0.4",
+            metrics::render(host).into_bytes(),
+        ));
     }
     if (req.method, req.path) == ("GET", "/sessions") {
         return Ok(Response::json(
@@ -195,18 +194,13 @@ async fn route(
         // The verdict as `doubleagent verify` prints it, for harnesses' failure messages.
         ("GET", "/verify.txt") => {
             let (entries, report) = verdict(host, &world);
-            Ok(Response {
-                status: 200,
-                headers: vec![("content-type".into(), "text/plain; charset=utf-8".into())],
-                body: report.human(&entries).into_bytes(),
-            })
+            Ok(ok(
+                "text/plain; charset=utf-8",
+                report.human(&entries).into_bytes(),
+            ))
         }
         ("GET", "/report") => Ok(report(&world)),
-        ("GET", "/openapi.json") => Ok(Response {
-            status: 200,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: OPENAPI.as_bytes().to_vec(),
-        }),
+        ("GET", "/openapi.json") => Ok(ok("application/json", OPENAPI.as_bytes().to_vec())),
         (m, p) => Err(match allowed(p) {
             Some(allow) => AdminError::MethodNotAllowed {
                 method: m.into(),
@@ -218,6 +212,15 @@ async fn route(
                 path: p.into(),
             },
         }),
+    }
+}
+
+/// A 200 answer of `content_type`.
+fn ok(content_type: &'static str, body: Vec<u8>) -> Response {
+    Response {
+        status: 200,
+        headers: vec![("content-type".into(), content_type.into())],
+        body,
     }
 }
 
@@ -279,11 +282,7 @@ fn ledger_jsonl(world: &World, filter: &Filter) -> Result<Response, AdminError> 
         serde_json::to_writer(&mut body, &e).map_err(|e| AdminError::BadRequest(e.to_string()))?;
         body.push(b'\n');
     }
-    Ok(Response {
-        status: 200,
-        headers: vec![("content-type".into(), "application/x-ndjson".into())],
-        body,
-    })
+    Ok(ok("application/x-ndjson", body))
 }
 
 /// A fresh world for the session (or, with `drop=true`, the named session gone).
@@ -366,11 +365,8 @@ fn report(world: &World) -> Response {
         world.scenario.name,
         world.session.as_deref().unwrap_or("default session")
     );
-    Response {
-        status: 200,
-        headers: vec![("content-type".into(), "text/html; charset=utf-8".into())],
-        body: crate::report::render(&title, &entries, &report).into_bytes(),
-    }
+    let page = crate::report::render(&title, &entries, &report);
+    ok("text/html; charset=utf-8", page.into_bytes())
 }
 
 #[derive(serde::Serialize)]
@@ -399,37 +395,17 @@ impl Ready {
     /// `/_s/NAME` prefix.
     pub fn of(world: &World, base_url: &str) -> Ready {
         let base_url = &world.url(base_url);
-        let services = world
-            .scenario
-            .services
-            .iter()
-            .map(|s| {
-                (
-                    s.name.clone(),
-                    Value::from(format!("{base_url}/{}", s.name)),
-                )
-            })
-            .collect();
-        let agents = world
-            .scenario
-            .agents
-            .iter()
-            .map(|a| {
-                (
-                    a.name.to_string(),
-                    Value::from(format!("{base_url}/agents/{}", a.name)),
-                )
-            })
-            .collect();
-        let mcp = world
-            .scenario
-            .mcp
-            .iter()
-            .map(|m| {
-                let url = format!("{base_url}/mcp/{}", m.name);
-                (m.name.to_string(), Value::from(url))
-            })
-            .collect();
+        let urls = |names: Vec<&str>, under: &str| -> serde_json::Map<String, Value> {
+            let url = |n: &str| Value::from(format!("{base_url}{under}/{n}"));
+            names.into_iter().map(|n| (n.to_string(), url(n))).collect()
+        };
+        let scenario = &world.scenario;
+        let services = urls(scenario.services.iter().map(|s| &*s.name).collect(), "");
+        let agents = urls(
+            scenario.agents.iter().map(|a| &*a.name).collect(),
+            "/agents",
+        );
+        let mcp = urls(scenario.mcp.iter().map(|m| &*m.name).collect(), "/mcp");
         Ready {
             mcp,
             event: "ready",
@@ -491,22 +467,20 @@ async fn wait(world: &World, params: &[(String, String)]) -> Result<Response, Ad
             return Ok(Response::json_of(200, &Entries { entries }));
         }
         let changed = tokio::time::timeout_at(deadline, appended.changed()).await;
-        match changed {
-            Ok(Ok(())) => continue,
-            // The world was replaced (its ledger dropped) or time ran out.
-            _ => {
-                let entries = world.entries(&filter);
-                return Ok(Response::json(
-                    408,
-                    &json!({
-                        "error": format!("timed out after {} with {} of {count} matching entries", format_duration(timeout), entries.len()),
-                        "status": 408,
-                        "entries": entries,
-                    }),
-                ));
-            }
+        // The world was replaced (its ledger dropped) or time ran out.
+        if !matches!(changed, Ok(Ok(()))) {
+            break;
         }
     }
+    let entries = world.entries(&filter);
+    Ok(Response::json(
+        408,
+        &json!({
+            "error": format!("timed out after {} with {} of {count} matching entries", format_duration(timeout), entries.len()),
+            "status": 408,
+            "entries": entries,
+        }),
+    ))
 }
 
 /// `{"revision": 2, "work_id": "w-1"}`: record that a revision took over (for one work item, or
@@ -628,45 +602,4 @@ fn decode(s: &str) -> Result<String, AdminError> {
     }
     String::from_utf8(out)
         .map_err(|_| AdminError::BadRequest(format!("query value \"{s}\" is not UTF-8")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn query_strings_decode_and_unknown_filters_are_named() {
-        let q = parse_query("service=pay%20ments&key=a+b").unwrap();
-        assert_eq!(
-            q,
-            vec![
-                ("service".into(), "pay ments".into()),
-                ("key".into(), "a b".into())
-            ]
-        );
-        let e = filter_from(&parse_query("servce=x").unwrap(), &[]).unwrap_err();
-        assert!(e.to_string().contains("did you mean `service`"), "{e}");
-        assert!(parse_query("a=%zz").is_err());
-    }
-
-    #[test]
-    fn openapi_document_is_valid_json_and_lists_every_endpoint() {
-        let doc: Value = serde_json::from_str(OPENAPI).unwrap();
-        for p in [
-            "/_admin/health",
-            "/_admin/ledger",
-            "/_admin/ledger.jsonl",
-            "/_admin/ledger/wait",
-            "/_admin/reset",
-            "/_admin/clock",
-            "/_admin/clock/advance",
-            "/_admin/scenario",
-            "/_admin/openapi.json",
-        ] {
-            assert!(
-                doc["paths"].get(p).is_some(),
-                "{p} missing from openapi.json"
-            );
-        }
-    }
 }

@@ -99,14 +99,7 @@ pub(super) fn call(
     };
     // Whether it runs as a task is settled before anything runs: a refusal is no action.
     if let (Some(ttl), Some(spec)) = (task_rpc::asked(tool, era, params)?, &tool.task) {
-        let call = task_rpc::Call {
-            era,
-            id,
-            params,
-            sse,
-            streamable: super::accepts_stream(incoming),
-            fate: crate::fate::Fate::Respond,
-        };
+        let call = task_rpc::Call::new(era, id, params, sse, incoming);
         return Ok(task_rpc::create(
             world,
             (server, tool, spec),
@@ -125,7 +118,7 @@ pub(super) fn call(
     let out = admit(world, era, id, req);
     if expires_now(world, server, era, &out) {
         let e = McpError::UnknownSession(era.session().unwrap_or_default().to_string());
-        return Ok(Reply::now(answer(e.http_status(), e.body(Some(id)), false)));
+        return Ok(Reply::now(e.response(Some(id))));
     }
     let message = message(id, era, server, answer_of(world, (server, tool), era, &out));
     Ok(deliver(
@@ -309,38 +302,26 @@ fn build(
 ) -> Result<(String, Option<String>, HeaderMap), Vec<String>> {
     let mut problems = tool.input_schema.problems(args);
     let mut headers = HeaderMap::new();
-    let key = match key_of(tool, params, args) {
-        Ok(k) => k,
-        Err(e) => {
-            problems.push(e);
-            None
-        }
-    };
+    let key = key_of(tool, params, args).unwrap_or_else(|e| {
+        problems.push(e);
+        None
+    });
     // Control characters were refused above: anything else is a valid header value.
     if let Some(v) = key.as_deref().and_then(|k| HeaderValue::from_str(k).ok()) {
         headers.insert(tool.key_header.clone(), v);
     }
     let path = tool.path.fill(|param| {
         let pointer = &tool.path_params.iter().find(|(p, _)| p == param)?.1;
-        match text_of(args.pointer(pointer), pointer) {
-            Ok(Some(v)) if !v.is_empty() && !v.contains('/') => Some(v),
+        let problem = match text_of(args.pointer(pointer), pointer) {
+            Ok(Some(v)) if !v.is_empty() && !v.contains('/') => return Some(v),
             Ok(Some(_)) => {
-                problems.push(format!(
-                    "{pointer}: must be a non-empty value without '/' (it is a path segment)"
-                ));
-                None
+                format!("{pointer}: must be a non-empty value without '/' (it is a path segment)")
             }
-            Ok(None) => {
-                problems.push(format!(
-                    "{pointer}: required (it is the route's {{{param}}})"
-                ));
-                None
-            }
-            Err(e) => {
-                problems.push(e);
-                None
-            }
-        }
+            Ok(None) => format!("{pointer}: required (it is the route's {{{param}}})"),
+            Err(e) => e,
+        };
+        problems.push(problem);
+        None
     });
     match path {
         Some(p) if problems.is_empty() => Ok((p, key, headers)),

@@ -1,11 +1,8 @@
-//! Multi-round-trip requests (2026-07-28): a tool with `input` answers a modern call it has
-//! not yet asked with `resultType: "input_required"`, its question and a `requestState`; the
-//! client re-sends the call (a new id) with the answer and that state, and only then does the
-//! call run. A round that asks is no action (an `input-required` entry), so a correct re-send is
-//! never a duplicate. The state is derived from the seed, the tool, the arguments and the
-//! scenario time it was issued (which it carries): it binds the answer to this call, a re-send
-//! with other arguments is refused, and so is one past the input's `ttl` (as the spec asks a
-//! server to bind a TTL).
+//! Multi-round-trip requests (2026-07-28): a tool with `input` answers a modern call not yet
+//! asked with `resultType: "input_required"`, its question and a `requestState`; the call runs
+//! only when re-sent with the answer and that state. A round that asks is no action, so a
+//! correct re-send is never a duplicate. The state binds the answer to the tool, the arguments
+//! and its issue time (refused past the input's `ttl`).
 
 use serde_json::{json, Value};
 

@@ -239,53 +239,8 @@ impl McpError {
         }
         json!({"jsonrpc": "2.0", "id": id, "error": error})
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn envelopes_are_told_apart() {
-        let req = parse(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).unwrap();
-        assert!(matches!(
-            req,
-            Incoming::Request {
-                id: Id::Number(_),
-                ..
-            }
-        ));
-        let note = parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
-        assert!(matches!(note, Incoming::Notification { .. }));
-        let resp = parse(br#"{"jsonrpc":"2.0","id":"s1","result":{}}"#).unwrap();
-        assert!(matches!(resp, Incoming::Response { .. }));
-        let bad = |b: &[u8]| parse(b).unwrap_err().1.code();
-        assert_eq!(bad(b"{nope"), -32700);
-        assert_eq!(
-            bad(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
-            -32600
-        );
-        assert_eq!(
-            bad(br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#),
-            -32600
-        );
-        assert_eq!(bad(br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#), -32600);
-        assert_eq!(
-            bad(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#),
-            -32600
-        );
-    }
-
-    #[test]
-    fn errors_carry_their_code_status_and_data() {
-        let e = McpError::UnsupportedVersion {
-            requested: "2030-01-01".into(),
-            supported: vec!["2026-07-28"],
-        };
-        assert_eq!(e.http_status(), 400);
-        let b = e.body(Some(&Id::String("a".into())));
-        assert_eq!(b["error"]["code"], -32022);
-        assert_eq!(b["error"]["data"]["supported"][0], "2026-07-28");
-        assert_eq!(b["id"], "a");
+    /// The error as a plain JSON HTTP answer.
+    pub(crate) fn response(&self, id: Option<&Id>) -> crate::service::Response {
+        crate::service::Response::json(self.http_status(), &self.body(id))
     }
 }

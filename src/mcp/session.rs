@@ -27,6 +27,13 @@ struct Table {
     open: HashMap<String, Open>,
 }
 
+impl Table {
+    /// Open session `id`, if it is `server`'s.
+    fn of(&self, server: &str, id: &str) -> Option<&Open> {
+        self.open.get(id).filter(|o| &*o.session.server == server)
+    }
+}
+
 struct Open {
     session: Session,
     /// The latest tool calls' JSON-RPC ids (as JSON text) and action seqs, for a
@@ -54,16 +61,13 @@ impl Sessions {
             server: server.clone(),
             version,
         };
-        let (calls, streams) = (VecDeque::new(), VecDeque::new());
-        t.open.insert(
-            id.clone(),
-            Open {
-                session,
-                calls,
-                streams,
-                made: 0,
-            },
-        );
+        let open = Open {
+            session,
+            calls: VecDeque::new(),
+            streams: VecDeque::new(),
+            made: 0,
+        };
+        t.open.insert(id.clone(), open);
         id
     }
 
@@ -106,7 +110,7 @@ impl Sessions {
         seq: u64,
     ) -> Option<(Duration, Vec<u8>)> {
         let t = unpoisoned(self.0.lock());
-        let o = t.open.get(id).filter(|o| &*o.session.server == server)?;
+        let o = t.of(server, id)?;
         o.streams
             .iter()
             .find(|(s, _, _)| *s == seq)
@@ -116,7 +120,7 @@ impl Sessions {
     /// The action of call `request_id` (JSON text) in session `id` of `server`, latest first.
     pub(crate) fn call_of(&self, server: &str, id: &str, request_id: &str) -> Option<u64> {
         let t = unpoisoned(self.0.lock());
-        let o = t.open.get(id).filter(|o| &*o.session.server == server)?;
+        let o = t.of(server, id)?;
         o.calls
             .iter()
             .rev()
@@ -127,14 +131,14 @@ impl Sessions {
     /// The open session `id` of `server` (another server's is unknown here).
     pub(crate) fn get(&self, server: &str, id: &str) -> Option<Session> {
         let t = unpoisoned(self.0.lock());
-        let o = t.open.get(id).filter(|o| &*o.session.server == server)?;
+        let o = t.of(server, id)?;
         Some(o.session.clone())
     }
 
     /// End session `id` of `server`; whether it was open.
     pub(crate) fn close(&self, server: &str, id: &str) -> bool {
         let mut t = unpoisoned(self.0.lock());
-        let known = t.open.get(id).is_some_and(|o| &*o.session.server == server);
+        let known = t.of(server, id).is_some();
         if known {
             t.open.remove(id);
         }

@@ -1,19 +1,13 @@
 //! A legacy (2025-11-25) `tasks/result` asked before its task ends, and the task's question.
 //!
-//! `tasks/result` blocks until the task is terminal, and a task that needs input is answered
-//! through it: at its question's time the task reads `input_required`, and the `tasks/result`
-//! event stream carries the server's `elicitation/create` request (with
-//! `_meta["io.modelcontextprotocol/related-task"]`); the client POSTs its JSON-RPC response,
-//! which is the answer ([`answered`]). Accepted, the call is admitted then and works the rest of
-//! its time on the scenario clock; declined, cancelled or answered with an error, the task ends
-//! `cancelled` and nothing runs. The answer is taken as a modern `tasks/update`'s is
-//! ([`task_rpc::take_answer`]) and recorded as the same `task-update` entry.
+//! `tasks/result` blocks until the task is terminal. A task that needs input asks through it:
+//! its event stream carries the server's `elicitation/create` request (tied to the task by
+//! `related-task`), and the client's POSTed JSON-RPC response is the answer ([`answered`]),
+//! taken as a modern `tasks/update`'s is ([`task_rpc::take_answer`]).
 //!
-//! The held answer ([`Later`]) watches the task (the task table's [`Tasks::changed`] and the
-//! scenario clock) and is made when the task ends, from the task as it is then: the call's
-//! result, or the error `tasks/result` gives for a task cancelled or expired meanwhile. A client
-//! that takes an event stream gets it as one (the question on the way); one that takes only
-//! JSON gets the answer whole once it is known.
+//! The held answer ([`Later`]) watches the task ([`Tasks::changed`], the scenario clock) and is
+//! made when the task ends, from the task as it is then; an event stream if the client takes
+//! one, else the JSON answer whole once known.
 
 use std::time::Duration;
 

@@ -31,7 +31,27 @@ pub(super) struct Call<'c> {
     pub(super) fate: Fate,
 }
 
-impl Call<'_> {
+impl<'c> Call<'c> {
+    /// A call as it came, before any fate.
+    pub(super) fn new(
+        era: &'c Era,
+        id: &'c Id,
+        params: &'c Value,
+        sse: bool,
+        headers: &hyper::HeaderMap,
+    ) -> Call<'c> {
+        let streamable = super::accepts_stream(headers);
+        let fate = Fate::Respond;
+        Call {
+            era,
+            id,
+            params,
+            sse,
+            streamable,
+            fate,
+        }
+    }
+
     /// A task method's entry; one whose answer does not reach the client says so
     /// (`answered: false`), for the verifier does not count it as learning anything.
     fn log(&self, world: &World, server: &McpServer, event: &str, mut detail: Value) {
@@ -45,18 +65,10 @@ impl Call<'_> {
     }
 
     /// The HTTP answer `body` (a JSON-RPC message) as this method's fate delivers it.
-    fn deliver(&self, body: Value, at_least: Option<Duration>, now: Duration) -> Reply {
+    fn deliver(&self, body: Value, now: Duration) -> Reply {
         let mut reply = Reply::now(answer(200, body, self.sse));
-        let due = match self.fate {
-            Fate::Delay(d) => Some(now + d),
-            _ => None,
-        }
-        .max(at_least);
-        if let Some(t) = due {
-            reply.plan = Plan::At(t);
-            reply.stream = self.sse;
-        }
         match self.fate {
+            Fate::Delay(d) => (reply.plan, reply.stream) = (Plan::At(now + d), self.sse),
             Fate::DropAfterApply | Fate::DropBeforeApply => reply.plan = Plan::Drop,
             Fate::ResetAfterApply => reply.plan = Plan::Reset,
             Fate::HangAfterApply => reply.plan = Plan::Hang,
@@ -67,6 +79,11 @@ impl Call<'_> {
         }
         reply
     }
+}
+
+/// -32021 for a modern request that does not declare the tasks extension.
+fn needs_extension(message: String) -> McpError {
+    McpError::MissingCapability(message, json!({"extensions": {EXTENSION: {}}}))
 }
 
 /// Whether a task method under `fate` answers the client with what it did.
@@ -112,13 +129,10 @@ pub(super) fn asked(
         let declared = declares(params, EXTENSION);
         return match (&tool.task, declared) {
             (Some(_), true) => Ok(Some(None)),
-            _ if required => Err(McpError::MissingCapability(
-                format!(
-                    "tool {} runs only as a task: declare the {EXTENSION} extension",
-                    tool.name
-                ),
-                json!({"extensions": {EXTENSION: {}}}),
-            )),
+            _ if required => Err(needs_extension(format!(
+                "tool {} runs only as a task: declare the {EXTENSION} extension",
+                tool.name
+            ))),
             _ => Ok(None),
         };
     }
@@ -247,12 +261,9 @@ pub(super) fn method(
         return None;
     }
     if modern && !declares(c.params, EXTENSION) {
-        return Some(Err(McpError::MissingCapability(
-            format!(
-                "{method} belongs to the {EXTENSION} extension: declare it in this request's _meta"
-            ),
-            json!({"extensions": {EXTENSION: {}}}),
-        )));
+        return Some(Err(needs_extension(format!(
+            "{method} belongs to the {EXTENSION} extension: declare it in this request's _meta"
+        ))));
     }
     if method == "tasks/list" {
         return Some(Ok(list(world, server, &c)));
@@ -284,7 +295,7 @@ pub(super) fn method(
         let detail = json!({"task_id": task.id, "target": task.action});
         let event = format!("task-{}", method.trim_start_matches("tasks/"));
         c.log(world, server, &event, detail);
-        return Some(Ok(c.deliver(Value::Null, None, now)));
+        return Some(Ok(c.deliver(Value::Null, now)));
     }
     Some(match method {
         "tasks/get" => Ok(get(world, server, &c, &task)),
@@ -307,7 +318,7 @@ pub(super) fn status_now(world: &World, task: &Task) -> Status {
 /// A task method's result, as its fate delivers it.
 fn ok(world: &World, c: &Call<'_>, server: &McpServer, result: Value) -> Reply {
     let body = rpc::result(c.id, complete(result, c.era, server));
-    c.deliver(body, None, world.clock.now())
+    c.deliver(body, world.clock.now())
 }
 
 /// `tasks/get`: legacy the flat task, modern the detailed one (with its result, error or
@@ -389,7 +400,7 @@ fn result(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Resul
     if !status.terminal() {
         if !answers(c.fate) {
             // Lost, reset, hung or failed: no answer (nor question) is made.
-            return Ok(c.deliver(Value::Null, None, now));
+            return Ok(c.deliver(Value::Null, now));
         }
         let hold = match c.fate {
             Fate::Delay(d) => Some(now + d),
@@ -398,7 +409,7 @@ fn result(world: &World, server: &McpServer, c: &Call<'_>, task: &Task) -> Resul
         return Ok(task_result::held(server, task, c.id, (hold, c.sse || asks)));
     }
     let msg = result_message(task, status, c.id)?;
-    Ok(c.deliver(msg, None, now))
+    Ok(c.deliver(msg, now))
 }
 
 /// The answer `tasks/result` gives for a task in `status` (its end, or what it will be).

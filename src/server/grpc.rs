@@ -131,11 +131,8 @@ impl Grpc {
         req: Request<Req>,
     ) -> Result<Response<Events>, Status> {
         match self.call(method, req).await? {
-            Reply::Full(r) if r.status == 200 => {
-                // A direct Message answer to a streaming send: one event.
-                let ev: pb::StreamResponse = decode(&r.body)?;
-                Ok(Response::new(Box::pin(tokio_stream::once(Ok(ev)))))
-            }
+            // A direct Message answer to a streaming send: one event.
+            Reply::Full(r) if r.status == 200 => one(&r.body),
             Reply::Full(r) => Err(status_of(&r.body)),
             Reply::Stream { body, .. } => {
                 let events = tokio_stream::wrappers::ReceiverStream::new(body).map(|frame| {
@@ -148,12 +145,15 @@ impl Grpc {
                 });
                 Ok(Response::new(Box::pin(events)))
             }
-            Reply::Ready { body, .. } => {
-                let ev: pb::StreamResponse = decode(&body)?;
-                Ok(Response::new(Box::pin(tokio_stream::once(Ok(ev)))))
-            }
+            Reply::Ready { body, .. } => one(&body),
         }
     }
+}
+
+/// A stream of one event.
+fn one(body: &[u8]) -> Result<Response<Events>, Status> {
+    let ev: pb::StreamResponse = decode(body)?;
+    Ok(Response::new(Box::pin(tokio_stream::once(Ok(ev)))))
 }
 
 fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, Status> {
@@ -190,77 +190,54 @@ fn status_of(body: &[u8]) -> Status {
     }
 }
 
-#[tonic::async_trait]
-impl A2aService for Grpc {
-    type SendStreamingMessageStream = Events;
-    type SubscribeToTaskStream = Events;
-
-    async fn send_message(
+impl Grpc {
+    /// `DeleteTaskPushNotificationConfig`: the engine answers `null`, the protobuf answer is
+    /// `Empty`.
+    async fn empty<Req: Serialize>(
         &self,
-        r: Request<pb::SendMessageRequest>,
-    ) -> Result<Response<pb::SendMessageResponse>, Status> {
-        self.unary("SendMessage", r).await
-    }
-    async fn send_streaming_message(
-        &self,
-        r: Request<pb::SendMessageRequest>,
-    ) -> Result<Response<Events>, Status> {
-        self.streaming("SendStreamingMessage", r).await
-    }
-    async fn get_task(&self, r: Request<pb::GetTaskRequest>) -> Result<Response<pb::Task>, Status> {
-        self.unary("GetTask", r).await
-    }
-    async fn list_tasks(
-        &self,
-        r: Request<pb::ListTasksRequest>,
-    ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        self.unary("ListTasks", r).await
-    }
-    async fn cancel_task(
-        &self,
-        r: Request<pb::CancelTaskRequest>,
-    ) -> Result<Response<pb::Task>, Status> {
-        self.unary("CancelTask", r).await
-    }
-    async fn subscribe_to_task(
-        &self,
-        r: Request<pb::SubscribeToTaskRequest>,
-    ) -> Result<Response<Events>, Status> {
-        self.streaming("SubscribeToTask", r).await
-    }
-    async fn create_task_push_notification_config(
-        &self,
-        r: Request<pb::TaskPushNotificationConfig>,
-    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
-        self.unary("CreateTaskPushNotificationConfig", r).await
-    }
-    async fn get_task_push_notification_config(
-        &self,
-        r: Request<pb::GetTaskPushNotificationConfigRequest>,
-    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
-        self.unary("GetTaskPushNotificationConfig", r).await
-    }
-    async fn list_task_push_notification_configs(
-        &self,
-        r: Request<pb::ListTaskPushNotificationConfigsRequest>,
-    ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
-        self.unary("ListTaskPushNotificationConfigs", r).await
-    }
-    async fn get_extended_agent_card(
-        &self,
-        r: Request<pb::GetExtendedAgentCardRequest>,
-    ) -> Result<Response<pb::AgentCard>, Status> {
-        self.unary("GetExtendedAgentCard", r).await
-    }
-    async fn delete_task_push_notification_config(
-        &self,
-        r: Request<pb::DeleteTaskPushNotificationConfigRequest>,
+        method: &str,
+        req: Request<Req>,
     ) -> Result<Response<pbjson_types::Empty>, Status> {
-        // The engine answers `null`; Empty is the protobuf answer.
-        match self.call("DeleteTaskPushNotificationConfig", r).await? {
+        match self.call(method, req).await? {
             Reply::Full(r) if r.status == 200 => Ok(Response::new(pbjson_types::Empty {})),
             Reply::Full(r) => Err(status_of(&r.body)),
             _ => Err(Status::internal("a unary call was answered with a stream")),
         }
     }
+}
+
+/// The service's RPCs, each one of [`Grpc`]'s shapes (`unary`, `streaming`, `empty`) under its
+/// method name.
+macro_rules! rpcs {
+    ($($rpc:ident($req:ty) -> $resp:ty = $shape:ident($method:literal);)*) => {
+        #[tonic::async_trait]
+        impl A2aService for Grpc {
+            type SendStreamingMessageStream = Events;
+            type SubscribeToTaskStream = Events;
+            $(
+                async fn $rpc(&self, r: Request<$req>) -> Result<Response<$resp>, Status> {
+                    self.$shape($method, r).await
+                }
+            )*
+        }
+    };
+}
+
+rpcs! {
+    send_message(pb::SendMessageRequest) -> pb::SendMessageResponse = unary("SendMessage");
+    send_streaming_message(pb::SendMessageRequest) -> Events = streaming("SendStreamingMessage");
+    get_task(pb::GetTaskRequest) -> pb::Task = unary("GetTask");
+    list_tasks(pb::ListTasksRequest) -> pb::ListTasksResponse = unary("ListTasks");
+    cancel_task(pb::CancelTaskRequest) -> pb::Task = unary("CancelTask");
+    subscribe_to_task(pb::SubscribeToTaskRequest) -> Events = streaming("SubscribeToTask");
+    create_task_push_notification_config(pb::TaskPushNotificationConfig)
+        -> pb::TaskPushNotificationConfig = unary("CreateTaskPushNotificationConfig");
+    get_task_push_notification_config(pb::GetTaskPushNotificationConfigRequest)
+        -> pb::TaskPushNotificationConfig = unary("GetTaskPushNotificationConfig");
+    list_task_push_notification_configs(pb::ListTaskPushNotificationConfigsRequest)
+        -> pb::ListTaskPushNotificationConfigsResponse = unary("ListTaskPushNotificationConfigs");
+    get_extended_agent_card(pb::GetExtendedAgentCardRequest)
+        -> pb::AgentCard = unary("GetExtendedAgentCard");
+    delete_task_push_notification_config(pb::DeleteTaskPushNotificationConfigRequest)
+        -> pbjson_types::Empty = empty("DeleteTaskPushNotificationConfig");
 }

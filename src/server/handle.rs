@@ -10,7 +10,6 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::{bind, serve, App};
-use crate::admin;
 use crate::ledger::{Entry, Filter};
 use crate::scenario::{Scenario, ScenarioError};
 use crate::world::{Host, World};
@@ -119,11 +118,7 @@ impl Server {
 
     /// The ready line's JSON object.
     pub fn ready(&self) -> Value {
-        let ready = admin::Ready {
-            grpc: self.app.grpc.clone(),
-            ..admin::Ready::of(&self.world(), &self.app.base_url)
-        };
-        serde_json::to_value(ready).unwrap_or(Value::Null)
+        serde_json::to_value(self.app.ready(&self.world())).unwrap_or(Value::Null)
     }
 
     /// Every ledger entry so far.

@@ -3,14 +3,9 @@
 //! socket — including the ones a normal server never does on purpose: close without answering,
 //! reset, or hold the connection open.
 //!
-//! Sockets are wrapped in [`Conn`], which shares a small control cell with the request handler:
-//! when a plan says drop or reset, the handler flips the cell and hands hyper a placeholder
-//! response, and `Conn` fails the first write, so not one byte of it reaches the client (for a
-//! reset, after setting `SO_LINGER` to zero so the close is an RST).
-//!
-//! [`serve`] runs on a listener the caller bound and stops when the caller's shutdown future
-//! resolves (the mini-redis shape). [`Server`] is the in-process handle for Rust tests: start on
-//! port 0, read URLs and the ledger, move the clock, stop on drop.
+//! A drop or reset goes through [`Conn`] (see there): not one byte of the placeholder response
+//! hyper is handed reaches the client. [`serve`] runs on a listener the caller bound until the
+//! caller's shutdown future resolves; [`Server`] is the in-process handle for Rust tests.
 
 mod body;
 mod conn;
@@ -71,6 +66,14 @@ impl App {
         }
     }
 
+    /// The ready JSON of `world` on this server (with its gRPC listener).
+    pub fn ready(&self, world: &World) -> admin::Ready {
+        admin::Ready {
+            grpc: self.grpc.clone(),
+            ..admin::Ready::of(world, &self.base_url)
+        }
+    }
+
     /// Whether a request carries the admin token (true when none is required). The SHA-256
     /// digests are compared, with `subtle`'s constant-time equality: equal-length digests make
     /// the time independent of both the content and the length of what was sent.
@@ -104,10 +107,13 @@ fn strip_session(path: &str) -> (Option<&str>, &str) {
     let Some(rest) = path.strip_prefix("/_s/") else {
         return (None, path);
     };
-    match rest.find('/') {
-        Some(i) => (Some(&rest[..i]), &rest[i..]),
-        None => (Some(rest), "/"),
-    }
+    let (session, below) = first_segment(rest, "/");
+    (Some(session), below)
+}
+
+/// `s` split before its first `/` (`or` as the rest when it has none).
+fn first_segment<'a>(s: &'a str, or: &'a str) -> (&'a str, &'a str) {
+    s.find('/').map_or((s, or), |i| s.split_at(i))
 }
 
 /// The session of a request to a service or agent: its URL prefix's or its header's, which must
@@ -245,13 +251,7 @@ async fn handle(
         Err(r) => return to_hyper(r),
     };
     if path == "/" {
-        return to_hyper(Response::json_of(
-            200,
-            &admin::Ready {
-                grpc: app.grpc.clone(),
-                ..admin::Ready::of(&world, &app.base_url)
-            },
-        ));
+        return to_hyper(Response::json_of(200, &app.ready(&world)));
     }
     if let Some(rest) = path.strip_prefix("/agents/") {
         let head = (&parts.method, parts.uri.query(), parts.headers);
@@ -261,11 +261,7 @@ async fn handle(
         let head = (parts.method, parts.headers);
         return Box::pin(mcp_request(app, ctl, world, head, name, body)).await;
     }
-    let trimmed = path.trim_start_matches('/');
-    let (svc, rest) = match trimmed.find('/') {
-        Some(i) => (&trimmed[..i], &trimmed[i..]),
-        None => (trimmed, "/"),
-    };
+    let (svc, rest) = first_segment(path.trim_start_matches('/'), "/");
     // A client that went away mid-body still gets its request recorded (but not executed).
     let read = read_incoming(body, world.scenario.max_body_bytes, ctl).await;
     let incomplete = read.is_err();
@@ -360,21 +356,11 @@ async fn agent_request(
     rest: &str,
     body: Incoming,
 ) -> hyper::Response<HttpBody> {
-    let (name, sub) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
+    let (name, sub) = first_segment(rest, "");
+    let body = match read_capped_body(&world, body, ctl).await {
+        Ok(b) => b,
+        Err(r) => return r,
     };
-    // A client that went away mid-body cannot read an answer: the agent sees an empty body
-    // (and answers it as a bad request, which nobody reads).
-    let (body, too_large) = read_incoming(body, world.scenario.max_body_bytes, ctl)
-        .await
-        .unwrap_or_default();
-    if too_large {
-        return to_hyper(Response::json(
-            413,
-            &json!({"error": "request body too large", "status": 413}),
-        ));
-    }
     let areq = AgentRequest {
         method: method.clone(),
         path: sub.to_string(),
@@ -407,17 +393,10 @@ async fn mcp_request(
     name: &str,
     body: Incoming,
 ) -> hyper::Response<HttpBody> {
-    // A client that went away mid-body reads no answer: an empty body, answered as a parse
-    // error nobody reads.
-    let (body, too_large) = read_incoming(body, world.scenario.max_body_bytes, ctl)
-        .await
-        .unwrap_or_default();
-    if too_large {
-        return to_hyper(Response::json(
-            413,
-            &json!({"error": "request body too large", "status": 413}),
-        ));
-    }
+    let body = match read_capped_body(&world, body, ctl).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
     let req = crate::mcp::McpRequest {
         method,
         headers,
@@ -596,6 +575,22 @@ async fn deliver(
     }
 }
 
+/// An agent's or MCP server's request body, or the 413 when it is too large. A client that went
+/// away mid-body reads no answer: the body is empty, answered as a bad request nobody reads.
+async fn read_capped_body(
+    world: &World,
+    body: Incoming,
+    ctl: &ConnCtl,
+) -> Result<Bytes, hyper::Response<HttpBody>> {
+    match read_incoming(body, world.scenario.max_body_bytes, ctl).await {
+        Ok((_, true)) => Err(to_hyper(Response::json(
+            413,
+            &json!({"error": "request body too large", "status": 413}),
+        ))),
+        read => Ok(read.unwrap_or_default().0),
+    }
+}
+
 /// Read a body, keeping at most `cap` bytes; the flag says it was longer. Once it is read, an
 /// end of input reaches hyper again (see [`ConnCtl`]): the request is in hand.
 async fn read_incoming(
@@ -615,12 +610,6 @@ struct BodyOf<'a> {
 }
 
 impl BodyOf<'_> {
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
-    }
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
     async fn frame(&mut self) -> Option<Result<hyper::body::Frame<Bytes>, hyper::Error>> {
         std::future::poll_fn(|cx| {
             let polled = std::pin::Pin::new(&mut self.body).poll_frame(cx);
@@ -636,7 +625,7 @@ impl BodyOf<'_> {
 /// A body that arrives in one piece (nearly every one) is kept as hyper read it, without a copy.
 async fn read_capped(mut body: BodyOf<'_>, cap: usize) -> Result<(Bytes, bool), hyper::Error> {
     // The length hyper read from Content-Length (none for a chunked body).
-    let declared = body.size_hint().exact();
+    let declared = body.body.size_hint().exact();
     if declared.is_some_and(|n| n > cap as u64) {
         // Keep a prefix for the ledger without reading an unbounded body.
         let mut out = Vec::with_capacity(cap.min(4096));
@@ -653,7 +642,7 @@ async fn read_capped(mut body: BodyOf<'_>, cap: usize) -> Result<(Bytes, bool), 
     let mut first = Bytes::new();
     let mut more: Vec<u8> = Vec::new();
     // A body of known length ends with its last byte: not polled again only to hear so.
-    while !body.is_end_stream() {
+    while !body.body.is_end_stream() {
         let Some(frame) = body.frame().await else {
             break;
         };
