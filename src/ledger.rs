@@ -24,8 +24,6 @@ use crate::revision::Revision;
 
 mod counts;
 mod store;
-#[cfg(test)]
-mod tests;
 
 pub use counts::{CountKey, Counts};
 

@@ -27,8 +27,8 @@ use crate::world::{State, World};
 
 mod action;
 mod canary;
-mod errors;
-pub(crate) mod form;
+pub mod errors;
+pub mod form;
 mod route;
 mod target;
 

@@ -73,3 +73,38 @@ impl Store {
         self.chunks.place(&[&self.scratch])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::fate::Fate;
+    use crate::ledger::Disposition;
+
+    #[test]
+    fn a_small_request_is_stored_in_a_few_hundred_bytes() {
+        let mut s = Store::default();
+        let mut r = Record::agent_event("pay", "", Duration::new(3, 1234), Value::Null);
+        r.route = Some("create-transfer".into());
+        r.method = "POST".into();
+        r.path = "/v1/transfers".into();
+        r.actor = None;
+        r.event = None;
+        r.detail = None;
+        r.disposition = Disposition::Executed;
+        r.idempotency_key = Some("k-0123456789abcdef".into());
+        r.fingerprint = Some("0123456789abcdef".into());
+        r.body = json!({"amount": 100, "currency": "usd", "to": "acct-42"}).into();
+        r.intent = Some(r.body.clone());
+        r.fate = Some(Fate::Respond);
+        r.applies_at = Some(r.received_at);
+        r.seq = 1;
+        let mut buf = Vec::new();
+        rmp_serde::encode::write(&mut buf, &r).unwrap();
+        s.push(&r);
+        assert!(buf.len() < 250, "{} bytes", buf.len());
+    }
+}

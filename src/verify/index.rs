@@ -41,10 +41,6 @@ const NO_ID: u32 = u32::MAX;
 pub(super) const NO_INTENT: u32 = NO_ID;
 pub(super) const NO_KEY: u32 = NO_ID;
 
-/// Below this many rows the index is built on one thread: a thread costs more than it saves.
-/// (Lower in unit tests, so that their ledgers take both ways.)
-pub(super) const PARALLEL_ROWS: usize = if cfg!(test) { 1_000 } else { 50_000 };
-
 /// Number rows into classes of equal keys, in the order of each class's first row (as one hash
 /// map fed the rows in order would): `key` gives a row's hash (`None`: no key, [`NO_ID`]),
 /// `same` whether two rows of equal hashes have equal keys.
@@ -179,10 +175,11 @@ fn key_ids(l: &Ledger) -> (Vec<u32>, usize) {
 }
 
 impl<'e> Index<'e> {
-    pub fn new(l: &'e Ledger, extra: Option<&Claims>) -> Index<'e> {
+    /// The index; keys are numbered on a second thread from `parallel_rows` rows on.
+    pub fn new(l: &'e Ledger, extra: Option<&Claims>, parallel_rows: usize) -> Index<'e> {
         std::thread::scope(|s| {
             // Keys numbered on another thread while the rest is done here.
-            let keys = (l.rows.len() >= PARALLEL_ROWS).then(|| s.spawn(|| key_ids(l)));
+            let keys = (l.rows.len() >= parallel_rows).then(|| s.spawn(|| key_ids(l)));
             let mut ix = Index::build(l, extra);
             (ix.intent_ids, ix.intents) = intent_ids(l);
             (ix.key_ids, ix.keys) = match keys {

@@ -26,21 +26,48 @@ mod revisions;
 mod rows;
 
 pub use claims::{ActionClaim, ActionOutcome, Claims, ClaimsError, TaskClaim, TaskOutcome};
-pub use read::{parse_jsonl, LeanError, LeanLedger};
+pub use read::{parse_jsonl, parse_jsonl_with, LeanError, LeanLedger};
 pub use report::{describe, Finding, Report, State};
 
-use index::{Index, PARALLEL_ROWS};
+use index::Index;
 use rows::Ledger;
 
 /// Verify a ledger, with optional extra claims (from a file) on top of any declared in it.
 pub fn verify(entries: &[Entry], extra: Option<&Claims>) -> Report {
-    run(&Ledger::of_entries(entries), extra)
+    verify_with(entries, extra, &Limits::default())
+}
+
+/// [`verify`] with other [`Limits`] (the tests' small ones take the threaded paths).
+#[doc(hidden)]
+pub fn verify_with(entries: &[Entry], extra: Option<&Claims>, limits: &Limits) -> Report {
+    run(&Ledger::of_entries(entries), extra, limits)
+}
+
+/// The sizes at which verification cuts a text into pieces and takes a second thread. Tests
+/// set them small, so that their ledgers are cut in many places and take both ways.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// The size of a piece of JSONL text read at a time.
+    pub piece: u64,
+    /// Below this many rows the index is built and the rules run on one thread: a thread costs
+    /// more than it saves.
+    pub parallel_rows: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            piece: 8 << 20,
+            parallel_rows: 50_000,
+        }
+    }
 }
 
 /// Run every rule over a ledger's rows. The rules of the ledger alone and those of the claims
 /// run on two threads when the ledger is large; the findings come in the same order either way.
-fn run(l: &Ledger, extra: Option<&Claims>) -> Report {
-    let ix = Index::new(l, extra);
+fn run(l: &Ledger, extra: Option<&Claims>, limits: &Limits) -> Report {
+    let ix = Index::new(l, extra, limits.parallel_rows);
     let of_ledger = |ix: &Index| {
         let mut out = Vec::new();
         effects::acc1_duplicate_effects(ix, &mut out);
@@ -64,7 +91,7 @@ fn run(l: &Ledger, extra: Option<&Claims>) -> Report {
     // The claim checks on another thread, when there is enough to check; the findings in the
     // same order either way.
     let (mut findings, of_claims) = match &ix.claims {
-        Some(claims) if l.rows.len() >= PARALLEL_ROWS => std::thread::scope(|s| {
+        Some(claims) if l.rows.len() >= limits.parallel_rows => std::thread::scope(|s| {
             let other = s.spawn(|| of_claims(&ix, claims));
             let findings = of_ledger(&ix);
             // A panic there is a bug; checking again here gives the same findings.
@@ -190,6 +217,3 @@ fn seqs(seqs: impl Iterator<Item = u64>, what: &str) -> String {
     };
     format!("{} {plural} ({})", all.len(), list.join(", "))
 }
-
-#[cfg(test)]
-mod tests;

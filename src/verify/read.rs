@@ -16,12 +16,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::report::{describe, Report};
 use super::rows::{Ledger, Row, Rows};
-use super::{run, Claims};
+use super::{run, Claims, Limits};
 use crate::hash::{FastMap as HashMap, FastSet as HashSet, FastState};
 use crate::ledger::Entry;
-
-/// The size of a piece (smaller in unit tests, so that their ledgers are cut in many places).
-const PIECE: u64 = if cfg!(test) { 64 << 10 } else { 8 << 20 };
 
 /// How much more is read at a time to find where a piece's last line ends.
 const MORE: u64 = 64 << 10;
@@ -214,13 +211,14 @@ fn parse_piece<T>(bytes: &[u8], at: u64, read_line: &impl Fn(&str, u64) -> Parse
 fn read_all<T: Send>(
     src: Source<'_>,
     origin: &str,
+    piece: u64,
     read_line: impl Fn(&str, u64) -> Parsed<T> + Sync,
 ) -> Result<Vec<Vec<T>>, LeanError> {
-    let pieces = usize::try_from(src.len().div_ceil(PIECE)).unwrap_or(usize::MAX);
+    let pieces = usize::try_from(src.len().div_ceil(piece)).unwrap_or(usize::MAX);
     let results = run_pieces(pieces, Vec::new, |buf, k| {
-        let from = k as u64 * PIECE;
+        let from = k as u64 * piece;
         let (at, range) = src
-            .piece(from, (from + PIECE).min(src.len()), buf)
+            .piece(from, (from + piece).min(src.len()), buf)
             .map_err(PieceError::Io)?;
         parse_piece(&buf[range.clone()], at + range.start as u64, &read_line)
     });
@@ -255,9 +253,18 @@ fn read_all<T: Send>(
 /// Parse a JSONL ledger (one [`Entry`] a line, blank lines skipped); `origin` names it in the
 /// error, which gives the first bad line's number.
 pub fn parse_jsonl(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
-    let chunks = read_all(Source::Text(text.as_bytes()), origin, |l, _| {
-        serde_json::from_str::<Entry>(l)
-    });
+    parse_jsonl_with(text, origin, &Limits::default())
+}
+
+/// [`parse_jsonl`] with other [`Limits`] (the tests' small pieces).
+#[doc(hidden)]
+pub fn parse_jsonl_with(text: &str, origin: &str, limits: &Limits) -> Result<Vec<Entry>, String> {
+    let chunks = read_all(
+        Source::Text(text.as_bytes()),
+        origin,
+        limits.piece,
+        |l, _| serde_json::from_str::<Entry>(l),
+    );
     chunks
         .map(|c| c.into_iter().flatten().collect())
         .map_err(|e| e.to_string())
@@ -268,32 +275,55 @@ pub fn parse_jsonl(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
 pub struct LeanLedger<'a> {
     source: Source<'a>,
     ledger: Ledger,
+    limits: Limits,
 }
 
 impl<'a> LeanLedger<'a> {
     /// Read a JSONL ledger from its text; `origin` names it in the error, which gives the first
     /// bad line's number.
     pub fn parse(text: &'a [u8], origin: &str) -> Result<LeanLedger<'a>, LeanError> {
-        LeanLedger::of(Source::Text(text), origin)
+        LeanLedger::parse_with(text, origin, Limits::default())
+    }
+
+    /// [`LeanLedger::parse`] with other [`Limits`] (the tests' small ones).
+    #[doc(hidden)]
+    pub fn parse_with(
+        text: &'a [u8],
+        origin: &str,
+        limits: Limits,
+    ) -> Result<LeanLedger<'a>, LeanError> {
+        LeanLedger::of(Source::Text(text), origin, limits)
     }
 
     /// Read a JSONL ledger file a piece at a time (the whole text is never held); `origin`
     /// names it in the error.
     #[cfg(unix)]
     pub fn read(file: &'a std::fs::File, origin: &str) -> Result<LeanLedger<'a>, LeanError> {
-        let len = file.metadata().map_err(LeanError::Io)?.len();
-        LeanLedger::of(Source::File(file, len), origin)
+        LeanLedger::read_with(file, origin, Limits::default())
     }
 
-    fn of(source: Source<'a>, origin: &str) -> Result<LeanLedger<'a>, LeanError> {
+    /// [`LeanLedger::read`] with other [`Limits`] (the tests' small ones).
+    #[doc(hidden)]
+    #[cfg(unix)]
+    pub fn read_with(
+        file: &'a std::fs::File,
+        origin: &str,
+        limits: Limits,
+    ) -> Result<LeanLedger<'a>, LeanError> {
+        let len = file.metadata().map_err(LeanError::Io)?.len();
+        LeanLedger::of(Source::File(file, len), origin, limits)
+    }
+
+    fn of(source: Source<'a>, origin: &str, limits: Limits) -> Result<LeanLedger<'a>, LeanError> {
         let hash = FastState::default();
-        let chunks = read_all(source, origin, |l, at| {
+        let chunks = read_all(source, origin, limits.piece, |l, at| {
             Ok(Row::new(serde_json::from_str::<Entry>(l)?, at, &hash))
         })?;
         let rows = Rows::new(chunks);
         Ok(LeanLedger {
             source,
             ledger: Ledger { rows, hash },
+            limits,
         })
     }
 
@@ -309,7 +339,7 @@ impl<'a> LeanLedger<'a> {
     /// Verify the ledger, with optional extra claims on top of any declared in it; the same
     /// report as [`super::verify`] gives for the same entries.
     pub fn verify(&self, extra: Option<&Claims>) -> Report {
-        run(&self.ledger, extra)
+        run(&self.ledger, extra, &self.limits)
     }
 
     /// [`Report::human`] for this ledger: the entries that findings name are read again (a few
@@ -352,5 +382,32 @@ impl<'a> LeanLedger<'a> {
         .flatten()
         .collect();
         report.human_by(|seq| described.get(&seq).cloned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pieces_of_a_text_hold_each_of_its_lines_once() {
+        let text = "é\n".repeat(1000) + "\n\nab\r\n" + &"x".repeat(300) + "\nü";
+        let src = Source::Text(text.as_bytes());
+        let mut buf = Vec::new();
+        for size in [1u64, 2, 3, 7, 64, 299, 300, 301, 4096, 1 << 20] {
+            let mut whole = Vec::new();
+            let mut from = 0;
+            while from < src.len() {
+                let to = (from + size).min(src.len());
+                let (at, range) = src.piece(from, to, &mut buf).unwrap();
+                assert_eq!(at + range.start as u64, whole.len() as u64, "size {size}");
+                whole.extend_from_slice(&buf[range]);
+                from = to;
+            }
+            assert_eq!(whole, text.as_bytes(), "size {size}");
+        }
+        let at = text.find("ab").unwrap() as u64;
+        assert_eq!(src.line(at).as_deref(), Some("ab"));
+        assert_eq!(src.line(text.len() as u64 - 2).as_deref(), Some("ü"));
     }
 }

@@ -438,19 +438,3 @@ async fn wait_until_stopped(
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn future_size<'a, Fut>(_: fn(Ctx<'a>, &'a A2aAgent, AgentRequest) -> Fut) -> usize {
-        std::mem::size_of::<Fut>()
-    }
-
-    /// The server boxes an agent's future and hyper's task moves it, a copy on every call.
-    #[test]
-    fn a_call_future_stays_small() {
-        let size = future_size(handle);
-        assert!(size <= 1024, "a2a::handle's future is {size} bytes");
-    }
-}

@@ -1,13 +1,22 @@
-//! Unit tests of the verifier as a whole: a busy ledger read every way (a file a piece at a
-//! time, a text, its entries) gives one report and one text; bad lines are named by their
+//! The verifier as a whole (`doubleagent::verify`): a busy ledger read every way (a file a piece
+//! at a time, a text, its entries) gives one report and one text; bad lines are named by their
 //! number; intents compare as their JSON text.
 
 use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::*;
-use crate::ledger::Disposition;
+use doubleagent::ledger::{Disposition, Entry};
+use doubleagent::verify::{
+    parse_jsonl_with, verify_with, Claims, Finding, LeanError, LeanLedger, Limits, Report,
+};
+
+/// Small pieces and a low threshold for a second thread, so that these ledgers are cut in many
+/// places and take both ways.
+const SMALL: Limits = Limits {
+    piece: 64 << 10,
+    parallel_rows: 1_000,
+};
 
 /// A file holding `bytes`, open for reading (and already unlinked).
 fn temp_file(bytes: &[u8]) -> std::fs::File {
@@ -27,16 +36,16 @@ fn temp_file(bytes: &[u8]) -> std::fs::File {
 /// Verify `text` three ways, through its entries, as a text and as a file read a piece at a
 /// time: the reports and their texts must be the same.
 fn every_way(text: &str, claims: Option<&Claims>) -> Report {
-    let full = parse_jsonl(text, "t").unwrap();
-    let expect = verify(&full, claims);
+    let full = parse_jsonl_with(text, "t", &SMALL).unwrap();
+    let expect = verify_with(&full, claims, &SMALL);
     let human = expect.human(&full);
-    let lean = LeanLedger::parse(text.as_bytes(), "t").unwrap();
+    let lean = LeanLedger::parse_with(text.as_bytes(), "t", SMALL).unwrap();
     assert_eq!(lean.len(), full.len());
     let got = lean.verify(claims);
     assert_eq!(got, expect);
     assert_eq!(lean.human(&got), human);
     let file = temp_file(text.as_bytes());
-    let read = LeanLedger::read(&file, "t").unwrap();
+    let read = LeanLedger::read_with(&file, "t", SMALL).unwrap();
     assert_eq!(read.len(), full.len());
     let got = read.verify(claims);
     assert_eq!(got, expect);
@@ -274,12 +283,13 @@ fn a_bad_line_is_named_by_its_number_every_way() {
             })
             .collect();
         assert_ne!(broken, text, "{to}");
-        let e1 = parse_jsonl(&broken, "f.jsonl").unwrap_err();
-        let Err(LeanError::Entry(e2)) = LeanLedger::parse(broken.as_bytes(), "f.jsonl") else {
+        let e1 = parse_jsonl_with(&broken, "f.jsonl", &SMALL).unwrap_err();
+        let Err(LeanError::Entry(e2)) = LeanLedger::parse_with(broken.as_bytes(), "f.jsonl", SMALL)
+        else {
             panic!("{to}: accepted");
         };
         let file = temp_file(broken.as_bytes());
-        let Err(LeanError::Entry(e3)) = LeanLedger::read(&file, "f.jsonl") else {
+        let Err(LeanError::Entry(e3)) = LeanLedger::read_with(&file, "f.jsonl", SMALL) else {
             panic!("{to}: accepted from a file");
         };
         assert_eq!(e2, e3);
@@ -292,12 +302,12 @@ fn a_bad_line_is_named_by_its_number_every_way() {
     let mut bytes = text.into_bytes();
     bytes[1 << 19] = 0xff;
     assert!(matches!(
-        LeanLedger::parse(&bytes, "f.jsonl").err(),
+        LeanLedger::parse_with(&bytes, "f.jsonl", SMALL).err(),
         Some(LeanError::NotUtf8)
     ));
     let file = temp_file(&bytes);
     assert!(matches!(
-        LeanLedger::read(&file, "f.jsonl").err(),
+        LeanLedger::read_with(&file, "f.jsonl", SMALL).err(),
         Some(LeanError::NotUtf8)
     ));
 }
@@ -343,7 +353,7 @@ fn intents_are_the_same_exactly_when_their_json_text_is() {
         entry(4, r#"{"/to":"b","/n":0.0}"#),
         entry(5, r#"{"/to":"b","/n":-0.0}"#),
     ];
-    let report = verify(&ledger, None);
+    let report = verify_with(&ledger, None, &SMALL);
     let acc1: Vec<&Finding> = report
         .findings
         .iter()
@@ -360,26 +370,4 @@ fn intents_are_the_same_exactly_when_their_json_text_is() {
         .map(|e| format!("{}\n", serde_json::to_string(e).unwrap()))
         .collect();
     assert_eq!(every_way(&text, None), report);
-}
-
-#[test]
-fn the_pieces_of_a_text_hold_each_of_its_lines_once() {
-    let text = "é\n".repeat(1000) + "\n\nab\r\n" + &"x".repeat(300) + "\nü";
-    let src = read::Source::Text(text.as_bytes());
-    let mut buf = Vec::new();
-    for size in [1u64, 2, 3, 7, 64, 299, 300, 301, 4096, 1 << 20] {
-        let mut whole = Vec::new();
-        let mut from = 0;
-        while from < src.len() {
-            let to = (from + size).min(src.len());
-            let (at, range) = src.piece(from, to, &mut buf).unwrap();
-            assert_eq!(at + range.start as u64, whole.len() as u64, "size {size}");
-            whole.extend_from_slice(&buf[range]);
-            from = to;
-        }
-        assert_eq!(whole, text.as_bytes(), "size {size}");
-    }
-    let at = text.find("ab").unwrap() as u64;
-    assert_eq!(src.line(at).as_deref(), Some("ab"));
-    assert_eq!(src.line(text.len() as u64 - 2).as_deref(), Some("ü"));
 }

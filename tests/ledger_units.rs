@@ -1,12 +1,13 @@
-//! Unit tests of the ledger: record states and views, eviction, and the in-memory encoding
-//! round-tripping every field.
+//! The ledger (`doubleagent::ledger`): record states and views, eviction, filters and updates,
+//! and the in-memory encoding round-tripping every field.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::*;
-use crate::clock::ClockKind;
+use doubleagent::clock::{Clock, ClockKind};
+use doubleagent::fate::Fate;
+use doubleagent::ledger::*;
 
 #[test]
 fn action_ids_are_act_and_the_seq() {
@@ -111,7 +112,7 @@ fn full(seq: u64) -> Record {
         fingerprint: Some("00ff00ff00ff00ff".into()),
         intent: Some(json!({"/to": "a", "/n": seq}).into()),
         work_id: Some("w".into()),
-        revision: Some(crate::revision::Revision::Number(2)),
+        revision: Some(doubleagent::revision::Revision::Number(2)),
         body: json!({"to": "a", "n": seq, "f": 1.5, "neg": -3, "big": u64::MAX, "l": [null, true]})
             .into(),
         body_truncated: true,
@@ -165,30 +166,6 @@ fn every_field_round_trips_through_the_encoding() {
 }
 
 #[test]
-fn a_small_request_is_stored_in_a_few_hundred_bytes() {
-    let mut s = store::Store::default();
-    let mut r = Record::agent_event("pay", "", Duration::new(3, 1234), Value::Null);
-    r.route = Some("create-transfer".into());
-    r.method = "POST".into();
-    r.path = "/v1/transfers".into();
-    r.actor = None;
-    r.event = None;
-    r.detail = None;
-    r.disposition = Disposition::Executed;
-    r.idempotency_key = Some("k-0123456789abcdef".into());
-    r.fingerprint = Some("0123456789abcdef".into());
-    r.body = json!({"amount": 100, "currency": "usd", "to": "acct-42"}).into();
-    r.intent = Some(r.body.clone());
-    r.fate = Some(Fate::Respond);
-    r.applies_at = Some(r.received_at);
-    r.seq = 1;
-    let mut buf = Vec::new();
-    rmp_serde::encode::write(&mut buf, &r).unwrap();
-    s.push(&r);
-    assert!(buf.len() < 250, "{} bytes", buf.len());
-}
-
-#[test]
 fn filters_and_updates_work_on_stored_records() {
     let mut l = Ledger::bounded(Some(30));
     for i in 0..40u64 {
@@ -214,4 +191,27 @@ fn filters_and_updates_work_on_stored_records() {
         Some(Duration::from_secs(99))
     );
     assert!(!l.update(5, |_| {}), "evicted");
+}
+
+#[test]
+fn counts_add_up_whatever_the_order_of_label_sets() {
+    let mut c = Counts::default();
+    let mut want = std::collections::BTreeMap::new();
+    let labels = ["a", "b", "c", "d", "e", "f"];
+    for i in 0..500usize {
+        let (s, r) = (labels[(i / 3) % 6], labels[(i * 7) % 5]);
+        let d = [Disposition::Executed, Disposition::Replayed][i % 2];
+        c.bump(s, r, d, "", 1);
+        *want.entry((s, r, d)).or_insert(0u64) += 1;
+    }
+    let got: Vec<_> = c
+        .sorted()
+        .into_iter()
+        .map(|(k, n)| ((k.service, k.route, k.disposition), n))
+        .collect();
+    let want: Vec<_> = want
+        .into_iter()
+        .map(|((s, r, d), n)| ((s.to_string(), r.to_string(), d), n))
+        .collect();
+    assert_eq!(got, want);
 }
