@@ -165,7 +165,6 @@ pub enum ContentPart {
 }
 
 wire! {
-    /// The body of a text part.
     pub struct TextPart {
         id?: String,
         text: String,
@@ -196,7 +195,6 @@ pub enum PartSource {
 }
 
 wire! {
-    /// A media part's bytes at a URL.
     pub struct UrlSource {
         value: String,
         mime_type?: String,

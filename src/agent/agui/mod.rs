@@ -4,8 +4,7 @@
 //! A request goes through three stages:
 //! 1. **Admission** (`admit.rs`): method, `Accept`, the body parsed as a `RunAgentInput`
 //!    (`input.rs`), its `protocolVersion`; anything wrong is an HTTP 4xx with a JSON body and
-//!    no stream, recorded in the ledger (`event: "run-rejected"`). Unknown members are stripped
-//!    with a warning (TanStack's known habits silently, for `client = "tanstack"`).
+//!    no stream, recorded in the ledger (`event: "run-rejected"`).
 //! 2. **Judging** the resume list (`resume.rs`) against what the agent knows: with
 //!    `resume = "stateful"` the thread's checkpoint (its latest interrupted run, kept in the
 //!    `Threads` world extension so `/_admin/reset` forgets it), with `"stateless"` only the
@@ -190,16 +189,13 @@ pub async fn handle(ctx: Ctx<'_>, spec: &AgUiAgent, req: AgentRequest) -> Reply 
     }
 }
 
-/// Play an admitted run right here up to its first wait. Most runs never wait: then the whole
-/// stream is ready before the response starts, and goes out as one chunk, with no task spawned,
-/// no channel and no wake-ups between the run and the connection. A run that does wait (a
-/// scripted delay, a delayed tool response, a late error) opens the stream's channel, hands over
-/// what it emitted so far, and goes on in its own task (which polls it again at once, with a
-/// waker that counts).
+/// Play an admitted run here up to its first wait. A run that never waits answers its whole
+/// stream as one chunk, with no task and no channel; one that waits (a scripted delay, a delayed
+/// tool response, a late error) opens the channel, hands over what it emitted so far and goes
+/// on in its own task.
 fn play(world: Arc<World>, name: String, spec: &AgUiAgent, admitted: admit::Admitted) -> Reply {
     let outlet = run::Outlet::default();
-    // Boxed apart from its future: an async fn's future holds its arguments twice (as passed
-    // and as moved into its body), so a run passed by value doubled the future's size.
+    // Boxed apart from its future: an async fn's future holds its arguments twice.
     let run = Box::new(run::Run::new(
         world,
         name,

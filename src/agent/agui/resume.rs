@@ -21,10 +21,7 @@
 //!   date).
 //! - RES-3: `payload` is the answer, `metadata` is envelope only and never read here.
 //!
-//!
-//! Used by the AG-UI engine ([`super`]) once per request, before the stream opens; imports only
-//! [`super::interrupt`], [`super::message`], the scenario's policy and the clock's timestamp
-//! parser.
+//! Used once per request, before the stream opens.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -211,7 +208,6 @@ pub struct Judgement {
 }
 
 impl Judgement {
-    /// The usable answer to `interrupt_id`, if any.
     pub fn answer_for(&self, interrupt_id: &str) -> Option<&Answer> {
         self.answers.get(interrupt_id)
     }
@@ -238,7 +234,6 @@ impl Judgement {
             .chain(self.uncovered.iter().map(|u| u.interrupt.id.as_str()))
     }
 
-    /// Every usable answer of this input, by interrupt id.
     pub fn answers(&self) -> &BTreeMap<String, Answer> {
         &self.answers
     }
