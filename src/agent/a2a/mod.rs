@@ -86,7 +86,6 @@ fn card_interfaces(ctx: &Ctx<'_>, spec: &A2aAgent) -> Vec<card::AgentInterface> 
     card::interfaces(&spec.bindings, &ctx.url(), ctx.grpc.map(|a| (a, tenant)))
 }
 
-/// A JSON answer from its bytes.
 fn json_body(status: u16, body: Vec<u8>) -> Reply {
     let headers = vec![("content-type".into(), "application/json".into())];
     Reply::Full(Response {

@@ -176,7 +176,6 @@ fn rfc3339(world: &World, (now, stamp): &mut Now<'_>) -> String {
         .clone()
 }
 
-/// A scripted status update.
 fn status(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, mut at: Now<'_>) {
     let now = at.0;
     let step = &script.updates[i];

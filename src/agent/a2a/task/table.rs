@@ -93,7 +93,6 @@ impl Table {
         self.tasks.insert(id.to_string(), Slot { created, entry });
     }
 
-    /// The tasks' ids in creation order.
     pub(crate) fn ids_in_order(&self) -> Vec<String> {
         let mut ids: Vec<(u64, &String)> =
             self.tasks.iter().map(|(id, s)| (s.created, id)).collect();
