@@ -33,7 +33,6 @@ pub struct AgentRequest {
     pub body: hyper::body::Bytes,
 }
 
-/// What an agent answers.
 pub enum Reply {
     Full(Response),
     /// A `text/event-stream` (or other streamed) body: each item is sent as it comes; the

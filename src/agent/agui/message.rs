@@ -86,7 +86,6 @@ wire! {
 }
 
 wire! {
-    /// A message from the person using the application.
     pub struct UserMessage {
         id: String,
         content: Content,

@@ -9,11 +9,10 @@
 //! tool call id), gated by the judged answers; every backend call gets a `TOOL_CALL_RESULT`,
 //! even when it did not run, so a consumer never mistakes it for a pending frontend call.
 //!
-//! Events are written into a buffer and handed over in batches ([`Run::flush`]): all of them
-//! as the response body if the run ends without waiting, else through the stream's channel,
-//! opened before the first wait, whose only sender the run owns: dropping it closes the
-//! response. A send that fails means the client went away; the run then stops before doing
-//! anything else.
+//! Events are buffered and handed over in batches ([`Run::flush`]): as the whole response body
+//! if the run ends without waiting, else through the stream's channel, whose only sender the
+//! run owns (dropping it closes the response). A failed send means the client went away: the
+//! run stops before doing anything else.
 
 use crate::sync::unpoisoned;
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,7 +40,6 @@ use crate::world::World;
 mod finish;
 mod tools;
 
-/// How a run ends.
 enum End {
     /// Completed, or paused on frontend tool calls (named in `pendingToolCallIds`, INT-2).
     Success { pending: Vec<String> },
