@@ -40,14 +40,12 @@ use crate::scenario::a2a::A2aAgent;
 use crate::service::Response;
 use crate::world::World;
 
-/// Rebuild a world's A2A tasks from its ledger after a restart (see [`task::restore`]): tasks
-/// that had stopped come back as they were, those still in flight are failed and recorded as
-/// `task-interrupted`. Returns how many tasks were restored.
+/// Rebuild a world's A2A tasks from its ledger after a restart (see [`task::restore`]). Returns
+/// how many tasks were restored.
 pub fn restore(world: &Arc<World>) -> usize {
     task::restore(world)
 }
 
-/// Serve one HTTP request to an A2A agent.
 pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
     let path = req.path.trim_end_matches('/');
     let card_path = card::AGENT_CARD_PATH;

@@ -308,7 +308,6 @@ fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, mut at: Now<'_>) {
     };
     e.note_canary(world, used, now);
     e.set_status(world, status);
-    // The message's text for the entry: the one text part of the status's message.
     let status_message = e.task.status.message.as_ref();
     let detail = ResultDetail {
         artifacts: e.task.artifacts.iter().map(|a| &*a.artifact_id).collect(),
