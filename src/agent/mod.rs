@@ -33,7 +33,6 @@ pub struct AgentRequest {
     pub body: hyper::body::Bytes,
 }
 
-/// What an agent answers.
 pub enum Reply {
     Full(Response),
     /// A `text/event-stream` (or other streamed) body: each item is sent as it comes; the
@@ -52,9 +51,7 @@ pub enum Reply {
     },
 }
 
-/// Everything an agent needs to answer one request. The server's URL and the agent's name are
-/// borrowed for the request: copying them cost two allocations a call, and sharing them by
-/// reference count would have had both workers write the counts' cache lines on every call.
+/// Everything an agent needs to answer one request, borrowed for the request.
 pub struct Ctx<'a> {
     pub world: Arc<World>,
     /// The server's base URL (`http://127.0.0.1:PORT`), for agent cards.
@@ -73,23 +70,20 @@ impl Ctx<'_> {
     }
 }
 
-/// Rebuild the agents' per-world state of a world that was just restored from the journal
-/// (`World` keeps only the ledger; each protocol derives its state from its own entries). Call
-/// once per restored world, before it serves requests.
+/// Rebuild the agents' per-world state of a world just restored from the journal (`World` keeps
+/// only the ledger; each protocol derives its state from its own entries).
 pub fn restore(world: &Arc<World>) {
     a2a::restore(world);
     agui::restore(world);
 }
 
-/// Serve one request to agent `name` on a server at `base_url` (and `grpc`, the gRPC
-/// listener's `host:port`, if one serves A2A).
+/// Serve one request to agent `name`.
 pub async fn handle(
     world: Arc<World>,
     (base_url, grpc): (&str, Option<&str>),
     name: &str,
     req: AgentRequest,
 ) -> Reply {
-    // Borrowed from the world's scenario, not copied: an agent's spec holds all its scripts.
     let scenario = world.scenario.clone();
     let Some(agent) = scenario.agent(name) else {
         let names: Vec<&str> = world.scenario.agents.iter().map(|a| &*a.name).collect();

@@ -1,6 +1,5 @@
 //! The agent card served at `/agents/NAME/.well-known/agent-card.json`: what a 1.0 client reads
-//! to find the agent's interfaces (JSON-RPC and HTTP+JSON at one URL) and its capabilities. Written in field order (no
-//! test or client reads its keys' order).
+//! to find the agent's interfaces (JSON-RPC and HTTP+JSON at one URL) and its capabilities.
 
 use hyper::header::HeaderValue;
 use serde::{Deserialize, Serialize};
@@ -126,8 +125,7 @@ pub fn interfaces(
         .collect()
 }
 
-/// The card for a scripted agent reached at `interfaces`: streaming and push on, one skill
-/// named after the agent (skills and their tags are required fields).
+/// The card of a scripted agent: streaming and push on, one skill named after the agent.
 pub fn agent_card(name: &str, description: &str, interfaces: Vec<AgentInterface>) -> AgentCard {
     let modes = vec!["text/plain".to_owned(), "application/json".to_owned()];
     AgentCard {

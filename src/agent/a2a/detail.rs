@@ -123,7 +123,6 @@ impl<'a> MessageCall<'a> {
         let msg = self.msg;
         let one_plain_text =
             matches!(&msg.parts[..], [p] if p.as_text() == Some(self.text) && p.is_bare());
-        // What each way of taking a message adds to the entry.
         let (behavior, repeat_of, duplicate_of, follow_up, resumes) = match taken {
             Taken::New {
                 behavior,

@@ -40,14 +40,12 @@ use crate::scenario::a2a::A2aAgent;
 use crate::service::Response;
 use crate::world::World;
 
-/// Rebuild a world's A2A tasks from its ledger after a restart (see [`task::restore`]): tasks
-/// that had stopped come back as they were, those still in flight are failed and recorded as
-/// `task-interrupted`. Returns how many tasks were restored.
+/// Rebuild a world's A2A tasks from its ledger after a restart (see [`task::restore`]). Returns
+/// how many tasks were restored.
 pub fn restore(world: &Arc<World>) -> usize {
     task::restore(world)
 }
 
-/// Serve one HTTP request to an A2A agent.
 pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
     let path = req.path.trim_end_matches('/');
     let card_path = card::AGENT_CARD_PATH;
@@ -86,7 +84,6 @@ fn card_interfaces(ctx: &Ctx<'_>, spec: &A2aAgent) -> Vec<card::AgentInterface> 
     card::interfaces(&spec.bindings, &ctx.url(), ctx.grpc.map(|a| (a, tenant)))
 }
 
-/// A JSON answer from its bytes.
 fn json_body(status: u16, body: Vec<u8>) -> Reply {
     let headers = vec![("content-type".into(), "application/json".into())];
     Reply::Full(Response {

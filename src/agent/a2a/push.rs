@@ -1,13 +1,13 @@
 //! Push notifications: the webhook configs of a task and the real HTTP deliveries to them.
 //!
-//! A config is checked when it arrives ([`check`]): plain `http://` only, a loopback host only
-//! on a port the scenario lists in `push_ports` (never doubleagent's own), any other host only
-//! if listed in `push_hosts`, so a caller cannot make doubleagent post to arbitrary services. Every event of a task (the initial Task snapshot, status and
-//! artifact updates) is queued for each of its targets ([`enqueue`]), `push.delay` later on the
-//! scenario clock and `1 + push.duplicates` times (at-least-once delivery repeats itself). Each
-//! copy is a ledger entry `push` when it is attempted and `push-delivery` with the HTTP status
-//! (or the error) when the webhook answered. Bodies are the bare `StreamResponse`, headers carry
-//! the config's token, as the a2a-sdk sender does.
+//! A config is checked when it arrives ([`check`]): plain `http://`, a loopback host only on a
+//! port the scenario lists in `push_ports` (never doubleagent's own), any other host only if
+//! listed in `push_hosts`. Every event of a task (the initial Task snapshot, status and artifact
+//! updates) is queued for each of its targets ([`enqueue`]), `push.delay` later on the scenario
+//! clock and `1 + push.duplicates` times (at-least-once delivery repeats itself). Each copy is a
+//! ledger entry `push` when it is attempted and `push-delivery` with the HTTP status (or the
+//! error) when the webhook answered. Bodies are the bare `StreamResponse`, headers carry the
+//! config's token, as the a2a-sdk sender does.
 //!
 //! Deliveries to one target go out one at a time, in the order their times came due, through
 //! one poster task per target (over [`crate::client`]); the posters end when the world closes.
@@ -102,11 +102,9 @@ fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
 }
 
-/// Accept a config only if doubleagent may deliver to it: -32602 otherwise (recorded as an
-/// `rpc-error` entry, as every refused call is). A loopback target must be on a port the
-/// scenario lists in `push_ports` and never doubleagent's own (`own_port`): loopback reaches the
-/// local services of a pod, doubleagent's admin API among them. Any other host must be listed
-/// in `push_hosts`. So the caller's credentials only ever go where the scenario allows.
+/// Accept a config only if doubleagent may deliver to it (see the module docs), else -32602
+/// (recorded as `rpc-error`). Loopback is restricted because it reaches a pod's local services,
+/// doubleagent's admin API among them: the caller's credentials only go where the scenario allows.
 pub(crate) fn check(
     spec: &A2aAgent,
     cfg: TaskPushNotificationConfig,

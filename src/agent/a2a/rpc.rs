@@ -135,7 +135,6 @@ impl<'a> RpcRequest<'a> {
         }
     }
 
-    /// The binding this call came over.
     pub fn binding(&self) -> Binding {
         match self.id {
             RpcId::Rest => Binding::HttpJson,
@@ -226,8 +225,7 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
     Ok(RpcRequest { id, method, params })
 }
 
-/// A response, keys in sorted order (as the answers have always had them): a result or an
-/// error.
+/// A response (a result or an error), keys in sorted order as the answers have always had them.
 #[derive(Serialize)]
 struct Envelope<'a, T> {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -238,8 +236,7 @@ struct Envelope<'a, T> {
     result: Option<T>,
 }
 
-/// Writes the response to the call `id` into `out`. Writing into a Vec cannot fail, and these
-/// types (string-keyed maps, no custom errors) always serialise.
+/// Writes the response to the call `id` into `out`.
 fn write<T: Serialize>(out: &mut Vec<u8>, id: &RpcId, error: Option<&RpcError>, result: Option<T>) {
     let envelope = Envelope {
         error,
@@ -251,7 +248,6 @@ fn write<T: Serialize>(out: &mut Vec<u8>, id: &RpcId, error: Option<&RpcError>, 
     let _ = serde_json::to_writer(out, &envelope);
 }
 
-/// Writes the successful response to the call `id` into `out`.
 pub fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
     if id.bare() {
         // Into a Vec, of values that always serialise: it cannot fail.
@@ -261,7 +257,6 @@ pub fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
     }
 }
 
-/// Writes the error response to the call `id` into `out`.
 pub fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
     if id.bare() {
         super::rest::write_error(out, error);
@@ -270,14 +265,12 @@ pub fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
     }
 }
 
-/// The bytes of a successful response.
 pub fn success_body(id: &RpcId, result: &impl Serialize) -> Vec<u8> {
     let mut out = Vec::with_capacity(512);
     write_success(&mut out, id, result);
     out
 }
 
-/// The bytes of an error response.
 pub fn error_body(id: &RpcId, error: &RpcError) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     write_error(&mut out, id, error);

@@ -102,7 +102,6 @@ fn framed(id: &RpcId, head: &[u8], write: impl FnOnce(&mut Vec<u8>)) -> Bytes {
     Bytes::from(out)
 }
 
-/// How a stream ended.
 enum End {
     /// Its last event went out, its task's events ended, or the world closed.
     Done,

@@ -2,30 +2,24 @@
 //!
 //! [`Tasks`] is a world extension, so `/_admin/reset` (a fresh world) forgets every task. Each
 //! task keeps its wire snapshot (what GetTask returns), the timeline its script compiled to, a
-//! broadcast channel its streams and blocking calls listen on, and its push targets. A task is
-//! driven by one runner: it sleeps on the scenario clock until the next scripted event, and
-//! while it holds the clock's [`Tick`] it applies every event that is due — status change,
-//! side-effect call through [`crate::service::admit`], artifact, final state — so on a manual
-//! clock an advance replays them in order, each at its own instant, and the side effect lands in
-//! the ledger at its scheduled time.
+//! broadcast channel its streams and blocking calls listen on, and its push targets; one runner
+//! plays its script on the scenario clock ([`run`]).
 //!
-//! Everything an orchestrator does to a task (send, cancel, get, subscribe, push configs) is
-//! decided here under the task's own lock and recorded in the ledger as an agent entry with the
-//! task as `work_id` and the task's revision. The table's lock is held only to look a task up,
-//! to number and put in a new one, and for the message-id bookkeeping (what a message id first
-//! produced, and the `message` entry that reads or notes it, so the ledger's order of messages
-//! is the order the table saw them in); the long part of a send — a new task's due steps, their
-//! side effects through `service::admit`, the answer — runs under the task's lock alone, so
-//! concurrent sends to different tasks do not wait for each other. Lock order: the table's
-//! lock, then a task's lock, then `world.lock()` (taken by the ledger appends and by
-//! `service::admit`), never the reverse: whoever holds a task's lock never takes the table's
-//! (a new task is locked before it is put in, so taking its lock there never waits). Only a
-//! holder of the table's lock waits for a task's lock while holding another task's (a
+//! Everything an orchestrator does to a task is decided under the task's own lock and recorded
+//! in the ledger as an agent entry with the task as `work_id` and its revision; those entries
+//! carry enough (rendered parts, status messages, timestamps as entry times) for [`restore`] to
+//! rebuild the table after a restart. The table's lock is held only to look a task up, to number
+//! and put in a new one, and for the message-id bookkeeping (what a message id first produced,
+//! and the `message` entry that reads or notes it, so the ledger's order of messages is the
+//! order the table saw them in); the long part of a send runs under the task's lock alone, so
+//! concurrent sends to different tasks do not wait for each other.
+//!
+//! Lock order: the table's lock, then a task's lock, then `world.lock()` (taken by the ledger
+//! appends and by `service::admit`), never the reverse: whoever holds a task's lock never takes
+//! the table's (a new task is locked before it is put in, so taking its lock there never waits).
+//! Only a holder of the table's lock waits for a task's lock while holding another task's (a
 //! follow-up, for the task its message id first went to; ListTasks, which holds every task it
 //! lists): there is one such holder at a time, so no two of them wait for each other.
-//!
-//! Those entries carry enough (rendered parts, status messages, timestamps as entry times) for
-//! [`restore`] to rebuild the table from a ledger restored by the journal after a restart.
 //!
 //! The parts: [`table`] (the maps), [`render`] (placeholders and canaries), [`send`] (taking in
 //! a message), [`run`] (the timeline and its runner), [`calls`] (cancel, get, list, subscribe,
@@ -83,8 +77,7 @@ fn tasks(world: &World) -> &Tasks {
 /// so that the entry can be locked once the table's lock is released.
 type Shared = Arc<Mutex<Entry>>;
 
-/// A task's entry, locked. Every mutation of an entry keeps it consistent before it can panic,
-/// so poison is harmless (as for the table).
+/// A task's entry, locked; poison is harmless, as for the table.
 fn lock_entry(cell: &Mutex<Entry>) -> MutexGuard<'_, Entry> {
     unpoisoned(cell.lock())
 }
@@ -307,7 +300,6 @@ impl Entry {
         }
     }
 
-    /// Record an entry of this task at `at`.
     fn log_at(&self, world: &World, at: Duration, event: &str, detail: impl Serialize) -> u64 {
         let (task, rev) = (Some(&*self.task.id), self.revision.as_ref());
         detail::log_at(world, at, &self.agent, event, task, rev, detail)

@@ -155,8 +155,7 @@ pub enum PartContent {
 pub struct Part {
     pub content: PartContent,
     /// Metadata, file name and media type, boxed and absent when all three are: nearly every
-    /// part is plain text, and tasks keep their messages' and artifacts' parts for the world's
-    /// life (inline, the three made a part 112 bytes instead of 40).
+    /// part is plain text, and tasks keep their parts for the world's life.
     extras: Option<Box<PartExtras>>,
 }
 
@@ -339,8 +338,7 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatus {
-    /// Boxed: most statuses have none, and a task keeps its status for the world's life (a
-    /// message inline made every kept task ~180 bytes larger).
+    /// Boxed: most statuses have none, and a task keeps its status for the world's life.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<Box<Message>>,
     pub state: TaskState,

@@ -1,8 +1,6 @@
-//! Admission of an AG-UI request, in named steps: the HTTP checks (path, method, `Accept`),
-//! reading the `RunAgentInput`, the notices it earns (protocol version, stripped members),
-//! judging its resume list against what the agent knows, where the run starts, and the
-//! `run-started` ledger entry. Anything refused is a [`Refusal`]: an HTTP 4xx with a JSON
-//! body and no stream, recorded as `run-rejected`.
+//! Admission of an AG-UI request: the HTTP checks, reading the `RunAgentInput` and its
+//! notices, judging its resume list, where the run starts, and the `run-started` entry. A
+//! [`Refusal`] is an HTTP 4xx with a JSON body and no stream, recorded as `run-rejected`.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -22,9 +20,7 @@ use crate::scenario::agui::{AgUiAgent, ClientKind, ResumeMode};
 use crate::service::Response;
 use crate::world::World;
 
-/// What admission hands a run: the stripped input, its judgement, the checkpoint it consumed
-/// (stateful agents), where it starts, the warnings it opens with and the scenario time of its
-/// `run-started` entry.
+/// What admission hands a run.
 pub(super) struct Admitted {
     pub input: RunAgentInput,
     pub judgement: Judgement,
@@ -122,8 +118,7 @@ impl LedgerBody {
     }
 }
 
-/// Every step of admission, in order; the first refusal ends it (and leaves `body` to record
-/// it with).
+/// Every step of admission, in order; the first refusal ends it.
 pub(super) fn admit(
     world: &World,
     name: &str,
@@ -440,8 +435,8 @@ fn continuity_notices(cp: &Checkpoint, input: &RunAgentInput) -> Vec<Notice> {
     out
 }
 
-/// The `run-started` entry's detail (fields in name order, as the entries have always had
-/// them): borrowed from the input, not built as a `Value` tree only to be written out.
+/// The `run-started` entry's detail, borrowed from the input; fields in name order, as earlier
+/// ledgers have them.
 #[derive(Serialize)]
 struct StartedDetail<'a> {
     continuation: bool,

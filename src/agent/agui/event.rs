@@ -157,7 +157,6 @@ macro_rules! events {
                 }
             }
 
-            /// The common fields, to change.
             pub fn base_mut(&mut self) -> &mut EventBase {
                 match self {
                     $(Event::$variant(e) => &mut e.base,)*
@@ -168,20 +167,17 @@ macro_rules! events {
 }
 
 events! {
-    /// Opens a streamed text message.
     TextMessageStart = "TEXT_MESSAGE_START" {
         subagent_run_id?: String,
         message_id: String,
         role?: TextMessageRole,
         name?: String,
     }
-    /// Appends a fragment to a streamed text message.
     TextMessageContent = "TEXT_MESSAGE_CONTENT" {
         subagent_run_id?: String,
         message_id: String,
         delta: String,
     }
-    /// Closes a streamed text message.
     TextMessageEnd = "TEXT_MESSAGE_END" {
         subagent_run_id?: String,
         message_id: String,
@@ -194,7 +190,6 @@ events! {
         delta?: String,
         name?: String,
     }
-    /// Opens a tool call.
     ToolCallStart = "TOOL_CALL_START" {
         subagent_run_id?: String,
         tool_call_id: String,
@@ -207,7 +202,6 @@ events! {
         tool_call_id: String,
         delta: String,
     }
-    /// Closes a tool call (its arguments are complete).
     ToolCallEnd = "TOOL_CALL_END" {
         subagent_run_id?: String,
         tool_call_id: String,
@@ -291,45 +285,37 @@ events! {
         code?: String,
         usage?: Vec<TokenUsage>,
     }
-    /// Opens a named step.
     StepStarted = "STEP_STARTED" {
         subagent_run_id?: String,
         step_name: String,
     }
-    /// Closes a named step.
     StepFinished = "STEP_FINISHED" {
         subagent_run_id?: String,
         step_name: String,
     }
-    /// Opens a span of reasoning.
     ReasoningStart = "REASONING_START" {
         subagent_run_id?: String,
         message_id: String,
     }
-    /// Opens a streamed reasoning message.
     ReasoningMessageStart = "REASONING_MESSAGE_START" {
         subagent_run_id?: String,
         message_id: String,
         role: ReasoningRole,
     }
-    /// Appends to a streamed reasoning message.
     ReasoningMessageContent = "REASONING_MESSAGE_CONTENT" {
         subagent_run_id?: String,
         message_id: String,
         delta: String,
     }
-    /// Closes a streamed reasoning message.
     ReasoningMessageEnd = "REASONING_MESSAGE_END" {
         subagent_run_id?: String,
         message_id: String,
     }
-    /// Shorthand for a reasoning message.
     ReasoningMessageChunk = "REASONING_MESSAGE_CHUNK" {
         subagent_run_id?: String,
         message_id?: String,
         delta?: String,
     }
-    /// Closes a span of reasoning.
     ReasoningEnd = "REASONING_END" {
         subagent_run_id?: String,
         message_id: String,

@@ -85,22 +85,19 @@ impl RunAgentInput {
         })
     }
 
-    /// [`Self::parse`] for a body already parsed into `json` by [`parse_json`], which found
-    /// no object repeating a member name: the same input as from the bytes (member order
-    /// does not matter to these types), without reading them again. `None` if it does not
-    /// deserialize: [`Self::parse`] then says why, in its own words (with line and column).
+    /// [`Self::parse`] for a body already parsed by [`parse_json`] that repeats no member name
+    /// (member order does not matter to these types). `None` if it does not deserialize:
+    /// [`Self::parse`] then says why, with line and column.
     pub fn from_parsed(json: &Value) -> Option<Self> {
         Self::deserialize(json).ok()
     }
 
-    /// The state the run starts from: the input's, or `{}` when absent.
     pub fn state_or_default(&self) -> Value {
         self.state
             .clone()
             .unwrap_or_else(|| Value::Object(Map::new()))
     }
 
-    /// The resume entries, empty when the member is absent.
     pub fn resume_entries(&self) -> &[ResumeEntry] {
         self.resume.as_deref().unwrap_or(&[])
     }
@@ -112,7 +109,6 @@ impl RunAgentInput {
         self.parent_run_id.is_some() || !self.resume_entries().is_empty()
     }
 
-    /// Judges the declared `protocolVersion`.
     pub fn version_verdict(&self) -> VersionVerdict {
         let Some(declared) = self.protocol_version.as_deref() else {
             return VersionVerdict::Accept;
@@ -177,8 +173,7 @@ impl RunAgentInput {
     }
 }
 
-/// Moves the keys of `extra` into `out` as paths under `prefix`, written only when there are
-/// any (the common case: none).
+/// Moves the keys of `extra` into `out` as paths under `prefix` (built only if there are any).
 fn take_keys(out: &mut Vec<String>, prefix: impl Fn() -> String, extra: &mut Map<String, Value>) {
     if extra.is_empty() {
         return;

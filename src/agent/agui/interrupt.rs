@@ -27,7 +27,7 @@ wire! {
             deserialize_with = "shared_object_non_null"
         )]
         response_schema: Option<Arc<Map<String, Value>>>,
-        /// Unconstrained string; ISO 8601 by convention (see `resume::parse_timestamp`).
+        /// Unconstrained string; ISO 8601 by convention (judged by `resume::is_expired`).
         expires_at?: String,
         /// INT-5: set when the interrupt was raised inside a subagent.
         subagent_run_id?: String,

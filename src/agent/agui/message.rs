@@ -86,7 +86,6 @@ wire! {
 }
 
 wire! {
-    /// A message from the person using the application.
     pub struct UserMessage {
         id: String,
         content: Content,
@@ -165,7 +164,6 @@ pub enum ContentPart {
 }
 
 wire! {
-    /// The body of a text part.
     pub struct TextPart {
         id?: String,
         text: String,
@@ -196,7 +194,6 @@ pub enum PartSource {
 }
 
 wire! {
-    /// A media part's bytes at a URL.
     pub struct UrlSource {
         value: String,
         mime_type?: String,

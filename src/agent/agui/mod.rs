@@ -2,37 +2,26 @@
 //! `text/event-stream` of one scripted run.
 //!
 //! A request goes through three stages:
-//! 1. **Admission** (`admit.rs`): method, `Accept`, the body parsed as a `RunAgentInput`
-//!    (`input.rs`), its `protocolVersion`; anything wrong is an HTTP 4xx with a JSON body and
-//!    no stream, recorded in the ledger (`event: "run-rejected"`). Unknown members are stripped
-//!    with a warning (TanStack's known habits silently, for `client = "tanstack"`).
+//! 1. **Admission** (`admit.rs`, `input.rs`): anything wrong is an HTTP 4xx with a JSON body
+//!    and no stream, recorded in the ledger (`event: "run-rejected"`).
 //! 2. **Judging** the resume list (`resume.rs`) against what the agent knows: with
 //!    `resume = "stateful"` the thread's checkpoint (its latest interrupted run, kept in the
 //!    `Threads` world extension so `/_admin/reset` forgets it), with `"stateless"` only the
-//!    script and the messages (PROD-1). The decision picks the HTTP 409
-//!    (`uncovered = "reject"`), a stream opening with `RUN_ERROR` (`"run-error"`), or a run, and
-//!    `start.rs` says where in the script the run resumes: the boundary it paused at, after an
-//!    answered frontend-tool pause, or the top.
-//! 3. **The run** (`run.rs`, `run/tools.rs`, `run/finish.rs`): the scripted agent loop with its
-//!    interrupt batches, tool calls through [`crate::service`]'s action pipeline, and one ledger
-//!    entry per fact (run start with its input, warnings, tool calls, violations, the outcome
-//!    with every emitted event type). It is played in the request handler up to its first
-//!    wait: a run that never waits answers its whole event stream at once ([`Reply::Ready`]);
-//!    one that waits streams through a channel from its own task from then on
+//!    script and the messages (PROD-1). The decision is an HTTP 409, a stream opening with
+//!    `RUN_ERROR`, or a run; `start.rs` says where in the script it starts.
+//! 3. **The run** (`run.rs`, `run/tools.rs`, `run/finish.rs`): the scripted agent loop, played
+//!    in the request handler up to its first wait: a run that never waits answers its whole
+//!    event stream at once ([`Reply::Ready`]); one that waits streams from its own task
 //!    ([`Reply::Stream`]).
 //!
 //! The protocol's types: `input.rs` (the request body), `message.rs`, `interrupt.rs`
 //! (interrupts and resume entries), `event.rs` (the 31 events), `sse.rs` (framing) and
 //! `tanstack.rs` (TanStack AI's interrupt binding).
 //!
-//! How a run is cancelled (INT-2): either scripted (`cancel_at = "<phase>"` on an iteration:
-//! the run ends `RUN_FINISHED{outcome: cancelled}` at that boundary), or by the client going
-//! away (aborting the request): the run stops at once, performs no further tool call, and the
-//! ledger records the outcome `cancelled` with `cause: "client-disconnected"`.
-//!
-//! After a restart with `--journal`, [`restore()`] rebuilds the threads' checkpoints from the
-//! ledger (`restore.rs`); a run streaming at the crash ends as a client abort would end it,
-//! with `cause: "restart"`.
+//! A run is cancelled (INT-2) by its script (`cancel_at = "<phase>"`: `RUN_FINISHED{outcome:
+//! cancelled}` at that boundary) or by the client going away: the run stops at once, performs
+//! no further tool call, and the ledger records `cancelled` with `cause: "client-disconnected"`.
+//! After a restart with `--journal`, [`restore()`] rebuilds the threads' checkpoints.
 
 mod admit;
 pub mod event;
@@ -190,16 +179,13 @@ pub async fn handle(ctx: Ctx<'_>, spec: &AgUiAgent, req: AgentRequest) -> Reply 
     }
 }
 
-/// Play an admitted run right here up to its first wait. Most runs never wait: then the whole
-/// stream is ready before the response starts, and goes out as one chunk, with no task spawned,
-/// no channel and no wake-ups between the run and the connection. A run that does wait (a
-/// scripted delay, a delayed tool response, a late error) opens the stream's channel, hands over
-/// what it emitted so far, and goes on in its own task (which polls it again at once, with a
-/// waker that counts).
+/// Play an admitted run here up to its first wait. A run that never waits answers its whole
+/// stream as one chunk, with no task and no channel; one that waits (a scripted delay, a delayed
+/// tool response, a late error) opens the channel, hands over what it emitted so far and goes
+/// on in its own task.
 fn play(world: Arc<World>, name: String, spec: &AgUiAgent, admitted: admit::Admitted) -> Reply {
     let outlet = run::Outlet::default();
-    // Boxed apart from its future: an async fn's future holds its arguments twice (as passed
-    // and as moved into its body), so a run passed by value doubled the future's size.
+    // Boxed apart from its future: an async fn's future holds its arguments twice.
     let run = Box::new(run::Run::new(
         world,
         name,

@@ -1,12 +1,8 @@
-//! Rebuilding a world's AG-UI threads from its ledger after a restart (`--journal`).
-//!
-//! The journal restores a world's ledger; this turns the AG-UI entries in it back into the
-//! `Threads` extension: each thread's open checkpoint (its latest interrupted run: the
-//! interrupts as emitted, `expiresAt` and TanStack bindings included, where it paused, the tool
-//! calls it proposed and which of them already ran, the state it left, answers carried from
-//! earlier continuations of the same pause). Only stateful agents keep checkpoints; everything
-//! else an agent knows (frontend-tool pauses, what a stateless agent reads) comes from the
-//! client's messages and needs no restoring.
+//! Rebuilding a world's AG-UI threads from its ledger after a restart (`--journal`): the open
+//! checkpoint of each thread of a stateful agent (the interrupts as emitted, `expiresAt` and
+//! TanStack bindings included, where it paused, its tool calls and which already ran, the state
+//! it left, answers carried from earlier continuations). Everything else an agent knows comes
+//! from the client's messages.
 //!
 //! The entries are replayed in order:
 //! - `run-finished` carries the `checkpoint` the run left open (an interrupt outcome, or the
@@ -18,14 +14,11 @@
 //! - `tool-call` gives each call's result (`result` for one that ran, `not-run` for a skipped
 //!   one), and any entry of the agent's own calls to a service says the call reached it.
 //!
-//! A run that was still streaming at the crash cannot be continued (its place in the script and
-//! its response died with the process). It ends as if its client had gone away: a continuation
-//! puts back the checkpoint it consumed, with every call it already ran (or sent to a service)
-//! marked done, so a retry with the same answers re-sends the result instead of repeating the
-//! call. That is recorded as `run-finished` with `outcome: "cancelled"`, `cause: "restart"`.
-//!
-//! Not restored: runs streaming at the crash (their clients must retry), a late `RUN_ERROR`
-//! not yet sent, and threads whose entries `--max-entries` evicted.
+//! A run still streaming at the crash cannot be continued: it ends as if its client had gone
+//! away (`run-finished`, `outcome: "cancelled"`, `cause: "restart"`), putting back the
+//! checkpoint it consumed with every call it already ran marked done, so a retry re-sends the
+//! result instead of repeating the call. Not restored: a late `RUN_ERROR` not yet sent, and
+//! threads whose entries `--max-entries` evicted.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -136,11 +129,9 @@ struct Started {
     finished: bool,
 }
 
-/// Rebuild a world's AG-UI threads from its ledger after a restart: each thread's open
-/// checkpoint as its last finished run left it; runs still streaming at the crash end as if
-/// their client had gone away, recorded as `run-finished` with `cause: "restart"`. Meant for a
-/// world just restored from the journal; a world whose threads are already in use is left
-/// alone. Returns how many checkpoints are open.
+/// Rebuild a world's AG-UI threads from its ledger (see the module docs). Meant for a world
+/// just restored from the journal; one whose threads are in use is left alone. Returns how many
+/// checkpoints are open.
 pub fn restore(world: &Arc<World>) -> usize {
     let agents: HashMap<&str, &AgUiAgent> = world
         .scenario

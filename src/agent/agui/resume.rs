@@ -14,17 +14,12 @@
 //!   not a discard, and the run never ends `success`. Per policy the producer rejects before
 //!   the stream (HTTP 4xx), opens the stream with `RUN_ERROR`, or re-interrupts.
 //! - RES-5: an entry that *answers* an expired interrupt is treated like an uncovered one; a
-//!   *discard* of an expired interrupt is accepted. Expired means `expiresAt <= now`, with
-//!   `expiresAt` read as a date ([`crate::clock::parse_rfc3339_ms`]: doubleagent only ever judges
-//!   the `expiresAt` it emitted itself, always `YYYY-MM-DDTHH:MM:SS.sssZ`); an unparseable value
-//!   never expires (the reference client's reading: `new Date(x) <= now` is false for an invalid
-//!   date).
+//!   *discard* of an expired interrupt is accepted. Expired means `expiresAt <= now`
+//!   ([`crate::clock::parse_rfc3339_ms`]; doubleagent judges only the `expiresAt` it emitted); an
+//!   unparseable value never expires, as `new Date(x) <= now` is false in the reference client.
 //! - RES-3: `payload` is the answer, `metadata` is envelope only and never read here.
 //!
-//!
-//! Used by the AG-UI engine ([`super`]) once per request, before the stream opens; imports only
-//! [`super::interrupt`], [`super::message`], the scenario's policy and the clock's timestamp
-//! parser.
+//! Used once per request, before the stream opens.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -80,7 +75,6 @@ pub struct ResumeCase<'a> {
 
 // --- Outputs ---
 
-/// Why an entry is unrecognized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnrecognizedWhy {
     /// It names an interrupt this producer did not raise (PROD-2).
@@ -142,7 +136,6 @@ impl EntryVerdict {
     }
 }
 
-/// Why a known-open interrupt is uncovered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UncoveredWhy {
     /// No entry at all (RES-4: omission is not discard).
@@ -169,7 +162,6 @@ pub struct Warning {
     pub interrupt_id: Option<String>,
 }
 
-/// What happens to the run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     /// Every known-open interrupt is covered: run, applying the answers.
@@ -195,7 +187,6 @@ pub const CODE_INTERRUPT_EXPIRED: &str = "interrupt_expired";
 /// HTTP status of a `reject`: the input conflicts with the thread's open interrupts.
 pub const REJECT_STATUS: u16 = 409;
 
-/// The full judgement of one input.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
     /// `parentRunId` set or a non-empty `resume` (PH-6: `on_continuation = "skip"`
@@ -211,7 +202,6 @@ pub struct Judgement {
 }
 
 impl Judgement {
-    /// The usable answer to `interrupt_id`, if any.
     pub fn answer_for(&self, interrupt_id: &str) -> Option<&Answer> {
         self.answers.get(interrupt_id)
     }
@@ -238,7 +228,6 @@ impl Judgement {
             .chain(self.uncovered.iter().map(|u| u.interrupt.id.as_str()))
     }
 
-    /// Every usable answer of this input, by interrupt id.
     pub fn answers(&self) -> &BTreeMap<String, Answer> {
         &self.answers
     }

@@ -9,11 +9,10 @@
 //! tool call id), gated by the judged answers; every backend call gets a `TOOL_CALL_RESULT`,
 //! even when it did not run, so a consumer never mistakes it for a pending frontend call.
 //!
-//! Events are written into a buffer and handed over in batches ([`Run::flush`]): all of them
-//! as the response body if the run ends without waiting, else through the stream's channel,
-//! opened before the first wait, whose only sender the run owns: dropping it closes the
-//! response. A send that fails means the client went away; the run then stops before doing
-//! anything else.
+//! Events are buffered and handed over in batches ([`Run::flush`]): as the whole response body
+//! if the run ends without waiting, else through the stream's channel, whose only sender the
+//! run owns (dropping it closes the response). A failed send means the client went away: the
+//! run stops before doing anything else.
 
 use crate::sync::unpoisoned;
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,7 +40,6 @@ use crate::world::World;
 mod finish;
 mod tools;
 
-/// How a run ends.
 enum End {
     /// Completed, or paused on frontend tool calls (named in `pendingToolCallIds`, INT-2).
     Success { pending: Vec<String> },
@@ -154,9 +152,8 @@ impl Run {
         }
     }
 
-    /// Play the run and close the stream.
-    /// Returns the whole response body if the run never had to hand frames over before it
-    /// ended (see [`Self::flush`]); `None` if they went through the stream's channel.
+    /// Play the run and close the stream. Returns the whole response body if no frame had to be
+    /// handed over before the end ([`Self::flush`]); `None` if they went through the channel.
     pub(super) async fn go(mut self: Box<Self>) -> Option<Bytes> {
         let start = self.start.take().unwrap_or(Start::Top);
         let notices = std::mem::take(&mut self.notices);
@@ -418,11 +415,9 @@ impl Run {
     }
 
     /// Wait `d` of scenario time on the run's own timeline, unless the client leaves or the world
-    /// closes first. Steps take no scenario time, so the timeline starts at the run's arrival
-    /// (its `run-started` entry) and moves only by waits. Counting from there rather than from
-    /// whenever this task gets here keeps a manual clock exact: a test that sees an entry and
-    /// then advances can never slip in before the sleep and leave the run waiting for the next
-    /// advance.
+    /// closes first. The timeline starts at the run's arrival (its `run-started` entry) and moves
+    /// only by waits, not by when this task gets here: so with a manual clock, a test that sees
+    /// an entry and then advances cannot slip in before the sleep and leave the run waiting.
     async fn wait(&mut self, d: Duration) -> Result<(), End> {
         self.cursor += d;
         self.sleep_until(self.cursor).await
@@ -488,12 +483,10 @@ impl Run {
         self.types.push(e.type_name());
     }
 
-    /// Hand the frames emitted since the last flush to the response, as one chunk. Called
-    /// before the run waits (`now`: what is ready goes out before the pause), before the ledger
-    /// says what the client got, and at the end: events produced together leave in one write
-    /// instead of one write (and one wake-up of the connection) each. Until the run first has
-    /// to hand frames over `now`, there is no channel: the frames stay in the buffer, counted
-    /// as the client's, and become the whole body when the run ends ([`Self::rest`]).
+    /// Hand the frames emitted since the last flush to the response as one chunk: before the run
+    /// waits (`now`), before the ledger says what the client got, and at the end. Until the run
+    /// first flushes `now` there is no channel: the frames stay in the buffer, counted as the
+    /// client's, and become the whole body ([`Self::rest`]).
     async fn flush(&mut self, now: bool) {
         if self.out.is_empty() {
             return;
@@ -509,9 +502,8 @@ impl Run {
             && match tx.try_send(frames) {
                 Ok(()) => true,
                 Err(TrySendError::Closed(_)) => false,
-                // A client reading slower than the run writes: wait for room. Boxed, as are
-                // the run's other waits: only a run that waits pays for their state, every
-                // run's own future stays small.
+                // A client reading slower than the run writes: wait for room. Boxed, so only a
+                // run that waits pays for the wait's state.
                 Err(TrySendError::Full(frames)) => Box::pin(tx.send(frames)).await.is_ok(),
             };
         if sent {

@@ -3,7 +3,6 @@
 
 use super::event::Event;
 
-/// The media type of the SSE binding.
 pub const EVENT_STREAM_CONTENT_TYPE: &str = "text/event-stream";
 
 #[doc(hidden)]

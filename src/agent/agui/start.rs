@@ -45,8 +45,7 @@ pub(crate) fn message_id(iteration: usize, run_id: &str) -> String {
     id
 }
 
-/// A script position in decimal. Ids are made on every run: this skips `format!`'s machinery
-/// for the usual single digit.
+/// A script position in decimal, without `format!` (ids are made on every run).
 fn push_index(out: &mut String, n: usize) {
     match u8::try_from(n) {
         Ok(d @ 0..=9) => out.push(char::from(b'0' + d)),

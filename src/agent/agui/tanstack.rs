@@ -58,7 +58,6 @@ pub fn bind_generic(
 }
 
 #[doc(hidden)]
-/// The binding object on an interrupt, if any.
 pub fn binding(interrupt: &Interrupt) -> Option<&Map<String, Value>> {
     interrupt
         .metadata

@@ -180,7 +180,6 @@ pub(crate) fn snapshot(world: &World, task_id: &str) -> Option<Task> {
     Some(task)
 }
 
-/// Runs `f` on the push targets of the agent's task `task_id`.
 pub(crate) fn with_push<T>(
     ctx: &Ctx<'_>,
     task_id: &str,

@@ -1,21 +1,21 @@
 //! Rebuilding a world's task table from its ledger after a restart (`--journal`).
 //!
-//! The journal restores a world's ledger; this turns the A2A agent entries in it back into
-//! tasks. Each entry is replayed the way it was produced: `message` (history, de-duplication),
-//! `task-created`, `task-resumed`, `status`, `artifact`, `result`, `canary`, `push-config` and
-//! `task-interrupted`. Timestamps are the entries' own times, so a task comes back as GetTask
-//! showed it before: same state, status message, artifacts, history, revision echo and canary.
+//! Each A2A agent entry is replayed the way it was produced: `message` (history,
+//! de-duplication), `task-created`, `task-resumed`, `status`, `artifact`, `result`, `canary`,
+//! `push-config` and `task-interrupted`. Timestamps are the entries' own times, so a task comes
+//! back as GetTask showed it: same state, status message, artifacts, history, revision echo and
+//! canary.
 //!
-//! A task that had reached a terminal or interrupted state (input-required, auth-required) is
-//! restored as it was and behaves as before: a message to a terminal one gets -32004, a message
-//! to an interrupted one resumes it. A task still in flight cannot honestly be continued: its
-//! runner's place in the script, pending side effects and open streams died with the process. It
-//! is failed instead (`TASK_STATE_FAILED`, with an agent message saying doubleagent restarted),
-//! which is recorded as a `task-interrupted` entry, and its push targets are told.
+//! A task that had stopped (terminal, or interrupted: input-required, auth-required) behaves as
+//! before: a message to a terminal one gets -32004, to an interrupted one resumes it. A task
+//! still in flight cannot honestly be continued (its runner's place in the script, pending side
+//! effects and open streams died with the process): it is failed (`TASK_STATE_FAILED`, with an
+//! agent message saying doubleagent restarted), recorded as `task-interrupted`, and its push
+//! targets are told.
 //!
-//! Not restored: streams (their clients must resubscribe), push deliveries queued but not yet
-//! attempted at the crash, the credentials of push configs (never written to the ledger), and
-//! tasks whose entries `--max-entries` evicted.
+//! Not restored: streams (their clients must resubscribe), push deliveries not yet attempted at
+//! the crash, the credentials of push configs (never written to the ledger), and tasks whose
+//! entries `--max-entries` evicted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

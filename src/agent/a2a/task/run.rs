@@ -176,7 +176,6 @@ fn rfc3339(world: &World, (now, stamp): &mut Now<'_>) -> String {
         .clone()
 }
 
-/// A scripted status update.
 fn status(world: &Arc<World>, e: &mut Entry, script: &Script, i: usize, mut at: Now<'_>) {
     let now = at.0;
     let step = &script.updates[i];
@@ -309,7 +308,6 @@ fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, mut at: Now<'_>) {
     };
     e.note_canary(world, used, now);
     e.set_status(world, status);
-    // The message's text for the entry: the one text part of the status's message.
     let status_message = e.task.status.message.as_ref();
     let detail = ResultDetail {
         artifacts: e.task.artifacts.iter().map(|a| &*a.artifact_id).collect(),

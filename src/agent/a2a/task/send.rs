@@ -135,7 +135,6 @@ fn send_locked(
     let (table, seen) =
         new_message_turn(all, ctx.name, inc.msg(), follow_up, spec.dedupe_message_id);
 
-    // A repeated messageId, with de-duplication on: answer with what the first one produced.
     let table = match (spec.dedupe_message_id, &seen) {
         (true, Some(first)) => match duplicate(&inc, table, first, next) {
             Ok(sent) => return Ok(sent),
@@ -150,7 +149,6 @@ fn send_locked(
     if follow_up {
         return follow_up_to_task(inc, table, seen.as_ref(), repeat_of, next);
     }
-    // A new task (or a direct reply), in the given context or a fresh one.
     let mut table = table;
     table.next_id += 1;
     if inc.script.reply == ReplyKind::Message {

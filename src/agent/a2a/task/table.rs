@@ -8,7 +8,6 @@ use super::Shared;
 use crate::agent::a2a::types::Message;
 use crate::hash::FastMap;
 
-/// A task's place in the table.
 pub(crate) struct Slot {
     /// Its place in creation order (see [`Table::insert`]), for stable listing.
     pub(crate) created: u64,
@@ -18,7 +17,6 @@ pub(crate) struct Slot {
 /// What a message id first produced.
 #[derive(Clone)]
 pub(crate) enum Seen {
-    /// A task, by id.
     Task(String),
     /// A direct reply (boxed: one of these is kept per message, and most name a task).
     Message(Box<Message>),
@@ -93,7 +91,6 @@ impl Table {
         self.tasks.insert(id.to_string(), Slot { created, entry });
     }
 
-    /// The tasks' ids in creation order.
     pub(crate) fn ids_in_order(&self) -> Vec<String> {
         let mut ids: Vec<(u64, &String)> =
             self.tasks.iter().map(|(id, s)| (s.created, id)).collect();

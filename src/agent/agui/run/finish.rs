@@ -102,7 +102,6 @@ impl Run {
         detail.outcome = "interrupt";
         detail.interrupts = Some(batch.iter().map(|i| i.id.clone()).collect());
         detail.paused_at = Some(at);
-        // Only a stateful agent keeps the batch (its checkpoint).
         let mut wire_batch = if self.spec.resume == ResumeMode::Stateful {
             batch.clone()
         } else {
@@ -234,9 +233,8 @@ impl Run {
 /// The provider named in `usage`.
 const PROVIDER: &str = "doubleagent";
 
-/// The `run-finished` entry's detail, fields in name order (as the entries have always had
-/// them); what only some ends have is left out when absent. The checkpoint stays a `Value`, as
-/// it was: its keys are in name order too.
+/// The `run-finished` entry's detail, fields in name order; what only some ends have is left
+/// out. The checkpoint is a `Value`, its keys in name order too.
 #[derive(Default, Serialize)]
 pub(super) struct FinishedDetail<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]

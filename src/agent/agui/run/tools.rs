@@ -121,8 +121,7 @@ impl Run {
             return Ok(());
         };
         detail["gate"] = json!("run");
-        // Boxed: a service call's state (its request, the response, a possible wait) only for
-        // runs that make one.
+        // Boxed: only runs that call a service pay for the call's state.
         let called = Box::pin(self.call_service(call, service, route, headers, answer_at, payload));
         let (content, facts) = match called.await {
             Ok(v) => v,
