@@ -3,11 +3,8 @@
 //! engine in `agent::agui` plays.
 //!
 //! A script is a list of *iterations* (scripted model turns: text and/or tool calls), the tools
-//! those calls name (backed by a fake-service route, or left to the application as *frontend*
-//! tools), and the *interrupts* raised at the four lifecycle boundaries of an iteration
-//! (`beforeModel`, `afterModel`, `beforeTools`, `afterTools`; rules PH-1..PH-4). Everything that
-//! can be checked without running is checked here and reported as `(key.path, message)` issues,
-//! so a misspelt tool, service, route or phase never reaches a world.
+//! they name (a fake-service route, or *frontend* tools left to the application), and the
+//! *interrupts* raised at an iteration's four boundaries (PH-1..PH-4), all checked at load.
 
 use std::collections::BTreeMap;
 use std::ops::Deref;
@@ -21,7 +18,6 @@ use super::{
     check_header, check_pointer, did_you_mean, find_route, sub_table, Dur, Issues, Service,
 };
 
-// ---------------------------------------------------------------------------------------------
 // Enumerations shared by the raw and the compiled model
 
 /// The four boundaries of one agent iteration, in the order an iteration passes them.
@@ -146,7 +142,6 @@ impl Violation {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
 // The raw TOML model
 
 #[derive(Deserialize)]
@@ -232,12 +227,10 @@ struct RawInterrupt {
     on_continuation: Option<OnContinuation>,
 }
 
-// ---------------------------------------------------------------------------------------------
 // The compiled model
 
-/// A validated AG-UI agent script, shared: the agent table is looked up (and cloned) per
-/// request and a run keeps its script for as long as it streams, so a clone is a reference
-/// count, not a copy of the script's JSON trees.
+/// A validated AG-UI agent script, shared: the agent table is cloned per request and a run
+/// keeps its script while it streams, so a clone is a reference count, not a deep copy.
 #[derive(Clone, Debug, Default)]
 pub struct AgUiAgent(Arc<Script>);
 
@@ -361,7 +354,6 @@ pub struct InterruptSpec {
     pub on_continuation: OnContinuation,
 }
 
-// ---------------------------------------------------------------------------------------------
 // Compilation
 
 pub(crate) fn compile(

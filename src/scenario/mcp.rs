@@ -1,9 +1,7 @@
 //! The scenario model of a fake MCP tool server (`[mcp.NAME]`): the protocol versions it serves,
-//! what it does with a cancelled call, and its tools, each bound to a route of a fake service
-//! (`call = { service, route, path = { param = "/pointer" } }`) whose pipeline a `tools/call`
-//! runs through. Compiled at load: the route is looked up once, every pointer, path parameter
-//! and annotation checked, and problems reported with their key path like the rest of the
-//! scenario. `crate::mcp` serves the compiled [`McpServer`].
+//! what it does with a cancelled call, and its tools, each bound to a fake service's route whose
+//! pipeline a `tools/call` runs through. Compiled and checked at load, problems reported with
+//! their key path; `crate::mcp` serves the compiled [`McpServer`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -110,7 +108,6 @@ impl McpServer {
         self.tools.iter().find(|t| t.name == name)
     }
 
-    /// Whether `version` is one this server serves.
     pub fn serves(&self, version: &str) -> bool {
         self.versions.contains(&version)
     }

@@ -18,8 +18,7 @@ const RESPONSE_NAMES: &[&str] = &[
     "request.path",
 ];
 
-/// A placeholder in a response that can name nothing is an error at load, not text sent to the
-/// client: an unknown name, `path.NAME` without that parameter, `body.` without a JSON pointer.
+/// Every placeholder in an action's response names something it can name.
 pub(super) fn check_response(
     respond: &Respond,
     path: Option<&PathTemplate>,

@@ -1,9 +1,7 @@
-//! A tool's JSON Schemas (its input and output), compiled once when the scenario loads by the
-//! `jsonschema` crate, in the dialect a schema names (else 2020-12, MCP's default), every
-//! keyword checked. [`Schema::problems`] names every way a value fails one, each with its JSON
-//! pointer, so a model reading the `isError` text can correct its call (as SEP-1303 intends).
-//! The common keywords are worded as the rest of doubleagent words its errors; the others keep
-//! the crate's own message.
+//! A tool's JSON Schemas (input and output), compiled at load by the `jsonschema` crate in the
+//! dialect a schema names (else 2020-12, MCP's default). [`Schema::problems`] names every way a
+//! value fails one, each with its JSON pointer, so a model reading the `isError` text can
+//! correct its call (SEP-1303); common keywords are worded as doubleagent's other errors.
 
 use std::sync::Arc;
 
@@ -41,7 +39,6 @@ impl Schema {
         }
     }
 
-    /// The schema as written.
     pub fn json(&self) -> &Value {
         &self.json
     }
