@@ -1,22 +1,15 @@
 //! Scenario time: the one clock every delay, expiry, lag and timeout in a world runs on.
 //!
-//! A [`Clock`] is either *real* (scenario time follows the wall clock from the moment the world
-//! started) or *manual* (time stands still until [`Clock::advance`] moves it). Scenario time is a
-//! [`Duration`] since the world started; [`Clock::rfc3339`] turns it into a wall-clock timestamp for
-//! the ledger.
+//! A [`Clock`] is *real* (follows the wall clock from the world's start) or *manual* (stands
+//! still until [`Clock::advance`]). Scenario time is a [`Duration`] since the world started.
 //!
-//! Most timed behaviour in doubleagent is *derived* from the clock rather than scheduled: an
-//! `apply-later` effect is applied when `now >= applied_at`, a key is expired when
-//! `now >= created + retention`. Only things that must act on a socket or run an agent step sleep.
-//! Sleepers on a manual clock are woken strictly in deadline order. A sleeper that records what it
-//! does when it wakes ([`Clock::sleep_until`]) runs with `now` set to its deadline, and the
-//! [`Tick`] it gets back holds `advance` until it has recorded it, so an advance is a
-//! deterministic, ordered replay of time. A sleeper that only delivers something already recorded
-//! (a delayed response: [`Clock::wait_until`]) needs no such handshake: `advance` wakes it and
-//! goes on, so a hundred thousand pending responses are released in one sweep instead of one
-//! round trip between tasks each.
-//!
-//! Sits at the bottom of the module graph: it imports nothing from the crate.
+//! Most timed behaviour is *derived* from the clock, not scheduled (`apply-later` applies when
+//! `now >= applied_at`; a key expires when `now >= created + retention`); only socket work and
+//! agent steps sleep. On a manual clock sleepers wake in deadline order: one that records
+//! something ([`Clock::sleep_until`]) runs at its deadline, and its [`Tick`] holds `advance`
+//! until it is done, so an advance replays time deterministically; one that only delivers what
+//! is already recorded ([`Clock::wait_until`]) skips that handshake, so many pending responses
+//! are released in one sweep. Imports nothing from the crate.
 
 use crate::sync::unpoisoned;
 use std::collections::BTreeMap;
@@ -133,7 +126,6 @@ impl Clock {
         }
     }
 
-    /// Wall-clock milliseconds since the Unix epoch at scenario time zero.
     pub fn epoch_ms(&self) -> u64 {
         self.inner.epoch_ms
     }

@@ -1,14 +1,11 @@
 //! The ledger: ground truth of every request a world received and what took effect.
 //!
-//! One [`Record`] per request, appended in arrival order, numbered by `seq` from 1. A record keeps
-//! the *effect* (was the action applied, when, was it cancelled first) apart from the *response*
-//! (sent, delayed, dropped, reset, hung): a client's view and the world's truth differ exactly
-//! there. Timed parts are stored as scheduled scenario times and resolved against the clock when
-//! read ([`Record::view`]), so an `apply-later` effect or a delayed response needs no timer to be
-//! reported correctly at any instant, and a lookup with lag can ask "as of `now - lag`".
-//!
-//! [`Entry`] is the serialized view (the `GET /_admin/ledger` and JSONL shape); it deserializes
-//! too, so offline tools can read an exported ledger. Imports `clock` and `fate` only.
+//! One [`Record`] per request, in arrival order, numbered by `seq` from 1. A record keeps the
+//! *effect* (applied, when, cancelled first) apart from the *response* (sent, delayed, dropped,
+//! reset, hung): a client's view and the world's truth differ exactly there. Timed parts are
+//! scheduled scenario times resolved when read ([`Record::view`]), so nothing needs a timer and
+//! a lookup with lag can ask "as of `now - lag`". [`Entry`] is the serialized view (admin API,
+//! JSONL), readable back by offline tools. Imports `clock` and `fate` only.
 
 use std::time::Duration;
 
@@ -48,7 +45,6 @@ pub enum Disposition {
     MissingKey,
     /// An authoritative state lookup.
     Lookup,
-    /// A cancellation request.
     Cancel,
     /// Matched no route (or was malformed at the HTTP level).
     Unmatched,
@@ -156,11 +152,9 @@ pub struct Record {
     pub detail: Option<JsonText>,
 }
 
-/// A JSON value kept as its text, as serde_json writes it (so a `Value` read back from it
-/// writes the same text): a record's `body`, `intent` and `detail`. Records are written far
-/// more often than read, and a value kept as text skips building a `Value` tree per record,
-/// encoding it field by field into the store and freeing it again. In JSON (the journal) it is
-/// the value itself; in the store's binary form, its text as one string.
+/// A JSON value kept as the text serde_json writes for it: a record's `body`, `intent` and
+/// `detail`. Records are written far more often than read, and text skips building and
+/// freeing a `Value` per record. In JSON (the journal) it is the value itself.
 #[derive(Clone, Debug)]
 pub struct JsonText(String);
 
@@ -180,12 +174,10 @@ impl JsonText {
         }
     }
 
-    /// The value itself.
     pub fn value(&self) -> Value {
         serde_json::from_str(&self.0).unwrap_or(Value::Null)
     }
 
-    /// Its JSON text.
     pub fn text(&self) -> &str {
         &self.0
     }
@@ -538,7 +530,6 @@ impl Ledger {
         }
     }
 
-    /// The seq the next record will get.
     pub fn next_seq(&self) -> u64 {
         self.first_seq + self.records.len() as u64
     }
@@ -619,12 +610,10 @@ impl Ledger {
             .filter_map(move |i| self.records.get(i).filter(|r| filter.matches(r)))
     }
 
-    /// How many records pass `filter`.
     pub fn count_matching(&self, filter: &Filter) -> usize {
         self.matching(filter).count()
     }
 
-    /// Records still held.
     pub fn len(&self) -> usize {
         self.records.len()
     }

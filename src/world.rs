@@ -1,13 +1,10 @@
 //! The world: one scenario's simulated state, owned in one place.
 //!
-//! A [`World`] holds the compiled scenario, its clock, and behind a single mutex the mutable
-//! state: ledger, idempotency keys, fate counters and the key → execution index. Every pipeline
-//! step that must be atomic (check a key and reserve it, pick a fate, append to the ledger) runs
-//! inside one short critical section that never spans an `.await`.
-//!
-//! Resetting or replacing the scenario builds a fresh world; the old one is closed, which wakes
-//! its sleepers and releases its hung connections. Callers above (`service`, `admin`, `server`)
-//! reach the state only through here.
+//! A [`World`] holds the compiled scenario, its clock, and behind one mutex the mutable state
+//! (ledger, idempotency keys, fate counters, key → execution index). Every step that must be
+//! atomic (check and reserve a key, pick a fate, append) runs in one short critical section that
+//! never spans an `.await`. Reset or replacement builds a fresh world and closes the old one,
+//! waking its sleepers and releasing its hung connections.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -22,7 +19,6 @@ use crate::ledger::{Counts, Entry, Filter, Ledger, Record};
 use crate::scenario::Scenario;
 use crate::sync::unpoisoned;
 
-/// The mutable part of a world.
 #[derive(Default)]
 pub struct State {
     pub ledger: Ledger,
@@ -31,8 +27,7 @@ pub struct State {
     pub counters: FastMap<String, u64>,
     /// Where a stream's name is written before it is looked up (no allocation per action).
     pub stream_buf: String,
-    /// Latest execution (seq) per (service, idempotency key), whatever the idempotency mode:
-    /// lookups and cancels accept a key as the action's id.
+    /// Latest execution per (service, idempotency key): lookups and cancels accept a key as an id.
     pub by_key: KeyIndex,
     /// Latest execution (seq) per (service, the action's own id from its response).
     pub by_object: KeyIndex,
@@ -124,7 +119,6 @@ impl World {
         }
     }
 
-    /// Whether this world's facts go to a journal.
     pub fn journaled(&self) -> bool {
         self.journal.is_some()
     }
@@ -177,12 +171,10 @@ impl World {
             .collect()
     }
 
-    /// Number of entries matching a filter.
     pub fn count(&self, filter: &Filter) -> usize {
         self.lock().ledger.count_matching(filter)
     }
 
-    /// A copy of one record.
     pub fn record(&self, seq: u64) -> Option<Record> {
         self.lock().ledger.get(seq)
     }
@@ -219,7 +211,6 @@ impl Default for Limits {
     }
 }
 
-/// Why a session could not be had.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SessionError {
     #[error("bad session name \"{0}\": use 1 to 64 letters, digits, '-', '_' or '.'")]
@@ -346,7 +337,6 @@ impl Host {
         }
     }
 
-    /// Remember the findings of the latest verification, per rule.
     pub fn record_findings<'a>(&self, rules: impl Iterator<Item = &'a str>) {
         let mut m = unpoisoned(self.last_findings.lock());
         m.clear();
@@ -389,7 +379,6 @@ impl Host {
         &self.limits
     }
 
-    /// The default session's world.
     pub fn world(&self) -> Arc<World> {
         unpoisoned(self.default.read()).clone()
     }
@@ -524,7 +513,6 @@ impl Host {
         gone.len()
     }
 
-    /// Named sessions alive now.
     pub fn session_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.lock_sessions().keys().cloned().collect();
         names.sort();
@@ -543,7 +531,6 @@ impl Host {
         self.stopping.send_replace(true);
     }
 
-    /// Resolves once the server is stopping.
     pub async fn stopping(&self) {
         let mut rx = self.stopping.subscribe();
         let _ = rx.wait_for(|s| *s).await;
