@@ -2,17 +2,12 @@
 //! action's id and body for a fake service's response; a task's id, revision and canary for an
 //! agent's result).
 //!
-//! A caller implements [`Vars`]; [`text`] interpolates into a string ([`names`] lists what it
-//! would look up), [`json`] walks a JSON value and expands its strings — where a string is
-//! exactly one placeholder, it takes the value's own JSON type (`amount = "{{body./amount}}"`
-//! stays a number). A placeholder a caller does not know is left as written; scenarios never get
-//! that far, since every name in a response or an agent's texts is checked at load
-//! (`scenario::placeholders`), and a response's name a request has no value for is `null`
-//! (see `service::action`).
-//!
-//! [`Compiled`] is a fake service's JSON response body compiled once at load.
-//!
-//! Sits beside `clock` and `fate` at the bottom: it imports nothing from the crate.
+//! A caller implements [`Vars`]; [`text`] interpolates into a string, [`json`] expands a JSON
+//! value's strings, and a string that is exactly one placeholder takes the value's own JSON type
+//! (`amount = "{{body./amount}}"` stays a number). An unknown placeholder is left as written,
+//! though scenarios never get that far: names are checked at load (`scenario::placeholders`).
+//! [`Compiled`] is a fake service's response body compiled once at load. Imports nothing from
+//! the crate.
 
 use serde_json::Value;
 
@@ -83,10 +78,9 @@ pub fn json(v: &Value, vars: &dyn Vars) -> Value {
     }
 }
 
-/// A JSON template compiled once (a fake service's response body, at scenario load): the text
-/// between the strings that hold placeholders is written out ahead of time, so rendering is
-/// copies and the placeholders' values. [`Compiled::write`] gives the bytes of
-/// `json(v, vars).to_string()` without building the expanded tree.
+/// A JSON template compiled at load: the text between placeholder strings is written out ahead
+/// of time, so [`Compiled::write`] gives `json(v, vars).to_string()`'s bytes without building
+/// the expanded tree.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Compiled {
     pieces: Vec<Piece>,

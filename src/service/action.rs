@@ -89,9 +89,8 @@ impl serde::Serialize for Picked<'_> {
     }
 }
 
-/// Admit an action (its key, fingerprint and intent are in `record`): decide by its key, and
-/// execute it if the decision says so. Also returns, for a journaled world, the key record an
-/// execution left, to be journaled with its ledger record.
+/// Admit an action: decide by its key and execute it if the decision says so. Also returns,
+/// for a journaled world, the key record an execution left, to be journaled with it.
 pub(super) fn action(
     world: &World,
     st: &mut State,
@@ -190,8 +189,7 @@ fn replay(
     r
 }
 
-/// Execute an action: its fate, the response that fate gives, and the key store remembering it
-/// (and the key record, for a journaled world).
+/// Execute an action: its fate, the response that fate gives, the key store remembering it.
 fn execute(
     world: &World,
     st: &mut State,
@@ -408,7 +406,6 @@ fn note_unfilled(record: &mut Record, unfilled: Vec<String>) {
 /// at load); one this request has no value for is `null`, and noted in `unfilled`.
 struct Ctx<'a> {
     world: &'a World,
-    /// The request's body, parsed.
     json: Option<&'a Value>,
     record: &'a Record,
     unfilled: RefCell<Vec<String>>,
