@@ -45,15 +45,13 @@ pub(super) const NO_KEY: u32 = NO_ID;
 /// (Lower in unit tests, so that their ledgers take both ways.)
 pub(super) const PARALLEL_ROWS: usize = if cfg!(test) { 1_000 } else { 50_000 };
 
-/// Number rows into classes of equal keys, in the order of each class's first row (as one hash
-/// map fed the rows in order would): `key` gives a row's hash (`None`: no key, [`NO_ID`]),
-/// `same` whether two rows of equal hashes have equal keys.
+/// Number rows into classes of equal keys, in the order of each class's first row: `key` gives
+/// a row's hash (`None`: [`NO_ID`]), `same` whether two rows of equal hashes have equal keys.
 ///
-/// With a million keys in one table every row is a cache miss or two, so the rows are first
-/// spread by hash over partitions small enough for each one's table to stay in cache, and
-/// grouped there by hash alone; then, in ledger order, each row is checked against its class's
-/// first row, which is mostly close by (a retry follows its first attempt). Should two different
-/// keys ever share a 64-bit hash, the numbering is done again the exact way.
+/// One table of a million keys costs a cache miss or two per row, so rows are first spread by
+/// hash over cache-sized partitions and grouped there by hash; then each row is checked against
+/// its class's first row (usually close by: a retry follows its first attempt). Should two keys
+/// share a 64-bit hash, the numbering is redone the exact way.
 fn number(
     rows: &Rows,
     key: impl Fn(&Row) -> Option<u64>,

@@ -12,8 +12,7 @@ use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 use crate::ledger::Disposition;
 
 /// Executions indexed by what an action claim can name them by, so that resolving every claim
-/// costs lookups, not a scan of the ledger each (1 000 claims over 1 000 000 entries used to take
-/// a minute).
+/// costs lookups, not a scan of the ledger each.
 struct Claimable<'e> {
     l: &'e Ledger,
     by_key: HashMap<&'e str, Vec<usize>>,

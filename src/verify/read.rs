@@ -1,14 +1,12 @@
 //! Reading an exported JSONL ledger: one [`Entry`] a line through serde, blank lines skipped,
 //! the first bad line named by its number.
 //!
-//! - [`parse_jsonl`]: the entries themselves, for whatever needs them all (`doubleagent report`).
-//! - [`LeanLedger`]: for verification only (`doubleagent verify --ledger/--url`): each entry
-//!   becomes a [`Row`] as soon as it is read and is dropped, so a million entries never exist at
-//!   once; a file is read a piece at a time into one reused buffer per core.
+//! - [`parse_jsonl`]: the entries themselves (`doubleagent report`).
+//! - [`LeanLedger`]: for verification only (`verify --ledger/--url`): each entry becomes a
+//!   [`Row`] as soon as it is read, so a million entries never exist at once.
 //!
-//! A million entries are a few hundred MB of JSON, so the text is cut into pieces of a few MB
-//! that the cores take in turn (a core the machine lends elsewhere for a while holds up one small
-//! piece, not half the work). A piece holds the lines that start in its bytes.
+//! The text is cut into pieces of a few MB that the cores take in turn (a core busy elsewhere
+//! holds up one small piece, not half the work); a piece holds the lines that start in it.
 
 use std::io;
 use std::ops::Range;
@@ -297,7 +295,6 @@ impl<'a> LeanLedger<'a> {
         })
     }
 
-    /// Number of entries read.
     pub fn len(&self) -> usize {
         self.ledger.rows.len()
     }

@@ -37,7 +37,6 @@ pub enum State {
 /// The verdict over a ledger.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    /// The verdict: clean, findings, or incomplete.
     #[serde(default)]
     pub state: State,
     /// No findings (also when `state` is incomplete).

@@ -1,9 +1,7 @@
-//! The ledger as the rules read it: one [`Row`] per [`Entry`], made in one place
-//! ([`Row::new`]), keeping only what some rule reads. The strings are moved out of the entry,
-//! the intent is kept as its canonical JSON text (what `Value::to_string` writes: two intents are
-//! the same action exactly when those texts are equal, so `1` is not `1.0`), and the rest of the
-//! entry (body, times, method, path) is dropped as soon as the row is made, so a million entries
-//! read from a file never exist at once.
+//! The ledger as the rules read it: one [`Row`] per [`Entry`], made in one place ([`Row::new`]),
+//! keeping only what some rule reads. The intent is kept as its canonical JSON text (two intents
+//! are the same action exactly when those texts are equal, so `1` is not `1.0`); the rest of the
+//! entry is dropped as the row is made, so a million entries read from a file never exist at once.
 
 use std::hash::BuildHasher;
 
@@ -27,7 +25,6 @@ pub(super) struct Row {
     pub key: Option<Box<str>>,
     pub work_id: Option<Box<str>>,
     pub action_id: Option<Box<str>>,
-    /// The intent's canonical JSON text.
     pub intent: Option<String>,
     /// Hashes of `intent` and `key` (0 without one), made with the ledger's [`Ledger::hash`]
     /// where rows are made (in parallel, while the text is in cache).
