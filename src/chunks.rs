@@ -30,8 +30,7 @@ impl Chunks {
         }
     }
 
-    /// Copy `parts` one after the other into the last chunk (a new one if they do not fit);
-    /// where they start.
+    /// Copy `parts` back to back into the last chunk (or a new one); returns where they start.
     #[inline]
     pub fn place(&mut self, parts: &[&[u8]]) -> u64 {
         let len: usize = parts.iter().map(|p| p.len()).sum();

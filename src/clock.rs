@@ -78,8 +78,7 @@ enum Waiter {
     Unordered(oneshot::Sender<()>),
 }
 
-/// How many unordered sleepers `advance` wakes per hold of the clock's lock (readers of `now`
-/// wait at most that long).
+/// Unordered sleepers `advance` wakes per hold of the clock's lock (the longest `now` waits).
 const WAKE_BATCH: usize = 1024;
 
 /// Held by a woken sleeper on a manual clock: while it lives, `advance` waits (so whatever the
@@ -99,8 +98,7 @@ impl Clock {
         )
     }
 
-    /// A clock continuing an earlier run (after a restart): the same epoch, and for a manual
-    /// clock the time it had reached; a real clock simply goes on following the wall clock.
+    /// A clock continuing an earlier run (after a restart): the same epoch and, if manual, time.
     pub fn resume(kind: ClockKind, epoch_ms: u64, now: Duration) -> Clock {
         let elapsed = Duration::from_millis(wall_now_ms().saturating_sub(epoch_ms));
         let instant_now = tokio::time::Instant::now();
@@ -163,9 +161,8 @@ impl Clock {
         format_rfc3339_ms(self.wall_ms(t))
     }
 
-    /// Sleep until scenario time `deadline`. Returns `None` if the world closed first. On a
-    /// manual clock the returned [`Tick`] holds `advance` (and so later deadlines) until it is
-    /// dropped: use this when the sleeper records something at its deadline.
+    /// Sleep until scenario time `deadline`; `None` if the world closed first. On a manual clock
+    /// the [`Tick`] holds `advance` until dropped: for a sleeper that records at its deadline.
     pub async fn sleep_until(&self, deadline: Duration) -> Option<Tick> {
         let mut closed = self.inner.closed.subscribe();
         if *closed.borrow() {
@@ -188,8 +185,7 @@ impl Clock {
     }
 
     /// Wait until scenario time `deadline`; `false` if the world closed first. Woken in deadline
-    /// order like [`Clock::sleep_until`], but `advance` does not wait for the waiter to run: for
-    /// delivering what is already recorded (a delayed response), not for recording anything.
+    /// order, but `advance` does not wait for it: for delivering what is already recorded.
     pub async fn wait_until(&self, deadline: Duration) -> bool {
         match self.inner.kind {
             ClockKind::Real => self.sleep_until(deadline).await.is_some(),
@@ -242,8 +238,7 @@ impl Clock {
         drop(waiters);
     }
 
-    /// Move a manual clock forward by `by`, waking every sleeper that falls due, in deadline
-    /// order, each at its own deadline. Returns the new time.
+    /// Move a manual clock forward by `by`, waking each sleeper due at its own deadline, in order.
     pub async fn advance(&self, by: Duration) -> Result<Duration, ClockError> {
         if self.inner.kind != ClockKind::Manual {
             return Err(ClockError::NotManual);

@@ -50,8 +50,7 @@ impl Fate {
         )
     }
 
-    /// The name of a fate without parameters, as displayed (`None` for those with one): counted
-    /// and recorded per request, so not worth the formatting machinery.
+    /// The name of a fate without parameters (`None` for those with one), without formatting.
     pub fn plain_name(self) -> Option<&'static str> {
         Some(match self {
             Fate::Respond => "respond",

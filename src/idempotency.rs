@@ -49,7 +49,6 @@ pub enum Cache {
     Latest,
 }
 
-/// A fully resolved idempotency policy.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Policy {
     pub mode: Mode,
@@ -186,7 +185,6 @@ pub struct StoredResponse {
     pub body: Vec<u8>,
 }
 
-/// A response header: mostly static text.
 pub type Header = (Cow<'static, str>, Cow<'static, str>);
 
 pub const JSON_HEADERS: &[Header] = &[(
@@ -221,8 +219,7 @@ pub enum Decision<'s> {
     Missing,
 }
 
-/// What [`KeyStore::remember_parts`] keeps of an execution, borrowed from the caller: the
-/// parts of a [`KeyRecord`], without building one.
+/// An execution's outcome as [`KeyStore::remember_parts`] takes it: a [`KeyRecord`]'s parts.
 #[derive(Clone, Debug)]
 pub struct Kept<'a> {
     pub fingerprint: Option<&'a str>,
@@ -297,9 +294,7 @@ pub struct KeyStore {
     index: FastMap<u64, u64>,
     /// In the order they were remembered. A slot whose key was remembered again since is empty.
     slots: VecDeque<Slot>,
-    /// The place of `slots[0]`.
     first: u64,
-    /// Slots that hold a record.
     live: usize,
     max: usize,
     state: FastState,
@@ -307,8 +302,7 @@ pub struct KeyStore {
     chunks: Chunks,
 }
 
-/// Texts are kept in chunks of this size (one text larger than this gets a chunk of its own);
-/// a store that keeps few keys (a test's session) stays small: its chunks start at 4 KB.
+/// Full size of a text chunk; a store keeping few keys (a test's session) starts at 4 KB.
 const TEXT_CHUNK: usize = 256 << 10;
 
 #[derive(Debug)]
@@ -350,7 +344,6 @@ impl Slot {
 /// A slot's texts as stored: id (`service\u{1f}key`), fingerprint, response body.
 type SlotTexts<'s> = (&'s [u8], Option<&'s [u8]>, &'s [u8]);
 
-/// A slot with its texts, as a lookup sees it.
 struct Found<'s> {
     slot: &'s Slot,
     /// As bytes: only a lookup by key needs it as text.
@@ -406,7 +399,6 @@ impl KeyStore {
         Some((id, fp, rest.get(..slot.body_len as usize)?))
     }
 
-    /// The live record for a key, expired or not.
     fn find(&self, service: &str, key: &str) -> Option<Found<'_>> {
         let place = *self.index.get(&self.hash(service, key))?;
         let slot = self
@@ -539,7 +531,7 @@ impl KeyStore {
         }
     }
 
-    /// Drop the empty slots; the others move up, and the index learns their new places.
+    /// Drop the empty slots and re-index the rest.
     fn compact(&mut self) {
         self.slots.retain(|s| s.live);
         for (i, slot) in self.slots.iter().enumerate() {
@@ -547,8 +539,7 @@ impl KeyStore {
         }
     }
 
-    /// Forget the record execution `seq` left under a key (its ledger record could not be
-    /// journaled, so it did not take effect); a later record of the key stays.
+    /// Forget the record execution `seq` left under a key (it could not be journaled).
     pub fn forget(&mut self, service: &str, key: &str, seq: u64) {
         let hash = self.hash(service, key);
         let Some(&place) = self.index.get(&hash) else {
@@ -664,8 +655,7 @@ pub fn fingerprint_bytes(bytes: &[u8]) -> String {
     crate::hash::hex16(std::hash::Hasher::finish(&h.0))
 }
 
-/// The fingerprint of a request body under a policy: canonical JSON when the body parses (so key
-/// order and whitespace do not matter), raw bytes otherwise.
+/// The fingerprint of a request body under a policy (see [`Fingerprint`]).
 pub fn fingerprint(how: &Fingerprint, raw: &[u8], json: Option<&Value>) -> Option<String> {
     match how {
         Fingerprint::None => None,

@@ -159,8 +159,7 @@ pub struct Record {
 pub struct JsonText(String);
 
 impl JsonText {
-    /// The text `v` serialises to. Bodies and details are maps of strings, numbers and
-    /// `Value`s, which always serialise; should one not, it is recorded as `null`.
+    /// The text `v` serialises to (bodies and details always do; `null` should one not).
     pub fn of(v: &(impl Serialize + ?Sized)) -> JsonText {
         // Written by serde_json, so not parsed again to be checked.
         JsonText(serde_json::to_string(v).unwrap_or_else(|_| "null".into()))
@@ -230,7 +229,6 @@ pub enum ActionState {
 }
 
 impl Record {
-    /// The action id used in responses and lookups.
     pub fn action_id(&self) -> String {
         action_id(self.seq)
     }
@@ -385,7 +383,6 @@ pub fn action_id(seq: u64) -> String {
     format!("act_{seq}")
 }
 
-/// The seq inside an action id.
 pub fn parse_action_id(id: &str) -> Option<u64> {
     id.strip_prefix("act_")?.parse().ok()
 }
@@ -484,15 +481,12 @@ impl Filter {
     }
 }
 
-/// Placeholders at most for seqs lost in an unbounded ledger's journal (beyond, the held records
-/// are dropped instead).
+/// At most this many placeholders for seqs lost in a journal; beyond, held records are dropped.
 const MAX_PLACEHOLDERS: usize = 1_000_000;
 
-/// Where appended records are also sent (the journal), so that no code path that appends can
-/// forget to persist.
+/// Where appended records are also sent (the journal), so no path that appends can forget it.
 pub trait Sink: Send + Sync {
-    /// Persist `record`, with the key record its execution left (durable together or not at
-    /// all); false if it could not be.
+    /// Persist `record` with its execution's key record, both or neither; false if it could not.
     fn appended(&self, record: &Record, key: Option<&KeyRecord>) -> bool;
 }
 
@@ -504,7 +498,6 @@ pub struct Ledger {
     records: store::Store,
     counts: Counts,
     sink: Option<Box<dyn Sink>>,
-    /// Seq of the oldest record held.
     first_seq: u64,
     max: Option<usize>,
     evicted: u64,
@@ -539,9 +532,8 @@ impl Ledger {
         self.append_keyed(&mut record, None).0
     }
 
-    /// [`append`](Self::append) an execution with the key record it leaves, persisted in one
-    /// piece; also returns whether the sink took it (always, without one). The record is left
-    /// to the caller, to be freed once the world's lock is released.
+    /// [`append`](Self::append) an execution with its key record, persisted in one piece; also
+    /// whether the sink took it. The caller frees the record once the world's lock is released.
     pub fn append_keyed(&mut self, record: &mut Record, key: Option<&KeyRecord>) -> (u64, bool) {
         let seq = self.next_seq();
         record.seq = seq;
@@ -581,8 +573,7 @@ impl Ledger {
         self.records.get(self.position(seq)?)
     }
 
-    /// Change the record numbered `seq` (a cancel stopping a pending action); false if it is no
-    /// longer held.
+    /// Change the record numbered `seq` (a cancel stopping it); false if it is no longer held.
     pub fn update(&mut self, seq: u64, change: impl FnOnce(&mut Record)) -> bool {
         let Some(i) = self.position(seq) else {
             return false;

@@ -539,8 +539,7 @@ impl Scenario {
     }
 }
 
-/// The service and route a step or tool names (`service`, `route` under key path `path`), or
-/// an issue for the one that does not exist, with the nearest name.
+/// The service and route a step or tool names, or an issue (with the nearest name) at `path`.
 pub(crate) fn find_route<'s>(
     services: &'s [Service],
     (service, route): (&str, &str),
@@ -580,8 +579,7 @@ impl Route {
         out
     }
 
-    /// [`Route::fate_stream`] into a buffer the caller reuses (once per executed action), with
-    /// the intent as its compact JSON text.
+    /// [`Route::fate_stream`] into a reused buffer, the intent as its compact JSON text.
     pub fn write_fate_stream(
         &self,
         out: &mut String,
@@ -615,8 +613,7 @@ impl Service {
     }
 }
 
-/// The problems compilation finds, as (key path, message) pairs: located in the source once
-/// all are found.
+/// The problems compilation finds, as (key path, message) pairs, located once all are found.
 #[derive(Default)]
 pub(crate) struct Issues(Vec<(String, String)>);
 

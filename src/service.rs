@@ -68,8 +68,7 @@ pub struct Request<'a> {
 }
 
 impl Request<'_> {
-    /// The request with its names copied, to outlive what it borrowed from (an MCP task's call,
-    /// kept until its input is answered).
+    /// The request with its names copied, to outlive what it borrowed (an MCP task's call).
     pub fn into_owned(self) -> Request<'static> {
         let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
         Request {
@@ -90,8 +89,7 @@ impl Request<'_> {
     }
 }
 
-/// What a protocol wrapped around a request knows of it (an MCP call's server, tool, JSON-RPC
-/// id, era, session, key and where the key came from).
+/// What a protocol wrapped around a request knows of it (an MCP call's server, tool, id, key...).
 #[derive(Clone, Debug)]
 pub struct Via {
     /// The key in `detail` (`mcp`).
@@ -297,8 +295,7 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
     finish(world, st, record, (response, plan), canaries, key)
 }
 
-/// A wrapping protocol's facts, beside what the pipeline noted in the detail (rare: the detail
-/// is read back only for such requests).
+/// A wrapping protocol's facts, beside what the pipeline noted in the detail.
 fn note_via(record: &mut Record, via: Via) {
     let mut detail = match record.detail.as_ref().map(|d| d.value()) {
         Some(Value::Object(d)) => d,
@@ -308,8 +305,7 @@ fn note_via(record: &mut Record, via: Via) {
     record.detail = Some(Value::Object(detail).into());
 }
 
-/// A request's record before admission decides anything: unmatched, answered now. Its service,
-/// method and path are moved out of the request.
+/// A request's record before admission decides anything: unmatched, answered now.
 fn new_record(
     req: &mut Request<'_>,
     now: Duration,
@@ -352,9 +348,8 @@ fn response_plan(plan: Plan, status: u16, now: Duration) -> ResponsePlan {
     }
 }
 
-/// The end of every admission: the record learns how its response goes out and which canaries
-/// the request carried (found by the caller before it took the lock), goes into the ledger, and
-/// the request's log event is written once the lock is released.
+/// The end of every admission: the record gets its response plan and canaries, goes into the
+/// ledger, and its log event is written once the lock is released.
 fn finish(
     world: &World,
     mut st: std::sync::MutexGuard<'_, State>,
@@ -425,8 +420,7 @@ fn forget_evicted(st: &mut State) {
     st.by_object.forget_before(first, held);
 }
 
-/// What the ledger keeps of a body: the JSON itself when it parses and fits, else (a prefix of)
-/// the text.
+/// What the ledger keeps of a body: the JSON when it parses and fits, else (a prefix of) the text.
 fn ledger_body(
     raw: &[u8],
     json: Option<JsonText>,

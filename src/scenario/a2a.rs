@@ -99,8 +99,7 @@ pub struct A2aAgent {
     pub strict_version: bool,
     /// The bindings the agent serves and its card lists (`bindings = [...]`); empty means all.
     pub bindings: Vec<Binding>,
-    /// Used when no behaviour matches. (Behind a pointer to keep `AgentSpec`'s variants of
-    /// similar size; shared, so that a running task holds its script without copying it.)
+    /// Used when no behaviour matches (an `Arc`: a running task holds it without a copy).
     pub script: Arc<Script>,
     pub behaviors: Vec<Behavior>,
     /// The stream buffer of each of the agent's tasks: room for what two of its scripts can emit
@@ -124,8 +123,7 @@ impl A2aAgent {
         self.bindings.is_empty() || self.bindings.contains(&binding)
     }
 
-    /// The first behaviour matching the message, else the agent's own script. The index is the
-    /// behaviour's position (for the ledger), `None` for the default.
+    /// The first behaviour matching the message (with its index), else the agent's own script.
     pub fn script_for(
         &self,
         text: &str,
@@ -337,8 +335,7 @@ pub struct CallStep {
     pub headers: Vec<(String, String)>,
     /// JSON body; strings may hold placeholders (`{{task.id}}`, `{{canary}}`, ...).
     pub json: Option<Value>,
-    /// `json` serialised once, when none of its strings holds a placeholder (shared by every
-    /// call's request, not copied).
+    /// `json` serialised once, when none of its strings holds a placeholder.
     pub fixed_json: Option<hyper::body::Bytes>,
     pub body: Option<String>,
 }
@@ -466,8 +463,7 @@ struct RawCall {
     headers: BTreeMap<String, String>,
 }
 
-/// Shorthand for one artifact named `result` with the given parts, in the order text, raw,
-/// url, data.
+/// Shorthand for one artifact named `result` with parts in the order text, raw, url, data.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawResult {

@@ -299,8 +299,7 @@ pub enum ToolKind {
     Backend {
         service: String,
         route: String,
-        /// Extra request headers; values may hold `{{tool_call_id}}`, `{{run_id}}`,
-        /// `{{thread_id}}`.
+        /// Extra request headers; values may hold `{{tool_call_id}}`, `{{run_id}}`, `{{thread_id}}`
         headers: Vec<(String, String)>,
         /// Where in the request body the resolved answer's payload goes, if anywhere.
         answer_at: Option<String>,
@@ -416,8 +415,7 @@ pub(crate) fn compile(
     })))
 }
 
-/// The script's tools, and the names of those reported as broken (calls naming them are not
-/// reported again).
+/// The script's tools, and the names of those reported broken (calls naming them are not).
 fn compile_tools(
     raw: Vec<RawTool>,
     path: &str,
@@ -475,8 +473,7 @@ fn compile_iteration(
     }
 }
 
-/// A scripted tool call: its tool by index, its arguments (which fill the route's path
-/// parameters of a backend tool) and their JSON text, written once.
+/// A scripted tool call: its tool's index, its arguments and their JSON text, written once.
 fn compile_call(
     c: RawCall,
     cpath: &str,

@@ -82,8 +82,7 @@ const A2A_NAMES: &[&str] = &[
     "message.text",
 ];
 
-/// Every placeholder in an A2A agent's rendered texts (each with its key path) names one of
-/// [`A2A_NAMES`].
+/// Every placeholder in an A2A agent's rendered texts names one of [`A2A_NAMES`].
 pub(super) fn check_a2a(texts: &[(String, &str)], issues: &mut Issues) {
     for (at, text) in texts {
         for name in crate::template::names(text) {

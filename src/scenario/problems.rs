@@ -78,8 +78,7 @@ pub(super) fn locate_serde_error(src: &str, path: &str, e: &toml::de::Error) -> 
     }
 }
 
-/// A serde error as a (key path, message) pair, with the unknown key named in the path and a
-/// "did you mean" where one is close.
+/// A serde error as (key path, message), naming an unknown key with a "did you mean".
 pub(crate) fn explain(path: &str, e: &toml::de::Error) -> (String, String) {
     let mut message = e.message().trim().to_string();
     let mut path = path.to_string();
@@ -110,8 +109,7 @@ pub(crate) fn explain(path: &str, e: &toml::de::Error) -> (String, String) {
     (path, message)
 }
 
-/// Deserialize one sub-table of the document (an agent's table) into its protocol's raw model,
-/// reporting failures under `prefix` (e.g. `agents.researcher`).
+/// Deserialize an agent's sub-table into its protocol's raw model, failures under `prefix`.
 pub(crate) fn sub_table<T: serde::de::DeserializeOwned>(
     table: &toml::Table,
     prefix: &str,

@@ -18,8 +18,7 @@ pub struct Schema {
 }
 
 impl Schema {
-    /// Compile `json`; an invalid schema gives where in it (a dotted key path, empty for its
-    /// top) and what is wrong.
+    /// Compile `json`; an invalid schema gives where in it (a dotted key path) and what is wrong.
     pub fn compile(json: Value) -> Result<Schema, (String, String)> {
         let mut checked = json.clone();
         name_no_properties(&mut checked);

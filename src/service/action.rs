@@ -25,8 +25,7 @@ use crate::world::{State, World};
 pub(super) struct Prepared {
     pub key: Option<String>,
     pub fingerprint: Option<String>,
-    /// The body itself when the route names no pointers, else an object of the values at them
-    /// (null where absent).
+    /// The body itself when the route names no pointers, else an object of the values at them.
     pub intent: Option<JsonText>,
 }
 
@@ -161,8 +160,7 @@ pub(super) fn action(
     (response, plan, journaled)
 }
 
-/// The answer to a replay of `of`: its stored response, or (for a route whose cache is
-/// `latest`) the action's state now.
+/// The answer to a replay: its stored response, or (cache `latest`) the action's state now.
 fn replay(
     world: &World,
     ledger: &Ledger,
@@ -293,8 +291,7 @@ fn object_id(body: &[u8], pointer: &str) -> Option<String> {
     }
 }
 
-/// The response a fate gives (`ok`, the route's own, where the client gets it), how it is
-/// delivered, and when the attempt completes (for the key store).
+/// The response a fate gives, how it is delivered, and when the attempt completes.
 fn fated(
     fate: Fate,
     ok: Response,
@@ -336,8 +333,7 @@ fn error_text(status: u16) -> &'static str {
     }
 }
 
-/// The route's `respond`, its placeholders filled from the request and its record; and the
-/// placeholders this request had no value for (sent as `null`).
+/// The route's `respond` rendered, and the placeholders this request had no value for (`null`).
 fn render_respond(
     world: &World,
     route: &Route,

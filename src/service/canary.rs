@@ -41,8 +41,7 @@ pub(super) fn canaries_in(path: &str, headers: &HeaderMap, body: &[u8]) -> Vec<S
     found
 }
 
-/// Notes the canaries [`canaries_in`] found in the record's `detail.canaries`, beside whatever
-/// else the admission put in its detail.
+/// Notes the canaries [`canaries_in`] found in the record's `detail.canaries`.
 pub(super) fn note_canaries(found: Vec<String>, record: &mut Record) {
     if found.is_empty() {
         return;

@@ -62,8 +62,7 @@ impl Failure {
         self
     }
 
-    /// The response in the route's style; `seq` makes a provider's request id (stable for a
-    /// run).
+    /// The response in the route's style; `seq` makes a provider's request id (stable for a run).
     pub fn respond(self, style: &ErrorStyle, seq: u64) -> Response {
         if let Some(t) = &style.template {
             return Response::json(self.status, &template::json(t, &self));
@@ -168,8 +167,7 @@ impl Kind {
     }
 }
 
-/// Stripe's `error.type` and `error.code` for a failure (types: api_error, card_error,
-/// idempotency_error, invalid_request_error).
+/// Stripe's `error.type` and `error.code` for a failure.
 fn stripe(status: u16, kind: Kind) -> (&'static str, Option<&'static str>) {
     match (kind, status) {
         (Kind::Mismatch, _) => ("idempotency_error", None),

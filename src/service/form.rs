@@ -29,8 +29,7 @@ pub fn encoding(headers: &HeaderMap) -> Encoding {
     }
 }
 
-/// The body's JSON model, or `None` when it is not valid in its encoding (it is then kept as
-/// text and matched as bytes).
+/// The body's JSON model, or `None` when it is not valid in its encoding (then kept as text).
 pub fn decode(encoding: Encoding, body: &[u8]) -> Option<Value> {
     match encoding {
         Encoding::Json => serde_json::from_slice(body).ok(),

@@ -13,8 +13,7 @@ use crate::ledger::Record;
 use crate::revision::Revision;
 use crate::scenario::{did_you_mean, ErrorStyle, Route, Service};
 
-/// The first route of `svc` that matches the request (method, path template, header and body
-/// matchers), with the path's parameters.
+/// The first route of `svc` that matches the request, with the path's parameters.
 pub(super) fn find<'s>(
     svc: &'s Service,
     req: &Request<'_>,

@@ -121,9 +121,8 @@ fn tasks_started<'e>(ix: &Index<'e>) -> crate::hash::FastMap<u64, &'e str> {
     m
 }
 
-/// REC-4: a tool call made again (a new or no key) while the client held the task id of the
-/// first one (its creation answer was delivered), without a poll of that task in between: it
-/// should have asked `tasks/get` instead of starting the work over.
+/// REC-4: a tool call made again (a new or no key) while the client held the first call's task
+/// id, with no poll of it in between: it should have asked `tasks/get`.
 pub(super) fn rec4_recalls_holding_a_task(ix: &Index, out: &mut Vec<Finding>) {
     let started = tasks_started(ix);
     if started.is_empty() {

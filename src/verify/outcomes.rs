@@ -134,9 +134,8 @@ fn intent_matches(claimed: &Value, recorded: Option<&str>) -> bool {
     }
 }
 
-/// The client's executions whose outcome it never learned: no answer, no replay or lookup of
-/// them, and no later execution under the same key that answered. ACC-3 needs the claims to
-/// judge them (reported as unknown, or not).
+/// The client's executions whose outcome it never learned: no answer, replay or lookup of them,
+/// and no later answered execution under the same key. ACC-3 judges them against the claims.
 pub(super) fn never_learned<'e>(ix: &Index<'e>) -> Vec<&'e Row> {
     // The last execution per (service, key) that got an answer: a later same-key execution
     // that answered also told the client the outcome.

@@ -207,8 +207,7 @@ fn parse_piece<T>(bytes: &[u8], at: u64, read_line: &impl Fn(&str, u64) -> Parse
 }
 
 /// Every line of a JSONL text read by `read_line` (given the line and its offset), in the
-/// pieces they were read in; `origin` names the text in the error, which gives the first bad
-/// line's number.
+/// pieces read; `origin` names the text in the error, which gives the first bad line's number.
 fn read_all<T: Send>(
     src: Source<'_>,
     origin: &str,
