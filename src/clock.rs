@@ -216,7 +216,6 @@ impl Clock {
         Ok(rx)
     }
 
-    /// Sleep for `d` of scenario time from now.
     pub async fn sleep(&self, d: Duration) -> Option<Tick> {
         self.sleep_until(self.now() + d).await
     }

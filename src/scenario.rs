@@ -472,7 +472,6 @@ impl PathTemplate {
 }
 
 impl Scenario {
-    /// Load and validate a scenario file.
     pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
         let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {

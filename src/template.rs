@@ -46,8 +46,7 @@ pub fn names(s: &str) -> Vec<&str> {
     out
 }
 
-/// Calls `each(text before, placeholder as written, its trimmed name)` for every placeholder in
-/// `s`, and returns the text after the last.
+/// Calls `each(text before, placeholder as written, trimmed name)` per placeholder; gives the tail.
 fn scan<'a>(s: &'a str, mut each: impl FnMut(&'a str, &'a str, &'a str)) -> &'a str {
     let mut rest = s;
     while let Some(start) = find2(rest, b"{{") {
@@ -90,8 +89,7 @@ pub struct Compiled {
 enum Piece {
     /// JSON text as it is.
     Raw(Vec<u8>),
-    /// A string that is exactly one placeholder: the value, typed; the string as written if
-    /// the name is unknown.
+    /// A string that is exactly one placeholder: the value, typed (as written if unknown).
     Whole { name: String, written: String },
     /// A string with placeholders among other text.
     Text(String),
@@ -164,15 +162,13 @@ impl Compiled {
     }
 }
 
-/// The name in a string that is exactly one placeholder (`"{{ name }}"`, spaces around it
-/// allowed): such a string takes the value's own JSON type.
+/// The name in a string that is exactly one placeholder (`"{{ name }}"`), which takes its type.
 fn whole_placeholder(s: &str) -> Option<&str> {
     let inner = s.trim().strip_prefix("{{")?.strip_suffix("}}")?;
     find2(inner, b"{{").is_none().then(|| inner.trim())
 }
 
-/// Where a two-byte marker (`{{`, `}}`) starts: a plain byte scan, cheaper on short scenario
-/// strings than `str::find`'s general searcher, which runs per response string.
+/// Where `{{` or `}}` starts: a byte scan, cheaper than `str::find` on short strings, per response.
 fn find2(s: &str, pat: &[u8; 2]) -> Option<usize> {
     s.as_bytes().windows(2).position(|w| w == pat)
 }
@@ -199,8 +195,7 @@ pub fn write_json_array<T>(
     out.push(b']');
 }
 
-/// Serialising strings and JSON values into a byte buffer cannot fail (no I/O, no non-string
-/// map keys).
+/// Serialising strings and JSON values into a byte buffer cannot fail (no I/O, string keys).
 fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     let _ = serde_json::to_writer(&mut *out, v);
 }

@@ -47,8 +47,7 @@ pub struct World {
     journal: Option<Arc<Journal>>,
 }
 
-/// A world's extensions: one value per type, made on first use and kept while the world lives
-/// (an append-only map hands out references that stay valid).
+/// A world's extensions, one value per type; an append-only map, so references stay valid.
 type Extensions = elsa::sync::FrozenMap<TypeId, Box<dyn Any + Send + Sync>>;
 
 impl World {
@@ -130,8 +129,7 @@ impl World {
         }
     }
 
-    /// Record that the client of `seq` went away before its response was written (REC-4: the
-    /// outcome is unknown to it), and journal it.
+    /// Record and journal that the client of `seq` left before its response (REC-4).
     pub fn abandon(&self, seq: u64) {
         let at = self.clock.now();
         if self.lock().ledger.update(seq, |r| r.abandon(at)) {

@@ -130,7 +130,6 @@ impl Violation {
         }
     }
 
-    /// The rule the violation breaks.
     pub fn rule(self) -> &'static str {
         match self {
             Violation::SuccessWhileInterrupted => "INT-2",

@@ -38,8 +38,7 @@ pub(super) fn find<'s>(
     })
 }
 
-/// The work id and revision a request carries: given by in-process callers (an agent's step),
-/// sent as headers by HTTP clients (`work_id` and `revision`: what the caller gave).
+/// The work id and revision a request carries: from in-process callers, else from its headers.
 pub(super) fn work_of(
     service: Option<&Service>,
     headers: &HeaderMap,

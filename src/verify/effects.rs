@@ -9,8 +9,7 @@ use super::report::Finding;
 use super::rows::Row;
 use crate::ledger::Disposition;
 
-/// Executions (as positions) grouped by intent id, in ledger order, keeping only the groups of
-/// two or more that pass `keep`.
+/// Executions grouped by intent id, in ledger order: the groups of two or more that pass `keep`.
 fn intent_groups<'e>(ix: &Index<'e>, keep: impl Fn(&Row) -> bool) -> Vec<Vec<&'e Row>> {
     let mut counts = vec![0u32; ix.intents];
     for (e, id) in ix.rows().zip(&ix.intent_ids) {

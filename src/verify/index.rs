@@ -41,8 +41,7 @@ const NO_ID: u32 = u32::MAX;
 pub(super) const NO_INTENT: u32 = NO_ID;
 pub(super) const NO_KEY: u32 = NO_ID;
 
-/// Below this many rows the index is built on one thread: a thread costs more than it saves.
-/// (Lower in unit tests, so that their ledgers take both ways.)
+/// Below this many rows the index is built on one thread (lower in unit tests, to take both ways).
 pub(super) const PARALLEL_ROWS: usize = if cfg!(test) { 1_000 } else { 50_000 };
 
 /// Number rows into classes of equal keys, in the order of each class's first row: `key` gives
@@ -150,8 +149,7 @@ fn number_exactly(
     (ids, next as usize)
 }
 
-/// Number the distinct (service, route, intent) of executions. Intents are compared as their
-/// canonical JSON texts (see [`super::rows`]), hashed where the rows were made.
+/// Number the distinct (service, route, intent) of executions, by canonical JSON text.
 fn intent_ids(l: &Ledger) -> (Vec<u32>, usize) {
     number(
         &l.rows,
@@ -317,8 +315,7 @@ impl<'e> Index<'e> {
         self.l.rows.iter()
     }
 
-    /// Did the client learn the outcome of `e` (a replay of it, or a lookup of it) in the
-    /// open interval (e.seq, before)?
+    /// Did the client learn the outcome of `e` (a replay or a lookup of it) in (e.seq, before)?
     pub fn learned(&self, e: &Row, before: u64) -> bool {
         let within = |seqs: Option<&Vec<u64>>| {
             seqs.is_some_and(|v| v.iter().any(|s| *s > e.seq && *s < before))

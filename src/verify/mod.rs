@@ -108,8 +108,7 @@ fn run(l: &Ledger, extra: Option<&Claims>) -> Report {
     }
 }
 
-/// The note that no claims were submitted, naming what was not judged for want of them (then
-/// `incomplete` is set).
+/// The note that no claims were submitted, naming what went unjudged (sets `incomplete`).
 fn claimless_note(ix: &Index, incomplete: &mut bool) -> String {
     let mut note = "no claims were submitted (POST /_admin/claims or --claims FILE): the ACC-3 \
                     checks of what the orchestrator reported were skipped"
@@ -149,8 +148,7 @@ fn claimless_note(ix: &Index, incomplete: &mut bool) -> String {
     note
 }
 
-/// The notes on entries some rule could not read: revisions that cannot be ordered, bodies that
-/// are not JSON. Each sets `incomplete`.
+/// Notes on entries a rule could not read (unordered revisions, non-JSON bodies): `incomplete`.
 fn unjudged_rows(l: &Ledger, incomplete: &mut bool) -> Vec<String> {
     let mut notes = Vec::new();
     let unordered = l.rows.iter().filter(|e| e.unordered_revision);

@@ -181,14 +181,12 @@ enum PieceError {
     Io(io::Error),
 }
 
-/// What a piece became: one `T` per entry, and how many lines it has (to number a bad line of
-/// a later piece).
+/// What a piece became: one `T` per entry, and its line count (to number a later bad line).
 type Piece<T> = Result<(Vec<T>, usize), PieceError>;
 
 type Parsed<T> = Result<T, serde_json::Error>;
 
-/// The entries of one piece of text found at offset `at`, each line read by `read_line` with
-/// its offset.
+/// The entries of the piece at offset `at`, each line read by `read_line` with its offset.
 fn parse_piece<T>(bytes: &[u8], at: u64, read_line: &impl Fn(&str, u64) -> Parsed<T>) -> Piece<T> {
     let text = std::str::from_utf8(bytes).map_err(|_| PieceError::NotUtf8)?;
     let base = text.as_ptr() as usize;
@@ -249,8 +247,7 @@ fn read_all<T: Send>(
     Ok(chunks)
 }
 
-/// Parse a JSONL ledger (one [`Entry`] a line, blank lines skipped); `origin` names it in the
-/// error, which gives the first bad line's number.
+/// Parse a JSONL ledger; `origin` names it in the error, which gives the first bad line's number.
 pub fn parse_jsonl(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
     let chunks = read_all(Source::Text(text.as_bytes()), origin, |l, _| {
         serde_json::from_str::<Entry>(l)
@@ -260,22 +257,19 @@ pub fn parse_jsonl(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
         .map_err(|e| e.to_string())
 }
 
-/// A JSONL ledger read for verification only: its rows, and where its text is, to describe
-/// the entries findings name.
+/// A JSONL ledger read for verification only: its rows, and its text to describe findings' entries.
 pub struct LeanLedger<'a> {
     source: Source<'a>,
     ledger: Ledger,
 }
 
 impl<'a> LeanLedger<'a> {
-    /// Read a JSONL ledger from its text; `origin` names it in the error, which gives the first
-    /// bad line's number.
+    /// Read a JSONL ledger from its text; `origin` names it in the error.
     pub fn parse(text: &'a [u8], origin: &str) -> Result<LeanLedger<'a>, LeanError> {
         LeanLedger::of(Source::Text(text), origin)
     }
 
-    /// Read a JSONL ledger file a piece at a time (the whole text is never held); `origin`
-    /// names it in the error.
+    /// Read a JSONL ledger file a piece at a time (never whole); `origin` names it in the error.
     #[cfg(unix)]
     pub fn read(file: &'a std::fs::File, origin: &str) -> Result<LeanLedger<'a>, LeanError> {
         let len = file.metadata().map_err(LeanError::Io)?.len();
@@ -302,8 +296,7 @@ impl<'a> LeanLedger<'a> {
         self.len() == 0
     }
 
-    /// Verify the ledger, with optional extra claims on top of any declared in it; the same
-    /// report as [`super::verify`] gives for the same entries.
+    /// Verify the ledger (plus `extra` claims): the same report [`super::verify`] gives.
     pub fn verify(&self, extra: Option<&Claims>) -> Report {
         run(&self.ledger, extra)
     }

@@ -31,8 +31,7 @@ pub(super) struct Row {
     pub intent_hash: u64,
     pub key_hash: u64,
     pub detail: Option<Value>,
-    /// Where the full entry is: the byte offset of its line in a JSONL text, or its position in
-    /// a slice of entries.
+    /// Where the full entry is: its line's byte offset in a JSONL text, or its index in a slice.
     pub at: u64,
     pub disposition: Disposition,
     pub delivery: Delivery,
@@ -233,8 +232,7 @@ pub(super) struct Ledger {
 }
 
 impl Ledger {
-    /// Rows over full entries (the live paths: `/_admin/verify`, `run -- CMD`, and every
-    /// hand-made slice of entries).
+    /// Rows over full entries (`/_admin/verify`, `run -- CMD`, hand-made slices of entries).
     pub fn of_entries(entries: &[Entry]) -> Self {
         let hash = FastState::default();
         let rows = entries
