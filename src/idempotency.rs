@@ -294,6 +294,7 @@ pub struct KeyStore {
     index: FastMap<u64, u64>,
     /// In the order they were remembered. A slot whose key was remembered again since is empty.
     slots: VecDeque<Slot>,
+    /// The place of `slots[0]`.
     first: u64,
     live: usize,
     max: usize,

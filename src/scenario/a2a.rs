@@ -99,7 +99,8 @@ pub struct A2aAgent {
     pub strict_version: bool,
     /// The bindings the agent serves and its card lists (`bindings = [...]`); empty means all.
     pub bindings: Vec<Binding>,
-    /// Used when no behaviour matches (an `Arc`: a running task holds it without a copy).
+    /// Used when no behaviour matches. An `Arc` keeps `AgentSpec`'s variants of similar size, and
+    /// a running task holds it without a copy.
     pub script: Arc<Script>,
     pub behaviors: Vec<Behavior>,
     /// The stream buffer of each of the agent's tasks: room for what two of its scripts can emit
@@ -243,7 +244,7 @@ pub enum CancelPolicy {
 }
 
 impl CancelPolicy {
-    /// The policy as written in a scenario.
+    /// The policy as written in a scenario (static text but for `honor-before`'s duration).
     pub fn name(self) -> std::borrow::Cow<'static, str> {
         match self {
             CancelPolicy::Honor => "honor".into(),
