@@ -1,11 +1,8 @@
 //! Bytes appended back to back in chunks that never move, forgotten from the front: the storage
-//! under the ledger (`ledger::codec`) and the idempotency key store. A place is `chunk number <<
-//! 32 | offset`, chunks numbered from the first one ever made, so a place stays valid while older
-//! chunks go. Nothing appended is ever copied again, and a store turning over reuses the last
-//! full-size chunk it let go instead of going back to the allocator (whose heap would otherwise
-//! creep as large blocks come and go).
-//!
-//! Imports nothing of the crate.
+//! under the ledger and the idempotency key store. A place is `chunk number << 32 | offset`,
+//! chunks numbered from the first ever made, so a place stays valid while older chunks go. A
+//! store turning over reuses the last full-size chunk it let go rather than the allocator, whose
+//! heap would otherwise creep as large blocks come and go. Imports nothing of the crate.
 
 use std::collections::VecDeque;
 
@@ -33,8 +30,7 @@ impl Chunks {
         }
     }
 
-    /// Copy `parts` one after the other into the last chunk (a new one if they do not fit);
-    /// where they start.
+    /// Copy `parts` back to back into the last chunk (or a new one); returns where they start.
     #[inline]
     pub fn place(&mut self, parts: &[&[u8]]) -> u64 {
         let len: usize = parts.iter().map(|p| p.len()).sum();
@@ -88,7 +84,6 @@ impl Chunks {
         }
     }
 
-    /// How many chunks are held.
     pub fn len(&self) -> usize {
         self.chunks.len()
     }

@@ -1,22 +1,15 @@
 //! Scenario time: the one clock every delay, expiry, lag and timeout in a world runs on.
 //!
-//! A [`Clock`] is either *real* (scenario time follows the wall clock from the moment the world
-//! started) or *manual* (time stands still until [`Clock::advance`] moves it). Scenario time is a
-//! [`Duration`] since the world started; [`Clock::rfc3339`] turns it into a wall-clock timestamp for
-//! the ledger.
+//! A [`Clock`] is *real* (follows the wall clock from the world's start) or *manual* (stands
+//! still until [`Clock::advance`]). Scenario time is a [`Duration`] since the world started.
 //!
-//! Most timed behaviour in doubleagent is *derived* from the clock rather than scheduled: an
-//! `apply-later` effect is applied when `now >= applied_at`, a key is expired when
-//! `now >= created + retention`. Only things that must act on a socket or run an agent step sleep.
-//! Sleepers on a manual clock are woken strictly in deadline order. A sleeper that records what it
-//! does when it wakes ([`Clock::sleep_until`]) runs with `now` set to its deadline, and the
-//! [`Tick`] it gets back holds `advance` until it has recorded it, so an advance is a
-//! deterministic, ordered replay of time. A sleeper that only delivers something already recorded
-//! (a delayed response: [`Clock::wait_until`]) needs no such handshake: `advance` wakes it and
-//! goes on, so a hundred thousand pending responses are released in one sweep instead of one
-//! round trip between tasks each.
-//!
-//! Sits at the bottom of the module graph: it imports nothing from the crate.
+//! Most timed behaviour is *derived* from the clock, not scheduled (`apply-later` applies when
+//! `now >= applied_at`; a key expires when `now >= created + retention`); only socket work and
+//! agent steps sleep. On a manual clock sleepers wake in deadline order: one that records
+//! something ([`Clock::sleep_until`]) runs at its deadline, and its [`Tick`] holds `advance`
+//! until it is done, so an advance replays time deterministically; one that only delivers what
+//! is already recorded ([`Clock::wait_until`]) skips that handshake, so many pending responses
+//! are released in one sweep. Imports nothing from the crate.
 
 use crate::sync::unpoisoned;
 use std::collections::BTreeMap;
@@ -85,8 +78,7 @@ enum Waiter {
     Unordered(oneshot::Sender<()>),
 }
 
-/// How many unordered sleepers `advance` wakes per hold of the clock's lock (readers of `now`
-/// wait at most that long).
+/// Unordered sleepers `advance` wakes per hold of the clock's lock (the longest `now` waits).
 const WAKE_BATCH: usize = 1024;
 
 /// Held by a woken sleeper on a manual clock: while it lives, `advance` waits (so whatever the
@@ -106,8 +98,7 @@ impl Clock {
         )
     }
 
-    /// A clock continuing an earlier run (after a restart): the same epoch, and for a manual
-    /// clock the time it had reached; a real clock simply goes on following the wall clock.
+    /// A clock continuing an earlier run (after a restart): the same epoch and, if manual, time.
     pub fn resume(kind: ClockKind, epoch_ms: u64, now: Duration) -> Clock {
         let elapsed = Duration::from_millis(wall_now_ms().saturating_sub(epoch_ms));
         let instant_now = tokio::time::Instant::now();
@@ -133,7 +124,6 @@ impl Clock {
         }
     }
 
-    /// Wall-clock milliseconds since the Unix epoch at scenario time zero.
     pub fn epoch_ms(&self) -> u64 {
         self.inner.epoch_ms
     }
@@ -171,9 +161,8 @@ impl Clock {
         format_rfc3339_ms(self.wall_ms(t))
     }
 
-    /// Sleep until scenario time `deadline`. Returns `None` if the world closed first. On a
-    /// manual clock the returned [`Tick`] holds `advance` (and so later deadlines) until it is
-    /// dropped: use this when the sleeper records something at its deadline.
+    /// Sleep until scenario time `deadline`; `None` if the world closed first. On a manual clock
+    /// the [`Tick`] holds `advance` until dropped: for a sleeper that records at its deadline.
     pub async fn sleep_until(&self, deadline: Duration) -> Option<Tick> {
         let mut closed = self.inner.closed.subscribe();
         if *closed.borrow() {
@@ -196,8 +185,7 @@ impl Clock {
     }
 
     /// Wait until scenario time `deadline`; `false` if the world closed first. Woken in deadline
-    /// order like [`Clock::sleep_until`], but `advance` does not wait for the waiter to run: for
-    /// delivering what is already recorded (a delayed response), not for recording anything.
+    /// order, but `advance` does not wait for it: for delivering what is already recorded.
     pub async fn wait_until(&self, deadline: Duration) -> bool {
         match self.inner.kind {
             ClockKind::Real => self.sleep_until(deadline).await.is_some(),
@@ -228,7 +216,6 @@ impl Clock {
         Ok(rx)
     }
 
-    /// Sleep for `d` of scenario time from now.
     pub async fn sleep(&self, d: Duration) -> Option<Tick> {
         self.sleep_until(self.now() + d).await
     }
@@ -250,8 +237,7 @@ impl Clock {
         drop(waiters);
     }
 
-    /// Move a manual clock forward by `by`, waking every sleeper that falls due, in deadline
-    /// order, each at its own deadline. Returns the new time.
+    /// Move a manual clock forward by `by`, waking each sleeper due at its own deadline, in order.
     pub async fn advance(&self, by: Duration) -> Result<Duration, ClockError> {
         if self.inner.kind != ClockKind::Manual {
             return Err(ClockError::NotManual);

@@ -2,12 +2,10 @@
 //!
 //! A [`Fate`] says two independent things, which is the point of the tool: whether the effect
 //! takes place (now, later or not at all) and what becomes of the response (sent, delayed,
-//! dropped, reset, held open, or a lie). A route's [`FateSchedule`] picks the fate for the n-th
-//! attempt: a sequence whose last element repeats, or weighted random choices drawn from a
-//! stream keyed on (seed, counter name, ordinal) so that the same seed and the same requests give
-//! the same fates regardless of how other routes interleave.
-//!
-//! Sits at the bottom of the module graph beside `clock`.
+//! dropped, reset, held open, or a lie). A route's [`FateSchedule`] picks the n-th attempt's
+//! fate: a sequence whose last element repeats, or weighted draws keyed on (seed, counter,
+//! ordinal), so the same seed and requests give the same fates however routes interleave.
+//! Imports nothing from the crate.
 
 use std::fmt;
 use std::str::FromStr;
@@ -52,8 +50,7 @@ impl Fate {
         )
     }
 
-    /// The name of a fate without parameters, as displayed (`None` for those with one): counted
-    /// and recorded per request, so not worth the formatting machinery.
+    /// The name of a fate without parameters (`None` for those with one), without formatting.
     pub fn plain_name(self) -> Option<&'static str> {
         Some(match self {
             Fate::Respond => "respond",

@@ -1,8 +1,6 @@
-//! The hasher for hash maps on hot paths (the verifier's indexes over a million entries, the key
-//! indexes): foldhash, seeded once per process so that crafted keys cannot be aimed at a known
-//! function, and the same for every map of the process (a hash taken in one place may be looked
-//! up in another). Not cryptographic.
-//!
+//! The hasher for hash maps on hot paths (the verifier's indexes, the key indexes): foldhash,
+//! seeded once per process so crafted keys cannot target a known function, and the same for
+//! every map (a hash taken in one place may be looked up in another). Not cryptographic.
 //! Imports nothing from the crate.
 
 use std::collections::{HashMap, HashSet};
@@ -34,9 +32,7 @@ pub type FastSet<K> = HashSet<K, FastState>;
 
 /// A number as exactly 16 lowercase hex digits (fingerprints, ids).
 pub fn hex16(v: u64) -> String {
-    // The `hex` crate: a table lookup per byte, where `format!` runs the formatting machinery
-    // (a fingerprint is taken on every keyed request); into a buffer, as `hex::encode` collects
-    // its text a `char` at a time.
+    // The `hex` crate into a stack buffer: cheaper than `format!`, on every keyed request.
     let mut buf = [0u8; 16];
     // 8 bytes always fit 16 hex digits, which are ASCII.
     let _ = hex::encode_to_slice(v.to_be_bytes(), &mut buf);

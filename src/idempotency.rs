@@ -1,13 +1,10 @@
-//! Idempotency keys as configuration: a [`Policy`] per service or route (built from a provider
-//! preset plus overrides) and the [`KeyStore`] that remembers keys within their retention window.
+//! Idempotency keys as configuration: a [`Policy`] per service or route (a provider preset plus
+//! overrides) and the [`KeyStore`] that remembers keys within their retention window.
 //!
-//! Real providers disagree on every axis (see docs/scenarios.md, Idempotency): how long keys
-//! live, which responses are kept, what a mismatched payload gets, how a replay is marked. The
-//! presets here copy them; every field can be overridden. The store is pure bookkeeping: the
-//! service pipeline asks [`KeyStore::decide`] what to do with an incoming key and, after executing,
-//! [`KeyStore::remember`]s the outcome. Expiry is derived from the scenario clock, never scheduled.
-//!
-//! Imports only `clock` (for durations); `scenario` builds policies, `service` uses the store.
+//! Providers disagree on retention, which responses are kept, mismatch handling and replay
+//! marking (docs/scenarios.md, Idempotency); the presets copy them. The pipeline asks
+//! [`KeyStore::decide`], then [`KeyStore::remember`]s the outcome. Expiry is derived from the
+//! scenario clock, never scheduled.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -35,7 +32,6 @@ pub enum Fingerprint {
     Body,
     /// No comparison: any payload under a known key is a replay.
     None,
-    /// Only these JSON pointers.
     Pointers(Vec<String>),
 }
 
@@ -53,20 +49,17 @@ pub enum Cache {
     Latest,
 }
 
-/// A fully resolved idempotency policy.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Policy {
     pub mode: Mode,
     /// Header carrying the key, as configured (matching is case-insensitive).
     pub header: String,
-    /// The same, parsed once: looked up on every request.
     pub header_name: HeaderName,
     pub required: bool,
     pub retention: Duration,
     pub fingerprint: Fingerprint,
     pub cache: Cache,
-    /// Header added to replayed responses (`Idempotent-Replayed: true`), if any. A preset's is
-    /// static text: added to every replay without an allocation.
+    /// Header added to replayed responses (`Idempotent-Replayed: true`), if any.
     pub replay_header: Option<Cow<'static, str>>,
     /// Echo the key header on every response (Adyen's replay marker).
     pub echo_key: bool,
@@ -192,10 +185,8 @@ pub struct StoredResponse {
     pub body: Vec<u8>,
 }
 
-/// A response header: mostly static text.
 pub type Header = (Cow<'static, str>, Cow<'static, str>);
 
-/// The headers of most JSON responses.
 pub const JSON_HEADERS: &[Header] = &[(
     Cow::Borrowed("content-type"),
     Cow::Borrowed("application/json"),
@@ -218,8 +209,7 @@ pub struct KeyRecord {
 pub enum Decision<'s> {
     /// Execute. `after_expiry` is true when the key was known but its retention had passed.
     Execute { after_expiry: bool },
-    /// Answer with the stored response of `of` without applying anything (borrowed from the
-    /// store: a replay copies it once, into its own response).
+    /// Answer with the stored response of `of` without applying anything.
     Replay { of: u64, response: Stored<'s> },
     /// The first request with this key is still in flight.
     Conflict { of: u64 },
@@ -229,8 +219,7 @@ pub enum Decision<'s> {
     Missing,
 }
 
-/// What [`KeyStore::remember_parts`] keeps of an execution, borrowed from the caller: the
-/// parts of a [`KeyRecord`], without building one.
+/// An execution's outcome as [`KeyStore::remember_parts`] takes it: a [`KeyRecord`]'s parts.
 #[derive(Clone, Debug)]
 pub struct Kept<'a> {
     pub fingerprint: Option<&'a str>,
@@ -260,7 +249,6 @@ impl Kept<'_> {
 }
 
 impl KeyRecord {
-    /// Its parts, borrowed.
     pub fn kept(&self) -> Kept<'_> {
         Kept {
             fingerprint: self.fingerprint.as_deref(),
@@ -292,19 +280,14 @@ impl StoredResponse {
     }
 }
 
-/// Keys remembered by one world, scoped per service, at most `max` of them: past that the
-/// oldest go first. Expired keys are kept until then, because a retry after expiry must still
-/// be recognised as such (the ledger marks `executed_after_expiry`).
+/// Keys remembered by one world, scoped per service, at most `max`: past that the oldest go
+/// first. Expired keys stay until then, so a retry after expiry is still recognised (the
+/// ledger marks `executed_after_expiry`).
 ///
-/// Laid out for a store that is full and turning over (a load test sends a new key per request):
-/// the records sit in a ring in the order they were remembered, and their texts (key,
-/// fingerprint, response body) one after the other in large chunks, so remembering one writes
-/// at the ends and forgetting the oldest reads the fronts, both memory the processor has at
-/// hand, and no record costs an allocation or a free of its own. The index from a key to its
-/// place holds two numbers per key (a hash of the key, the place), so it never reads a key's
-/// text to grow or to forget it. A record names its key, and a lookup confirms it: two keys
-/// whose hashes collide (one pair in 2^64) cost the older its record — it is forgotten early,
-/// as if evicted — never a wrong answer.
+/// Records sit in a ring in remembering order and their texts back to back in large chunks,
+/// so a full store turning over (a load test's new key per request) allocates nothing per
+/// record. The index holds (hash of key, place); a lookup confirms the key, so a 64-bit
+/// collision only forgets the older record early, never gives a wrong answer.
 #[derive(Debug)]
 pub struct KeyStore {
     /// Hash of (service, key) → place of its slot (counted from the first slot ever kept).
@@ -313,7 +296,6 @@ pub struct KeyStore {
     slots: VecDeque<Slot>,
     /// The place of `slots[0]`.
     first: u64,
-    /// Slots that hold a record.
     live: usize,
     max: usize,
     state: FastState,
@@ -321,8 +303,7 @@ pub struct KeyStore {
     chunks: Chunks,
 }
 
-/// Texts are kept in chunks of this size (one text larger than this gets a chunk of its own);
-/// a store that keeps few keys (a test's session) stays small: its chunks start at 4 KB.
+/// Full size of a text chunk; a store keeping few keys (a test's session) starts at 4 KB.
 #[doc(hidden)]
 pub const TEXT_CHUNK: usize = 256 << 10;
 
@@ -365,11 +346,9 @@ impl Slot {
 /// A slot's texts as stored: id (`service\u{1f}key`), fingerprint, response body.
 type SlotTexts<'s> = (&'s [u8], Option<&'s [u8]>, &'s [u8]);
 
-/// A slot with its texts, as a lookup sees it.
 struct Found<'s> {
     slot: &'s Slot,
-    /// As bytes: a replay compares it, or does not read it at all; only a lookup by key needs
-    /// it as text (a UTF-8 check per replay cost ~140 instructions).
+    /// As bytes: only a lookup by key needs it as text.
     fingerprint: Option<&'s [u8]>,
     body: &'s [u8],
 }
@@ -407,7 +386,6 @@ impl KeyStore {
         self.state.hash_one((service, key))
     }
 
-    /// The texts of a slot: id, fingerprint, body.
     fn texts(&self, slot: &Slot) -> Option<SlotTexts<'_>> {
         let (id, rest) = self
             .chunks
@@ -423,7 +401,6 @@ impl KeyStore {
         Some((id, fp, rest.get(..slot.body_len as usize)?))
     }
 
-    /// The live record for a key, expired or not.
     fn find(&self, service: &str, key: &str) -> Option<Found<'_>> {
         let place = *self.index.get(&self.hash(service, key))?;
         let slot = self
@@ -556,7 +533,7 @@ impl KeyStore {
         }
     }
 
-    /// Drop the empty slots; the others move up, and the index learns their new places.
+    /// Drop the empty slots and re-index the rest.
     fn compact(&mut self) {
         self.slots.retain(|s| s.live);
         for (i, slot) in self.slots.iter().enumerate() {
@@ -564,8 +541,7 @@ impl KeyStore {
         }
     }
 
-    /// Forget the record execution `seq` left under a key (its ledger record could not be
-    /// journaled, so it did not take effect); a later record of the key stays.
+    /// Forget the record execution `seq` left under a key (it could not be journaled).
     pub fn forget(&mut self, service: &str, key: &str, seq: u64) {
         let hash = self.hash(service, key);
         let Some(&place) = self.index.get(&hash) else {
@@ -625,15 +601,11 @@ impl KeyStore {
 }
 
 /// The latest execution (seq) per (service, idempotency key), whatever the idempotency mode:
-/// lookups and cancels accept a key as the action's id. It grows with every keyed execution, so
-/// it keeps 16 bytes a key (a hash of the pair and the seq) rather than two strings; a caller
-/// confirms a hit against the record it names (a 64-bit collision then reads as "unknown",
-/// never as another action).
+/// lookups and cancels accept a key as the action's id. It keeps 16 bytes a key (hash, seq);
+/// a caller confirms a hit against the record it names, so a collision reads as "unknown".
 ///
-/// Executions are noted in a list and folded into the map when a lookup comes: a load test
-/// sends a new key with every request and looks few of them up, and a map of millions of keys
-/// costs a cache miss per insert (and a copy of itself each time it doubles), where the list
-/// costs a write at its end.
+/// Executions are appended to a list and folded into the map on lookup: a load test sends a
+/// new key per request and looks few up, and a push is far cheaper than a map insert.
 #[derive(Default)]
 pub struct KeyIndex {
     map: FastMap<u64, u64>,
@@ -697,8 +669,7 @@ pub fn fingerprint_bytes(bytes: &[u8]) -> String {
     crate::hash::hex16(std::hash::Hasher::finish(&h.0))
 }
 
-/// The fingerprint of a request body under a policy: canonical JSON when the body parses (so key
-/// order and whitespace do not matter), raw bytes otherwise.
+/// The fingerprint of a request body under a policy (see [`Fingerprint`]).
 pub fn fingerprint(how: &Fingerprint, raw: &[u8], json: Option<&Value>) -> Option<String> {
     match how {
         Fingerprint::None => None,

@@ -1,14 +1,11 @@
 //! The ledger: ground truth of every request a world received and what took effect.
 //!
-//! One [`Record`] per request, appended in arrival order, numbered by `seq` from 1. A record keeps
-//! the *effect* (was the action applied, when, was it cancelled first) apart from the *response*
-//! (sent, delayed, dropped, reset, hung): a client's view and the world's truth differ exactly
-//! there. Timed parts are stored as scheduled scenario times and resolved against the clock when
-//! read ([`Record::view`]), so an `apply-later` effect or a delayed response needs no timer to be
-//! reported correctly at any instant, and a lookup with lag can ask "as of `now - lag`".
-//!
-//! [`Entry`] is the serialized view (the `GET /_admin/ledger` and JSONL shape); it deserializes
-//! too, so offline tools can read an exported ledger. Imports `clock` and `fate` only.
+//! One [`Record`] per request, in arrival order, numbered by `seq` from 1. A record keeps the
+//! *effect* (applied, when, cancelled first) apart from the *response* (sent, delayed, dropped,
+//! reset, hung): a client's view and the world's truth differ exactly there. Timed parts are
+//! scheduled scenario times resolved when read ([`Record::view`]), so nothing needs a timer and
+//! a lookup with lag can ask "as of `now - lag`". [`Entry`] is the serialized view (admin API,
+//! JSONL), readable back by offline tools. Imports `clock` and `fate` only.
 
 use std::time::Duration;
 
@@ -46,7 +43,6 @@ pub enum Disposition {
     MissingKey,
     /// An authoritative state lookup.
     Lookup,
-    /// A cancellation request.
     Cancel,
     /// Matched no route (or was malformed at the HTTP level).
     Unmatched,
@@ -154,17 +150,14 @@ pub struct Record {
     pub detail: Option<JsonText>,
 }
 
-/// A JSON value kept as its text, as serde_json writes it (so a `Value` read back from it
-/// writes the same text): a record's `body`, `intent` and `detail`. Records are written far
-/// more often than read, and a value kept as text skips building a `Value` tree per record,
-/// encoding it field by field into the store and freeing it again. In JSON (the journal) it is
-/// the value itself; in the store's binary form, its text as one string.
+/// A JSON value kept as the text serde_json writes for it: a record's `body`, `intent` and
+/// `detail`. Records are written far more often than read, and text skips building and
+/// freeing a `Value` per record. In JSON (the journal) it is the value itself.
 #[derive(Clone, Debug)]
 pub struct JsonText(String);
 
 impl JsonText {
-    /// The text `v` serialises to. Bodies and details are maps of strings, numbers and
-    /// `Value`s, which always serialise; should one not, it is recorded as `null`.
+    /// The text `v` serialises to (bodies and details always do; `null` should one not).
     pub fn of(v: &(impl Serialize + ?Sized)) -> JsonText {
         // Written by serde_json, so not parsed again to be checked.
         JsonText(serde_json::to_string(v).unwrap_or_else(|_| "null".into()))
@@ -178,12 +171,10 @@ impl JsonText {
         }
     }
 
-    /// The value itself.
     pub fn value(&self) -> Value {
         serde_json::from_str(&self.0).unwrap_or(Value::Null)
     }
 
-    /// Its JSON text.
     pub fn text(&self) -> &str {
         &self.0
     }
@@ -236,7 +227,6 @@ pub enum ActionState {
 }
 
 impl Record {
-    /// The action id used in responses and lookups.
     pub fn action_id(&self) -> String {
         action_id(self.seq)
     }
@@ -391,7 +381,6 @@ pub fn action_id(seq: u64) -> String {
     format!("act_{seq}")
 }
 
-/// The seq inside an action id.
 pub fn parse_action_id(id: &str) -> Option<u64> {
     id.strip_prefix("act_")?.parse().ok()
 }
@@ -490,15 +479,12 @@ impl Filter {
     }
 }
 
-/// Placeholders at most for seqs lost in an unbounded ledger's journal (beyond, the held records
-/// are dropped instead).
+/// At most this many placeholders for seqs lost in a journal; beyond, held records are dropped.
 const MAX_PLACEHOLDERS: usize = 1_000_000;
 
-/// Where appended records are also sent (the journal), so that no code path that appends can
-/// forget to persist.
+/// Where appended records are also sent (the journal), so no path that appends can forget it.
 pub trait Sink: Send + Sync {
-    /// Persist `record`, with the key record its execution left (durable together or not at
-    /// all); false if it could not be.
+    /// Persist `record` with its execution's key record, both or neither; false if it could not.
     fn appended(&self, record: &Record, key: Option<&KeyRecord>) -> bool;
 }
 
@@ -510,7 +496,6 @@ pub struct Ledger {
     records: store::Store,
     counts: Counts,
     sink: Option<Box<dyn Sink>>,
-    /// Seq of the oldest record held.
     first_seq: u64,
     max: Option<usize>,
     evicted: u64,
@@ -536,7 +521,6 @@ impl Ledger {
         }
     }
 
-    /// The seq the next record will get.
     pub fn next_seq(&self) -> u64 {
         self.first_seq + self.records.len() as u64
     }
@@ -546,9 +530,8 @@ impl Ledger {
         self.append_keyed(&mut record, None).0
     }
 
-    /// [`append`](Self::append) an execution with the key record it leaves, persisted in one
-    /// piece; also returns whether the sink took it (always, without one). The record is left
-    /// to the caller, to be freed once the world's lock is released.
+    /// [`append`](Self::append) an execution with its key record, persisted in one piece; also
+    /// whether the sink took it. The caller frees the record once the world's lock is released.
     pub fn append_keyed(&mut self, record: &mut Record, key: Option<&KeyRecord>) -> (u64, bool) {
         let seq = self.next_seq();
         record.seq = seq;
@@ -588,8 +571,7 @@ impl Ledger {
         self.records.get(self.position(seq)?)
     }
 
-    /// Change the record numbered `seq` (a cancel stopping a pending action); false if it is no
-    /// longer held.
+    /// Change the record numbered `seq` (a cancel stopping it); false if it is no longer held.
     pub fn update(&mut self, seq: u64, change: impl FnOnce(&mut Record)) -> bool {
         let Some(i) = self.position(seq) else {
             return false;
@@ -617,12 +599,10 @@ impl Ledger {
             .filter_map(move |i| self.records.get(i).filter(|r| filter.matches(r)))
     }
 
-    /// How many records pass `filter`.
     pub fn count_matching(&self, filter: &Filter) -> usize {
         self.matching(filter).count()
     }
 
-    /// Records still held.
     pub fn len(&self) -> usize {
         self.records.len()
     }

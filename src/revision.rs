@@ -38,8 +38,7 @@ impl Revision {
         }
     }
 
-    /// The revision a text names (a header's value, a JSON string): a string of digits, with an
-    /// optional sign and surrounding spaces, is a number.
+    /// The revision a text names: digits, with optional sign and surrounding spaces, are a number.
     pub fn parse(s: &str) -> Revision {
         match s.trim().parse::<i64>() {
             Ok(n) => Revision::Number(n),

@@ -1,16 +1,11 @@
 //! Scenarios: the TOML model of a simulated world, its validation, and the compiled form the
 //! world runs on.
 //!
-//! Loading is two passes. Serde (with `deny_unknown_fields` everywhere) reads the document into
-//! `Raw*` structs, and `serde_path_to_error` names the key path of each failure (serde stops at
-//! the first; the others are found by reading the document again without it, see
-//! `problems::every_shape_problem`); then, if the shape is right, `compile` checks what serde
+//! Loading is two passes: serde (`deny_unknown_fields` everywhere) reads the document into
+//! `Raw*` structs, `serde_path_to_error` naming each failure's key path (serde stops at the
+//! first; `problems::every_shape_problem` finds the rest); then `compile` checks what serde
 //! cannot (duplicates, kind-specific keys, reserved names) and builds the [`Scenario`]. Every
-//! problem is reported as `file:line:col: key.path: message`, the
-//! position found from the error's span or, for semantic problems, by walking the parsed document
-//! to the key path. A scenario that fails validation never reaches a world.
-//!
-//! Imports `clock`, `fate` and `idempotency` (policies are resolved here from presets).
+//! problem reads `file:line:col: key.path: message`; a failing scenario never reaches a world.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -45,7 +40,6 @@ pub const QUICKSTART: &str = include_str!("../scenarios/quickstart.toml");
 /// Service names that would shadow doubleagent's own paths.
 const RESERVED: &[&str] = &["_admin", "agents", "mcp"];
 
-// ---------------------------------------------------------------------------------------------
 // The raw TOML model
 
 /// A duration written as `"250ms"`, `"24h"`, `"1h30m"`.
@@ -245,7 +239,6 @@ struct RawMatch {
     json: BTreeMap<Pointer, Value>,
 }
 
-// ---------------------------------------------------------------------------------------------
 // The compiled model
 
 /// A validated scenario, ready to build a world from.
@@ -453,7 +446,6 @@ impl PathTemplate {
         )
     }
 
-    /// The names of its parameters, in path order.
     pub fn params(&self) -> impl Iterator<Item = &str> {
         self.segments.iter().filter_map(|s| match s {
             Segment::Param(n) => Some(n.as_str()),
@@ -480,7 +472,6 @@ impl PathTemplate {
 }
 
 impl Scenario {
-    /// Load and validate a scenario file.
     pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
         let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
@@ -496,7 +487,6 @@ impl Scenario {
         Scenario::parse(src, file, None)
     }
 
-    /// The built-in quickstart.
     pub fn quickstart() -> Scenario {
         Scenario::from_toml(QUICKSTART, "scenarios/quickstart.toml")
             .expect("the embedded quickstart is validated by a test")
@@ -548,8 +538,7 @@ impl Scenario {
     }
 }
 
-/// The service and route a step or tool names (`service`, `route` under key path `path`), or
-/// an issue for the one that does not exist, with the nearest name.
+/// The service and route a step or tool names, or an issue (with the nearest name) at `path`.
 pub(crate) fn find_route<'s>(
     services: &'s [Service],
     (service, route): (&str, &str),
@@ -581,8 +570,7 @@ pub(crate) fn find_route<'s>(
 }
 
 impl Route {
-    /// The name of the counter an execution of this route advances (its fate ordinal), as
-    /// chosen by `per`.
+    /// The counter an execution of this route advances (its fate ordinal), as chosen by `per`.
     pub fn fate_stream(&self, service: &str, intent: Option<&Value>, key: Option<&str>) -> String {
         let mut out = String::new();
         let text = intent.map(|v| v.to_string());
@@ -590,8 +578,7 @@ impl Route {
         out
     }
 
-    /// [`Route::fate_stream`] into a buffer the caller reuses (once per executed action), with
-    /// the intent as its compact JSON text.
+    /// [`Route::fate_stream`] into a reused buffer, the intent as its compact JSON text.
     pub fn write_fate_stream(
         &self,
         out: &mut String,
@@ -625,8 +612,7 @@ impl Service {
     }
 }
 
-/// The problems compilation finds, as (key path, message) pairs: located in the source once
-/// all are found.
+/// The problems compilation finds, as (key path, message) pairs, located once all are found.
 #[derive(Default)]
 pub(crate) struct Issues(Vec<(String, String)>);
 

@@ -1,12 +1,10 @@
 //! Fake services: the action pipeline a request runs through, independent of HTTP.
 //!
-//! [`admit`] takes a [`Request`] (service-relative path, headers, body) and, in one critical
-//! section over the world, does match → idempotency → fate → ledger, returning an [`Outcome`]:
-//! the response and a [`Plan`] for delivering it (now, at a later scenario time, never, by
-//! reset, or by hanging). The HTTP server is one caller and carries out the plan on a socket;
-//! an agent's side-effect step is another and calls [`call`], which carries out the plan in
-//! process. Because admission is synchronous, the effect of an attempt is in the ledger before
-//! anything is sent, exactly as a real provider commits before it replies.
+//! [`admit`] runs a [`Request`] through match → idempotency → fate → ledger in one critical
+//! section over the world, returning an [`Outcome`]: the response and a [`Plan`] for delivering
+//! it. The HTTP server carries out the plan on a socket; an agent's side-effect step calls
+//! [`call`], which carries it out in process. Admission is synchronous, so an attempt's effect
+//! is in the ledger before anything is sent, as a real provider commits before it replies.
 //!
 //! `route` matches, `action` decides and executes, `target` answers lookups and cancels,
 //! `canary` finds the canaries a request carries.
@@ -38,9 +36,8 @@ pub(crate) use route::header_text;
 pub use route::header_value;
 pub use target::cancel_pending;
 
-/// A request to a fake service, however it arrived. Its names are borrowed where the caller
-/// has them (the server from hyper's request, an agent from its script): a replay, which keeps
-/// none of them, copies none.
+/// A request to a fake service, however it arrived. Names are borrowed where the caller has
+/// them, so a replay copies none.
 #[derive(Clone, Debug, Default)]
 pub struct Request<'a> {
     pub service: Cow<'a, str>,
@@ -59,9 +56,8 @@ pub struct Request<'a> {
     /// Set by in-process callers (an agent's task id and revision) instead of headers.
     pub work_id: Option<String>,
     pub revision: Option<Revision>,
-    /// The caller never reads the response's headers or body (an A2A agent's side-effect step):
-    /// an executed action's response is then rendered only when a key store keeps it. Its status
-    /// is decided, and recorded, all the same.
+    /// The caller never reads the response (an A2A side-effect step): it is rendered only when a
+    /// key store keeps it; its status is decided and recorded all the same.
     pub unread: bool,
     /// The protocol the request came through, when not plain HTTP (an MCP tool call): its facts
     /// go into the entry's `detail` under the protocol's name.
@@ -72,8 +68,7 @@ pub struct Request<'a> {
 }
 
 impl Request<'_> {
-    /// The request with its names copied, to outlive what it borrowed from (an MCP task's call,
-    /// kept until its input is answered).
+    /// The request with its names copied, to outlive what it borrowed (an MCP task's call).
     pub fn into_owned(self) -> Request<'static> {
         let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
         Request {
@@ -94,8 +89,7 @@ impl Request<'_> {
     }
 }
 
-/// What a protocol wrapped around a request knows of it (an MCP call's server, tool, JSON-RPC
-/// id, era, session, key and where the key came from).
+/// What a protocol wrapped around a request knows of it (an MCP call's server, tool, id, key...).
 #[derive(Clone, Debug)]
 pub struct Via {
     /// The key in `detail` (`mcp`).
@@ -107,8 +101,7 @@ pub struct Via {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
     pub status: u16,
-    /// Mostly static text ("content-type", "application/json"): borrowed, not allocated, per
-    /// response.
+    /// Mostly static text: borrowed, not allocated, per response.
     pub headers: Vec<(Cow<'static, str>, Cow<'static, str>)>,
     pub body: Vec<u8>,
 }
@@ -197,14 +190,10 @@ struct RequestLog {
     applied: bool,
 }
 
-/// Admit a request: match, idempotency, fate, ledger — atomically.
-///
-/// The body is parsed once; what the record keeps of the request (service, method, path, key,
-/// fingerprint, intent, work id, revision) is moved into it. Matching and what an action reads
-/// from its request need no world state: worked out before the lock is taken, so that the
-/// critical section is short.
+/// Admit a request: match, idempotency, fate, ledger — atomically. The body is parsed once;
+/// matching and what an action reads from its request are worked out before the lock is taken,
+/// so the critical section is short.
 pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
-    // When the request was received: read once, before anything else.
     let now = world.clock.now();
     let scenario: &crate::scenario::Scenario = &world.scenario;
     let service = scenario.service(&req.service);
@@ -306,8 +295,7 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
     finish(world, st, record, (response, plan), canaries, key)
 }
 
-/// A wrapping protocol's facts, beside what the pipeline noted in the detail (rare: the detail
-/// is read back only for such requests).
+/// A wrapping protocol's facts, beside what the pipeline noted in the detail.
 fn note_via(record: &mut Record, via: Via) {
     let mut detail = match record.detail.as_ref().map(|d| d.value()) {
         Some(Value::Object(d)) => d,
@@ -317,8 +305,7 @@ fn note_via(record: &mut Record, via: Via) {
     record.detail = Some(Value::Object(detail).into());
 }
 
-/// A request's record before admission decides anything: unmatched, answered now. Its service,
-/// method and path are moved out of the request.
+/// A request's record before admission decides anything: unmatched, answered now.
 fn new_record(
     req: &mut Request<'_>,
     now: Duration,
@@ -326,8 +313,7 @@ fn new_record(
     revision: Option<Revision>,
 ) -> Record {
     let take = |s: &mut Cow<'_, str>| std::mem::take(s).into_owned();
-    // The body is filled in last, from the parsed body, which is then no longer needed: moved,
-    // not copied.
+    // Filled in last: the parsed body is moved, not copied.
     Record {
         service: take(&mut req.service),
         method: take(&mut req.method),
@@ -362,9 +348,8 @@ fn response_plan(plan: Plan, status: u16, now: Duration) -> ResponsePlan {
     }
 }
 
-/// The end of every admission: the record learns how its response goes out and which canaries
-/// the request carried (found by the caller before it took the lock), goes into the ledger, and
-/// the request's log event is written once the lock is released.
+/// The end of every admission: the record gets its response plan and canaries, goes into the
+/// ledger, and its log event is written once the lock is released.
 fn finish(
     world: &World,
     mut st: std::sync::MutexGuard<'_, State>,
@@ -375,10 +360,9 @@ fn finish(
 ) -> Outcome {
     record.response = response_plan(plan, response.status, record.received_at);
     canary::note_canaries(canaries, &mut record);
-    // One log event per request (target `doubleagent::request`; the binary shows it by default
-    // with --log-format json: one object per request), carrying its seq. Its fields are copied
-    // under the lock and the event is written after it is released, so that formatting and
-    // writing a log line never holds up other requests.
+    // One log event per request (target `doubleagent::request`), carrying its seq. Fields are
+    // copied under the lock and the event written after it is released, so logging never holds
+    // up other requests.
     let log = tracing::enabled!(target: "doubleagent::request", tracing::Level::INFO).then(|| {
         RequestLog {
             service: record.service.clone(),
@@ -436,8 +420,7 @@ fn forget_evicted(st: &mut State) {
     st.by_object.forget_before(first, held);
 }
 
-/// What the ledger keeps of a body: the JSON itself when it parses and fits, else (a prefix of)
-/// the text.
+/// What the ledger keeps of a body: the JSON when it parses and fits, else (a prefix of) the text.
 fn ledger_body(
     raw: &[u8],
     json: Option<JsonText>,

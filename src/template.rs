@@ -2,17 +2,12 @@
 //! action's id and body for a fake service's response; a task's id, revision and canary for an
 //! agent's result).
 //!
-//! A caller implements [`Vars`]; [`text`] interpolates into a string ([`names`] lists what it
-//! would look up), [`json`] walks a JSON value and expands its strings — where a string is
-//! exactly one placeholder, it takes the value's own JSON type (`amount = "{{body./amount}}"`
-//! stays a number). A placeholder a caller does not know is left as written; scenarios never get
-//! that far, since every name in a response or an agent's texts is checked at load
-//! (`scenario::placeholders`), and a response's name a request has no value for is `null`
-//! (see `service::action`).
-//!
-//! [`Compiled`] is a fake service's JSON response body compiled once at load.
-//!
-//! Sits beside `clock` and `fate` at the bottom: it imports nothing from the crate.
+//! A caller implements [`Vars`]; [`text`] interpolates into a string, [`json`] expands a JSON
+//! value's strings, and a string that is exactly one placeholder takes the value's own JSON type
+//! (`amount = "{{body./amount}}"` stays a number). An unknown placeholder is left as written,
+//! though scenarios never get that far: names are checked at load (`scenario::placeholders`).
+//! [`Compiled`] is a fake service's response body compiled once at load. Imports nothing from
+//! the crate.
 
 use serde_json::Value;
 
@@ -51,8 +46,7 @@ pub fn names(s: &str) -> Vec<&str> {
     out
 }
 
-/// Calls `each(text before, placeholder as written, its trimmed name)` for every placeholder in
-/// `s`, and returns the text after the last.
+/// Calls `each(text before, placeholder as written, trimmed name)` per placeholder; gives the tail.
 fn scan<'a>(s: &'a str, mut each: impl FnMut(&'a str, &'a str, &'a str)) -> &'a str {
     let mut rest = s;
     while let Some(start) = find2(rest, b"{{") {
@@ -83,10 +77,9 @@ pub fn json(v: &Value, vars: &dyn Vars) -> Value {
     }
 }
 
-/// A JSON template compiled once (a fake service's response body, at scenario load): the text
-/// between the strings that hold placeholders is written out ahead of time, so rendering is
-/// copies and the placeholders' values. [`Compiled::write`] gives the bytes of
-/// `json(v, vars).to_string()` without building the expanded tree.
+/// A JSON template compiled at load: the text between placeholder strings is written out ahead
+/// of time, so [`Compiled::write`] gives `json(v, vars).to_string()`'s bytes without building
+/// the expanded tree.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Compiled {
     pieces: Vec<Piece>,
@@ -96,8 +89,7 @@ pub struct Compiled {
 enum Piece {
     /// JSON text as it is.
     Raw(Vec<u8>),
-    /// A string that is exactly one placeholder: the value, typed; the string as written if
-    /// the name is unknown.
+    /// A string that is exactly one placeholder: the value, typed (as written if unknown).
     Whole { name: String, written: String },
     /// A string with placeholders among other text.
     Text(String),
@@ -170,15 +162,13 @@ impl Compiled {
     }
 }
 
-/// The name in a string that is exactly one placeholder (`"{{ name }}"`, spaces around it
-/// allowed): such a string takes the value's own JSON type.
+/// The name in a string that is exactly one placeholder (`"{{ name }}"`), which takes its type.
 fn whole_placeholder(s: &str) -> Option<&str> {
     let inner = s.trim().strip_prefix("{{")?.strip_suffix("}}")?;
     find2(inner, b"{{").is_none().then(|| inner.trim())
 }
 
-/// Where a two-byte marker (`{{`, `}}`) starts: a plain byte scan, cheaper on short scenario
-/// strings than `str::find`'s general searcher, which runs per response string.
+/// Where `{{` or `}}` starts: a byte scan, cheaper than `str::find` on short strings, per response.
 fn find2(s: &str, pat: &[u8; 2]) -> Option<usize> {
     s.as_bytes().windows(2).position(|w| w == pat)
 }
@@ -205,8 +195,7 @@ pub fn write_json_array<T>(
     out.push(b']');
 }
 
-/// Serialising strings and JSON values into a byte buffer cannot fail (no I/O, no non-string
-/// map keys).
+/// Serialising strings and JSON values into a byte buffer cannot fail (no I/O, string keys).
 fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     let _ = serde_json::to_writer(&mut *out, v);
 }

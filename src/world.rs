@@ -1,13 +1,10 @@
 //! The world: one scenario's simulated state, owned in one place.
 //!
-//! A [`World`] holds the compiled scenario, its clock, and behind a single mutex the mutable
-//! state: ledger, idempotency keys, fate counters and the key → execution index. Every pipeline
-//! step that must be atomic (check a key and reserve it, pick a fate, append to the ledger) runs
-//! inside one short critical section that never spans an `.await`.
-//!
-//! Resetting or replacing the scenario builds a fresh world; the old one is closed, which wakes
-//! its sleepers and releases its hung connections. Callers above (`service`, `admin`, `server`)
-//! reach the state only through here.
+//! A [`World`] holds the compiled scenario, its clock, and behind one mutex the mutable state
+//! (ledger, idempotency keys, fate counters, key → execution index). Every step that must be
+//! atomic (check and reserve a key, pick a fate, append) runs in one short critical section that
+//! never spans an `.await`. Reset or replacement builds a fresh world and closes the old one,
+//! waking its sleepers and releasing its hung connections.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -22,7 +19,6 @@ use crate::ledger::{Counts, Entry, Filter, Ledger, Record};
 use crate::scenario::Scenario;
 use crate::sync::unpoisoned;
 
-/// The mutable part of a world.
 #[derive(Default)]
 pub struct State {
     pub ledger: Ledger,
@@ -31,8 +27,7 @@ pub struct State {
     pub counters: FastMap<String, u64>,
     /// Where a stream's name is written before it is looked up (no allocation per action).
     pub stream_buf: String,
-    /// Latest execution (seq) per (service, idempotency key), whatever the idempotency mode:
-    /// lookups and cancels accept a key as the action's id.
+    /// Latest execution per (service, idempotency key): lookups and cancels accept a key as an id.
     pub by_key: KeyIndex,
     /// Latest execution (seq) per (service, the action's own id from its response).
     pub by_object: KeyIndex,
@@ -52,8 +47,7 @@ pub struct World {
     journal: Option<Arc<Journal>>,
 }
 
-/// A world's extensions: one value per type, made on first use and kept while the world lives
-/// (an append-only map hands out references that stay valid).
+/// A world's extensions, one value per type; an append-only map, so references stay valid.
 type Extensions = elsa::sync::FrozenMap<TypeId, Box<dyn Any + Send + Sync>>;
 
 impl World {
@@ -124,7 +118,6 @@ impl World {
         }
     }
 
-    /// Whether this world's facts go to a journal.
     pub fn journaled(&self) -> bool {
         self.journal.is_some()
     }
@@ -136,8 +129,7 @@ impl World {
         }
     }
 
-    /// Record that the client of `seq` went away before its response was written (REC-4: the
-    /// outcome is unknown to it), and journal it.
+    /// Record and journal that the client of `seq` left before its response (REC-4).
     pub fn abandon(&self, seq: u64) {
         let at = self.clock.now();
         if self.lock().ledger.update(seq, |r| r.abandon(at)) {
@@ -177,12 +169,10 @@ impl World {
             .collect()
     }
 
-    /// Number of entries matching a filter.
     pub fn count(&self, filter: &Filter) -> usize {
         self.lock().ledger.count_matching(filter)
     }
 
-    /// A copy of one record.
     pub fn record(&self, seq: u64) -> Option<Record> {
         self.lock().ledger.get(seq)
     }
@@ -219,7 +209,6 @@ impl Default for Limits {
     }
 }
 
-/// Why a session could not be had.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SessionError {
     #[error("bad session name \"{0}\": use 1 to 64 letters, digits, '-', '_' or '.'")]
@@ -346,7 +335,6 @@ impl Host {
         }
     }
 
-    /// Remember the findings of the latest verification, per rule.
     pub fn record_findings<'a>(&self, rules: impl Iterator<Item = &'a str>) {
         let mut m = unpoisoned(self.last_findings.lock());
         m.clear();
@@ -389,7 +377,6 @@ impl Host {
         &self.limits
     }
 
-    /// The default session's world.
     pub fn world(&self) -> Arc<World> {
         unpoisoned(self.default.read()).clone()
     }
@@ -524,7 +511,6 @@ impl Host {
         gone.len()
     }
 
-    /// Named sessions alive now.
     pub fn session_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.lock_sessions().keys().cloned().collect();
         names.sort();
@@ -543,7 +529,6 @@ impl Host {
         self.stopping.send_replace(true);
     }
 
-    /// Resolves once the server is stopping.
     pub async fn stopping(&self) {
         let mut rx = self.stopping.subscribe();
         let _ = rx.wait_for(|s| *s).await;

@@ -20,8 +20,7 @@ impl CountKey {
     }
 }
 
-/// Request counts by label set. Found by a hash of the borrowed labels: counting a request
-/// allocates only the first time its label set is seen.
+/// Request counts by label set, found by a hash of the borrowed labels (no allocation per request).
 #[derive(Clone, Debug, Default)]
 pub struct Counts {
     /// Label-set hash → index in `sets`.

@@ -1,11 +1,8 @@
-//! How the ledger keeps its records in memory: each [`Record`] in its serde form, encoded as
-//! MessagePack (structs as arrays, so field names are not repeated per record), back to back in
-//! chunks that never move ([`Chunks`]).
-//!
-//! A `Record` as a Rust value costs ~2.5 KB for a request with a small body (its strings and
-//! JSON trees); encoded it is a few hundred bytes at most. The encoding is derived from the
-//! record's own definition, so a field added to `Record` is stored without a change here; it is
-//! private to a running process (the journal and every API use `Record` and `Entry`).
+//! How the ledger keeps its records in memory: each [`Record`] in its serde form as MessagePack
+//! (structs as arrays), back to back in chunks that never move ([`Chunks`]): a few hundred
+//! bytes a record instead of ~2.5 KB as a Rust value. Derived from `Record`'s definition, so a
+//! new field needs no change here; private to the process (the journal and APIs use `Record`
+//! and `Entry`).
 
 use std::collections::VecDeque;
 

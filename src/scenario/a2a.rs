@@ -1,15 +1,10 @@
 //! The scenario model of an A2A agent (`[agents.NAME]` with `protocol = "a2a"`): its raw TOML
 //! shape, validation against the scenario's services, and the compiled [`A2aAgent`].
 //!
-//! An agent is a default [`Script`] (the keys at the agent's top level) plus per-message
-//! [`Behavior`]s (`[[agents.NAME.behaviors]]`), each a matcher and a script whose missing keys
-//! are taken from the agent's. A script is everything one task does on the scenario clock:
-//! status updates, side-effect calls, artifacts (possibly in chunks) and the final state, all at
-//! offsets from the moment the task started. `agent::a2a::task` turns a script into a timeline.
-//!
-//! Like the rest of the scenario, the raw structs deny unknown keys, and semantic problems (a
-//! step naming an unknown service, a step after the work is over) are reported with their key
-//! path, which locates them in the source.
+//! An agent is a default [`Script`] (its top-level keys) plus per-message [`Behavior`]s, each a
+//! matcher and a script whose missing keys come from the agent's. A script is what one task
+//! does on the scenario clock at offsets from its start (status updates, side-effect calls,
+//! artifacts, the final state); `agent::a2a::task` turns it into a timeline.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,7 +20,6 @@ use crate::clock::parse_duration;
 mod script;
 use script::compile_script;
 
-// ---------------------------------------------------------------------------------------------
 // The compiled model
 
 /// The loopback ports an agent may push to: a test's receiver listens on one, and doubleagent's
@@ -105,14 +99,13 @@ pub struct A2aAgent {
     pub strict_version: bool,
     /// The bindings the agent serves and its card lists (`bindings = [...]`); empty means all.
     pub bindings: Vec<Binding>,
-    /// Used when no behaviour matches. (Behind a pointer to keep `AgentSpec`'s variants of
-    /// similar size; shared, so that a running task holds its script without copying it.)
+    /// Used when no behaviour matches. An `Arc` keeps `AgentSpec`'s variants of similar size, and
+    /// a running task holds it without a copy.
     pub script: Arc<Script>,
     pub behaviors: Vec<Behavior>,
-    /// The stream buffer of each of the agent's tasks: room for everything two of its scripts
-    /// can emit (a run and a resumed run) plus slack, a power of two between 32 and
-    /// [`STREAM_BUFFER`]. A broadcast channel allocates its whole buffer up front (~380 bytes a
-    /// slot), so it is sized to the scripts, and made only for a task someone listens to.
+    /// The stream buffer of each of the agent's tasks: room for what two of its scripts can emit
+    /// plus slack, a power of two up to [`STREAM_BUFFER`] (a broadcast channel allocates its
+    /// whole buffer up front, ~380 bytes a slot).
     pub stream_capacity: usize,
 }
 
@@ -127,13 +120,11 @@ fn stream_capacity<'a>(scripts: impl Iterator<Item = &'a Script>) -> usize {
 }
 
 impl A2aAgent {
-    /// Whether calls over `binding` are served.
     pub fn serves(&self, binding: Binding) -> bool {
         self.bindings.is_empty() || self.bindings.contains(&binding)
     }
 
-    /// The first behaviour matching the message, else the agent's own script. The index is the
-    /// behaviour's position (for the ledger), `None` for the default.
+    /// The first behaviour matching the message (with its index), else the agent's own script.
     pub fn script_for(
         &self,
         text: &str,
@@ -253,8 +244,7 @@ pub enum CancelPolicy {
 }
 
 impl CancelPolicy {
-    /// The policy as written in a scenario (static text but for `honor-before`'s duration:
-    /// every new task's entry names it).
+    /// The policy as written in a scenario (static text but for `honor-before`'s duration).
     pub fn name(self) -> std::borrow::Cow<'static, str> {
         match self {
             CancelPolicy::Honor => "honor".into(),
@@ -346,9 +336,7 @@ pub struct CallStep {
     pub headers: Vec<(String, String)>,
     /// JSON body; strings may hold placeholders (`{{task.id}}`, `{{canary}}`, ...).
     pub json: Option<Value>,
-    /// `json` as sent, when none of its strings holds a placeholder: rendering would give it
-    /// back unchanged, so it is serialised once here instead of at every call (and shared by
-    /// every call's request, not copied).
+    /// `json` serialised once, when none of its strings holds a placeholder.
     pub fixed_json: Option<hyper::body::Bytes>,
     pub body: Option<String>,
 }
@@ -394,7 +382,6 @@ pub enum PartContent {
     Data(Value),
 }
 
-// ---------------------------------------------------------------------------------------------
 // The raw TOML model
 
 #[derive(Deserialize)]
@@ -477,8 +464,7 @@ struct RawCall {
     headers: BTreeMap<String, String>,
 }
 
-/// Shorthand for one artifact named `result` with the given parts, in the order text, raw,
-/// url, data.
+/// Shorthand for one artifact named `result` with parts in the order text, raw, url, data.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawResult {
@@ -517,7 +503,6 @@ struct RawPart {
     metadata: Option<Value>,
 }
 
-// ---------------------------------------------------------------------------------------------
 // Compilation
 
 pub(crate) fn compile(

@@ -3,11 +3,8 @@
 //! engine in `agent::agui` plays.
 //!
 //! A script is a list of *iterations* (scripted model turns: text and/or tool calls), the tools
-//! those calls name (backed by a fake-service route, or left to the application as *frontend*
-//! tools), and the *interrupts* raised at the four lifecycle boundaries of an iteration
-//! (`beforeModel`, `afterModel`, `beforeTools`, `afterTools`; rules PH-1..PH-4). Everything that
-//! can be checked without running is checked here and reported as `(key.path, message)` issues,
-//! so a misspelt tool, service, route or phase never reaches a world.
+//! they name (a fake-service route, or *frontend* tools left to the application), and the
+//! *interrupts* raised at an iteration's four boundaries (PH-1..PH-4), all checked at load.
 
 use std::collections::BTreeMap;
 use std::ops::Deref;
@@ -21,7 +18,6 @@ use super::{
     check_header, check_pointer, did_you_mean, find_route, sub_table, Dur, Issues, Service,
 };
 
-// ---------------------------------------------------------------------------------------------
 // Enumerations shared by the raw and the compiled model
 
 /// The four boundaries of one agent iteration, in the order an iteration passes them.
@@ -134,7 +130,6 @@ impl Violation {
         }
     }
 
-    /// The rule the violation breaks.
     pub fn rule(self) -> &'static str {
         match self {
             Violation::SuccessWhileInterrupted => "INT-2",
@@ -146,7 +141,6 @@ impl Violation {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
 // The raw TOML model
 
 #[derive(Deserialize)]
@@ -232,12 +226,10 @@ struct RawInterrupt {
     on_continuation: Option<OnContinuation>,
 }
 
-// ---------------------------------------------------------------------------------------------
 // The compiled model
 
-/// A validated AG-UI agent script, shared: the agent table is looked up (and cloned) per
-/// request and a run keeps its script for as long as it streams, so a clone is a reference
-/// count, not a copy of the script's JSON trees.
+/// A validated AG-UI agent script, shared: the agent table is cloned per request and a run
+/// keeps its script while it streams, so a clone is a reference count, not a deep copy.
 #[derive(Clone, Debug, Default)]
 pub struct AgUiAgent(Arc<Script>);
 
@@ -306,8 +298,7 @@ pub enum ToolKind {
     Backend {
         service: String,
         route: String,
-        /// Extra request headers; values may hold `{{tool_call_id}}`, `{{run_id}}`,
-        /// `{{thread_id}}`.
+        /// Extra request headers; values may hold `{{tool_call_id}}`, `{{run_id}}`, `{{thread_id}}`
         headers: Vec<(String, String)>,
         /// Where in the request body the resolved answer's payload goes, if anywhere.
         answer_at: Option<String>,
@@ -361,7 +352,6 @@ pub struct InterruptSpec {
     pub on_continuation: OnContinuation,
 }
 
-// ---------------------------------------------------------------------------------------------
 // Compilation
 
 pub(crate) fn compile(
@@ -424,8 +414,7 @@ pub(crate) fn compile(
     })))
 }
 
-/// The script's tools, and the names of those reported as broken (calls naming them are not
-/// reported again).
+/// The script's tools, and the names of those reported broken (calls naming them are not).
 fn compile_tools(
     raw: Vec<RawTool>,
     path: &str,
@@ -483,8 +472,7 @@ fn compile_iteration(
     }
 }
 
-/// A scripted tool call: its tool by index, its arguments (which fill the route's path
-/// parameters of a backend tool) and their JSON text, written once.
+/// A scripted tool call: its tool's index, its arguments and their JSON text, written once.
 fn compile_call(
     c: RawCall,
     cpath: &str,

@@ -1,9 +1,7 @@
 //! The scenario model of a fake MCP tool server (`[mcp.NAME]`): the protocol versions it serves,
-//! what it does with a cancelled call, and its tools, each bound to a route of a fake service
-//! (`call = { service, route, path = { param = "/pointer" } }`) whose pipeline a `tools/call`
-//! runs through. Compiled at load: the route is looked up once, every pointer, path parameter
-//! and annotation checked, and problems reported with their key path like the rest of the
-//! scenario. `crate::mcp` serves the compiled [`McpServer`].
+//! what it does with a cancelled call, and its tools, each bound to a fake service's route whose
+//! pipeline a `tools/call` runs through. Compiled and checked at load, problems reported with
+//! their key path; `crate::mcp` serves the compiled [`McpServer`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -73,8 +71,7 @@ pub enum Resume {
     Lost,
 }
 
-/// What a modern request's `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers must do
-/// (`headers`).
+/// What a modern request's `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers must do.
 #[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum HeaderPolicy {
@@ -110,7 +107,6 @@ impl McpServer {
         self.tools.iter().find(|t| t.name == name)
     }
 
-    /// Whether `version` is one this server serves.
     pub fn serves(&self, version: &str) -> bool {
         self.versions.contains(&version)
     }
@@ -161,8 +157,7 @@ pub struct Tool {
     pub input: Option<TaskInput>,
 }
 
-/// How a tool's calls run as tasks (2025-11-25 core tasks, the 2026-07-28 tasks extension):
-/// everything on the scenario clock.
+/// How a tool's calls run as tasks (2025-11-25 core tasks, the 2026-07-28 tasks extension).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TaskSpec {
     /// `required`: a call that does not ask for a task (legacy) or does not declare the
@@ -172,8 +167,7 @@ pub struct TaskSpec {
     pub duration: Duration,
     /// The poll interval the server asks for (`pollInterval`, `pollIntervalMs`).
     pub poll_interval: Duration,
-    /// How long the task is kept after its creation; `None`: the client's requested TTL, or
-    /// for ever.
+    /// How long the task is kept after creation; `None`: the client's requested TTL, or for ever.
     pub ttl: Option<Duration>,
     /// What `tasks/cancel` does: `honor` stops the effect if it has not landed; `ignore`
     /// acknowledges and completes anyway.
@@ -199,8 +193,7 @@ pub struct TaskFates {
 }
 
 impl TaskFates {
-    /// The schedule of task method `method` (`tasks/get`, …), if it is one, with the method's
-    /// place among the four (for a per-task count).
+    /// The schedule of task method `method` (`tasks/get`, …), with its place among the four.
     pub fn of(&self, method: &str) -> Option<(usize, &FateSchedule)> {
         match method {
             "tasks/get" => Some((0, &self.get)),
@@ -222,8 +215,7 @@ pub struct TaskInput {
     pub message: String,
     /// The `requestedSchema` of the answer's content.
     pub schema: Value,
-    /// A plain call's question only: how long its `requestState` is honoured (`None`: for as
-    /// long as the scenario runs).
+    /// A plain call's question only: how long its `requestState` is honoured (`None`: always).
     pub ttl: Option<Duration>,
 }
 
@@ -540,8 +532,7 @@ fn compile_tool(
     })
 }
 
-/// A question (`input`): asked `after` into a task's work (at most `within`), or before a
-/// plain call runs.
+/// A question (`input`): asked `after` into a task's work (at most `within`), or before a call.
 fn compile_input(i: RawInput, within: Duration, path: &str, issues: &mut Issues) -> TaskInput {
     let after = i.after.map_or(Duration::ZERO, |d| d.0);
     if i.key.as_deref() == Some("") {

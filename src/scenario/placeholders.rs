@@ -18,8 +18,7 @@ const RESPONSE_NAMES: &[&str] = &[
     "request.path",
 ];
 
-/// A placeholder in a response that can name nothing is an error at load, not text sent to the
-/// client: an unknown name, `path.NAME` without that parameter, `body.` without a JSON pointer.
+/// Every placeholder in an action's response names something it can name.
 pub(super) fn check_response(
     respond: &Respond,
     path: Option<&PathTemplate>,
@@ -83,8 +82,7 @@ const A2A_NAMES: &[&str] = &[
     "message.text",
 ];
 
-/// Every placeholder in an A2A agent's rendered texts (each with its key path) names one of
-/// [`A2A_NAMES`].
+/// Every placeholder in an A2A agent's rendered texts names one of [`A2A_NAMES`].
 pub(super) fn check_a2a(texts: &[(String, &str)], issues: &mut Issues) {
     for (at, text) in texts {
         for name in crate::template::names(text) {

@@ -78,8 +78,7 @@ pub(super) fn locate_serde_error(src: &str, path: &str, e: &toml::de::Error) -> 
     }
 }
 
-/// A serde error as a (key path, message) pair, with the unknown key named in the path and a
-/// "did you mean" where one is close.
+/// A serde error as (key path, message), naming an unknown key with a "did you mean".
 pub(crate) fn explain(path: &str, e: &toml::de::Error) -> (String, String) {
     let mut message = e.message().trim().to_string();
     let mut path = path.to_string();
@@ -110,8 +109,7 @@ pub(crate) fn explain(path: &str, e: &toml::de::Error) -> (String, String) {
     (path, message)
 }
 
-/// Deserialize one sub-table of the document (an agent's table) into its protocol's raw model,
-/// reporting failures under `prefix` (e.g. `agents.researcher`).
+/// Deserialize an agent's sub-table into its protocol's raw model, failures under `prefix`.
 pub(crate) fn sub_table<T: serde::de::DeserializeOwned>(
     table: &toml::Table,
     prefix: &str,
@@ -193,8 +191,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
     d[a.len()][b.len()]
 }
 
-/// Locate every issue, parsing the document and indexing its lines once (not once per issue:
-/// a scenario with thousands of problems is reported in time linear in its size).
+/// Locate every issue, parsing the document and indexing its lines once, so thousands of
+/// problems are located in time linear in the scenario's size.
 pub(super) fn locate_all(src: &str, issues: Issues) -> Vec<Problem> {
     let doc = toml::de::DeTable::parse(src).ok();
     let starts = line_starts(src);
@@ -267,7 +265,6 @@ pub(super) fn line_col(src: &str, offset: usize) -> (usize, usize) {
     position(src, &line_starts(src), offset)
 }
 
-/// The byte offsets where the lines of `src` start.
 fn line_starts(src: &str) -> Vec<usize> {
     std::iter::once(0)
         .chain(src.match_indices('\n').map(|(i, _)| i + 1))
@@ -289,12 +286,10 @@ enum Step {
     Index(usize),
 }
 
-/// Every shape problem of a document (unknown keys, wrong types, bad values), not only the
-/// first: serde stops at the first failure, so the offending value is taken out of a copy of the
-/// document and the copy is read again, until it reads or nothing more can be taken out.
-/// `first` is the failure already found (located by its span); the rest are located by path.
-/// A value that a required key needed goes with its table: the "missing field" that taking it
-/// out causes is not reported, only a missing field the author left out is.
+/// Every shape problem of a document, not only the first: serde stops at the first failure,
+/// so the offending value is taken out of a copy and the copy read again, until it reads or
+/// nothing more can go. `first` is located by its span, the rest by path. A value a required
+/// key needed goes with its table; the "missing field" that causes is not reported.
 pub(super) fn every_shape_problem<T: serde::de::DeserializeOwned>(
     src: &str,
     first: Problem,

@@ -1,9 +1,7 @@
-//! A tool's JSON Schemas (its input and output), compiled once when the scenario loads by the
-//! `jsonschema` crate, in the dialect a schema names (else 2020-12, MCP's default), every
-//! keyword checked. [`Schema::problems`] names every way a value fails one, each with its JSON
-//! pointer, so a model reading the `isError` text can correct its call (as SEP-1303 intends).
-//! The common keywords are worded as the rest of doubleagent words its errors; the others keep
-//! the crate's own message.
+//! A tool's JSON Schemas (input and output), compiled at load by the `jsonschema` crate in the
+//! dialect a schema names (else 2020-12, MCP's default). [`Schema::problems`] names every way a
+//! value fails one, each with its JSON pointer, so a model reading the `isError` text can
+//! correct its call (SEP-1303); common keywords are worded as doubleagent's other errors.
 
 use std::sync::Arc;
 
@@ -20,8 +18,7 @@ pub struct Schema {
 }
 
 impl Schema {
-    /// Compile `json`; an invalid schema gives where in it (a dotted key path, empty for its
-    /// top) and what is wrong.
+    /// Compile `json`; an invalid schema gives where in it (a dotted key path) and what is wrong.
     pub fn compile(json: Value) -> Result<Schema, (String, String)> {
         let mut checked = json.clone();
         name_no_properties(&mut checked);
@@ -41,7 +38,6 @@ impl Schema {
         }
     }
 
-    /// The schema as written.
     pub fn json(&self) -> &Value {
         &self.json
     }

@@ -25,8 +25,7 @@ use crate::world::{State, World};
 pub(super) struct Prepared {
     pub key: Option<String>,
     pub fingerprint: Option<String>,
-    /// The body itself when the route names no pointers, else an object of the values at them
-    /// (null where absent).
+    /// The body itself when the route names no pointers, else an object of the values at them.
     pub intent: Option<JsonText>,
 }
 
@@ -89,9 +88,8 @@ impl serde::Serialize for Picked<'_> {
     }
 }
 
-/// Admit an action (its key, fingerprint and intent are in `record`): decide by its key, and
-/// execute it if the decision says so. Also returns, for a journaled world, the key record an
-/// execution left, to be journaled with its ledger record.
+/// Admit an action: decide by its key and execute it if the decision says so. Also returns,
+/// for a journaled world, the key record an execution left, to be journaled with it.
 pub(super) fn action(
     world: &World,
     st: &mut State,
@@ -162,8 +160,7 @@ pub(super) fn action(
     (response, plan, journaled)
 }
 
-/// The answer to a replay of `of`: its stored response, or (for a route whose cache is
-/// `latest`) the action's state now.
+/// The answer to a replay: its stored response, or (cache `latest`) the action's state now.
 fn replay(
     world: &World,
     ledger: &Ledger,
@@ -190,8 +187,7 @@ fn replay(
     r
 }
 
-/// Execute an action: its fate, the response that fate gives, and the key store remembering it
-/// (and the key record, for a journaled world).
+/// Execute an action: its fate, the response that fate gives, the key store remembering it.
 fn execute(
     world: &World,
     st: &mut State,
@@ -295,8 +291,7 @@ fn object_id(body: &[u8], pointer: &str) -> Option<String> {
     }
 }
 
-/// The response a fate gives (`ok`, the route's own, where the client gets it), how it is
-/// delivered, and when the attempt completes (for the key store).
+/// The response a fate gives, how it is delivered, and when the attempt completes.
 fn fated(
     fate: Fate,
     ok: Response,
@@ -338,8 +333,7 @@ fn error_text(status: u16) -> &'static str {
     }
 }
 
-/// The route's `respond`, its placeholders filled from the request and its record; and the
-/// placeholders this request had no value for (sent as `null`).
+/// The route's `respond` rendered, and the placeholders this request had no value for (`null`).
 fn render_respond(
     world: &World,
     route: &Route,
@@ -408,7 +402,6 @@ fn note_unfilled(record: &mut Record, unfilled: Vec<String>) {
 /// at load); one this request has no value for is `null`, and noted in `unfilled`.
 struct Ctx<'a> {
     world: &'a World,
-    /// The request's body, parsed.
     json: Option<&'a Value>,
     record: &'a Record,
     unfilled: RefCell<Vec<String>>,

@@ -12,11 +12,9 @@ fn may_be_canary(bytes: &[u8]) -> bool {
     bytes.len() >= 20 && may_hold_canary(bytes)
 }
 
-/// Canaries (`cny-` + 16 hex digits, issued by agents in their results) that an outside
-/// request carries in its path (the request's, wherever it is kept by now), its headers' values
-/// or its body: the verifier's evidence that a result was used (ACC-2). The ledger may keep
-/// only part of a body, so the scan reads the request itself; it reads all of it, so callers
-/// run it before they lock the world.
+/// The canaries (`cny-` + 16 hex digits) an outside request carries in its path, its headers'
+/// values or its body. The ledger may keep only part of a body, so the request itself is
+/// scanned, all of it: callers run this before they lock the world.
 pub(super) fn canaries_in(path: &str, headers: &HeaderMap, body: &[u8]) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     let mut scan = |bytes: &[u8]| {
@@ -43,8 +41,7 @@ pub(super) fn canaries_in(path: &str, headers: &HeaderMap, body: &[u8]) -> Vec<S
     found
 }
 
-/// Notes the canaries [`canaries_in`] found in the record's `detail.canaries`, beside whatever
-/// else the admission put in its detail.
+/// Notes the canaries [`canaries_in`] found in the record's `detail.canaries`.
 pub(super) fn note_canaries(found: Vec<String>, record: &mut Record) {
     if found.is_empty() {
         return;
@@ -59,9 +56,8 @@ pub(super) fn note_canaries(found: Vec<String>, record: &mut Record) {
     record.detail = Some(detail.into());
 }
 
-/// Whether `bytes` contains "cny-" at all (the common answer is no). Eight bytes at a time are
-/// tested for '-'; only where one is are the three bytes before it compared with "cny" (a body
-/// with dashes in its values is not then compared at every position).
+/// Whether `bytes` contains "cny-" (usually not): eight bytes at a time are tested for '-', and
+/// only where one is are the three bytes before it compared.
 fn may_hold_canary(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     let after_cny = |at: usize| at >= 3 && bytes[at] == b'-' && &bytes[at - 3..at] == b"cny";

@@ -1,12 +1,9 @@
-//! The error bodies doubleagent itself produces on a fake service — a fate's error status, an
-//! unmatched request, a lookup or cancel that finds nothing, an idempotency conflict, mismatch
-//! or missing key, a body too large — in the shape of the route's provider, so that an
-//! official SDK raises its own error type instead of failing to read the body (stripe-python
-//! picks its exception from the status and `error.type`; a plain string crashes it).
-//!
-//! A [`Failure`] says what went wrong as a small value; [`ErrorShape`] says how the provider
-//! writes it. Facts a test may read (`status`, `id`, `state`, `closest`, `services`) ride along
-//! as top-level members in every shape.
+//! The error bodies doubleagent itself produces on a fake service (a fate's error status, an
+//! unmatched request, a lookup or cancel that finds nothing, a key conflict, mismatch or missing
+//! key, a body too large) in the shape of the route's provider, so an official SDK raises its
+//! own error type (stripe-python picks its exception from the status and `error.type`; a plain
+//! string crashes it). Facts a test may read (`status`, `id`, `state`, `closest`, `services`)
+//! ride along as top-level members in every shape.
 
 use serde_json::{json, Map, Value};
 
@@ -25,7 +22,6 @@ pub struct Failure {
     pub extra: Map<String, Value>,
 }
 
-/// The kinds of failure doubleagent produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// A fate's `error-before-apply:S` / `error-after-apply:S`.
@@ -66,8 +62,7 @@ impl Failure {
         self
     }
 
-    /// The response in the route's style; `seq` makes a provider's request id (stable for a
-    /// run).
+    /// The response in the route's style; `seq` makes a provider's request id (stable for a run).
     pub fn respond(self, style: &ErrorStyle, seq: u64) -> Response {
         if let Some(t) = &style.template {
             return Response::json(self.status, &template::json(t, &self));
@@ -172,8 +167,7 @@ impl Kind {
     }
 }
 
-/// Stripe's `error.type` and `error.code` for a failure (types: api_error, card_error,
-/// idempotency_error, invalid_request_error).
+/// Stripe's `error.type` and `error.code` for a failure.
 fn stripe(status: u16, kind: Kind) -> (&'static str, Option<&'static str>) {
     match (kind, status) {
         (Kind::Mismatch, _) => ("idempotency_error", None),

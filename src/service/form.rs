@@ -1,16 +1,14 @@
-//! What a request's body says, in one JSON model whatever its encoding: a JSON body as it is,
-//! an `application/x-www-form-urlencoded` body (as Stripe, Twilio and many older APIs send
-//! them) decoded with bracket nesting — `metadata[order]=7` an object, `items[0][price]=p_1`
-//! and `expand[]=a` arrays, every value a string, as the form sent it — by `serde_qs`.
-//!
-//! Intents, fingerprints, `match.json`, templates and the ledger's `body` all read this model,
-//! so a form and the same fields as JSON are judged alike (rules ACC-1, REC-4).
+//! What a request's body says, in one JSON model whatever its encoding: JSON as it is; an
+//! `application/x-www-form-urlencoded` body (Stripe, Twilio, older APIs) decoded by `serde_qs`
+//! with bracket nesting (`metadata[order]=7` an object, `items[0][price]=p_1` and `expand[]=a`
+//! arrays, every value a string). Intents, fingerprints, `match.json`, templates and the
+//! ledger's `body` all read this model, so a form and the same fields as JSON are judged alike
+//! (ACC-1, REC-4).
 
 use hyper::header::CONTENT_TYPE;
 use hyper::HeaderMap;
 use serde_json::Value;
 
-/// How a body was encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
     Json,
@@ -31,8 +29,7 @@ pub fn encoding(headers: &HeaderMap) -> Encoding {
     }
 }
 
-/// The body's JSON model, or `None` when it is not valid in its encoding (it is then kept as
-/// text and matched as bytes).
+/// The body's JSON model, or `None` when it is not valid in its encoding (then kept as text).
 pub fn decode(encoding: Encoding, body: &[u8]) -> Option<Value> {
     match encoding {
         Encoding::Json => serde_json::from_slice(body).ok(),

@@ -13,8 +13,7 @@ use crate::ledger::Record;
 use crate::revision::Revision;
 use crate::scenario::{did_you_mean, ErrorStyle, Route, Service};
 
-/// The first route of `svc` that matches the request (method, path template, header and body
-/// matchers), with the path's parameters.
+/// The first route of `svc` that matches the request, with the path's parameters.
 pub(super) fn find<'s>(
     svc: &'s Service,
     req: &Request<'_>,
@@ -39,8 +38,7 @@ pub(super) fn find<'s>(
     })
 }
 
-/// The work id and revision a request carries: given by in-process callers (an agent's step),
-/// sent as headers by HTTP clients (`work_id` and `revision`: what the caller gave).
+/// The work id and revision a request carries: from in-process callers, else from its headers.
 pub(super) fn work_of(
     service: Option<&Service>,
     headers: &HeaderMap,

@@ -188,8 +188,7 @@ fn mark_cancelled(world: &World, st: &mut State, seq: u64, now: std::time::Durat
 }
 
 /// Stop action `seq` if its effect is still pending (an MCP `notifications/cancelled` under
-/// `cancel = "honor"`); its state when asked (`None`: the ledger no longer holds it, or it
-/// never applied).
+/// `cancel = "honor"`); its state after (`None`: no longer held, or it never applied).
 pub fn cancel_pending(world: &World, seq: u64) -> Option<ActionState> {
     let now = world.clock.now();
     let mut st = world.lock();

@@ -9,8 +9,7 @@ use super::report::Finding;
 use super::rows::Row;
 use crate::ledger::Disposition;
 
-/// Executions (as positions) grouped by intent id, in ledger order, keeping only the groups of
-/// two or more that pass `keep`.
+/// Executions grouped by intent id, in ledger order: the groups of two or more that pass `keep`.
 fn intent_groups<'e>(ix: &Index<'e>, keep: impl Fn(&Row) -> bool) -> Vec<Vec<&'e Row>> {
     let mut counts = vec![0u32; ix.intents];
     for (e, id) in ix.rows().zip(&ix.intent_ids) {
@@ -121,9 +120,8 @@ fn tasks_started<'e>(ix: &Index<'e>) -> crate::hash::FastMap<u64, &'e str> {
     m
 }
 
-/// REC-4: a tool call made again (a new or no key) while the client held the task id of the
-/// first one (its creation answer was delivered), without a poll of that task in between: it
-/// should have asked `tasks/get` instead of starting the work over.
+/// REC-4: a tool call made again (a new or no key) while the client held the first call's task
+/// id, with no poll of it in between: it should have asked `tasks/get`.
 pub(super) fn rec4_recalls_holding_a_task(ix: &Index, out: &mut Vec<Finding>) {
     let started = tasks_started(ix);
     if started.is_empty() {

@@ -41,15 +41,13 @@ const NO_ID: u32 = u32::MAX;
 pub(super) const NO_INTENT: u32 = NO_ID;
 pub(super) const NO_KEY: u32 = NO_ID;
 
-/// Number rows into classes of equal keys, in the order of each class's first row (as one hash
-/// map fed the rows in order would): `key` gives a row's hash (`None`: no key, [`NO_ID`]),
-/// `same` whether two rows of equal hashes have equal keys.
+/// Number rows into classes of equal keys, in the order of each class's first row: `key` gives
+/// a row's hash (`None`: [`NO_ID`]), `same` whether two rows of equal hashes have equal keys.
 ///
-/// With a million keys in one table every row is a cache miss or two, so the rows are first
-/// spread by hash over partitions small enough for each one's table to stay in cache, and
-/// grouped there by hash alone; then, in ledger order, each row is checked against its class's
-/// first row, which is mostly close by (a retry follows its first attempt). Should two different
-/// keys ever share a 64-bit hash, the numbering is done again the exact way.
+/// One table of a million keys costs a cache miss or two per row, so rows are first spread by
+/// hash over cache-sized partitions and grouped there by hash; then each row is checked against
+/// its class's first row (usually close by: a retry follows its first attempt). Should two keys
+/// share a 64-bit hash, the numbering is redone the exact way.
 fn number(
     rows: &Rows,
     key: impl Fn(&Row) -> Option<u64>,
@@ -148,8 +146,7 @@ fn number_exactly(
     (ids, next as usize)
 }
 
-/// Number the distinct (service, route, intent) of executions. Intents are compared as their
-/// canonical JSON texts (see [`super::rows`]), hashed where the rows were made.
+/// Number the distinct (service, route, intent) of executions, by canonical JSON text.
 fn intent_ids(l: &Ledger) -> (Vec<u32>, usize) {
     number(
         &l.rows,
@@ -316,8 +313,7 @@ impl<'e> Index<'e> {
         self.l.rows.iter()
     }
 
-    /// Did the client learn the outcome of `e` (a replay of it, or a lookup of it) in the
-    /// open interval (e.seq, before)?
+    /// Did the client learn the outcome of `e` (a replay or a lookup of it) in (e.seq, before)?
     pub fn learned(&self, e: &Row, before: u64) -> bool {
         let within = |seqs: Option<&Vec<u64>>| {
             seqs.is_some_and(|v| v.iter().any(|s| *s > e.seq && *s < before))

@@ -1,16 +1,12 @@
 //! Verification: rules that read a ledger (and the orchestrator's own claims) and name every
 //! broken rule of `docs/rules.md`.
 //!
-//! Everything here reads the ledger in its serialized form, [`Entry`], so the same code verifies
-//! a live world (`GET /_admin/verify`), a ledger fetched over HTTP (`doubleagent verify --url`)
-//! and an exported JSONL file (`doubleagent verify --ledger`, read through serde by [`read`]).
-//! Declarations made through the admin API (revisions taking over, claims) are ledger entries
-//! too, so an export carries them.
-//!
+//! Everything reads the serialized [`Entry`], so the same code verifies a live world
+//! (`GET /_admin/verify`), a ledger over HTTP (`verify --url`) and an exported JSONL file
+//! (`verify --ledger`, via [`read`]); admin declarations (revisions, claims) are entries too.
 //! Each entry becomes a compact [`rows::Row`]; the ledger is indexed once ([`index`]); each rule
-//! is a function from the index to [`Finding`]s, grouped by what it judges: effects, keys,
-//! revisions, agents, and the claimed outcomes. The rules are linear or `n log n` in the ledger.
-//! What could not be judged (no claims submitted, entries evicted) is said in the report's notes.
+//! maps the index to [`Finding`]s, linear or `n log n` in the ledger. What could not be judged
+//! (no claims submitted, entries evicted) is said in the report's notes.
 
 use crate::ledger::Entry;
 
@@ -88,8 +84,7 @@ fn run(l: &Ledger, extra: Option<&Claims>, limits: &Limits) -> Report {
         revisions::acc2_adopted(ix, claims, &mut out);
         out
     };
-    // The claim checks on another thread, when there is enough to check; the findings in the
-    // same order either way.
+    // The claim checks on another thread, when there is enough to check.
     let (mut findings, of_claims) = match &ix.claims {
         Some(claims) if l.rows.len() >= limits.parallel_rows => std::thread::scope(|s| {
             let other = s.spawn(|| of_claims(&ix, claims));
@@ -140,8 +135,7 @@ fn run(l: &Ledger, extra: Option<&Claims>, limits: &Limits) -> Report {
     }
 }
 
-/// The note that no claims were submitted, naming what was not judged for want of them (then
-/// `incomplete` is set).
+/// The note that no claims were submitted, naming what went unjudged (sets `incomplete`).
 fn claimless_note(ix: &Index, incomplete: &mut bool) -> String {
     let mut note = "no claims were submitted (POST /_admin/claims or --claims FILE): the ACC-3 \
                     checks of what the orchestrator reported were skipped"
@@ -181,8 +175,7 @@ fn claimless_note(ix: &Index, incomplete: &mut bool) -> String {
     note
 }
 
-/// The notes on entries some rule could not read: revisions that cannot be ordered, bodies that
-/// are not JSON. Each sets `incomplete`.
+/// Notes on entries a rule could not read (unordered revisions, non-JSON bodies): `incomplete`.
 fn unjudged_rows(l: &Ledger, incomplete: &mut bool) -> Vec<String> {
     let mut notes = Vec::new();
     let unordered = l.rows.iter().filter(|e| e.unordered_revision);

@@ -12,8 +12,7 @@ use crate::hash::{FastMap as HashMap, FastSet as HashSet};
 use crate::ledger::Disposition;
 
 /// Executions indexed by what an action claim can name them by, so that resolving every claim
-/// costs lookups, not a scan of the ledger each (1 000 claims over 1 000 000 entries used to take
-/// a minute).
+/// costs lookups, not a scan of the ledger each.
 struct Claimable<'e> {
     l: &'e Ledger,
     by_key: HashMap<&'e str, Vec<usize>>,
@@ -135,9 +134,8 @@ fn intent_matches(claimed: &Value, recorded: Option<&str>) -> bool {
     }
 }
 
-/// The client's executions whose outcome it never learned: no answer, no replay or lookup of
-/// them, and no later execution under the same key that answered. ACC-3 needs the claims to
-/// judge them (reported as unknown, or not).
+/// The client's executions whose outcome it never learned: no answer, replay or lookup of them,
+/// and no later answered execution under the same key. ACC-3 judges them against the claims.
 pub(super) fn never_learned<'e>(ix: &Index<'e>) -> Vec<&'e Row> {
     // The last execution per (service, key) that got an answer: a later same-key execution
     // that answered also told the client the outcome.

@@ -1,14 +1,12 @@
 //! Reading an exported JSONL ledger: one [`Entry`] a line through serde, blank lines skipped,
 //! the first bad line named by its number.
 //!
-//! - [`parse_jsonl`]: the entries themselves, for whatever needs them all (`doubleagent report`).
-//! - [`LeanLedger`]: for verification only (`doubleagent verify --ledger/--url`): each entry
-//!   becomes a [`Row`] as soon as it is read and is dropped, so a million entries never exist at
-//!   once; a file is read a piece at a time into one reused buffer per core.
+//! - [`parse_jsonl`]: the entries themselves (`doubleagent report`).
+//! - [`LeanLedger`]: for verification only (`verify --ledger/--url`): each entry becomes a
+//!   [`Row`] as soon as it is read, so a million entries never exist at once.
 //!
-//! A million entries are a few hundred MB of JSON, so the text is cut into pieces of a few MB
-//! that the cores take in turn (a core the machine lends elsewhere for a while holds up one small
-//! piece, not half the work). A piece holds the lines that start in its bytes.
+//! The text is cut into pieces of a few MB that the cores take in turn (a core busy elsewhere
+//! holds up one small piece, not half the work); a piece holds the lines that start in it.
 
 use std::io;
 use std::ops::Range;
@@ -180,14 +178,12 @@ enum PieceError {
     Io(io::Error),
 }
 
-/// What a piece became: one `T` per entry, and how many lines it has (to number a bad line of
-/// a later piece).
+/// What a piece became: one `T` per entry, and its line count (to number a later bad line).
 type Piece<T> = Result<(Vec<T>, usize), PieceError>;
 
 type Parsed<T> = Result<T, serde_json::Error>;
 
-/// The entries of one piece of text found at offset `at`, each line read by `read_line` with
-/// its offset.
+/// The entries of the piece at offset `at`, each line read by `read_line` with its offset.
 fn parse_piece<T>(bytes: &[u8], at: u64, read_line: &impl Fn(&str, u64) -> Parsed<T>) -> Piece<T> {
     let text = std::str::from_utf8(bytes).map_err(|_| PieceError::NotUtf8)?;
     let base = text.as_ptr() as usize;
@@ -206,8 +202,7 @@ fn parse_piece<T>(bytes: &[u8], at: u64, read_line: &impl Fn(&str, u64) -> Parse
 }
 
 /// Every line of a JSONL text read by `read_line` (given the line and its offset), in the
-/// pieces they were read in; `origin` names the text in the error, which gives the first bad
-/// line's number.
+/// pieces read; `origin` names the text in the error, which gives the first bad line's number.
 fn read_all<T: Send>(
     src: Source<'_>,
     origin: &str,
@@ -250,8 +245,7 @@ fn read_all<T: Send>(
     Ok(chunks)
 }
 
-/// Parse a JSONL ledger (one [`Entry`] a line, blank lines skipped); `origin` names it in the
-/// error, which gives the first bad line's number.
+/// Parse a JSONL ledger; `origin` names it in the error, which gives the first bad line's number.
 pub fn parse_jsonl(text: &str, origin: &str) -> Result<Vec<Entry>, String> {
     parse_jsonl_with(text, origin, &Limits::default())
 }
@@ -270,8 +264,7 @@ pub fn parse_jsonl_with(text: &str, origin: &str, limits: &Limits) -> Result<Vec
         .map_err(|e| e.to_string())
 }
 
-/// A JSONL ledger read for verification only: its rows, and where its text is, to describe
-/// the entries findings name.
+/// A JSONL ledger read for verification only: its rows, and its text to describe findings' entries.
 pub struct LeanLedger<'a> {
     source: Source<'a>,
     ledger: Ledger,
@@ -279,8 +272,7 @@ pub struct LeanLedger<'a> {
 }
 
 impl<'a> LeanLedger<'a> {
-    /// Read a JSONL ledger from its text; `origin` names it in the error, which gives the first
-    /// bad line's number.
+    /// Read a JSONL ledger from its text; `origin` names it in the error.
     pub fn parse(text: &'a [u8], origin: &str) -> Result<LeanLedger<'a>, LeanError> {
         LeanLedger::parse_with(text, origin, Limits::default())
     }
@@ -295,8 +287,7 @@ impl<'a> LeanLedger<'a> {
         LeanLedger::of(Source::Text(text), origin, limits)
     }
 
-    /// Read a JSONL ledger file a piece at a time (the whole text is never held); `origin`
-    /// names it in the error.
+    /// Read a JSONL ledger file a piece at a time (never whole); `origin` names it in the error.
     #[cfg(unix)]
     pub fn read(file: &'a std::fs::File, origin: &str) -> Result<LeanLedger<'a>, LeanError> {
         LeanLedger::read_with(file, origin, Limits::default())
@@ -327,7 +318,6 @@ impl<'a> LeanLedger<'a> {
         })
     }
 
-    /// Number of entries read.
     pub fn len(&self) -> usize {
         self.ledger.rows.len()
     }
@@ -336,8 +326,7 @@ impl<'a> LeanLedger<'a> {
         self.len() == 0
     }
 
-    /// Verify the ledger, with optional extra claims on top of any declared in it; the same
-    /// report as [`super::verify`] gives for the same entries.
+    /// Verify the ledger (plus `extra` claims): the same report [`super::verify`] gives.
     pub fn verify(&self, extra: Option<&Claims>) -> Report {
         run(&self.ledger, extra, &self.limits)
     }

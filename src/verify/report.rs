@@ -29,15 +29,13 @@ pub enum State {
     Clean,
     /// At least one broken rule (the findings stand whatever could not be judged).
     Findings,
-    /// No findings, but some check could not judge part of the ledger: the notes say which
-    /// and why.
+    /// No findings, but some check could not judge part of the ledger (the notes say why).
     Incomplete,
 }
 
 /// The verdict over a ledger.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    /// The verdict: clean, findings, or incomplete.
     #[serde(default)]
     pub state: State,
     /// No findings (also when `state` is incomplete).
@@ -68,8 +66,7 @@ impl Report {
         self.human_by(|seq| by_seq.get(&seq).map(|e| describe(e)))
     }
 
-    /// [`Report::human`], with the entry of each seq described by `describe_seq` (`None`: not
-    /// in the ledger).
+    /// [`Report::human`], each seq's entry described by `describe_seq` (`None`: not in the ledger).
     pub(super) fn human_by(&self, mut describe_seq: impl FnMut(u64) -> Option<String>) -> String {
         let n = self.entries;
         let mut out = if self.state == State::Incomplete {

@@ -1,9 +1,7 @@
-//! The ledger as the rules read it: one [`Row`] per [`Entry`], made in one place
-//! ([`Row::new`]), keeping only what some rule reads. The strings are moved out of the entry,
-//! the intent is kept as its canonical JSON text (what `Value::to_string` writes: two intents are
-//! the same action exactly when those texts are equal, so `1` is not `1.0`), and the rest of the
-//! entry (body, times, method, path) is dropped as soon as the row is made, so a million entries
-//! read from a file never exist at once.
+//! The ledger as the rules read it: one [`Row`] per [`Entry`], made in one place ([`Row::new`]),
+//! keeping only what some rule reads. The intent is kept as its canonical JSON text (two intents
+//! are the same action exactly when those texts are equal, so `1` is not `1.0`); the rest of the
+//! entry is dropped as the row is made, so a million entries read from a file never exist at once.
 
 use std::hash::BuildHasher;
 
@@ -27,15 +25,13 @@ pub(super) struct Row {
     pub key: Option<Box<str>>,
     pub work_id: Option<Box<str>>,
     pub action_id: Option<Box<str>>,
-    /// The intent's canonical JSON text.
     pub intent: Option<String>,
     /// Hashes of `intent` and `key` (0 without one), made with the ledger's [`Ledger::hash`]
     /// where rows are made (in parallel, while the text is in cache).
     pub intent_hash: u64,
     pub key_hash: u64,
     pub detail: Option<Value>,
-    /// Where the full entry is: the byte offset of its line in a JSONL text, or its position in
-    /// a slice of entries.
+    /// Where the full entry is: its line's byte offset in a JSONL text, or its index in a slice.
     pub at: u64,
     pub disposition: Disposition,
     pub delivery: Delivery,
@@ -236,8 +232,7 @@ pub(super) struct Ledger {
 }
 
 impl Ledger {
-    /// Rows over full entries (the live paths: `/_admin/verify`, `run -- CMD`, and every
-    /// hand-made slice of entries).
+    /// Rows over full entries (`/_admin/verify`, `run -- CMD`, hand-made slices of entries).
     pub fn of_entries(entries: &[Entry]) -> Self {
         let hash = FastState::default();
         let rows = entries
