@@ -120,24 +120,22 @@ pub async fn a2a_grpc_call(
     headers: HeaderMap,
 ) -> Reply {
     let scenario = world.scenario.clone();
-    let spec = match scenario.agent(name).map(|a| (&a.name, &a.spec)) {
-        Some((agent_name, AgentSpec::A2a(spec))) => (agent_name, spec),
-        _ => {
-            let body = json!({"error": {"code": 404, "status": "NOT_FOUND",
-                "message": format!("no A2A agent named \"{name}\""), "details": []}});
-            return Reply::Full(Response::json(404, &body));
-        }
+    let Some((name, AgentSpec::A2a(spec))) = scenario.agent(name).map(|a| (&a.name, &a.spec))
+    else {
+        let body = json!({"error": {"code": 404, "status": "NOT_FOUND",
+            "message": format!("no A2A agent named \"{name}\""), "details": []}});
+        return Reply::Full(Response::json(404, &body));
     };
     let ctx = Ctx {
         world,
         base_url,
         grpc,
-        name: spec.0,
+        name,
     };
     let req = AgentRequest {
         method: hyper::Method::POST,
         headers,
         ..AgentRequest::default()
     };
-    a2a::grpc_call(&ctx, spec.1, &req, method, params).await
+    a2a::grpc_call(&ctx, spec, &req, method, params).await
 }

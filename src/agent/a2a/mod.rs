@@ -21,7 +21,6 @@ mod task;
 pub mod types;
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
@@ -32,7 +31,7 @@ use self::params::{
     ListTaskPushNotificationConfigsResponse, ListTasksRequest, SendMessageRequest,
     SubscribeToTaskRequest, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
 };
-use self::rpc::{Method, RpcRequest};
+use self::rpc::{Method, RpcId, RpcRequest};
 use self::task::Sent;
 use self::types::{SendMessageResponse, StreamResponse};
 use super::{AgentRequest, Ctx, Reply};
@@ -40,11 +39,7 @@ use crate::scenario::a2a::A2aAgent;
 use crate::service::Response;
 use crate::world::World;
 
-/// Rebuild a world's A2A tasks from its ledger after a restart (see [`task::restore`]). Returns
-/// how many tasks were restored.
-pub fn restore(world: &Arc<World>) -> usize {
-    task::restore(world)
-}
+pub use self::task::restore;
 
 pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
     let path = req.path.trim_end_matches('/');
@@ -56,21 +51,23 @@ pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
             req.headers.get(hyper::header::IF_NONE_MATCH),
         )),
         ("POST", "") => rpc(&ctx, spec, &req, None).await,
-        _ if rest::is_call(&req) => rest_call(&ctx, spec, &req).await,
-        (m, "") | (m, card::AGENT_CARD_PATH) => Reply::Full(Response::json(
-            405,
-            &json!({
-                "error": format!("{m} is not served here: GET {}{card_path} for the agent card, POST {} for JSON-RPC", ctx.url(), ctx.url()),
-                "status": 405,
-            }),
-        )),
-        (m, p) => Reply::Full(Response::json(
-            404,
-            &json!({
-                "error": format!("agent \"{}\" serves no {m} {p}: GET {}{card_path} for the agent card, POST {} for JSON-RPC, {}/message:send and the other HTTP+JSON paths", ctx.name, ctx.url(), ctx.url(), ctx.url()),
-                "status": 404,
-            }),
-        )),
+        (m, p) => match rest::call_of(&req) {
+            Some(read) => bare_call(&ctx, spec, &req, (RpcId::Rest, ""), read).await,
+            None if p.is_empty() || p == card_path => Reply::Full(Response::json(
+                405,
+                &json!({
+                    "error": format!("{m} is not served here: GET {}{card_path} for the agent card, POST {} for JSON-RPC", ctx.url(), ctx.url()),
+                    "status": 405,
+                }),
+            )),
+            None => Reply::Full(Response::json(
+                404,
+                &json!({
+                    "error": format!("agent \"{}\" serves no {m} {p}: GET {}{card_path} for the agent card, POST {} for JSON-RPC, {}/message:send and the other HTTP+JSON paths", ctx.name, ctx.url(), ctx.url(), ctx.url()),
+                    "status": 404,
+                }),
+            )),
+        },
     }
 }
 
@@ -93,8 +90,11 @@ fn json_body(status: u16, body: Vec<u8>) -> Reply {
     })
 }
 
-fn ok(call: &RpcRequest<'_>, result: &impl serde::Serialize) -> Result<Reply, RpcError> {
-    Ok(json_body(200, rpc::success_body(&call.id, result)))
+fn ok(call: &RpcRequest<'_>, result: &impl serde::Serialize) -> Result<Step, RpcError> {
+    Ok(Step::Done(json_body(
+        200,
+        rpc::success_body(&call.id, result),
+    )))
 }
 
 /// The `A2A-Version` of a call: the header, else the query parameter the spec also allows.
@@ -118,15 +118,6 @@ enum Step {
     Wait(Wait),
 }
 
-/// A call over the HTTP+JSON binding: read as the JSON-RPC call it names, then served alike.
-async fn rest_call(ctx: &Ctx<'_>, spec: &A2aAgent, req: &AgentRequest) -> Reply {
-    if let Some(e) = unsupported_content_type(req) {
-        return error_reply(ctx, &rpc::RpcId::Rest, "", e);
-    }
-    let read = rest::call_of(req).unwrap_or_else(|| Err(RpcError::internal("not a REST path")));
-    bare_call(ctx, spec, req, (rpc::RpcId::Rest, ""), read).await
-}
-
 /// A call over the gRPC binding (see `agent::a2a_grpc_call`): its method's name and its request
 /// as ProtoJSON, served like every other call. `req` carries the call's metadata as headers.
 pub(crate) async fn grpc_call(
@@ -139,18 +130,20 @@ pub(crate) async fn grpc_call(
     let read = Method::from_name(method)
         .map(|m| (m, params))
         .ok_or_else(|| RpcError::method_not_found(method));
-    bare_call(ctx, spec, req, (rpc::RpcId::Grpc, method), read).await
+    bare_call(ctx, spec, req, (RpcId::Grpc, method), read).await
 }
 
 /// A call that is not JSON-RPC (`id` says which binding it came over), once read as its method
-/// and its params' JSON text; `name` is the method's name for an error's entry.
+/// and its params' JSON text; `name` is the method's name for an error's entry. Its content type
+/// is checked before what was read (the gRPC adapter passes none).
 async fn bare_call(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
     req: &AgentRequest,
-    (id, name): (rpc::RpcId, &str),
+    (id, name): (RpcId, &str),
     read: Result<(Method, String), RpcError>,
 ) -> Reply {
+    let read = unsupported_content_type(req).map_or(read, Err);
     let params = read.and_then(|(m, text)| {
         let raw = serde_json::value::RawValue::from_string(text);
         raw.map(|raw| (m, raw))
@@ -166,18 +159,18 @@ async fn rpc(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
     req: &AgentRequest,
-    rest: Option<RpcRequest<'_>>,
+    bare: Option<RpcRequest<'_>>,
 ) -> Reply {
     // Everything up to a blocking call's wait is synchronous: this future holds no more than
     // what the wait needs (itself boxed: it is rare), so that it stays small for hyper to move.
-    match rpc_now(ctx, spec, req, rest) {
+    match rpc_now(ctx, spec, req, bare) {
         Step::Done(reply) => reply,
         Step::Wait(w) => Box::pin(answer_when_stopped(ctx, w)).await,
     }
 }
 
 /// A failed call's answer, recorded.
-fn error_reply(ctx: &Ctx<'_>, id: &rpc::RpcId, method: &str, e: RpcError) -> Reply {
+fn error_reply(ctx: &Ctx<'_>, id: &RpcId, method: &str, e: RpcError) -> Reply {
     detail::log_error(&ctx.world, ctx.name, method, &e);
     // JSON-RPC errors travel with HTTP 200; the HTTP+JSON binding's with their own status.
     let status = if id.bare() {
@@ -192,31 +185,18 @@ fn rpc_now(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
     req: &AgentRequest,
-    rest: Option<RpcRequest<'_>>,
+    bare: Option<RpcRequest<'_>>,
 ) -> Step {
-    let unread = match &rest {
-        Some(call) => call.id.clone(),
-        None => rpc::RpcId::Null,
-    };
-    if let Some(e) = unsupported_content_type(req) {
-        return Step::Done(error_reply(ctx, &unread, "", e));
-    }
-    let parsed = match rest {
-        Some(call) => Ok(call),
-        None => rpc::parse_request(&req.body),
+    let parsed = match (bare, unsupported_content_type(req)) {
+        (Some(call), _) => Ok(call),
+        (None, Some(e)) => Err((RpcId::Null, e)),
+        (None, None) => rpc::parse_request(&req.body),
     };
     let call = match parsed {
         Ok(call) => call,
         Err((id, e)) => return Step::Done(error_reply(ctx, &id, "", e)),
     };
-    let answered = match method(spec, req, &call) {
-        Ok(m @ (Method::SendMessage | Method::SendStreamingMessage)) => {
-            send(ctx, spec, &call, m == Method::SendStreamingMessage)
-        }
-        m => m
-            .and_then(|m| dispatch(ctx, spec, &call, m))
-            .map(Step::Done),
-    };
+    let answered = method(spec, req, &call).and_then(|m| dispatch(ctx, spec, &call, m));
     answered.unwrap_or_else(|e| Step::Done(error_reply(ctx, &call.id, &call.method, e)))
 }
 
@@ -253,17 +233,15 @@ fn method(spec: &A2aAgent, req: &AgentRequest, call: &RpcRequest<'_>) -> Result<
     Method::from_name(&call.method).ok_or_else(|| RpcError::method_not_found(&call.method))
 }
 
-/// Every method but the two sends ([`send`]).
 fn dispatch(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
     call: &RpcRequest<'_>,
     method: Method,
-) -> Result<Reply, RpcError> {
+) -> Result<Step, RpcError> {
     match method {
-        Method::SendMessage | Method::SendStreamingMessage => {
-            Err(RpcError::internal("a send is not dispatched here"))
-        }
+        Method::SendMessage => send(ctx, spec, call, false),
+        Method::SendStreamingMessage => send(ctx, spec, call, true),
         Method::GetTask => {
             let p: GetTaskRequest = call.params()?;
             let detail = json!({"task_id": p.id});
@@ -285,13 +263,9 @@ fn dispatch(
         Method::SubscribeToTask => {
             let p: SubscribeToTaskRequest = call.params()?;
             let (snapshot, events) = task::subscribe(ctx, &p.id)?;
-            Ok(stream::open(
-                ctx,
-                call.id.clone(),
-                StreamResponse::Task(snapshot),
-                Some(events),
-                true,
-            ))
+            let first = StreamResponse::Task(snapshot);
+            let id = call.id.clone();
+            Ok(Step::Done(stream::open(ctx, id, first, Some(events), true)))
         }
         Method::CreateTaskPushNotificationConfig => {
             let p: TaskPushNotificationConfig = call.params()?;
@@ -379,10 +353,7 @@ fn send(
     } else {
         task::Want::Blocking
     };
-    let open = |first, events| Step::Done(stream::open(ctx, call.id.clone(), first, events, false));
-    let task = match task::send(ctx, spec, (&call.method, call.binding()), p, want)? {
-        Sent::Message(m) if streaming => return Ok(open(StreamResponse::Message(m), None)),
-        Sent::Message(m) => return ok(call, &SendMessageResponse::Message(m)).map(Step::Done),
+    let (first, events) = match task::send(ctx, spec, (&call.method, call.binding()), p, want)? {
         Sent::Running(task_id, events) => {
             let id = call.id.clone();
             return Ok(Step::Wait(Wait {
@@ -392,24 +363,21 @@ fn send(
                 history_length,
             }));
         }
-        Sent::Stopped(task) => task,
-        Sent::Task {
-            id,
-            snapshot,
-            events,
-            run,
-        } => {
-            if run {
-                task::start(&ctx.world, &id);
-            }
-            if streaming {
-                return Ok(open(StreamResponse::Task(*snapshot), events));
-            }
-            snapshot
+        Sent::Message(m) if !streaming => return ok(call, &SendMessageResponse::Message(m)),
+        Sent::Message(m) => (StreamResponse::Message(m), None),
+        Sent::Task { snapshot, events } if streaming => (StreamResponse::Task(*snapshot), events),
+        Sent::Task { snapshot, .. } => {
+            let result = SendMessageResponse::Task(snapshot.with_history_length(history_length));
+            return ok(call, &result);
         }
     };
-    let result = SendMessageResponse::Task(task.with_history_length(history_length));
-    ok(call, &result).map(Step::Done)
+    Ok(Step::Done(stream::open(
+        ctx,
+        call.id.clone(),
+        first,
+        events,
+        false,
+    )))
 }
 
 async fn wait_until_stopped(

@@ -47,11 +47,6 @@ pub(super) fn call_of(req: &AgentRequest) -> Option<Result<(Method, String), Rpc
     Some(Ok((m, Value::Object(params).to_string())))
 }
 
-/// Whether the request names one of the binding's calls (its body not read yet).
-pub(super) fn is_call(req: &AgentRequest) -> bool {
-    routed(req).is_some()
-}
-
 /// [`route`] for the request's path, which may sit under a `/{tenant}` prefix (SPEC §11): the
 /// call's tenant then.
 fn routed(req: &AgentRequest) -> Option<(Method, bool, Map<String, Value>)> {

@@ -52,8 +52,8 @@ mod send;
 mod table;
 
 pub(crate) use calls::{add_push, cancel, get, list, snapshot, subscribe, with_push};
-pub(crate) use restore::restore;
-pub(crate) use run::{arm, start};
+pub use restore::restore;
+pub(crate) use run::arm;
 pub(crate) use send::send;
 
 /// Every A2A task of one world, across its agents.
@@ -131,18 +131,14 @@ pub(crate) enum Want {
 
 /// What a message led to.
 pub(crate) enum Sent {
-    /// A task (new, resumed, or the one a follow-up or duplicate names), for [`Want::Stream`]
-    /// and [`Want::Snapshot`]. `run` says a script was (re)started and needs [`start`];
-    /// `events` is there for a stream.
+    /// A task (new, resumed, or the one a follow-up or duplicate names): for [`Want::Stream`]
+    /// and [`Want::Snapshot`], as it was before its due steps ran (`events` is there for a
+    /// stream); for [`Want::Blocking`], one that had stopped (terminal or interrupted) once they
+    /// had run, in the same hold of its lock that took the message.
     Task {
-        id: String,
         snapshot: Box<Task>,
         events: Option<broadcast::Receiver<StreamResponse>>,
-        run: bool,
     },
-    /// For [`Want::Blocking`], a task that had stopped (terminal or interrupted) once its due
-    /// steps had run, in the same hold of its lock that took the message.
-    Stopped(Box<Task>),
     /// For [`Want::Blocking`], a task still running then: its id and a receiver for what comes
     /// next, subscribed in that same hold, so the stop cannot slip in between.
     Running(String, broadcast::Receiver<StreamResponse>),
@@ -276,25 +272,27 @@ impl Entry {
         }
     }
 
-    /// The answer to a message that led to this task, with what the caller wants of it; for
-    /// [`Want::Blocking`], also the runner's next deadline to hand over once the task's lock is
-    /// released (see [`send`]).
+    /// The answer to a message that led to this task, with what the caller wants of it, once
+    /// the due steps of a (re)started script (`run`) have run; the runner's next deadline is left
+    /// in `next`, to hand over once the task's lock is released (see [`send`]).
     fn sent(&mut self, world: &Arc<World>, want: Want, run: bool, next: &mut Next) -> Sent {
-        if want != Want::Blocking {
-            return Sent::Task {
-                id: self.task.id.clone(),
-                snapshot: Box::new(self.task.clone()),
-                events: (want == Want::Stream).then(|| self.subscribe()),
-                run,
-            };
-        }
+        let before = (want != Want::Blocking).then(|| Sent::Task {
+            snapshot: Box::new(self.task.clone()),
+            events: (want == Want::Stream).then(|| self.subscribe()),
+        });
         if let Some((generation, Some(deadline))) =
             run.then(|| run::run_due_in(world, self, None)).flatten()
         {
             *next = Some((self.task.id.clone(), generation, deadline));
         }
-        if self.task.status.state.ends_stream() {
-            Sent::Stopped(Box::new(self.task.clone()))
+        if let Some(sent) = before {
+            sent
+        } else if self.task.status.state.ends_stream() {
+            let snapshot = Box::new(self.task.clone());
+            Sent::Task {
+                snapshot,
+                events: None,
+            }
         } else {
             Sent::Running(self.task.id.clone(), self.subscribe())
         }

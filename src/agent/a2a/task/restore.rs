@@ -38,7 +38,7 @@ use crate::world::World;
 /// Rebuild the A2A tasks of `world` from its ledger and fail those that were in flight. Meant
 /// for a world just restored from the journal; a world whose table is already in use is left
 /// alone. Returns how many tasks were restored.
-pub(crate) fn restore(world: &Arc<World>) -> usize {
+pub fn restore(world: &Arc<World>) -> usize {
     let agents: HashMap<&str, &A2aAgent> = world
         .scenario
         .agents

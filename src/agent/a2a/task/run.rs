@@ -82,52 +82,32 @@ impl Armed {
     }
 }
 
-/// Apply what is due now and hand the rest of the task's script to a runner.
-pub(crate) fn start(world: &Arc<World>, task_id: &str) {
-    if let Some(next) = run_due(world, task_id, None) {
-        hand_over(world, task_id, next);
-    }
-}
-
-/// After [`run_due`]: a runner for the rest of the script, if anything is left.
-pub(crate) fn hand_over(
-    world: &Arc<World>,
-    task_id: &str,
-    (generation, next): (u64, Option<Duration>),
-) {
-    let Some(deadline) = next else { return };
-    let armed = arm(world.clock.clone(), deadline);
-    tokio::spawn(drive(world.clone(), task_id.to_string(), generation, armed));
-}
-
-async fn drive(world: Arc<World>, task_id: String, generation: u64, mut armed: Armed) {
-    loop {
-        let tick = armed.wait().await;
-        // None: the world closed (reset, replaced, shut down).
-        let Some(tick) = tick else { return };
-        match run_due(&world, &task_id, Some(generation)) {
-            Some((_, Some(deadline))) => {
-                armed = arm(world.clock.clone(), deadline);
-                drop(tick);
-            }
-            _ => return,
+/// A runner for the rest of the script of run `generation` of a task, from its next deadline.
+pub(crate) fn hand_over(world: &Arc<World>, task_id: String, generation: u64, deadline: Duration) {
+    let mut armed = arm(world.clock.clone(), deadline);
+    let world = world.clone();
+    tokio::spawn(async move {
+        loop {
+            // None: the world closed (reset, replaced, shut down).
+            let Some(tick) = armed.wait().await else {
+                return;
+            };
+            // Gone, or a newer run owns it: nothing more to do.
+            let Some(cell) = entry_of(&world, &task_id) else {
+                return;
+            };
+            let next = run_due_in(&world, &mut lock_entry(&cell), Some(generation));
+            let Some((_, Some(deadline))) = next else {
+                return;
+            };
+            armed = arm(world.clock.clone(), deadline);
+            drop(tick);
         }
-    }
+    });
 }
 
-/// Apply every event of the task due by now. Returns the task's generation and its next
-/// deadline; `None` if the task is gone or a newer run owns it.
-fn run_due(
-    world: &Arc<World>,
-    task_id: &str,
-    generation: Option<u64>,
-) -> Option<(u64, Option<Duration>)> {
-    let cell = entry_of(world, task_id)?;
-    let mut e = lock_entry(&cell);
-    run_due_in(world, &mut e, generation)
-}
-
-/// [`run_due`] on the task's entry, its lock held.
+/// Apply every event of the task due by now, its lock held. Returns the task's generation and
+/// its next deadline; `None` if a newer run owns it.
 pub(crate) fn run_due_in(
     world: &Arc<World>,
     e: &mut Entry,

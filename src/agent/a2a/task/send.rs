@@ -33,7 +33,7 @@ pub(crate) fn send(
     let sent = send_locked(ctx, spec, (method, binding), req, want, &mut next)?;
     // The locks are released: a runner for the rest of the script, if anything is left.
     if let Some((id, generation, deadline)) = next {
-        hand_over(&ctx.world, &id, (generation, Some(deadline)));
+        hand_over(&ctx.world, id, generation, deadline);
     }
     Ok(sent)
 }
