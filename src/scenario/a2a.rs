@@ -230,9 +230,10 @@ impl Default for Script {
 }
 
 /// What CancelTask does to a task that is still running.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum CancelPolicy {
     /// working → canceled; later steps never run.
+    #[default]
     Honor,
     /// Always -32002 TaskNotCancelable; the task carries on.
     TooLate,

@@ -126,22 +126,23 @@ struct Status<'a> {
     details: &'a [ErrorInfo],
 }
 
+/// The error as this binding sends it.
 #[derive(Serialize)]
-struct ErrorBody<'a> {
+pub(super) struct ErrorBody<'a> {
     error: Status<'a>,
 }
 
-/// The error as this binding sends it.
-pub(super) fn write_error(out: &mut Vec<u8>, e: &RpcError) {
-    let (code, status) = status_of(e.code);
-    let body = ErrorBody {
-        error: Status {
-            code,
-            status,
-            message: &e.message,
-            details: &e.data,
-        },
-    };
-    // Writing into a Vec cannot fail, and these types always serialise.
-    let _ = serde_json::to_writer(out, &body);
+impl<'a> ErrorBody<'a> {
+    pub(super) fn of(e: &'a RpcError) -> ErrorBody<'a> {
+        let (code, status) = status_of(e.code);
+        let (message, details) = (&e.message, &e.data);
+        ErrorBody {
+            error: Status {
+                code,
+                status,
+                message,
+                details,
+            },
+        }
+    }
 }

@@ -236,43 +236,34 @@ struct Envelope<'a, T> {
     result: Option<T>,
 }
 
-/// Writes the response to the call `id` into `out`.
-fn write<T: Serialize>(out: &mut Vec<u8>, id: &RpcId, error: Option<&RpcError>, result: Option<T>) {
-    let envelope = Envelope {
-        error,
-        id,
-        jsonrpc: "2.0",
-        result,
-    };
+/// Writes the answer to the call `id` into `out`: in the JSON-RPC envelope, or bare for the
+/// other bindings.
+pub fn write<T: Serialize>(out: &mut Vec<u8>, id: &RpcId, answer: Result<&T, &RpcError>) {
     // Into a Vec, of values that always serialise: it cannot fail.
-    let _ = serde_json::to_writer(out, &envelope);
-}
-
-pub fn write_success(out: &mut Vec<u8>, id: &RpcId, result: &impl Serialize) {
-    if id.bare() {
-        // Into a Vec, of values that always serialise: it cannot fail.
-        let _ = serde_json::to_writer(out, result);
-    } else {
-        write(out, id, None, Some(result));
-    }
-}
-
-pub fn write_error(out: &mut Vec<u8>, id: &RpcId, error: &RpcError) {
-    if id.bare() {
-        super::rest::write_error(out, error);
-    } else {
-        write::<()>(out, id, Some(error), None);
-    }
+    let _ = match (id.bare(), answer) {
+        (true, Ok(result)) => serde_json::to_writer(out, result),
+        (true, Err(e)) => serde_json::to_writer(out, &super::rest::ErrorBody::of(e)),
+        (false, answer) => {
+            let (error, result) = (answer.err(), answer.ok());
+            let envelope = Envelope {
+                error,
+                id,
+                jsonrpc: "2.0",
+                result,
+            };
+            serde_json::to_writer(out, &envelope)
+        }
+    };
 }
 
 pub fn success_body(id: &RpcId, result: &impl Serialize) -> Vec<u8> {
     let mut out = Vec::with_capacity(512);
-    write_success(&mut out, id, result);
+    write(&mut out, id, Ok(result));
     out
 }
 
 pub fn error_body(id: &RpcId, error: &RpcError) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
-    write_error(&mut out, id, error);
+    write::<()>(&mut out, id, Err(error));
     out
 }

@@ -79,14 +79,14 @@ pub(crate) fn open(
 
 /// One SSE event: the stream event as the JSON-RPC response to the call `id`.
 fn frame(id: &RpcId, ev: &StreamResponse) -> Bytes {
-    framed(id, b"data: ", |out| rpc::write_success(out, id, ev))
+    framed(id, b"data: ", |out| rpc::write(out, id, Ok(ev)))
 }
 
 /// An error in the middle of a stream: `event: error` so the client raises the mapped
 /// exception. (An error before the first event is a plain JSON answer instead.)
 fn error_frame(id: &RpcId, e: &RpcError) -> Bytes {
     framed(id, b"event: error\r\ndata: ", |out| {
-        rpc::write_error(out, id, e)
+        rpc::write::<()>(out, id, Err(e))
     })
 }
 

@@ -88,6 +88,7 @@ fn entry_of(world: &World, task_id: &str) -> Option<Shared> {
     tasks(world).lock().entry(task_id)
 }
 
+#[derive(Default)]
 struct Entry {
     /// The agent's name, shared with the scenario (a restored task's, with the table: see
     /// [`Table::agent`]).
@@ -171,50 +172,21 @@ fn new_entry(
         status: TaskStatus::new(TaskState::Submitted, ctx.world.clock.rfc3339(now)),
         ..Task::default()
     };
-    let mut e = Entry::new(
-        ctx.name.clone(),
+    Arc::new(Mutex::new(Entry {
+        agent: ctx.name.clone(),
         task,
-        (revision, spec.revision_key.clone()),
-        now,
-        script.cancel,
-        spec.stream_capacity,
-    );
-    e.script = Some(script.clone());
-    e.timeline = run::timeline(script, now);
-    Arc::new(Mutex::new(e))
+        revision,
+        revision_key: spec.revision_key.clone(),
+        start: now,
+        script: Some(script.clone()),
+        timeline: run::timeline(script, now),
+        cancel: script.cancel,
+        capacity: spec.stream_capacity,
+        ..Entry::default()
+    }))
 }
 
 impl Entry {
-    /// `agent`'s entry for `task` (with its revision and the metadata key that echoes it), its
-    /// run started at `start`; no script, no canary yet, nobody listening.
-    fn new(
-        agent: Arc<str>,
-        task: Task,
-        (revision, revision_key): (Option<Value>, Arc<str>),
-        start: Duration,
-        cancel: CancelPolicy,
-        capacity: usize,
-    ) -> Entry {
-        Entry {
-            agent,
-            task,
-            revision,
-            revision_key,
-            canary: String::new(),
-            canary_issued: false,
-            start,
-            script: None,
-            timeline: Vec::new(),
-            cursor: 0,
-            generation: 0,
-            cancel,
-            text: String::new(),
-            events: None,
-            capacity,
-            push: Vec::new(),
-        }
-    }
-
     fn meta(&self) -> Option<Map<String, Value>> {
         revision_meta(&self.revision_key, self.revision.as_ref())
     }

@@ -25,6 +25,7 @@ use std::fmt;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use serde::de::{self, Deserializer, Visitor};
+use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -181,47 +182,30 @@ struct WirePart {
     media_type: Option<String>,
 }
 
-/// A [`Part`] as it is written: every member optional, in the order of their JSON names.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct PartOut<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    data: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    filename: Option<&'a String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    media_type: Option<&'a String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    metadata: Option<&'a Metadata>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    raw: Option<&'a String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<&'a String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    url: Option<&'a String>,
-}
-
+/// Written with its members in the order of their JSON names: `data` before the extras, `raw`,
+/// `text` and `url` after them.
 impl Serialize for Part {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (mut data, mut raw, mut text, mut url) = (None, None, None, None);
-        match &self.content {
-            PartContent::Data(d) => data = Some(d),
-            PartContent::Raw(r) => raw = Some(r),
-            PartContent::Text(t) => text = Some(t),
-            PartContent::Url(u) => url = Some(u),
+        let mut m = s.serialize_map(None)?;
+        if let PartContent::Data(d) = &self.content {
+            m.serialize_entry("data", d)?;
         }
-        let (filename, media_type, metadata) =
-            (self.filename(), self.media_type(), self.metadata());
-        let out = PartOut {
-            data,
-            filename,
-            media_type,
-            metadata,
-            raw,
-            text,
-            url,
-        };
-        out.serialize(s)
+        if let Some(filename) = self.filename() {
+            m.serialize_entry("filename", filename)?;
+        }
+        if let Some(media_type) = self.media_type() {
+            m.serialize_entry("mediaType", media_type)?;
+        }
+        if let Some(metadata) = self.metadata() {
+            m.serialize_entry("metadata", metadata)?;
+        }
+        match &self.content {
+            PartContent::Raw(r) => m.serialize_entry("raw", r)?,
+            PartContent::Text(t) => m.serialize_entry("text", t)?,
+            PartContent::Url(u) => m.serialize_entry("url", u)?,
+            PartContent::Data(_) => {}
+        }
+        m.end()
     }
 }
 

@@ -362,12 +362,18 @@ impl Rebuild<'_> {
             metadata: revision_meta(&spec.revision_key, revision.as_ref()),
             ..Task::default()
         };
-        let cancel = get(d, "cancel").unwrap_or(spec.script.cancel);
-        let rev = (revision, spec.revision_key.clone());
-        let agent = self.table.agent(&r.service);
-        let mut entry = Entry::new(agent, task, rev, r.received_at, cancel, STREAM_BUFFER);
-        entry.canary = canary(self.world, &task_id, entry.revision.as_ref());
-        entry.text = text;
+        let entry = Entry {
+            agent: self.table.agent(&r.service),
+            task,
+            canary: canary(self.world, &task_id, revision.as_ref()),
+            revision,
+            revision_key: spec.revision_key.clone(),
+            start: r.received_at,
+            cancel: get(d, "cancel").unwrap_or(spec.script.cancel),
+            text,
+            capacity: STREAM_BUFFER,
+            ..Entry::default()
+        };
         self.table.insert(&task_id, Arc::new(Mutex::new(entry)));
         if let Some(m) = first_message {
             self.table

@@ -102,12 +102,10 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
-    use std::time::Duration;
 
     use super::*;
     use crate::agent::a2a::task::{lock_entry, Entry};
     use crate::agent::a2a::types::{Task, TaskState, TaskStatus};
-    use crate::scenario::a2a::CancelPolicy;
 
     fn entry(id: &str) -> Shared {
         let task = Task {
@@ -115,15 +113,13 @@ mod tests {
             status: TaskStatus::new(TaskState::Submitted, ""),
             ..Task::default()
         };
-        let rev = (None, "revision".into());
-        let e = Entry::new(
-            "a".into(),
+        let e = Entry {
+            agent: "a".into(),
             task,
-            rev,
-            Duration::ZERO,
-            CancelPolicy::Honor,
-            32,
-        );
+            revision_key: "revision".into(),
+            capacity: 32,
+            ..Entry::default()
+        };
         Arc::new(Mutex::new(e))
     }
 
