@@ -147,9 +147,6 @@ pub(crate) enum Sent {
     Message(Message),
 }
 
-/// The task, generation and deadline a runner is needed for, once the table's lock is released.
-type Next = Option<(String, u64, Duration)>;
-
 /// The metadata that echoes a task's revision under the agent's key.
 fn revision_meta(key: &str, revision: Option<&Value>) -> Option<Map<String, Value>> {
     revision.map(|r| Map::from_iter([(key.to_string(), r.clone())]))
@@ -245,9 +242,8 @@ impl Entry {
     }
 
     /// The answer to a message that led to this task, with what the caller wants of it, once
-    /// the due steps of a (re)started script (`run`) have run; the runner's next deadline is left
-    /// in `next`, to hand over once the task's lock is released (see [`send`]).
-    fn sent(&mut self, world: &Arc<World>, want: Want, run: bool, next: &mut Next) -> Sent {
+    /// the due steps of a (re)started script (`run`) have run and a runner has the rest.
+    fn sent(&mut self, world: &Arc<World>, want: Want, run: bool) -> Sent {
         let before = (want != Want::Blocking).then(|| Sent::Task {
             snapshot: Box::new(self.task.clone()),
             events: (want == Want::Stream).then(|| self.subscribe()),
@@ -255,7 +251,7 @@ impl Entry {
         if let Some((generation, Some(deadline))) =
             run.then(|| run::run_due_in(world, self, None)).flatten()
         {
-            *next = Some((self.task.id.clone(), generation, deadline));
+            run::hand_over(world, self.task.id.clone(), generation, deadline);
         }
         if let Some(sent) = before {
             sent

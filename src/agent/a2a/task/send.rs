@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::render::{canary, Render};
-use super::run::{hand_over, timeline};
+use super::run::timeline;
 use super::table::{Seen, Table};
-use super::{lock_entry, new_entry, revision_meta, tasks, Entry, Next, Sent, Shared, Tasks, Want};
+use super::{lock_entry, new_entry, revision_meta, tasks, Entry, Sent, Shared, Tasks, Want};
 use crate::agent::a2a::detail::{self, CreatedDetail, MessageCall, Taken};
 use crate::agent::a2a::errors::RpcError;
 use crate::agent::a2a::params::{SendMessageRequest, TaskPushNotificationConfig};
@@ -20,23 +20,6 @@ use crate::agent::a2a::rpc::Binding;
 use crate::agent::a2a::types::{Message, Part, StreamResponse, TaskState, TaskStatus};
 use crate::agent::Ctx;
 use crate::scenario::a2a::{A2aAgent, ReplyKind, Script};
-
-/// Take in a message: a follow-up to a task, a duplicate, a new task, or a direct reply.
-pub(crate) fn send(
-    ctx: &Ctx<'_>,
-    spec: &A2aAgent,
-    (method, binding): (&str, Binding),
-    req: SendMessageRequest,
-    want: Want,
-) -> Result<Sent, RpcError> {
-    let mut next = None;
-    let sent = send_locked(ctx, spec, (method, binding), req, want, &mut next)?;
-    // The locks are released: a runner for the rest of the script, if anything is left.
-    if let Some((id, generation, deadline)) = next {
-        hand_over(&ctx.world, id, generation, deadline);
-    }
-    Ok(sent)
-}
 
 /// One message and what it is read to mean before any lock is taken.
 struct Incoming<'a> {
@@ -79,15 +62,14 @@ impl Incoming<'_> {
     }
 }
 
-/// [`send`] under the table's lock and then the task's (both released when this returns);
-/// `next` is what a [`Want::Blocking`] leaves for a runner.
-fn send_locked(
+/// Take in a message: a follow-up to a task, a duplicate, a new task, or a direct reply. Runs
+/// under the table's lock and then the task's (both released when this returns).
+pub(crate) fn send(
     ctx: &Ctx<'_>,
     spec: &A2aAgent,
     (method, binding): (&str, Binding),
     req: SendMessageRequest,
     want: Want,
-    next: &mut Next,
 ) -> Result<Sent, RpcError> {
     let msg = &req.message;
     if msg.message_id.is_empty() {
@@ -136,7 +118,7 @@ fn send_locked(
         new_message_turn(all, ctx.name, inc.msg(), follow_up, spec.dedupe_message_id);
 
     let table = match (spec.dedupe_message_id, &seen) {
-        (true, Some(first)) => match duplicate(&inc, table, first, next) {
+        (true, Some(first)) => match duplicate(&inc, table, first) {
             Ok(sent) => return Ok(sent),
             Err(table) => table,
         },
@@ -147,7 +129,7 @@ fn send_locked(
         Seen::Message(m) => m.message_id.clone(),
     });
     if follow_up {
-        return follow_up_to_task(inc, table, seen.as_ref(), repeat_of, next);
+        return follow_up_to_task(inc, table, seen.as_ref(), repeat_of);
     }
     let mut table = table;
     table.next_id += 1;
@@ -155,7 +137,7 @@ fn send_locked(
         return Ok(direct_reply(&inc, table, repeat_of));
     }
     let cell = fresh.unwrap_or_else(|| new_entry(ctx, spec, script, inc.revision.clone(), now));
-    Ok(new_task(inc, table, cell, repeat_of, next))
+    Ok(new_task(inc, table, cell, repeat_of))
 }
 
 /// The table's lock for a message, taken once what its id first went to (if anything) has its
@@ -201,7 +183,6 @@ fn duplicate<'t>(
     inc: &Incoming<'_>,
     table: MutexGuard<'t, Table>,
     first: &Seen,
-    next: &mut Next,
 ) -> Result<Sent, MutexGuard<'t, Table>> {
     let world = &inc.ctx.world;
     match first {
@@ -217,7 +198,7 @@ fn duplicate<'t>(
             let taken = Taken::Duplicate { of: id };
             let detail = inc.call().detail(Some(id), Some(&e.task.context_id), taken);
             e.log(world, "message", detail);
-            Ok(e.sent(world, inc.want, false, next))
+            Ok(e.sent(world, inc.want, false))
         }
         Seen::Message(m) => {
             let taken = Taken::Duplicate { of: &m.message_id };
@@ -237,7 +218,6 @@ fn follow_up_to_task(
     mut table: MutexGuard<'_, Table>,
     seen: Option<&Seen>,
     repeat_of: Option<String>,
-    next: &mut Next,
 ) -> Result<Sent, RpcError> {
     let (ctx, world) = (inc.ctx, &inc.ctx.world);
     let msg = inc.msg();
@@ -291,7 +271,7 @@ fn follow_up_to_task(
     table.note_seen(ctx.name, &msg.message_id, false, || Seen::Task(id));
     // The resumed run's due steps, if any, under the task's lock alone.
     drop(table);
-    Ok(e.sent(world, inc.want, resume, next))
+    Ok(e.sent(world, inc.want, resume))
 }
 
 /// A paused task carries on with the script the message selects.
@@ -394,7 +374,6 @@ fn new_task(
     mut table: MutexGuard<'_, Table>,
     cell: Shared,
     repeat_of: Option<String>,
-    next: &mut Next,
 ) -> Sent {
     let (ctx, world, now) = (inc.ctx, &inc.ctx.world, inc.now);
     let n = table.next_id;
@@ -439,5 +418,5 @@ fn new_task(
         let snapshot = StreamResponse::Task(entry.task.clone());
         push::enqueue(world, &entry.push, &snapshot);
     }
-    entry.sent(world, want, true, next)
+    entry.sent(world, want, true)
 }
