@@ -282,7 +282,7 @@ impl<'de> Deserialize<'de> for CancelPolicy {
 }
 
 /// The state a task ends in (or pauses in, for the interrupted ones).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     Completed,

@@ -13,6 +13,7 @@ use super::rpc::Binding;
 use super::types::{Message, Metadata, Part, Role};
 use crate::ledger::Record;
 use crate::revision::Revision;
+use crate::scenario::a2a::Outcome;
 use crate::world::World;
 
 /// Append an agent entry at scenario time `at` with the task as work id and its revision. A
@@ -205,7 +206,7 @@ pub struct ResultDetail<'a> {
     pub canary: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<&'a str>,
-    pub outcome: &'a str,
+    pub outcome: Outcome,
     pub state: &'a str,
     pub task_id: &'a str,
 }

@@ -238,7 +238,7 @@ pub(crate) fn enqueue(world: &Arc<World>, targets: &[PushTarget], ev: &StreamRes
             let owner = t.owner.clone();
             tokio::spawn(async move {
                 // None: the world closed before the delivery was due.
-                let Some(tick) = armed.wait().await else {
+                let Some(tick) = armed.await else {
                     return;
                 };
                 let attempt_seq = owner.log(&world, "push", detail);

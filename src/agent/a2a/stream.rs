@@ -28,19 +28,6 @@ const PING_EVERY: Duration = Duration::from_secs(2);
 /// A comment line: sse-starlette sends one every 15 s; clients skip it, proxies see traffic.
 const SSE_PING: &str = ": ping\r\n\r\n";
 
-/// The response headers of an SSE reply, as the a2a-sdk server sends them (the client only
-/// checks that the content type holds `text/event-stream`).
-fn headers() -> Vec<crate::idempotency::Header> {
-    vec![
-        (
-            "content-type".into(),
-            "text/event-stream; charset=utf-8".into(),
-        ),
-        ("cache-control".into(), "no-store".into()),
-        ("x-accel-buffering".into(), "no".into()),
-    ]
-}
-
 /// Open a stream: `first` goes out at once, then whatever `events` brings. A client that goes
 /// away before the stream's end is recorded (`stream-abandoned`, delivery `abandoned`, at the
 /// time it was seen, with how many events had been handed to its connection): what it never
@@ -70,9 +57,19 @@ pub(crate) fn open(
             world.abandon(seq);
         }
     });
+    // The headers the a2a-sdk server sends (the client only checks that the content type holds
+    // `text/event-stream`).
+    let headers = vec![
+        (
+            "content-type".into(),
+            "text/event-stream; charset=utf-8".into(),
+        ),
+        ("cache-control".into(), "no-store".into()),
+        ("x-accel-buffering".into(), "no".into()),
+    ];
     Reply::Stream {
         status: 200,
-        headers: headers(),
+        headers,
         body: rx,
     }
 }

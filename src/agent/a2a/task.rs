@@ -248,10 +248,8 @@ impl Entry {
             snapshot: Box::new(self.task.clone()),
             events: (want == Want::Stream).then(|| self.subscribe()),
         });
-        if let Some((generation, Some(deadline))) =
-            run.then(|| run::run_due_in(world, self, None)).flatten()
-        {
-            run::hand_over(world, self.task.id.clone(), generation, deadline);
+        if let Some(deadline) = run.then(|| run::run_due_in(world, self, None)).flatten() {
+            run::hand_over(world, self.task.id.clone(), self.generation, deadline);
         }
         if let Some(sent) = before {
             sent
@@ -293,13 +291,6 @@ impl Entry {
             task_id: self.task.id.clone(),
             revision: self.revision.clone(),
         }
-    }
-
-    /// Drops what only a running script needs: tasks are kept for as long as the world, and a
-    /// resumed run gets a new timeline and the text of the message that resumes it.
-    fn run_over(&mut self) {
-        self.timeline = Vec::new();
-        self.text = String::new();
     }
 
     fn note_canary(&mut self, world: &World, used: bool, now: Duration) {

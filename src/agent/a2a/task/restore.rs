@@ -108,19 +108,14 @@ pub fn restore(world: &Arc<World>) -> usize {
     n
 }
 
-/// The text of the status message of a task failed by a restart.
-fn interrupted_text(was: TaskState) -> String {
-    format!(
-        "doubleagent restarted and interrupted this task: it was {} when the server stopped, and the rest of its script will not run",
-        was.as_str()
-    )
-}
-
 /// Fail a task that was in flight when the server stopped, and record why.
 fn interrupt(world: &Arc<World>, e: &mut Entry) {
     let now = world.clock.now();
     let was = e.task.status.state;
-    let text = interrupted_text(was);
+    let text = format!(
+        "doubleagent restarted and interrupted this task: it was {} when the server stopped, and the rest of its script will not run",
+        was.as_str()
+    );
     let status = TaskStatus {
         state: TaskState::Failed,
         message: Some(e.agent_message(format!("{}-interrupted", e.task.id), text.clone())),

@@ -56,29 +56,15 @@ pub(crate) fn timeline(script: &Script, start: Duration) -> Vec<(Duration, Event
 
 type Sleep = Pin<Box<dyn Future<Output = Option<Tick>> + Send>>;
 
-/// A sleep on the scenario clock, already registered with it.
-pub(crate) enum Armed {
-    Ready(Option<Tick>),
-    Waiting(Sleep),
-}
-
 /// Start sleeping until `deadline` *now*: the sleeper is registered with the clock before this
 /// returns, so an advance that is already under way (or starts next) sees it and wakes it at
 /// its own deadline instead of passing it by.
-pub(crate) fn arm(clock: Clock, deadline: Duration) -> Armed {
+pub(crate) fn arm(clock: Clock, deadline: Duration) -> Sleep {
     let mut fut: Sleep = Box::pin(async move { clock.sleep_until(deadline).await });
     match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(t) => Armed::Ready(t),
-        Poll::Pending => Armed::Waiting(fut),
-    }
-}
-
-impl Armed {
-    pub(crate) async fn wait(self) -> Option<Tick> {
-        match self {
-            Armed::Ready(t) => t,
-            Armed::Waiting(f) => f.await,
-        }
+        // Done already: what it gave, since it cannot be polled again.
+        Poll::Ready(t) => Box::pin(std::future::ready(t)),
+        Poll::Pending => fut,
     }
 }
 
@@ -89,7 +75,7 @@ pub(crate) fn hand_over(world: &Arc<World>, task_id: String, generation: u64, de
     tokio::spawn(async move {
         loop {
             // None: the world closed (reset, replaced, shut down).
-            let Some(tick) = armed.wait().await else {
+            let Some(tick) = armed.await else {
                 return;
             };
             // Gone, or a newer run owns it: nothing more to do.
@@ -97,7 +83,7 @@ pub(crate) fn hand_over(world: &Arc<World>, task_id: String, generation: u64, de
                 return;
             };
             let next = run_due_in(&world, &mut lock_entry(&cell), Some(generation));
-            let Some((_, Some(deadline))) = next else {
+            let Some(deadline) = next else {
                 return;
             };
             armed = arm(world.clock.clone(), deadline);
@@ -106,13 +92,13 @@ pub(crate) fn hand_over(world: &Arc<World>, task_id: String, generation: u64, de
     });
 }
 
-/// Apply every event of the task due by now, its lock held. Returns the task's generation and
-/// its next deadline; `None` if a newer run owns it.
+/// Apply every event of the task due by now, its lock held, unless a newer run than
+/// `generation` owns it. Returns its next deadline, if its script has one left.
 pub(crate) fn run_due_in(
     world: &Arc<World>,
     e: &mut Entry,
     generation: Option<u64>,
-) -> Option<(u64, Option<Duration>)> {
+) -> Option<Duration> {
     if generation.is_some_and(|g| g != e.generation) {
         return None;
     }
@@ -123,16 +109,17 @@ pub(crate) fn run_due_in(
     let script = e.script.clone();
     loop {
         // A canceled task does nothing more; its remaining steps never run.
-        if e.task.status.state.is_terminal() {
-            e.run_over();
-            return Some((e.generation, None));
-        }
-        let (Some(&(at, ev)), Some(script)) = (e.timeline.get(e.cursor), script.as_deref()) else {
-            e.run_over();
-            return Some((e.generation, None));
+        let terminal = e.task.status.state.is_terminal();
+        let (false, Some(&(at, ev)), Some(script)) =
+            (terminal, e.timeline.get(e.cursor), script.as_deref())
+        else {
+            // Tasks are kept for as long as the world: what only a running script needs goes (a
+            // resumed run gets a new timeline and the text of the message that resumes it).
+            (e.timeline, e.text) = (Vec::new(), String::new());
+            return None;
         };
         if at > now {
-            return Some((e.generation, Some(at)));
+            return Some(at);
         }
         e.cursor += 1;
         // One instant for every event found due: their status timestamps and their entries.
@@ -280,7 +267,13 @@ fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, mut at: Now<'_>) {
     let r = e.render();
     let text = script.message.as_ref().map(|t| r.text(t));
     let used = r.used_canary.get();
-    let state = outcome_state(outcome);
+    let state = match outcome {
+        Outcome::Completed => TaskState::Completed,
+        Outcome::Failed => TaskState::Failed,
+        Outcome::Rejected => TaskState::Rejected,
+        Outcome::InputRequired => TaskState::InputRequired,
+        Outcome::AuthRequired => TaskState::AuthRequired,
+    };
     let status = TaskStatus {
         message: text.map(|t| e.agent_message(format!("{}-final", e.task.id), t)),
         state,
@@ -293,7 +286,7 @@ fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, mut at: Now<'_>) {
         artifacts: e.task.artifacts.iter().map(|a| &*a.artifact_id).collect(),
         canary: e.canary_issued.then_some(&*e.canary),
         message: status_message.and_then(|m| m.parts.first()?.as_text()),
-        outcome: outcome_name(outcome),
+        outcome,
         state: state.as_str(),
         task_id: &e.task.id,
     };
@@ -315,26 +308,6 @@ pub(crate) fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, 
             artifacts.reserve_exact(1);
             artifacts.push(artifact)
         }
-    }
-}
-
-fn outcome_state(o: Outcome) -> TaskState {
-    match o {
-        Outcome::Completed => TaskState::Completed,
-        Outcome::Failed => TaskState::Failed,
-        Outcome::Rejected => TaskState::Rejected,
-        Outcome::InputRequired => TaskState::InputRequired,
-        Outcome::AuthRequired => TaskState::AuthRequired,
-    }
-}
-
-fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Completed => "completed",
-        Outcome::Failed => "failed",
-        Outcome::Rejected => "rejected",
-        Outcome::InputRequired => "input-required",
-        Outcome::AuthRequired => "auth-required",
     }
 }
 
