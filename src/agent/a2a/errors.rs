@@ -3,7 +3,6 @@
 //! `code` to a typed exception).
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use serde::Serialize;
 
@@ -68,7 +67,8 @@ pub struct ErrorInfo {
 }
 
 /// The JSON-RPC `error` member.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[error("{code} {message}")]
 pub struct RpcError {
     pub code: i64,
     /// One ErrorInfo, or none for a parse error (see [`ErrorKind::code_and_reason`]).
@@ -180,11 +180,3 @@ impl RpcError {
         RpcError::new(ErrorKind::Internal, message)
     }
 }
-
-impl fmt::Display for RpcError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for RpcError {}

@@ -37,7 +37,6 @@ use self::types::{SendMessageResponse, StreamResponse};
 use super::{AgentRequest, Ctx, Reply};
 use crate::scenario::a2a::A2aAgent;
 use crate::service::Response;
-use crate::world::World;
 
 pub use self::task::restore;
 
@@ -91,10 +90,8 @@ fn json_body(status: u16, body: Vec<u8>) -> Reply {
 }
 
 fn ok(call: &RpcRequest<'_>, result: &impl serde::Serialize) -> Result<Step, RpcError> {
-    Ok(Step::Done(json_body(
-        200,
-        rpc::success_body(&call.id, result),
-    )))
+    let body = rpc::success_body(&call.id, result);
+    Ok(Step::Done(json_body(200, body)))
 }
 
 /// The `A2A-Version` of a call: the header, else the query parameter the spec also allows.
@@ -272,7 +269,7 @@ fn dispatch(
             let Some(task_id) = p.task_id.clone().filter(|t| !t.is_empty()) else {
                 return Err(RpcError::invalid_params("taskId is required"));
             };
-            let cfg = push::check(spec, p, push::own_port(ctx.base_url))?;
+            let cfg = push::check(spec, p, ctx.base_url)?;
             ok(call, &task::add_push(ctx, spec, &task_id, cfg)?)
         }
         Method::GetTaskPushNotificationConfig => {
@@ -319,8 +316,25 @@ struct Wait {
 }
 
 /// A blocking call's answer once its task stops (terminal or interrupted).
-async fn answer_when_stopped(ctx: &Ctx<'_>, w: Wait) -> Reply {
-    let stopped = wait_until_stopped(&ctx.world, &w.task_id, w.events).await;
+async fn answer_when_stopped(ctx: &Ctx<'_>, mut w: Wait) -> Reply {
+    let world = &ctx.world;
+    let stopped = loop {
+        tokio::select! {
+            r = w.events.recv() => match r {
+                Ok(ev) if ev.ends_stream() => break Ok(()),
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if task::snapshot(world, &w.task_id).is_none_or(|t| t.status.state.ends_stream()) {
+                        break Ok(());
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => break Ok(()),
+            },
+            _ = world.clock.closed() => {
+                break Err(RpcError::internal("the world was reset while the task was running"));
+            }
+        }
+    };
     let task = stopped.and_then(|()| {
         task::snapshot(&ctx.world, &w.task_id)
             .ok_or_else(|| RpcError::internal("the task disappeared"))
@@ -378,28 +392,4 @@ fn send(
         events,
         false,
     )))
-}
-
-async fn wait_until_stopped(
-    world: &World,
-    task_id: &str,
-    mut events: broadcast::Receiver<StreamResponse>,
-) -> Result<(), RpcError> {
-    loop {
-        tokio::select! {
-            r = events.recv() => match r {
-                Ok(ev) if ev.ends_stream() => return Ok(()),
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    if task::snapshot(world, task_id).is_none_or(|t| t.status.state.ends_stream()) {
-                        return Ok(());
-                    }
-                }
-                Err(broadcast::error::RecvError::Closed) => return Ok(()),
-            },
-            _ = world.clock.closed() => {
-                return Err(RpcError::internal("the world was reset while the task was running"));
-            }
-        }
-    }
 }

@@ -105,14 +105,20 @@ fn is_loopback(host: &str) -> bool {
 /// Accept a config only if doubleagent may deliver to it (see the module docs), else -32602
 /// (recorded as `rpc-error`). Loopback is restricted because it reaches a pod's local services,
 /// doubleagent's admin API among them: the caller's credentials only go where the scenario allows.
+/// `base_url` is the server's own (`http://127.0.0.1:PORT`).
 pub(crate) fn check(
     spec: &A2aAgent,
     cfg: TaskPushNotificationConfig,
-    own_port: Option<u16>,
+    base_url: &str,
 ) -> Result<TaskPushNotificationConfig, RpcError> {
     let (host, port) = webhook_host(&cfg.url).map_err(RpcError::invalid_params)?;
     if is_loopback(&host) {
-        if own_port == Some(port) {
+        if base_url
+            .parse::<hyper::Uri>()
+            .ok()
+            .and_then(|u| u.port_u16())
+            == Some(port)
+        {
             return Err(RpcError::invalid_params(format!(
                 "push url \"{}\" is doubleagent's own listener: refused",
                 cfg.url
@@ -134,11 +140,6 @@ pub(crate) fn check(
         )));
     }
     Ok(cfg)
-}
-
-/// The port of the server's own base URL (`http://127.0.0.1:PORT`).
-pub(crate) fn own_port(base_url: &str) -> Option<u16> {
-    base_url.parse::<hyper::Uri>().ok()?.port_u16()
 }
 
 /// Register a checked config on a task (replacing one with the same id) and start its poster.

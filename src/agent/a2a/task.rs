@@ -1,6 +1,6 @@
 //! The task table of a world's A2A agents and the lifecycle of each task on the scenario clock.
 //!
-//! [`Tasks`] is a world extension, so `/_admin/reset` (a fresh world) forgets every task. Each
+//! The table is a world extension, so `/_admin/reset` (a fresh world) forgets every task. Each
 //! task keeps its wire snapshot (what GetTask returns), the timeline its script compiled to, a
 //! broadcast channel its streams and blocking calls listen on, and its push targets; one runner
 //! plays its script on the scenario clock ([`run`]).
@@ -56,21 +56,10 @@ pub use restore::restore;
 pub(crate) use run::arm;
 pub(crate) use send::send;
 
-/// Every A2A task of one world, across its agents.
-#[derive(Default)]
-pub(crate) struct Tasks {
-    table: Mutex<Table>,
-}
-
-impl Tasks {
-    fn lock(&self) -> MutexGuard<'_, Table> {
-        // Every mutation keeps the table consistent before it can panic, so poison is harmless.
-        unpoisoned(self.table.lock())
-    }
-}
-
-fn tasks(world: &World) -> &Tasks {
-    world.extension::<Tasks>()
+/// The table of every A2A task of one world, across its agents. Every mutation keeps it
+/// consistent before it can panic, so poison is harmless.
+fn tasks(world: &World) -> &Mutex<Table> {
+    world.extension::<Mutex<Table>>()
 }
 
 /// A task in the table: its entry behind a lock of its own (see the module's header). Shared,
@@ -85,7 +74,7 @@ fn lock_entry(cell: &Mutex<Entry>) -> MutexGuard<'_, Entry> {
 /// The task `task_id`, looked up under the table's lock, which is released before the caller
 /// takes the task's own.
 fn entry_of(world: &World, task_id: &str) -> Option<Shared> {
-    tasks(world).lock().entry(task_id)
+    unpoisoned(tasks(world).lock()).entry(task_id)
 }
 
 #[derive(Default)]

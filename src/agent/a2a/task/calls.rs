@@ -19,6 +19,7 @@ use crate::agent::a2a::rpc::Binding;
 use crate::agent::a2a::types::{StreamResponse, Task, TaskState, TaskStatus};
 use crate::agent::Ctx;
 use crate::scenario::a2a::{A2aAgent, CancelPolicy};
+use crate::sync::unpoisoned;
 use crate::world::World;
 
 /// Runs `f` on the agent's task `task_id` under the task's lock; `None` if the agent has none.
@@ -98,10 +99,9 @@ pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksRes
             crate::clock::parse_rfc3339_ms(s).ok_or_else(|| RpcError::invalid_params(e()))
         })
         .transpose()?;
-    let all = tasks(&ctx.world);
     // The table's lock is held and every task looked at stays locked until the page is made:
     // the listing is one snapshot.
-    let table = all.lock();
+    let table = unpoisoned(tasks(&ctx.world).lock());
     let mut found: Vec<(i64, u64, MutexGuard<'_, Entry>)> = table
         .tasks
         .values()

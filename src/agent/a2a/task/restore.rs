@@ -33,6 +33,7 @@ use crate::ledger::{Disposition, Record};
 use crate::revision::Revision;
 use crate::scenario::a2a::{A2aAgent, CancelPolicy, STREAM_BUFFER};
 use crate::scenario::AgentSpec;
+use crate::sync::unpoisoned;
 use crate::world::World;
 
 /// Rebuild the A2A tasks of `world` from its ledger and fail those that were in flight. Meant
@@ -57,11 +58,7 @@ pub fn restore(world: &Arc<World>) -> usize {
         .iter()
         .filter(|r| r.disposition == Disposition::Agent && agents.contains_key(&*r.service))
         .collect();
-    if records.is_empty() {
-        return 0;
-    }
-    let all = tasks(world);
-    let mut table = all.lock();
+    let mut table = unpoisoned(tasks(world).lock());
     if table.next_id > 0 || !table.tasks.is_empty() || !table.seen.is_empty() {
         return 0;
     }
@@ -78,15 +75,14 @@ pub fn restore(world: &Arc<World>) -> usize {
     }
     let configs = std::mem::take(&mut rb.configs);
     order_as_handed_out(&mut table);
-    let order = table.ids_in_order();
-    for id in &order {
-        let Some(cell) = table.entry(id) else {
+    for id in table.ids_in_order() {
+        let Some(cell) = table.entry(&id) else {
             continue;
         };
         let mut e = lock_entry(&cell);
         let state = e.task.status.state;
         let live = !state.is_terminal();
-        if let (Some(spec), Some(cfgs)) = (agents.get(&*e.agent), configs.get(id)) {
+        if let (Some(spec), Some(cfgs)) = (agents.get(&*e.agent), configs.get(&id)) {
             let owner = Arc::new(e.push_owner());
             let target = |c: &TaskPushNotificationConfig| {
                 push::target(world, spec.push, owner.clone(), c.clone(), live)

@@ -3,7 +3,7 @@
 //! to look the message id up and to number a new task; the rest runs under the task's own lock
 //! (see the parent module's header for the order).
 
-use std::sync::{Arc, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::render::{canary, Render};
 use super::run::timeline;
 use super::table::{Seen, Table};
-use super::{lock_entry, new_entry, revision_meta, tasks, Entry, Sent, Shared, Tasks, Want};
+use super::{lock_entry, new_entry, revision_meta, tasks, Entry, Sent, Shared, Want};
 use crate::agent::a2a::detail::{self, CreatedDetail, MessageCall, Taken};
 use crate::agent::a2a::errors::RpcError;
 use crate::agent::a2a::params::{SendMessageRequest, TaskPushNotificationConfig};
@@ -20,6 +20,7 @@ use crate::agent::a2a::rpc::Binding;
 use crate::agent::a2a::types::{Message, Part, StreamResponse, TaskState, TaskStatus};
 use crate::agent::Ctx;
 use crate::scenario::a2a::{A2aAgent, ReplyKind, Script};
+use crate::sync::unpoisoned;
 
 /// One message and what it is read to mean before any lock is taken.
 struct Incoming<'a> {
@@ -81,7 +82,7 @@ pub(crate) fn send(
         ));
     }
     let push_config = (req.push_config().cloned())
-        .map(|c| push::check(spec, c, push::own_port(ctx.base_url)))
+        .map(|c| push::check(spec, c, ctx.base_url))
         .transpose()?;
     // The message's own metadata first, then the request's (SendMessageRequest.metadata): SDKs
     // put it in either. Kept as sent, to be echoed as sent; read as a `Revision` where compared.
@@ -150,7 +151,7 @@ pub(crate) fn send(
 /// lock. A follow-up waits for the first task itself (see [`follow_up_to_task`]); a duplicate,
 /// for the very task it answers with.
 fn new_message_turn<'a>(
-    all: &'a Tasks,
+    all: &'a Mutex<Table>,
     agent: &str,
     msg: &Message,
     follow_up: bool,
@@ -158,7 +159,7 @@ fn new_message_turn<'a>(
 ) -> (MutexGuard<'a, Table>, Option<Seen>) {
     let mut waited: Option<String> = None;
     loop {
-        let table = all.lock();
+        let table = unpoisoned(all.lock());
         let first = match table.look(agent, &msg.message_id) {
             Some(Seen::Task(id)) if !follow_up && !dedupe && waited.as_ref() != Some(id) => {
                 id.clone()
