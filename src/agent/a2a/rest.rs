@@ -11,22 +11,29 @@ use super::rpc::Method;
 use crate::agent::AgentRequest;
 
 /// The call a REST request names: its method and its params as a JSON object; `None` for a
-/// path that is not one of the binding's.
+/// path that is not one of the binding's. The path may sit under a `/{tenant}` prefix (SPEC
+/// §11): the call's tenant then.
 pub(super) fn call_of(req: &AgentRequest) -> Option<Result<(Method, String), RpcError>> {
-    let (m, with_body, mut params) = routed(req)?;
+    let path = req.path.trim_end_matches('/');
+    let method = req.method.as_str();
+    let (m, with_body, mut params) = route(method, path).or_else(|| {
+        let (tenant, _) = path.strip_prefix('/')?.split_once('/')?;
+        let (m, with_body, mut params) = route(method, &path[tenant.len() + 1..])?;
+        params.insert("tenant".into(), Value::from(tenant));
+        Some((m, with_body, params))
+    })?;
     if with_body && !req.body.is_empty() {
-        match serde_json::from_slice::<Value>(&req.body) {
-            Ok(Value::Object(body)) => {
-                for (k, v) in body {
-                    params.entry(k).or_insert(v);
-                }
-            }
+        let body = match serde_json::from_slice::<Value>(&req.body) {
+            Ok(Value::Object(body)) => body,
             Ok(_) => {
                 return Some(Err(RpcError::invalid_params(
                     "the body must be a JSON object",
                 )))
             }
             Err(e) => return Some(Err(RpcError::parse_error(e.to_string()))),
+        };
+        for (k, v) in body {
+            params.entry(k).or_insert(v);
         }
     }
     let query = req.query.as_deref().unwrap_or("").as_bytes();
@@ -45,19 +52,6 @@ pub(super) fn call_of(req: &AgentRequest) -> Option<Result<(Method, String), Rpc
         }
     }
     Some(Ok((m, Value::Object(params).to_string())))
-}
-
-/// [`route`] for the request's path, which may sit under a `/{tenant}` prefix (SPEC §11): the
-/// call's tenant then.
-fn routed(req: &AgentRequest) -> Option<(Method, bool, Map<String, Value>)> {
-    let path = req.path.trim_end_matches('/');
-    let method = req.method.as_str();
-    route(method, path).or_else(|| {
-        let (tenant, _) = path.strip_prefix('/')?.split_once('/')?;
-        let (m, with_body, mut params) = route(method, &path[tenant.len() + 1..])?;
-        params.insert("tenant".into(), Value::from(tenant));
-        Some((m, with_body, params))
-    })
 }
 
 /// The method a path names, whether it takes a body, and the params its path holds.

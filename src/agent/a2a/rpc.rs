@@ -159,10 +159,9 @@ impl<'a> RpcRequest<'a> {
 fn without_position(e: &serde_json::Error) -> String {
     let text = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
-    match text.strip_suffix(&suffix) {
-        Some(bare) => bare.to_string(),
-        None => text,
-    }
+    text.strip_suffix(&suffix)
+        .map(str::to_string)
+        .unwrap_or(text)
 }
 
 /// A member name (or string value) as the body spells it: borrowed unless it has escapes.

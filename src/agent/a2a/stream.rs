@@ -50,7 +50,7 @@ pub(crate) fn open(
         _ => None,
     };
     tokio::spawn(async move {
-        if let End::ClientLeft { sent } = pump(&world, id, first, events, subscription, tx).await {
+        if let Err(sent) = pump(&world, id, first, events, subscription, tx).await {
             let detail = json!({"task_id": task, "events_sent": sent});
             let task_id = task.as_deref();
             let seq = detail::log(&world, &agent, "stream-abandoned", task_id, None, detail);
@@ -99,13 +99,8 @@ fn framed(id: &RpcId, head: &[u8], write: impl FnOnce(&mut Vec<u8>)) -> Bytes {
     Bytes::from(out)
 }
 
-enum End {
-    /// Its last event went out, its task's events ended, or the world closed.
-    Done,
-    /// The client went away first, after `sent` events.
-    ClientLeft { sent: usize },
-}
-
+/// Sends the stream until its last event went out, its task's events ended or the world
+/// closed (`Ok`), or the client went away first, after this many events (`Err`).
 async fn pump(
     world: &World,
     id: RpcId,
@@ -113,9 +108,9 @@ async fn pump(
     events: Option<broadcast::Receiver<StreamResponse>>,
     subscription: bool,
     tx: mpsc::Sender<Bytes>,
-) -> End {
+) -> Result<(), usize> {
     if tx.send(frame(&id, &first)).await.is_err() {
-        return End::ClientLeft { sent: 0 };
+        return Err(0);
     }
     let mut sent = 1;
     let ends = match &first {
@@ -123,7 +118,7 @@ async fn pump(
         _ => first.ends_stream(),
     };
     let (false, Some(mut events)) = (ends, events) else {
-        return End::Done;
+        return Ok(());
     };
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY);
     // HTTP/2 keeps a gRPC stream alive itself; SSE needs the comments.
@@ -133,28 +128,28 @@ async fn pump(
             r = events.recv() => match r {
                 Ok(ev) => {
                     if tx.send(frame(&id, &ev)).await.is_err() {
-                        return End::ClientLeft { sent };
+                        return Err(sent);
                     }
                     sent += 1;
                     if ev.ends_stream() {
-                        return End::Done;
+                        return Ok(());
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     let e = RpcError::internal(format!("the stream fell {n} events behind; subscribe again"));
                     // The client may be gone already: the stream ends either way.
                     let _ = tx.send(error_frame(&id, &e)).await;
-                    return End::Done;
+                    return Ok(());
                 }
-                Err(broadcast::error::RecvError::Closed) => return End::Done,
+                Err(broadcast::error::RecvError::Closed) => return Ok(()),
             },
             _ = ping.tick(), if sse => {
                 if tx.send(Bytes::from_static(SSE_PING.as_bytes())).await.is_err() {
-                    return End::ClientLeft { sent };
+                    return Err(sent);
                 }
             }
-            _ = world.clock.closed() => return End::Done,
-            _ = tx.closed() => return End::ClientLeft { sent },
+            _ = world.clock.closed() => return Ok(()),
+            _ = tx.closed() => return Err(sent),
         }
     }
 }

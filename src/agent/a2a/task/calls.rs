@@ -22,11 +22,17 @@ use crate::scenario::a2a::{A2aAgent, CancelPolicy};
 use crate::sync::unpoisoned;
 use crate::world::World;
 
-/// Runs `f` on the agent's task `task_id` under the task's lock; `None` if the agent has none.
-fn with_task<T>(ctx: &Ctx<'_>, task_id: &str, f: impl FnOnce(&mut Entry) -> T) -> Option<T> {
-    let cell = entry_of(&ctx.world, task_id)?;
-    let mut e = lock_entry(&cell);
-    (*e.agent == **ctx.name).then(|| f(&mut e))
+/// Runs `f` on the agent's task `task_id` under the task's lock; -32001 if the agent has none.
+fn with_task<T>(
+    ctx: &Ctx<'_>,
+    task_id: &str,
+    f: impl FnOnce(&mut Entry) -> T,
+) -> Result<T, RpcError> {
+    let found = entry_of(&ctx.world, task_id).and_then(|cell| {
+        let mut e = lock_entry(&cell);
+        (*e.agent == **ctx.name).then(|| f(&mut e))
+    });
+    found.ok_or_else(|| RpcError::task_not_found(task_id))
 }
 
 /// Cancellation is an attempt (REC-3): the policy decides, and the outcome is recorded apart
@@ -36,16 +42,13 @@ pub(crate) fn cancel(ctx: &Ctx<'_>, task_id: &str, binding: Binding) -> Result<T
     with_task(ctx, task_id, |e| {
         let state = e.task.status.state;
         let now = world.clock.now();
-        let outcome = if state.is_terminal() {
-            "refused"
-        } else {
-            match e.cancel {
-                CancelPolicy::Honor => "honored",
-                CancelPolicy::TooLate => "refused",
-                CancelPolicy::AckThenComplete => "acknowledged",
-                CancelPolicy::HonorBefore(d) if now < e.start + d => "honored",
-                CancelPolicy::HonorBefore(_) => "refused",
-            }
+        let outcome = match e.cancel {
+            _ if state.is_terminal() => "refused",
+            CancelPolicy::Honor => "honored",
+            CancelPolicy::TooLate => "refused",
+            CancelPolicy::AckThenComplete => "acknowledged",
+            CancelPolicy::HonorBefore(d) if now < e.start + d => "honored",
+            CancelPolicy::HonorBefore(_) => "refused",
         };
         let policy = e.cancel.name();
         let detail = json!({"task_id": task_id, "outcome": outcome, "binding": binding,
@@ -63,10 +66,10 @@ pub(crate) fn cancel(ctx: &Ctx<'_>, task_id: &str, binding: Binding) -> Result<T
             _ => Err(RpcError::task_not_cancelable(task_id, state)),
         }
     })
-    .unwrap_or_else(|| {
+    .unwrap_or_else(|not_found| {
         let detail = json!({"task_id": task_id, "outcome": "unknown-task", "binding": binding});
         log(world, ctx.name, "cancel", Some(task_id), None, detail);
-        Err(RpcError::task_not_found(task_id))
+        Err(not_found)
     })
 }
 
@@ -78,7 +81,6 @@ pub(crate) fn get(
     with_task(ctx, task_id, |e| {
         e.task.clone().with_history_length(history_length)
     })
-    .ok_or_else(|| RpcError::task_not_found(task_id))
 }
 
 pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksResponse, RpcError> {
@@ -169,8 +171,7 @@ pub(crate) fn subscribe(
         }
         e.log(&ctx.world, "subscribe", json!({"task_id": task_id}));
         Ok((e.task.clone(), e.subscribe()))
-    })
-    .unwrap_or_else(|| Err(RpcError::task_not_found(task_id)))
+    })?
 }
 
 /// A fresh snapshot (after a blocking call saw its task stop).
@@ -185,7 +186,7 @@ pub(crate) fn with_push<T>(
     task_id: &str,
     f: impl FnOnce(&mut Vec<PushTarget>) -> T,
 ) -> Result<T, RpcError> {
-    with_task(ctx, task_id, |e| f(&mut e.push)).ok_or_else(|| RpcError::task_not_found(task_id))
+    with_task(ctx, task_id, |e| f(&mut e.push))
 }
 
 /// Adds a checked config to a task (CreateTaskPushNotificationConfig).
@@ -196,5 +197,4 @@ pub(crate) fn add_push(
     cfg: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig, RpcError> {
     with_task(ctx, task_id, |e| e.add_push(&ctx.world, spec.push, cfg))
-        .ok_or_else(|| RpcError::task_not_found(task_id))
 }
