@@ -188,16 +188,11 @@ pub(crate) fn target(
 }
 
 /// Remove a config; its queued deliveries still go out (they were already due to).
-pub(crate) fn remove(world: &World, targets: &mut Vec<PushTarget>, id: &str) -> bool {
-    let Some(i) = targets
-        .iter()
-        .position(|t| t.config.id.as_deref() == Some(id))
-    else {
-        return false;
-    };
-    let detail = json!({"action": "delete", "config_id": id});
-    targets.remove(i).owner.log(world, "push-config", detail);
-    true
+pub(crate) fn remove(world: &World, targets: &mut Vec<PushTarget>, id: &str) {
+    if let Some(i) = (targets.iter()).position(|t| t.config.id.as_deref() == Some(id)) {
+        let detail = json!({"action": "delete", "config_id": id});
+        targets.remove(i).owner.log(world, "push-config", detail);
+    }
 }
 
 fn event_kind(ev: &StreamResponse) -> (&'static str, Option<&'static str>) {

@@ -130,8 +130,6 @@ proto_enum!(
     }
 );
 
-// --- Data model ---
-
 /// `google.protobuf.Struct` on the wire: any JSON object.
 pub type Metadata = Map<String, Value>;
 
@@ -460,8 +458,6 @@ pub enum SendMessageResponse {
     Task(Task),
     Message(Message),
 }
-
-// --- Small helpers ---
 
 pub fn is_false(b: &bool) -> bool {
     !*b
