@@ -78,7 +78,7 @@ pub(crate) fn hand_over(world: &Arc<World>, task_id: String, generation: u64, de
             let Some(tick) = armed.await else {
                 return;
             };
-            // Gone, or a newer run owns it: nothing more to do.
+            // The task gone, a newer run owning it or its script done: nothing more to do.
             let Some(cell) = entry_of(&world, &task_id) else {
                 return;
             };
