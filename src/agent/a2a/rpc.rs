@@ -52,6 +52,10 @@ macro_rules! methods {
             pub fn as_str(self) -> &'static str {
                 match self { $(Method::$m => stringify!($m)),+ }
             }
+
+            pub fn from_name(name: &str) -> Option<Method> {
+                Method::ALL.into_iter().find(|m| m.as_str() == name)
+            }
         }
     };
 }
@@ -69,12 +73,6 @@ methods!(
     DeleteTaskPushNotificationConfig,
     GetExtendedAgentCard,
 );
-
-impl Method {
-    pub fn from_name(name: &str) -> Option<Method> {
-        Method::ALL.into_iter().find(|m| m.as_str() == name)
-    }
-}
 
 /// A request id. JSON-RPC allows string, number or null, and the response must echo it verbatim
 /// (the Python client sends UUID strings, the TCK and curl users send numbers).

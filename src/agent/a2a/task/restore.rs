@@ -317,10 +317,8 @@ impl Rebuild<'_> {
                 e.text = text;
             }
         }
-        if self.table.tasks.contains_key(&task_id) {
-            self.table
-                .note_seen(&r.service, &message_id, false, || Seen::Task(task_id));
-        }
+        self.table
+            .note_seen(&r.service, &message_id, false, || Seen::Task(task_id));
     }
 
     fn created(&mut self, spec: &A2aAgent, r: &Record, d: &Value, ts: String) {
