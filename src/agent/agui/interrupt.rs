@@ -10,6 +10,7 @@ use super::wire::{shared_object, shared_object_non_null, wire};
 
 wire! {
     /// Something a run needs from outside before it can continue.
+    #[derive(Default)]
     pub struct Interrupt {
         /// Unique within its run (INT-3); resume entries answer by it.
         id: String,
@@ -41,13 +42,7 @@ impl Interrupt {
         Interrupt {
             id: id.into(),
             reason: reason.into(),
-            message: None,
-            tool_call_id: None,
-            response_schema: None,
-            expires_at: None,
-            subagent_run_id: None,
-            metadata: None,
-            extra: Map::new(),
+            ..Interrupt::default()
         }
     }
 }

@@ -179,7 +179,10 @@ impl Run {
         for n in notices {
             self.warn(n);
         }
-        let end = self.play(start).await;
+        let end = match self.iterations(start).await {
+            Ok(pending) => End::Success { pending },
+            Err(end) => end,
+        };
         self.finish(end).await;
         self.rest().await
     }
@@ -197,13 +200,6 @@ impl Run {
 
     // --- the loop ---------------------------------------------------------------------------
 
-    async fn play(&mut self, start: Start) -> End {
-        match self.iterations(start).await {
-            Ok(pending) => End::Success { pending },
-            Err(end) => end,
-        }
-    }
-
     /// The script's iterations from `start` on, until one ends with frontend calls still
     /// waiting for the application (INT-2, returned) or the run stops early (`Err`).
     async fn iterations(&mut self, start: Start) -> Result<Vec<String>, End> {
@@ -218,29 +214,21 @@ impl Run {
                 calls = None;
             }
             // The boundary a resumed run re-enters: still-open interrupts are raised there again.
-            let here = |p: Phase| resuming && i == first && p == from;
+            let at = (resuming && i == first).then_some(from);
             if from <= Phase::BeforeModel {
-                let reentered = here(Phase::BeforeModel);
-                self.boundary(i, Phase::BeforeModel, reentered, &mut calls)
-                    .await?;
+                self.boundary(i, Phase::BeforeModel, at, &mut calls).await?;
                 self.model_output(i).await?;
             }
             if from <= Phase::AfterModel {
-                let reentered = here(Phase::AfterModel);
-                self.boundary(i, Phase::AfterModel, reentered, &mut calls)
-                    .await?;
+                self.boundary(i, Phase::AfterModel, at, &mut calls).await?;
                 calls = Some(self.propose_calls(i));
             }
             if from <= Phase::BeforeTools {
-                let reentered = here(Phase::BeforeTools);
-                self.boundary(i, Phase::BeforeTools, reentered, &mut calls)
-                    .await?;
+                self.boundary(i, Phase::BeforeTools, at, &mut calls).await?;
                 let list = calls.get_or_insert_with(|| self.propose_calls(i));
                 self.run_tools(i, list, &BTreeSet::new()).await?;
             }
-            let reentered = here(Phase::AfterTools);
-            self.boundary(i, Phase::AfterTools, reentered, &mut calls)
-                .await?;
+            self.boundary(i, Phase::AfterTools, at, &mut calls).await?;
             let pending: Vec<String> = calls
                 .iter()
                 .flatten()
@@ -259,13 +247,15 @@ impl Run {
     }
 
     /// One lifecycle boundary: a scripted stop, else the batch of interrupts that fire here.
+    /// `reentry` is the boundary a resumed run re-enters, in its first iteration.
     async fn boundary(
         &mut self,
         i: usize,
         phase: Phase,
-        reentered: bool,
+        reentry: Option<Phase>,
         calls: &mut Option<Vec<Call>>,
     ) -> Result<(), End> {
+        let reentered = reentry == Some(phase);
         if self.gone || self.client_left() {
             self.gone = true;
             return Err(End::Gone);
@@ -273,12 +263,11 @@ impl Run {
         if self.spec.iterations[i].cancel_at == Some(phase) {
             return Err(End::Cancelled);
         }
-        let mut batch: Vec<Interrupt> = Vec::new();
-        let still_open = match (&self.judgement.decision, reentered) {
+        let mut batch = match (&self.judgement.decision, reentered) {
             (Decision::Reinterrupt { still_open }, true) => still_open.clone(),
             _ => Vec::new(),
         };
-        batch.extend(still_open.iter().cloned());
+        let reraised = !batch.is_empty();
         let spec = self.spec.clone();
         for d in spec.interrupts_at(i, phase) {
             if self.fires(d, calls.as_deref()) && !batch.iter().any(|b| b.id == d.key) {
@@ -288,7 +277,7 @@ impl Run {
         if batch.is_empty() {
             return Ok(());
         }
-        if reentered && phase == Phase::BeforeTools && !still_open.is_empty() {
+        if reraised && phase == Phase::BeforeTools {
             // PROD-3 "reinterrupt": do what the covered entries allow, then pause again.
             let held: BTreeSet<String> = batch.iter().map(|b| b.id.clone()).collect();
             let list = calls.get_or_insert_with(|| self.propose_calls(i));

@@ -72,15 +72,6 @@ where
         .map_err(D::Error::custom)
 }
 
-/// `RunAgentInput.state`: `null` reads as absent (the schema's `.nullable().transform()`).
-pub(super) fn null_as_absent<'de, D>(deserializer: D) -> Result<Option<Value>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    let value = Value::deserialize(deserializer)?;
-    Ok(if value.is_null() { None } else { Some(value) })
-}
-
 /// A JSON object (`z.custom(v => typeof v === "object" && v !== null && !Array.isArray(v))`).
 pub(super) fn object_non_null<'de, D>(
     deserializer: D,

@@ -17,31 +17,27 @@ use crate::scenario::agui::{ClientKind, ResumeMode, Violation};
 impl Run {
     /// Close the run as `end` says, record it, and play a scripted late error.
     pub(super) async fn finish(&mut self, end: End) {
-        let mut usage = self.usage();
         let mut detail = FinishedDetail::default();
-        let mut finished = false;
-        match end {
+        let (thread_id, run_id) = (&self.input.thread_id, &self.input.run_id);
+        let closing = match end {
             End::Success { pending } => {
                 detail.outcome = "success";
                 detail.pending_tool_call_ids = Some(pending.clone());
-                let mut e = Event::run_success(&self.input.thread_id, &self.input.run_id, pending);
-                set_usage(&mut e, usage.take());
-                finished = self.run_finished(e);
+                Some(Event::run_success(thread_id, run_id, pending))
             }
             End::Interrupt { batch, at, calls } => {
-                finished = self.finish_interrupted(batch, at, calls, usage.take(), &mut detail);
+                Some(self.finish_interrupted(batch, at, calls, &mut detail))
             }
             End::Cancelled => {
                 detail.outcome = "cancelled";
                 detail.cause = Some("scripted");
-                let mut e = Event::run_cancelled(&self.input.thread_id, &self.input.run_id);
-                set_usage(&mut e, usage.take());
-                finished = self.run_finished(e);
+                Some(Event::run_cancelled(thread_id, run_id))
             }
             End::Gone => {
                 detail.outcome = "cancelled";
                 detail.cause = Some("client-disconnected");
                 self.put_back_checkpoint(&mut detail);
+                None
             }
             End::WorldClosed => {
                 detail.outcome = "error";
@@ -50,7 +46,13 @@ impl Run {
                     "the scenario was reset while the run was in progress",
                     Some("world_reset"),
                 ));
+                None
             }
+        };
+        let mut finished = false;
+        if let Some(Event::RunFinished(mut e)) = closing {
+            e.usage = self.usage();
+            finished = self.run_finished(Event::RunFinished(e));
         }
         // What the client got is known once it is handed over.
         self.flush(false).await;
@@ -80,17 +82,16 @@ impl Run {
         }
     }
 
-    /// The end of a run paused on a batch of interrupts (bound for TanStack when its client
-    /// is), with the deliberate breaks a script may ask for; a stateful agent keeps the batch
-    /// as the thread's checkpoint. True if `RUN_FINISHED` was queued.
+    /// The `RUN_FINISHED` of a run paused on a batch of interrupts (bound for TanStack when its
+    /// client is), with the deliberate breaks a script may ask for; a stateful agent keeps the
+    /// batch as the thread's checkpoint.
     fn finish_interrupted(
         &mut self,
         batch: Vec<Interrupt>,
         at: Boundary,
         calls: Vec<Call>,
-        usage: Option<Vec<TokenUsage>>,
         detail: &mut FinishedDetail<'_>,
-    ) -> bool {
+    ) -> Event {
         let mut batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
             batch
                 .into_iter()
@@ -117,7 +118,7 @@ impl Run {
             wire_batch.clear();
             self.violation(Violation::InterruptWithoutInterrupts);
         }
-        let mut e = if self.spec.violates(Violation::SuccessWhileInterrupted) {
+        let e = if self.spec.violates(Violation::SuccessWhileInterrupted) {
             self.violation(Violation::SuccessWhileInterrupted);
             let mut rf = RunFinished {
                 thread_id: self.input.thread_id.clone(),
@@ -132,8 +133,6 @@ impl Run {
         } else {
             Event::run_interrupted(&self.input.thread_id, &self.input.run_id, wire_batch)
         };
-        set_usage(&mut e, usage);
-        let finished = self.run_finished(e);
         if self.spec.resume == ResumeMode::Stateful {
             // Paused again where it resumed: the answers given so far still hold.
             let mut answers = BTreeMap::new();
@@ -161,7 +160,7 @@ impl Run {
                 .extension::<Threads>()
                 .store(&self.agent, &self.input.thread_id, cp);
         }
-        finished
+        e
     }
 
     /// The client went away: it never heard how this continuation ended and still holds its
@@ -270,10 +269,4 @@ struct UsageDetail<'a> {
     output_tokens: u64,
     provider: &'static str,
     total_tokens: u64,
-}
-
-fn set_usage(e: &mut Event, usage: Option<Vec<TokenUsage>>) {
-    if let Event::RunFinished(rf) = e {
-        rf.usage = usage;
-    }
 }
