@@ -53,14 +53,9 @@ impl Refusal {
 
     /// Record it as `run-rejected` (with the body as the ledger keeps it) and answer it.
     pub(super) fn reply(self, world: &World, agent: &str, input: Value) -> Reply {
-        let Refusal {
-            status,
-            code,
-            message,
-            extra,
-        } = self;
+        let (status, code, message) = (self.status, self.code, self.message);
         let mut detail = json!({"status": status, "code": code, "error": message});
-        if let (Value::Object(d), Value::Object(x)) = (&mut detail, extra) {
+        if let (Value::Object(d), Value::Object(x)) = (&mut detail, self.extra) {
             for (k, v) in x {
                 d.entry(k).or_insert(v);
             }
@@ -242,21 +237,15 @@ fn input_notices(spec: &AgUiAgent, input: &mut RunAgentInput) -> Result<Vec<Noti
             return Err(Refusal::new(400, "unsupported_protocol_version", m))
         }
     }
-    let unknown = input.strip_unknown();
-    let warned: Vec<&String> = unknown
-        .iter()
+    let warned: Vec<String> = (input.strip_unknown().into_iter())
         .filter(|p| !(spec.client == ClientKind::Tanstack && tanstack_habit(input, p)))
         .collect();
     if !warned.is_empty() {
-        let list: Vec<&str> = warned.iter().map(|s| s.as_str()).collect();
-        notices.push(Notice::new(
-            "input",
-            format!(
-                "unknown RunAgentInput member(s) stripped: {}",
-                list.join(", ")
-            ),
-            json!({"stripped": warned}),
-        ));
+        let message = format!(
+            "unknown RunAgentInput member(s) stripped: {}",
+            warned.join(", ")
+        );
+        notices.push(Notice::new("input", message, json!({"stripped": warned})));
     }
     Ok(notices)
 }

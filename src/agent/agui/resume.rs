@@ -198,7 +198,8 @@ pub struct Judgement {
     pub uncovered: Vec<Uncovered>,
     pub warnings: Vec<Warning>,
     pub decision: Decision,
-    answers: BTreeMap<String, Answer>,
+    /// The usable answers by interrupt id (conflicting ones left out).
+    pub answers: BTreeMap<String, Answer>,
 }
 
 impl Judgement {
@@ -226,10 +227,6 @@ impl Judgement {
             .filter(|v| !matches!(v, EntryVerdict::Unrecognized { .. }))
             .map(EntryVerdict::interrupt_id)
             .chain(self.uncovered.iter().map(|u| u.interrupt.id.as_str()))
-    }
-
-    pub fn answers(&self) -> &BTreeMap<String, Answer> {
-        &self.answers
     }
 
     #[doc(hidden)]

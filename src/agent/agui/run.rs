@@ -462,11 +462,10 @@ impl Run {
         }
         let now = self.world.clock.now();
         let mut e = event.at(self.world.clock.wall_ms(now) as i64);
-        if self.spec.violates(Violation::UnknownFields) {
+        if self.breaks(Violation::UnknownFields) {
             e.base_mut()
                 .extra
                 .insert("doubleagentUnknownField".into(), json!(true));
-            self.violation(Violation::UnknownFields);
         }
         sse::write_sse_frame(&mut self.out, &e);
         self.types.push(e.type_name());
@@ -511,22 +510,21 @@ impl Run {
     // --- ledger ----------------------------------------------------------------------------
 
     fn record(&self, event: &str, detail: impl serde::Serialize) -> u64 {
+        self.record_for(&self.input.run_id, event, detail)
+    }
+
+    /// An entry of the run whose work id is `work_id` (a tool call's is the call's id).
+    fn record_for(&self, work_id: &str, event: &str, detail: impl serde::Serialize) -> u64 {
         let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), detail);
-        rec.work_id = Some(self.input.run_id.clone());
+        rec.work_id = Some(work_id.to_string());
         rec.revision = self.revision.clone();
         self.world.lock().ledger.append(rec)
     }
 
-    fn record_call(&self, call_id: &str, detail: Value) {
-        let mut rec = Record::agent_event(&self.agent, "tool-call", self.world.clock.now(), detail);
-        rec.work_id = Some(call_id.to_string());
-        rec.revision = self.revision.clone();
-        self.world.lock().ledger.append(rec);
-    }
-
-    /// Record a deliberate rule break, once per run and kind.
-    fn violation(&mut self, v: Violation) {
-        if self.violated.insert(v) {
+    /// Whether the script breaks rule `v` on purpose; recorded once per run and kind.
+    fn breaks(&mut self, v: Violation) -> bool {
+        let breaks = self.spec.violates(v);
+        if breaks && self.violated.insert(v) {
             self.record(
                 "violation",
                 json!({
@@ -537,6 +535,7 @@ impl Run {
                 }),
             );
         }
+        breaks
     }
 }
 

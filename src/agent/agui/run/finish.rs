@@ -49,10 +49,15 @@ impl Run {
                 None
             }
         };
+        // Queued unless the script breaks that rule; whether it reached the client is known
+        // after the flush.
         let mut finished = false;
         if let Some(Event::RunFinished(mut e)) = closing {
-            e.usage = self.usage();
-            finished = self.run_finished(Event::RunFinished(e));
+            if !self.breaks(Violation::MissingRunFinished) {
+                e.usage = self.usage();
+                self.emit(Event::RunFinished(e));
+                finished = !self.gone;
+            }
         }
         // What the client got is known once it is handed over.
         self.flush(false).await;
@@ -108,18 +113,13 @@ impl Run {
         } else {
             std::mem::take(&mut batch)
         };
-        if self.spec.violates(Violation::DuplicateInterruptIds) {
-            if let Some(first) = wire_batch.first().cloned() {
-                wire_batch.push(first);
-                self.violation(Violation::DuplicateInterruptIds);
-            }
+        if !wire_batch.is_empty() && self.breaks(Violation::DuplicateInterruptIds) {
+            wire_batch.push(wire_batch[0].clone());
         }
-        if self.spec.violates(Violation::InterruptWithoutInterrupts) {
+        if self.breaks(Violation::InterruptWithoutInterrupts) {
             wire_batch.clear();
-            self.violation(Violation::InterruptWithoutInterrupts);
         }
-        let e = if self.spec.violates(Violation::SuccessWhileInterrupted) {
-            self.violation(Violation::SuccessWhileInterrupted);
+        let e = if self.breaks(Violation::SuccessWhileInterrupted) {
             let mut rf = RunFinished {
                 thread_id: self.input.thread_id.clone(),
                 run_id: self.input.run_id.clone(),
@@ -138,12 +138,7 @@ impl Run {
             let mut answers = BTreeMap::new();
             if self.consumed.as_ref().is_some_and(|c| c.at == at) {
                 answers.extend(self.carried.clone());
-                answers.extend(
-                    self.judgement
-                        .answers()
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.clone())),
-                );
+                answers.extend(self.judgement.answers.clone());
             }
             answers.retain(|k, _| !batch.iter().any(|b| &b.id == k));
             let cp = Checkpoint {
@@ -201,17 +196,6 @@ impl Run {
                 "delivered": !self.gone,
             }),
         );
-    }
-
-    /// Queue `RUN_FINISHED`, unless the script breaks that rule. True if it was queued (whether
-    /// it reached the client is known after the next flush).
-    fn run_finished(&mut self, e: Event) -> bool {
-        if self.spec.violates(Violation::MissingRunFinished) {
-            self.violation(Violation::MissingRunFinished);
-            return false;
-        }
-        self.emit(e);
-        !self.gone
     }
 
     /// RES-7: only this run's own model calls.
