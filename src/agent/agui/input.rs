@@ -106,15 +106,12 @@ impl RunAgentInput {
         if declared == PROTOCOL_VERSION {
             return VersionVerdict::Accept;
         }
-        let parsed = declared
-            .split_once('.')
-            .filter(|(a, b)| {
-                !a.is_empty()
-                    && !b.is_empty()
-                    && a.bytes().all(|c| c.is_ascii_digit())
-                    && b.bytes().all(|c| c.is_ascii_digit())
-            })
-            .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
+        // Digits only: `parse` alone would take a sign.
+        let number = |s: &str| {
+            let digits = !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+            digits.then(|| s.parse::<u64>().ok()).flatten()
+        };
+        let parsed = (declared.split_once('.')).and_then(|(a, b)| Some((number(a)?, number(b)?)));
         match parsed {
             Some((1, _)) => VersionVerdict::AcceptWithWarning(format!(
                 "input declares protocol {declared}; this producer speaks {PROTOCOL_VERSION}"

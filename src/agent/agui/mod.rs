@@ -112,10 +112,6 @@ impl Threads {
         self.lock()
             .insert((agent.to_string(), thread.to_string()), cp);
     }
-
-    fn is_empty(&self) -> bool {
-        self.lock().is_empty()
-    }
 }
 
 /// Where a run starts in the script.

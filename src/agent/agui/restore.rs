@@ -162,7 +162,7 @@ pub fn restore(world: &Arc<World>) -> usize {
         return 0;
     }
     let threads = world.extension::<Threads>();
-    if !threads.is_empty() {
+    if !threads.lock().is_empty() {
         return 0;
     }
 
@@ -252,13 +252,27 @@ fn str_of<'v>(d: &'v Value, k: &str) -> Option<&'v str> {
 impl Rebuild {
     fn apply(&mut self, spec: &AgUiAgent, event: &str, r: &Record, d: &Value) {
         let agent = r.service.clone();
+        if event == "tool-call" {
+            let Some(call) = r.work_id.clone() else {
+                return;
+            };
+            let result = match str_of(d, "gate") {
+                Some("run") => str_of(d, "result").map(str::to_string),
+                Some(reason @ ("discarded" | "not-approved" | "blocked")) => {
+                    Some(json!({"status": "not-run", "reason": reason}).to_string())
+                }
+                _ => return,
+            };
+            self.results.entry(agent).or_default().insert(call, result);
+            return;
+        }
+        let (Some(thread), Some(run_id)) = (str_of(d, "thread_id"), str_of(d, "run_id")) else {
+            return;
+        };
+        let (thread, run_id) = (thread.to_string(), run_id.to_string());
+        let run = (agent.clone(), thread.clone(), run_id.clone());
         match event {
             "run-started" => {
-                let (Some(thread), Some(run_id)) = (str_of(d, "thread_id"), str_of(d, "run_id"))
-                else {
-                    return;
-                };
-                let (thread, run_id) = (thread.to_string(), run_id.to_string());
                 let mut consumed = None;
                 let mut awaiting = None;
                 if let Some(c) = str_of(d, "continues") {
@@ -274,10 +288,7 @@ impl Rebuild {
                     self.awaiting
                         .insert((agent.clone(), thread.clone(), c.clone()), ix);
                 }
-                self.running
-                    .entry((agent.clone(), thread.clone(), run_id.clone()))
-                    .or_default()
-                    .push_back(ix);
+                self.running.entry(run).or_default().push_back(ix);
                 self.started.push(Started {
                     agent,
                     thread,
@@ -288,16 +299,7 @@ impl Rebuild {
                 });
             }
             "run-finished" => {
-                let (Some(thread), Some(run_id)) = (str_of(d, "thread_id"), str_of(d, "run_id"))
-                else {
-                    return;
-                };
-                let (thread, run_id) = (thread.to_string(), run_id.to_string());
-                if let Some(ix) = self
-                    .running
-                    .get_mut(&(agent.clone(), thread.clone(), run_id))
-                    .and_then(VecDeque::pop_front)
-                {
+                if let Some(ix) = self.running.get_mut(&run).and_then(VecDeque::pop_front) {
                     self.started[ix].finished = true;
                 }
                 let Some(cp) = d.get("checkpoint").and_then(|v| {
@@ -317,19 +319,6 @@ impl Rebuild {
                         self.open.insert((agent, thread), cp);
                     }
                 }
-            }
-            "tool-call" => {
-                let Some(call) = r.work_id.clone() else {
-                    return;
-                };
-                let result = match str_of(d, "gate") {
-                    Some("run") => str_of(d, "result").map(str::to_string),
-                    Some(reason @ ("discarded" | "not-approved" | "blocked")) => {
-                        Some(json!({"status": "not-run", "reason": reason}).to_string())
-                    }
-                    _ => return,
-                };
-                self.results.entry(agent).or_default().insert(call, result);
             }
             _ => {}
         }

@@ -357,7 +357,7 @@ impl Run {
         self.input_tokens += inp;
         self.output_tokens += out;
         if let Some(text) = &it.text {
-            let mid = self.message_id(i);
+            let mid = message_id(i, &self.input.run_id);
             self.emit(Event::text_start(&mid));
             self.emit(Event::text_content(&mid, text.as_str()));
             self.emit(Event::text_end(&mid));
@@ -369,10 +369,6 @@ impl Run {
         Ok(())
     }
 
-    fn message_id(&self, i: usize) -> String {
-        message_id(i, &self.input.run_id)
-    }
-
     /// The iteration's tool calls join the messages (between `afterModel` and `beforeTools`).
     fn propose_calls(&mut self, i: usize) -> Vec<Call> {
         let spec = self.spec.clone();
@@ -380,7 +376,7 @@ impl Run {
         let parent = if scripted.is_empty() {
             String::new()
         } else {
-            self.message_id(i)
+            message_id(i, &self.input.run_id)
         };
         let mut out = Vec::with_capacity(scripted.len());
         for (k, c) in scripted.iter().enumerate() {

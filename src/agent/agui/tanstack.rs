@@ -82,10 +82,7 @@ pub fn canonical_json(value: &Value) -> String {
 
 fn write_canonical(value: &Value, out: &mut String) {
     match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) => out.push_str(&js_number(n)),
-        Value::String(s) => out.push_str(&serde_json::to_string(s).unwrap_or_default()),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -110,6 +107,8 @@ fn write_canonical(value: &Value, out: &mut String) {
             }
             out.push('}');
         }
+        // `null`, booleans and strings: serde_json writes them as `JSON.stringify` does.
+        scalar => out.push_str(&scalar.to_string()),
     }
 }
 
