@@ -20,67 +20,23 @@
 //! result instead of repeating the call. Not restored: a late `RUN_ERROR` not yet sent, and
 //! threads whose entries `--max-entries` evicted.
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde::Deserialize;
+use serde_json::{json, Value};
 
-use super::interrupt::Interrupt;
-use super::resume::Answer;
 use super::start::parse_call_id;
-use super::{Boundary, Call, Checkpoint, Threads};
+use super::{Checkpoint, Threads};
 use crate::ledger::{Disposition, Record};
 use crate::scenario::agui::AgUiAgent;
 use crate::scenario::AgentSpec;
 use crate::world::World;
 
-/// A checkpoint as a `run-finished` entry keeps it: the interrupts whole (their `expiresAt` is
-/// what RES-5 is judged by), the calls by id (the script gives their tool and arguments,
-/// `tool-call` entries their results), the state, and carried answers if any. Written as a
-/// JSON tree, whose members are in name order.
-#[derive(Serialize, Deserialize)]
-struct Kept<'a> {
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    answers: Cow<'a, BTreeMap<String, Answer>>,
-    #[serde(default)]
-    calls: Vec<KeptCall<'a>>,
-    interrupts: Cow<'a, [Interrupt]>,
-    paused_at: Boundary,
-    run_id: Cow<'a, str>,
-    #[serde(default = "empty_state")]
-    state: Cow<'a, Value>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct KeptCall<'a> {
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    done: bool,
-    id: Cow<'a, str>,
-}
-
-fn empty_state() -> Cow<'static, Value> {
-    Cow::Owned(Value::Object(Map::new()))
-}
-
 impl Checkpoint {
-    /// The checkpoint as a `run-finished` entry keeps it (see [`Kept`]).
+    /// The checkpoint as a `run-finished` entry keeps it.
     pub(crate) fn ledger_json(&self) -> Value {
-        let kept = Kept {
-            answers: Cow::Borrowed(&self.answers),
-            calls: (self.calls.iter())
-                .map(|c| KeptCall {
-                    done: c.done,
-                    id: Cow::Borrowed(&c.id),
-                })
-                .collect(),
-            interrupts: Cow::Borrowed(&self.interrupts),
-            paused_at: self.at,
-            run_id: Cow::Borrowed(&self.run_id),
-            state: Cow::Borrowed(&self.state),
-        };
-        serde_json::to_value(kept).unwrap_or_default()
+        serde_json::to_value(self).unwrap_or_default()
     }
 
     /// Read back what [`Checkpoint::ledger_json`] wrote; `results` are the calls' result
@@ -91,28 +47,19 @@ impl Checkpoint {
         v: &Value,
         results: &HashMap<String, Option<String>>,
     ) -> Option<Checkpoint> {
-        let kept = Kept::deserialize(v).ok()?;
-        let calls = (kept.calls.into_iter())
-            .filter_map(|c| {
-                let (i, k) = parse_call_id(&c.id)?;
-                let scripted = spec.iterations.get(i)?.tool_calls.get(k)?;
-                Some(Call {
-                    result: results.get(&*c.id).filter(|_| c.done).cloned().flatten(),
-                    id: c.id.into_owned(),
-                    tool: scripted.tool,
-                    args: scripted.args.clone(),
-                    done: c.done,
-                })
-            })
-            .collect();
-        Some(Checkpoint {
-            run_id: kept.run_id.into_owned(),
-            interrupts: kept.interrupts.into_owned(),
-            at: kept.paused_at,
-            calls,
-            state: kept.state.into_owned(),
-            answers: kept.answers.into_owned(),
-        })
+        let mut cp = Checkpoint::deserialize(v).ok()?;
+        cp.calls.retain_mut(|c| {
+            let scripted =
+                parse_call_id(&c.id).and_then(|(i, k)| spec.iterations.get(i)?.tool_calls.get(k));
+            let Some(scripted) = scripted else {
+                return false;
+            };
+            c.tool = scripted.tool;
+            c.args = scripted.args.clone();
+            c.result = results.get(&c.id).filter(|_| c.done).cloned().flatten();
+            true
+        });
+        Some(cp)
     }
 }
 
@@ -328,7 +275,9 @@ impl Rebuild {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::agui::{interrupt::Interrupt, resume::Answer, Boundary, Call};
     use crate::scenario::agui::Phase;
+    use std::collections::BTreeMap;
 
     const SCENARIO: &str = r#"
 name = "t"
