@@ -491,30 +491,6 @@ impl Event {
         })
     }
 
-    #[doc(hidden)]
-    pub fn messages_snapshot(messages: Vec<Message>) -> Self {
-        Event::MessagesSnapshot(MessagesSnapshot {
-            messages,
-            ..Default::default()
-        })
-    }
-
-    #[doc(hidden)]
-    pub fn step_started(step_name: &str) -> Self {
-        Event::StepStarted(StepStarted {
-            step_name: step_name.to_string(),
-            ..Default::default()
-        })
-    }
-
-    #[doc(hidden)]
-    pub fn step_finished(step_name: &str) -> Self {
-        Event::StepFinished(StepFinished {
-            step_name: step_name.to_string(),
-            ..Default::default()
-        })
-    }
-
     pub fn custom(name: &str, value: Value) -> Self {
         Event::Custom(Custom {
             name: name.to_string(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::wire::{shared_object, shared_object_non_null, wire};
+use super::wire::{shared_object, wire};
 
 wire! {
     /// Something a run needs from outside before it can continue.
@@ -21,12 +21,7 @@ wire! {
         tool_call_id?: String,
         /// Opaque JSON Schema of the expected answer; must be an object. Shared: a scripted
         /// interrupt raised on every run carries its script's schema, not a copy.
-        #[serde(
-            default,
-            skip_serializing_if = "Option::is_none",
-            serialize_with = "shared_object",
-            deserialize_with = "shared_object_non_null"
-        )]
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "shared_object")]
         response_schema: Option<Arc<Map<String, Value>>>,
         /// Unconstrained string; ISO 8601 by convention (judged by `resume::is_expired`).
         expires_at?: String,
