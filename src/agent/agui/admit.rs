@@ -337,15 +337,10 @@ fn judgement_notices(
     checkpoint: Option<&Checkpoint>,
     input: &RunAgentInput,
 ) -> Vec<Notice> {
-    let mut notices: Vec<Notice> = judgement
-        .warnings
-        .iter()
+    let mut notices: Vec<Notice> = (judgement.warnings.iter())
         .map(|w| {
-            Notice::new(
-                w.rule,
-                w.message.clone(),
-                json!({"interruptId": w.interrupt_id}),
-            )
+            let details = json!({"interruptId": w.interrupt_id});
+            Notice::new(w.rule, w.message.clone(), details)
         })
         .collect();
     if let Some(cp) = checkpoint {
@@ -369,11 +364,9 @@ fn judgement_notices(
                     ("INT-3", "has contradictory resume entries".to_string())
                 }
             };
-            notices.push(Notice::new(
-                rule,
-                format!("interrupt \"{}\" is still open: it {why}", u.interrupt.id),
-                json!({"interruptId": u.interrupt.id}),
-            ));
+            let message = format!("interrupt \"{}\" is still open: it {why}", u.interrupt.id);
+            let details = json!({"interruptId": u.interrupt.id});
+            notices.push(Notice::new(rule, message, details));
         }
     }
     notices
@@ -385,18 +378,14 @@ fn continuity_notices(cp: &Checkpoint, input: &RunAgentInput) -> Vec<Notice> {
     let mut out = Vec::new();
     let state = input.state_or_default();
     if state != cp.state {
-        out.push(Notice::new(
-            "RES-6",
-            format!(
-                "the input's state differs from the state run \"{}\" left",
-                cp.run_id
-            ),
-            json!({"expected": cp.state, "received": state}),
-        ));
+        let message = format!(
+            "the input's state differs from the state run \"{}\" left",
+            cp.run_id
+        );
+        let details = json!({"expected": cp.state, "received": state});
+        out.push(Notice::new("RES-6", message, details));
     }
-    let carried: BTreeSet<&str> = input
-        .messages
-        .iter()
+    let carried: BTreeSet<&str> = (input.messages.iter())
         .filter_map(|m| match m {
             Message::Assistant(a) => a.tool_calls.as_ref(),
             _ => None,
@@ -404,10 +393,7 @@ fn continuity_notices(cp: &Checkpoint, input: &RunAgentInput) -> Vec<Notice> {
         .flatten()
         .map(|c| c.id.as_str())
         .collect();
-    let missing: Vec<&str> = cp
-        .calls
-        .iter()
-        .map(|c| c.id.as_str())
+    let missing: Vec<&str> = (cp.calls.iter().map(|c| c.id.as_str()))
         .filter(|id| !carried.contains(id))
         .collect();
     if !missing.is_empty() {

@@ -67,8 +67,6 @@ pub(super) struct Run {
     tx: Option<mpsc::Sender<Bytes>>,
     /// Where the channel's receiver goes for the request handler to answer with.
     outlet: Outlet,
-    /// `parentRunId` set or a non-empty `resume` (the official client never sends the former).
-    continuation: bool,
     /// Interrupts this run resumes (answered, discarded or still open): a `skip` interrupt
     /// among them is not raised again.
     resumed: BTreeSet<String>,
@@ -123,7 +121,6 @@ impl Run {
             .collect();
         let input = admitted.input;
         Run {
-            continuation: input.is_continuation(),
             answered: answered_calls(&input.messages),
             state: input.state_or_default(),
             world,
@@ -299,7 +296,7 @@ impl Run {
     /// calls all have their result already (a re-interrupted batch answered piecemeal; an agent
     /// that keeps nothing learns that from the messages).
     fn fires(&self, d: &InterruptSpec, calls: Option<&[Call]>) -> bool {
-        if !self.continuation || d.on_continuation == OnContinuation::Repeat {
+        if !self.judgement.is_continuation || d.on_continuation == OnContinuation::Repeat {
             return true;
         }
         if self.resumed.contains(&d.key) {
@@ -381,11 +378,8 @@ impl Run {
         let mut out = Vec::with_capacity(scripted.len());
         for (k, c) in scripted.iter().enumerate() {
             let id = call_id(i, k, &self.input.run_id);
-            self.emit(Event::tool_call_start(
-                &id,
-                &spec.tools[c.tool].name,
-                Some(&parent),
-            ));
+            let name = &spec.tools[c.tool].name;
+            self.emit(Event::tool_call_start(&id, name, Some(&parent)));
             self.emit(Event::tool_call_args(&id, c.args_json.as_str()));
             self.emit(Event::tool_call_end(&id));
             out.push(Call {
