@@ -364,15 +364,14 @@ fn read_entries<'a>(
             if !agrees {
                 read.conflicting.insert(id);
             }
+            let message = if agrees {
+                format!("interrupt '{id}' is answered more than once; the repeats agree")
+            } else {
+                format!("interrupt '{id}' is answered more than once, differently; it stays open")
+            };
             warnings.push(Warning {
                 rule: "INT-3",
-                message: if agrees {
-                    format!("interrupt '{id}' is answered more than once; the repeats agree")
-                } else {
-                    format!(
-                        "interrupt '{id}' is answered more than once, differently; it stays open"
-                    )
-                },
+                message,
                 interrupt_id: Some(id.to_string()),
             });
             read.verdicts.push(EntryVerdict::Duplicate {
@@ -400,12 +399,10 @@ fn read_entries<'a>(
             }
             ResumeStatus::Resolved => {
                 let payload = entry.payload.clone();
-                read.answers.insert(
-                    id.to_string(),
-                    Answer::Resolved {
-                        payload: payload.clone(),
-                    },
-                );
+                let answer = Answer::Resolved {
+                    payload: payload.clone(),
+                };
+                read.answers.insert(id.to_string(), answer);
                 EntryVerdict::Answered {
                     interrupt_id: id.to_string(),
                     payload,

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{End, Run};
-use crate::agent::agui::event::{Event, RunFinished, TokenUsage};
+use crate::agent::agui::event::{Event, TokenUsage};
 use crate::agent::agui::interrupt::Interrupt;
 use crate::agent::agui::{tanstack, Checkpoint, Threads};
 use crate::agent::agui::{Boundary, Call};
@@ -119,19 +119,15 @@ impl Run {
         if self.breaks(Violation::InterruptWithoutInterrupts) {
             wire_batch.clear();
         }
-        let e = if self.breaks(Violation::SuccessWhileInterrupted) {
-            let mut rf = RunFinished {
-                thread_id: self.input.thread_id.clone(),
-                run_id: self.input.run_id.clone(),
-                ..RunFinished::default()
-            };
-            rf.base.extra.insert(
-                "outcome".into(),
-                json!({"type": "success", "interrupts": wire_batch}),
-            );
-            Event::RunFinished(rf)
+        let break_outcome = self.breaks(Violation::SuccessWhileInterrupted);
+        let (thread_id, run_id) = (&self.input.thread_id, &self.input.run_id);
+        let e = if break_outcome {
+            let mut e = Event::run_finished(thread_id, run_id, None, None);
+            let outcome = json!({"type": "success", "interrupts": wire_batch});
+            e.base_mut().extra.insert("outcome".into(), outcome);
+            e
         } else {
-            Event::run_interrupted(&self.input.thread_id, &self.input.run_id, wire_batch)
+            Event::run_interrupted(thread_id, run_id, wire_batch)
         };
         if self.spec.resume == ResumeMode::Stateful {
             // Paused again where it resumed: the answers given so far still hold.
