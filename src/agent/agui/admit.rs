@@ -166,8 +166,7 @@ pub(super) fn admit(
 /// `forwardedProps.revision` (AG-UI's place for what the client passes through), else an
 /// `X-Revision` header.
 fn run_revision(req: &AgentRequest, input: &RunAgentInput) -> Option<Revision> {
-    let forwarded = input.forwarded_props.as_ref();
-    forwarded
+    (input.forwarded_props.as_ref())
         .and_then(|p| p.get("revision"))
         .and_then(Revision::of)
         .or_else(|| {
