@@ -452,10 +452,12 @@ impl Run {
         }
         let now = self.world.clock.now();
         let mut e = event.at(self.world.clock.wall_ms(now) as i64);
-        if self.breaks(Violation::UnknownFields) {
+        // Every event's path: the check stays inline.
+        if self.spec.violates(Violation::UnknownFields) {
             e.base_mut()
                 .extra
                 .insert("doubleagentUnknownField".into(), json!(true));
+            self.breaks(Violation::UnknownFields);
         }
         sse::write_sse_frame(&mut self.out, &e);
         self.types.push(e.type_name());
