@@ -20,13 +20,22 @@ fn every_event_type_round_trips_with_its_type_name() {
         Event::tool_call_end("tc1"),
         Event::tool_call_result("m2", "tc1", "{\"id\":\"act-1\"}"),
         Event::state_snapshot(json!({"balance": 5})),
-        Event::messages_snapshot(vec![Message::user("u1", "hi")]),
+        Event::MessagesSnapshot(MessagesSnapshot {
+            messages: vec![Message::user("u1", "hi")],
+            ..Default::default()
+        }),
         Event::custom("doubleagent.warning", json!({"rule": "PROD-2"})),
         Event::run_started(&RunAgentInput::new("t", "r")),
         Event::run_success("t", "r", vec![]),
         Event::run_error("boom", None),
-        Event::step_started("beforeTools"),
-        Event::step_finished("beforeTools"),
+        Event::StepStarted(StepStarted {
+            step_name: "beforeTools".into(),
+            ..Default::default()
+        }),
+        Event::StepFinished(StepFinished {
+            step_name: "beforeTools".into(),
+            ..Default::default()
+        }),
     ];
     // The types doubleagent never emits, as a producer would send them.
     let sent = json!([
@@ -80,7 +89,11 @@ fn run_started_declares_its_own_protocol_version() {
 
 #[test]
 fn event_base_fields_and_unknown_members_serialize_after_the_body() {
-    let mut e = Event::step_started("s").at(1_700_000_000_000);
+    let step = StepStarted {
+        step_name: "s".into(),
+        ..Default::default()
+    };
+    let mut e = Event::StepStarted(step).at(1_700_000_000_000);
     e.base_mut().extra.insert("bogus".into(), json!(1));
     assert_eq!(
         to_json(&e),

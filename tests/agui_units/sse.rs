@@ -1,5 +1,5 @@
 use doubleagent::agent::agui::event::Event;
-use doubleagent::agent::agui::event::{RunOutcome, TokenUsage};
+use doubleagent::agent::agui::event::{RunOutcome, StepFinished, StepStarted, TokenUsage};
 use doubleagent::agent::agui::interrupt::Interrupt;
 use doubleagent::agent::agui::sse::*;
 use serde_json::json;
@@ -69,8 +69,14 @@ fn err1_reference_run_error_frame_is_byte_exact() {
 fn sse_payloads_parse_like_the_client() {
     let body = format!(
         "{}{}: keep-alive\n\nevent: x\ndata: {{\"a\":\ndata: 1}}\n\n",
-        sse_frame(&Event::step_started("a")),
-        sse_frame(&Event::step_finished("a"))
+        sse_frame(&Event::StepStarted(StepStarted {
+            step_name: "a".into(),
+            ..Default::default()
+        })),
+        sse_frame(&Event::StepFinished(StepFinished {
+            step_name: "a".into(),
+            ..Default::default()
+        }))
     );
     let p = sse_payloads(&body);
     assert_eq!(p.len(), 3);

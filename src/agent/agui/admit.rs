@@ -53,14 +53,9 @@ impl Refusal {
 
     /// Record it as `run-rejected` (with the body as the ledger keeps it) and answer it.
     pub(super) fn reply(self, world: &World, agent: &str, input: Value) -> Reply {
-        let Refusal {
-            status,
-            code,
-            message,
-            extra,
-        } = self;
+        let (status, code, message) = (self.status, self.code, self.message);
         let mut detail = json!({"status": status, "code": code, "error": message});
-        if let (Value::Object(d), Value::Object(x)) = (&mut detail, extra) {
+        if let (Value::Object(d), Value::Object(x)) = (&mut detail, self.extra) {
             for (k, v) in x {
                 d.entry(k).or_insert(v);
             }
@@ -171,8 +166,7 @@ pub(super) fn admit(
 /// `forwardedProps.revision` (AG-UI's place for what the client passes through), else an
 /// `X-Revision` header.
 fn run_revision(req: &AgentRequest, input: &RunAgentInput) -> Option<Revision> {
-    let forwarded = input.forwarded_props.as_ref();
-    forwarded
+    (input.forwarded_props.as_ref())
         .and_then(|p| p.get("revision"))
         .and_then(Revision::of)
         .or_else(|| {
@@ -242,21 +236,15 @@ fn input_notices(spec: &AgUiAgent, input: &mut RunAgentInput) -> Result<Vec<Noti
             return Err(Refusal::new(400, "unsupported_protocol_version", m))
         }
     }
-    let unknown = input.strip_unknown();
-    let warned: Vec<&String> = unknown
-        .iter()
+    let warned: Vec<String> = (input.strip_unknown().into_iter())
         .filter(|p| !(spec.client == ClientKind::Tanstack && tanstack_habit(input, p)))
         .collect();
     if !warned.is_empty() {
-        let list: Vec<&str> = warned.iter().map(|s| s.as_str()).collect();
-        notices.push(Notice::new(
-            "input",
-            format!(
-                "unknown RunAgentInput member(s) stripped: {}",
-                list.join(", ")
-            ),
-            json!({"stripped": warned}),
-        ));
+        let message = format!(
+            "unknown RunAgentInput member(s) stripped: {}",
+            warned.join(", ")
+        );
+        notices.push(Notice::new("input", message, json!({"stripped": warned})));
     }
     Ok(notices)
 }
@@ -348,15 +336,10 @@ fn judgement_notices(
     checkpoint: Option<&Checkpoint>,
     input: &RunAgentInput,
 ) -> Vec<Notice> {
-    let mut notices: Vec<Notice> = judgement
-        .warnings
-        .iter()
+    let mut notices: Vec<Notice> = (judgement.warnings.iter())
         .map(|w| {
-            Notice::new(
-                w.rule,
-                w.message.clone(),
-                json!({"interruptId": w.interrupt_id}),
-            )
+            let details = json!({"interruptId": w.interrupt_id});
+            Notice::new(w.rule, w.message.clone(), details)
         })
         .collect();
     if let Some(cp) = checkpoint {
@@ -380,11 +363,9 @@ fn judgement_notices(
                     ("INT-3", "has contradictory resume entries".to_string())
                 }
             };
-            notices.push(Notice::new(
-                rule,
-                format!("interrupt \"{}\" is still open: it {why}", u.interrupt.id),
-                json!({"interruptId": u.interrupt.id}),
-            ));
+            let message = format!("interrupt \"{}\" is still open: it {why}", u.interrupt.id);
+            let details = json!({"interruptId": u.interrupt.id});
+            notices.push(Notice::new(rule, message, details));
         }
     }
     notices
@@ -396,18 +377,14 @@ fn continuity_notices(cp: &Checkpoint, input: &RunAgentInput) -> Vec<Notice> {
     let mut out = Vec::new();
     let state = input.state_or_default();
     if state != cp.state {
-        out.push(Notice::new(
-            "RES-6",
-            format!(
-                "the input's state differs from the state run \"{}\" left",
-                cp.run_id
-            ),
-            json!({"expected": cp.state, "received": state}),
-        ));
+        let message = format!(
+            "the input's state differs from the state run \"{}\" left",
+            cp.run_id
+        );
+        let details = json!({"expected": cp.state, "received": state});
+        out.push(Notice::new("RES-6", message, details));
     }
-    let carried: BTreeSet<&str> = input
-        .messages
-        .iter()
+    let carried: BTreeSet<&str> = (input.messages.iter())
         .filter_map(|m| match m {
             Message::Assistant(a) => a.tool_calls.as_ref(),
             _ => None,
@@ -415,10 +392,7 @@ fn continuity_notices(cp: &Checkpoint, input: &RunAgentInput) -> Vec<Notice> {
         .flatten()
         .map(|c| c.id.as_str())
         .collect();
-    let missing: Vec<&str> = cp
-        .calls
-        .iter()
-        .map(|c| c.id.as_str())
+    let missing: Vec<&str> = (cp.calls.iter().map(|c| c.id.as_str()))
         .filter(|id| !carried.contains(id))
         .collect();
     if !missing.is_empty() {

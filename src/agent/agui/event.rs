@@ -366,8 +366,7 @@ impl Event {
             run_id: input.run_id.clone(),
             protocol_version: Some(PROTOCOL_VERSION.to_string()),
             parent_run_id: input.parent_run_id.clone(),
-            input: None,
-            base: EventBase::default(),
+            ..Default::default()
         })
     }
 
@@ -381,29 +380,20 @@ impl Event {
         Event::RunFinished(RunFinished {
             thread_id: thread_id.to_string(),
             run_id: run_id.to_string(),
-            result: None,
             outcome,
             usage,
-            base: EventBase::default(),
+            ..Default::default()
         })
     }
 
     /// `RUN_FINISHED{outcome:{type:"success"}}`, naming unanswered frontend tool calls when
     /// there are any (INT-2).
-    pub fn run_success(thread_id: &str, run_id: &str, pending_tool_call_ids: Vec<String>) -> Self {
-        let pending = if pending_tool_call_ids.is_empty() {
-            None
-        } else {
-            Some(pending_tool_call_ids)
+    pub fn run_success(thread_id: &str, run_id: &str, pending: Vec<String>) -> Self {
+        let pending_tool_call_ids = (!pending.is_empty()).then_some(pending);
+        let outcome = RunOutcome::Success {
+            pending_tool_call_ids,
         };
-        Self::run_finished(
-            thread_id,
-            run_id,
-            Some(RunOutcome::Success {
-                pending_tool_call_ids: pending,
-            }),
-            None,
-        )
+        Self::run_finished(thread_id, run_id, Some(outcome), None)
     }
 
     /// `RUN_FINISHED{outcome:{type:"interrupt",interrupts}}` (INT-1).
@@ -425,8 +415,7 @@ impl Event {
         Event::RunError(RunError {
             message: message.into(),
             code: code.map(str::to_string),
-            usage: None,
-            base: EventBase::default(),
+            ..Default::default()
         })
     }
 
@@ -487,42 +476,17 @@ impl Event {
         content: impl Into<String>,
     ) -> Self {
         Event::ToolCallResult(ToolCallResult {
-            subagent_run_id: None,
             message_id: message_id.to_string(),
             tool_call_id: tool_call_id.to_string(),
             content: Content::Text(content.into()),
             role: Some(ToolRole::Tool),
-            base: EventBase::default(),
+            ..Default::default()
         })
     }
 
     pub fn state_snapshot(snapshot: Value) -> Self {
         Event::StateSnapshot(StateSnapshot {
             snapshot,
-            ..Default::default()
-        })
-    }
-
-    #[doc(hidden)]
-    pub fn messages_snapshot(messages: Vec<Message>) -> Self {
-        Event::MessagesSnapshot(MessagesSnapshot {
-            messages,
-            ..Default::default()
-        })
-    }
-
-    #[doc(hidden)]
-    pub fn step_started(step_name: &str) -> Self {
-        Event::StepStarted(StepStarted {
-            step_name: step_name.to_string(),
-            ..Default::default()
-        })
-    }
-
-    #[doc(hidden)]
-    pub fn step_finished(step_name: &str) -> Self {
-        Event::StepFinished(StepFinished {
-            step_name: step_name.to_string(),
             ..Default::default()
         })
     }

@@ -8,22 +8,20 @@ use serde_json::{Map, Value};
 use super::event::PROTOCOL_VERSION;
 use super::interrupt::ResumeEntry;
 use super::message::Message;
-use super::wire::{null_as_absent, wire};
+use super::wire::wire;
 
 wire! {
     /// The request body of `POST /agents/NAME`. Only `threadId`, `runId` and `messages` are
     /// required; absent `tools`/`context` mean empty, absent `state` means `{}`.
+    #[derive(Default)]
     pub struct RunAgentInput {
         thread_id: String,
         run_id: String,
         protocol_version?: String,
         parent_run_id?: String,
-        /// Any JSON value except a whole `null` (which reads as absent).
-        #[serde(
-            default,
-            skip_serializing_if = "Option::is_none",
-            deserialize_with = "null_as_absent"
-        )]
+        /// Any JSON value; a whole `null` reads as absent (serde's `Option`), as the schema's
+        /// `.nullable().transform()` has it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         state: Option<Value>,
         messages: Vec<Message>,
         #[serde(default)]
@@ -64,15 +62,7 @@ impl RunAgentInput {
         RunAgentInput {
             thread_id: thread_id.into(),
             run_id: run_id.into(),
-            protocol_version: None,
-            parent_run_id: None,
-            state: None,
-            messages: Vec::new(),
-            tools: Vec::new(),
-            context: Vec::new(),
-            forwarded_props: None,
-            resume: None,
-            extra: Map::new(),
+            ..RunAgentInput::default()
         }
     }
 
@@ -116,15 +106,12 @@ impl RunAgentInput {
         if declared == PROTOCOL_VERSION {
             return VersionVerdict::Accept;
         }
-        let parsed = declared
-            .split_once('.')
-            .filter(|(a, b)| {
-                !a.is_empty()
-                    && !b.is_empty()
-                    && a.bytes().all(|c| c.is_ascii_digit())
-                    && b.bytes().all(|c| c.is_ascii_digit())
-            })
-            .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
+        // Digits only: `parse` alone would take a sign.
+        let number = |s: &str| {
+            let digits = !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+            digits.then(|| s.parse::<u64>().ok()).flatten()
+        };
+        let parsed = (declared.split_once('.')).and_then(|(a, b)| Some((number(a)?, number(b)?)));
         match parsed {
             Some((1, _)) => VersionVerdict::AcceptWithWarning(format!(
                 "input declares protocol {declared}; this producer speaks {PROTOCOL_VERSION}"

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::wire::{shared_object, shared_object_non_null, wire};
+use super::wire::{shared_object, wire};
 
 wire! {
     /// Something a run needs from outside before it can continue.
+    #[derive(Default)]
     pub struct Interrupt {
         /// Unique within its run (INT-3); resume entries answer by it.
         id: String,
@@ -20,12 +21,7 @@ wire! {
         tool_call_id?: String,
         /// Opaque JSON Schema of the expected answer; must be an object. Shared: a scripted
         /// interrupt raised on every run carries its script's schema, not a copy.
-        #[serde(
-            default,
-            skip_serializing_if = "Option::is_none",
-            serialize_with = "shared_object",
-            deserialize_with = "shared_object_non_null"
-        )]
+        #[serde(default, skip_serializing_if = "Option::is_none", with = "shared_object")]
         response_schema: Option<Arc<Map<String, Value>>>,
         /// Unconstrained string; ISO 8601 by convention (judged by `resume::is_expired`).
         expires_at?: String,
@@ -41,13 +37,7 @@ impl Interrupt {
         Interrupt {
             id: id.into(),
             reason: reason.into(),
-            message: None,
-            tool_call_id: None,
-            response_schema: None,
-            expires_at: None,
-            subagent_run_id: None,
-            metadata: None,
-            extra: Map::new(),
+            ..Interrupt::default()
         }
     }
 }

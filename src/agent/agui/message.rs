@@ -49,11 +49,7 @@ impl Message {
         Message::User(UserMessage {
             id: id.into(),
             content: Content::Text(content.into()),
-            name: None,
-            encrypted_value: None,
-            subagent_run_id: None,
-            metadata: None,
-            extra: Map::new(),
+            ..UserMessage::default()
         })
     }
 }
@@ -86,6 +82,7 @@ wire! {
 }
 
 wire! {
+    #[derive(Default)]
     pub struct UserMessage {
         id: String,
         content: Content,

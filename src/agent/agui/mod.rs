@@ -66,34 +66,48 @@ fn phase_name<S: Serializer>(phase: &Phase, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// A tool call the agent made, as it travels from the run that proposed it to the run that
-/// executes it.
-#[derive(Clone, Debug)]
+/// executes it. A checkpoint's ledger form keeps only its id and whether it is done: the
+/// script gives its tool and arguments, `tool-call` entries its result.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Call {
+    /// It ran (or was skipped with a result): never run it again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub done: bool,
     pub id: String,
     /// Index into the script's tools.
+    #[serde(skip)]
     pub tool: usize,
     /// The scripted arguments (shared with the script).
+    #[serde(skip)]
     pub args: Arc<Value>,
-    /// It ran (or was skipped with a result): never run it again.
-    pub done: bool,
     /// The `TOOL_CALL_RESULT` content it got, to send again to a client that never heard it.
+    #[serde(skip)]
     pub result: Option<String>,
 }
 
-/// What a stateful agent keeps of a thread's latest interrupted run.
-#[derive(Clone, Debug)]
+/// What a stateful agent keeps of a thread's latest interrupted run; serialized, what its
+/// `run-finished` entry keeps for a restart (`restore.rs`), members in name order.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Checkpoint {
-    pub run_id: String,
-    /// The interrupts as emitted (ids, `expiresAt`, bindings).
-    pub interrupts: Vec<Interrupt>,
-    pub at: Boundary,
-    /// That iteration's tool calls, once proposed.
-    pub calls: Vec<Call>,
-    /// The agent state the run left (RES-6).
-    pub state: Value,
     /// Answers given at this boundary by earlier continuations of the same pause (a
     /// re-interrupted batch is answered piecemeal): they still hold.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub answers: BTreeMap<String, resume::Answer>,
+    /// That iteration's tool calls, once proposed.
+    #[serde(default)]
+    pub calls: Vec<Call>,
+    /// The interrupts as emitted (ids, `expiresAt` (what RES-5 is judged by), bindings).
+    pub interrupts: Vec<Interrupt>,
+    #[serde(rename = "paused_at")]
+    pub at: Boundary,
+    pub run_id: String,
+    /// The agent state the run left (RES-6).
+    #[serde(default = "empty_object")]
+    pub state: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
 }
 
 /// Per-world AG-UI state: open checkpoints by (agent, thread).
@@ -111,10 +125,6 @@ impl Threads {
     pub(crate) fn store(&self, agent: &str, thread: &str, cp: Checkpoint) {
         self.lock()
             .insert((agent.to_string(), thread.to_string()), cp);
-    }
-
-    fn is_empty(&self) -> bool {
-        self.lock().is_empty()
     }
 }
 

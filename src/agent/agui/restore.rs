@@ -20,67 +20,23 @@
 //! result instead of repeating the call. Not restored: a late `RUN_ERROR` not yet sent, and
 //! threads whose entries `--max-entries` evicted.
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde::Deserialize;
+use serde_json::{json, Value};
 
-use super::interrupt::Interrupt;
-use super::resume::Answer;
 use super::start::parse_call_id;
-use super::{Boundary, Call, Checkpoint, Threads};
+use super::{Checkpoint, Threads};
 use crate::ledger::{Disposition, Record};
 use crate::scenario::agui::AgUiAgent;
 use crate::scenario::AgentSpec;
 use crate::world::World;
 
-/// A checkpoint as a `run-finished` entry keeps it: the interrupts whole (their `expiresAt` is
-/// what RES-5 is judged by), the calls by id (the script gives their tool and arguments,
-/// `tool-call` entries their results), the state, and carried answers if any. Written as a
-/// JSON tree, whose members are in name order.
-#[derive(Serialize, Deserialize)]
-struct Kept<'a> {
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    answers: Cow<'a, BTreeMap<String, Answer>>,
-    #[serde(default)]
-    calls: Vec<KeptCall<'a>>,
-    interrupts: Cow<'a, [Interrupt]>,
-    paused_at: Boundary,
-    run_id: Cow<'a, str>,
-    #[serde(default = "empty_state")]
-    state: Cow<'a, Value>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct KeptCall<'a> {
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    done: bool,
-    id: Cow<'a, str>,
-}
-
-fn empty_state() -> Cow<'static, Value> {
-    Cow::Owned(Value::Object(Map::new()))
-}
-
 impl Checkpoint {
-    /// The checkpoint as a `run-finished` entry keeps it (see [`Kept`]).
+    /// The checkpoint as a `run-finished` entry keeps it.
     pub(crate) fn ledger_json(&self) -> Value {
-        let kept = Kept {
-            answers: Cow::Borrowed(&self.answers),
-            calls: (self.calls.iter())
-                .map(|c| KeptCall {
-                    done: c.done,
-                    id: Cow::Borrowed(&c.id),
-                })
-                .collect(),
-            interrupts: Cow::Borrowed(&self.interrupts),
-            paused_at: self.at,
-            run_id: Cow::Borrowed(&self.run_id),
-            state: Cow::Borrowed(&self.state),
-        };
-        serde_json::to_value(kept).unwrap_or_default()
+        serde_json::to_value(self).unwrap_or_default()
     }
 
     /// Read back what [`Checkpoint::ledger_json`] wrote; `results` are the calls' result
@@ -91,28 +47,19 @@ impl Checkpoint {
         v: &Value,
         results: &HashMap<String, Option<String>>,
     ) -> Option<Checkpoint> {
-        let kept = Kept::deserialize(v).ok()?;
-        let calls = (kept.calls.into_iter())
-            .filter_map(|c| {
-                let (i, k) = parse_call_id(&c.id)?;
-                let scripted = spec.iterations.get(i)?.tool_calls.get(k)?;
-                Some(Call {
-                    result: results.get(&*c.id).filter(|_| c.done).cloned().flatten(),
-                    id: c.id.into_owned(),
-                    tool: scripted.tool,
-                    args: scripted.args.clone(),
-                    done: c.done,
-                })
-            })
-            .collect();
-        Some(Checkpoint {
-            run_id: kept.run_id.into_owned(),
-            interrupts: kept.interrupts.into_owned(),
-            at: kept.paused_at,
-            calls,
-            state: kept.state.into_owned(),
-            answers: kept.answers.into_owned(),
-        })
+        let mut cp = Checkpoint::deserialize(v).ok()?;
+        cp.calls.retain_mut(|c| {
+            let scripted =
+                parse_call_id(&c.id).and_then(|(i, k)| spec.iterations.get(i)?.tool_calls.get(k));
+            let Some(scripted) = scripted else {
+                return false;
+            };
+            c.tool = scripted.tool;
+            c.args = scripted.args.clone();
+            c.result = results.get(&c.id).filter(|_| c.done).cloned().flatten();
+            true
+        });
+        Some(cp)
     }
 }
 
@@ -133,10 +80,7 @@ struct Started {
 /// just restored from the journal; one whose threads are in use is left alone. Returns how many
 /// checkpoints are open.
 pub fn restore(world: &Arc<World>) -> usize {
-    let agents: HashMap<&str, &AgUiAgent> = world
-        .scenario
-        .agents
-        .iter()
+    let agents: HashMap<&str, &AgUiAgent> = (world.scenario.agents.iter())
         .filter_map(|a| match &a.spec {
             AgentSpec::AgUi(spec) => Some((&*a.name, spec)),
             _ => None,
@@ -146,10 +90,7 @@ pub fn restore(world: &Arc<World>) -> usize {
         return 0;
     }
     let actors: HashMap<String, &str> = agents.keys().map(|a| (format!("agent:{a}"), *a)).collect();
-    let records: Vec<Record> = world
-        .lock()
-        .ledger
-        .iter()
+    let records: Vec<Record> = (world.lock().ledger.iter())
         .filter(|r| {
             if r.disposition == Disposition::Agent {
                 agents.contains_key(&*r.service)
@@ -162,7 +103,7 @@ pub fn restore(world: &Arc<World>) -> usize {
         return 0;
     }
     let threads = world.extension::<Threads>();
-    if !threads.is_empty() {
+    if !threads.lock().is_empty() {
         return 0;
     }
 
@@ -252,13 +193,27 @@ fn str_of<'v>(d: &'v Value, k: &str) -> Option<&'v str> {
 impl Rebuild {
     fn apply(&mut self, spec: &AgUiAgent, event: &str, r: &Record, d: &Value) {
         let agent = r.service.clone();
+        if event == "tool-call" {
+            let Some(call) = r.work_id.clone() else {
+                return;
+            };
+            let result = match str_of(d, "gate") {
+                Some("run") => str_of(d, "result").map(str::to_string),
+                Some(reason @ ("discarded" | "not-approved" | "blocked")) => {
+                    Some(json!({"status": "not-run", "reason": reason}).to_string())
+                }
+                _ => return,
+            };
+            self.results.entry(agent).or_default().insert(call, result);
+            return;
+        }
+        let (Some(thread), Some(run_id)) = (str_of(d, "thread_id"), str_of(d, "run_id")) else {
+            return;
+        };
+        let (thread, run_id) = (thread.to_string(), run_id.to_string());
+        let run = (agent.clone(), thread.clone(), run_id.clone());
         match event {
             "run-started" => {
-                let (Some(thread), Some(run_id)) = (str_of(d, "thread_id"), str_of(d, "run_id"))
-                else {
-                    return;
-                };
-                let (thread, run_id) = (thread.to_string(), run_id.to_string());
                 let mut consumed = None;
                 let mut awaiting = None;
                 if let Some(c) = str_of(d, "continues") {
@@ -274,10 +229,7 @@ impl Rebuild {
                     self.awaiting
                         .insert((agent.clone(), thread.clone(), c.clone()), ix);
                 }
-                self.running
-                    .entry((agent.clone(), thread.clone(), run_id.clone()))
-                    .or_default()
-                    .push_back(ix);
+                self.running.entry(run).or_default().push_back(ix);
                 self.started.push(Started {
                     agent,
                     thread,
@@ -288,16 +240,7 @@ impl Rebuild {
                 });
             }
             "run-finished" => {
-                let (Some(thread), Some(run_id)) = (str_of(d, "thread_id"), str_of(d, "run_id"))
-                else {
-                    return;
-                };
-                let (thread, run_id) = (thread.to_string(), run_id.to_string());
-                if let Some(ix) = self
-                    .running
-                    .get_mut(&(agent.clone(), thread.clone(), run_id))
-                    .and_then(VecDeque::pop_front)
-                {
+                if let Some(ix) = self.running.get_mut(&run).and_then(VecDeque::pop_front) {
                     self.started[ix].finished = true;
                 }
                 let Some(cp) = d.get("checkpoint").and_then(|v| {
@@ -318,19 +261,6 @@ impl Rebuild {
                     }
                 }
             }
-            "tool-call" => {
-                let Some(call) = r.work_id.clone() else {
-                    return;
-                };
-                let result = match str_of(d, "gate") {
-                    Some("run") => str_of(d, "result").map(str::to_string),
-                    Some(reason @ ("discarded" | "not-approved" | "blocked")) => {
-                        Some(json!({"status": "not-run", "reason": reason}).to_string())
-                    }
-                    _ => return,
-                };
-                self.results.entry(agent).or_default().insert(call, result);
-            }
             _ => {}
         }
     }
@@ -339,7 +269,9 @@ impl Rebuild {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::agui::{interrupt::Interrupt, resume::Answer, Boundary, Call};
     use crate::scenario::agui::Phase;
+    use std::collections::BTreeMap;
 
     const SCENARIO: &str = r#"
 name = "t"

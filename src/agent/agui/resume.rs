@@ -198,7 +198,8 @@ pub struct Judgement {
     pub uncovered: Vec<Uncovered>,
     pub warnings: Vec<Warning>,
     pub decision: Decision,
-    answers: BTreeMap<String, Answer>,
+    /// The usable answers by interrupt id (conflicting ones left out).
+    pub answers: BTreeMap<String, Answer>,
 }
 
 impl Judgement {
@@ -226,10 +227,6 @@ impl Judgement {
             .filter(|v| !matches!(v, EntryVerdict::Unrecognized { .. }))
             .map(EntryVerdict::interrupt_id)
             .chain(self.uncovered.iter().map(|u| u.interrupt.id.as_str()))
-    }
-
-    pub fn answers(&self) -> &BTreeMap<String, Answer> {
-        &self.answers
     }
 
     #[doc(hidden)]
@@ -276,14 +273,13 @@ pub fn judge(case: &ResumeCase<'_>) -> Judgement {
 /// Known-open interrupts, in emission order, de-duplicated by id: the checkpoint's, then
 /// those the messages show.
 fn known_open<'a>(case: &ResumeCase<'a>) -> Vec<&'a Interrupt> {
-    let mut open: Vec<&Interrupt> = Vec::new();
-    let mut seen = BTreeSet::new();
     let kept: &[Interrupt] = match case.knowledge {
         Knowledge::Checkpoint { interrupts, .. } => interrupts,
         _ => &[],
     };
+    let mut open: Vec<&Interrupt> = Vec::new();
     for i in kept.iter().chain(case.known_open_from_messages) {
-        if seen.insert(i.id.as_str()) {
+        if !open.iter().any(|o| o.id == i.id) {
             open.push(i);
         }
     }
@@ -298,19 +294,14 @@ fn recognizable<'a>(
     case: &ResumeCase<'a>,
     open: &[&'a Interrupt],
 ) -> BTreeMap<&'a str, &'a Interrupt> {
+    let known: Vec<&Interrupt> = match case.knowledge {
+        Knowledge::Checkpoint { interrupts, .. } => interrupts.iter().collect(),
+        Knowledge::NothingOpen => Vec::new(),
+        Knowledge::Stateless { raisable } => open.iter().copied().chain(raisable).collect(),
+    };
     let mut recognizable = BTreeMap::new();
-    match case.knowledge {
-        Knowledge::Checkpoint { interrupts, .. } => {
-            for i in interrupts {
-                recognizable.entry(i.id.as_str()).or_insert(i);
-            }
-        }
-        Knowledge::NothingOpen => {}
-        Knowledge::Stateless { raisable } => {
-            for i in open.iter().copied().chain(raisable) {
-                recognizable.entry(i.id.as_str()).or_insert(i);
-            }
-        }
+    for i in known {
+        recognizable.entry(i.id.as_str()).or_insert(i);
     }
     recognizable
 }
@@ -373,15 +364,14 @@ fn read_entries<'a>(
             if !agrees {
                 read.conflicting.insert(id);
             }
+            let message = if agrees {
+                format!("interrupt '{id}' is answered more than once; the repeats agree")
+            } else {
+                format!("interrupt '{id}' is answered more than once, differently; it stays open")
+            };
             warnings.push(Warning {
                 rule: "INT-3",
-                message: if agrees {
-                    format!("interrupt '{id}' is answered more than once; the repeats agree")
-                } else {
-                    format!(
-                        "interrupt '{id}' is answered more than once, differently; it stays open"
-                    )
-                },
+                message,
                 interrupt_id: Some(id.to_string()),
             });
             read.verdicts.push(EntryVerdict::Duplicate {
@@ -409,12 +399,10 @@ fn read_entries<'a>(
             }
             ResumeStatus::Resolved => {
                 let payload = entry.payload.clone();
-                read.answers.insert(
-                    id.to_string(),
-                    Answer::Resolved {
-                        payload: payload.clone(),
-                    },
-                );
+                let answer = Answer::Resolved {
+                    payload: payload.clone(),
+                };
+                read.answers.insert(id.to_string(), answer);
                 EntryVerdict::Answered {
                     interrupt_id: id.to_string(),
                     payload,
@@ -436,31 +424,21 @@ fn uncovered(
     recognizable: &BTreeMap<&str, &Interrupt>,
     read: &Read<'_>,
 ) -> Vec<Uncovered> {
-    let mut uncovered = Vec::new();
-    let mut listed = BTreeSet::new();
-    let mut push = |i: &Interrupt, why| {
-        if listed.insert(i.id.clone()) {
-            uncovered.push(Uncovered {
-                interrupt: i.clone(),
-                why,
-            });
-        }
-    };
-    for i in open {
+    let mut uncovered: Vec<Uncovered> = Vec::new();
+    for (n, i) in open.iter().chain(recognizable.values()).enumerate() {
         let id = i.id.as_str();
-        if read.conflicting.contains(id) {
-            push(i, UncoveredWhy::ConflictingEntries);
+        let why = if read.conflicting.contains(id) {
+            UncoveredWhy::ConflictingEntries
         } else if read.expired_answer.contains(id) {
-            push(i, UncoveredWhy::AnsweredAfterExpiry);
-        } else if !read.answers.contains_key(id) {
-            push(i, UncoveredWhy::NoEntry);
-        }
-    }
-    for (id, i) in recognizable {
-        if read.conflicting.contains(id) {
-            push(i, UncoveredWhy::ConflictingEntries);
-        } else if read.expired_answer.contains(id) {
-            push(i, UncoveredWhy::AnsweredAfterExpiry);
+            UncoveredWhy::AnsweredAfterExpiry
+        } else if n < open.len() && !read.answers.contains_key(id) {
+            UncoveredWhy::NoEntry
+        } else {
+            continue;
+        };
+        if !uncovered.iter().any(|u| u.interrupt.id == id) {
+            let interrupt = Interrupt::clone(i);
+            uncovered.push(Uncovered { interrupt, why });
         }
     }
     uncovered

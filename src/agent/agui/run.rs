@@ -67,8 +67,6 @@ pub(super) struct Run {
     tx: Option<mpsc::Sender<Bytes>>,
     /// Where the channel's receiver goes for the request handler to answer with.
     outlet: Outlet,
-    /// `parentRunId` set or a non-empty `resume` (the official client never sends the former).
-    continuation: bool,
     /// Interrupts this run resumes (answered, discarded or still open): a `skip` interrupt
     /// among them is not raised again.
     resumed: BTreeSet<String>,
@@ -123,7 +121,6 @@ impl Run {
             .collect();
         let input = admitted.input;
         Run {
-            continuation: input.is_continuation(),
             answered: answered_calls(&input.messages),
             state: input.state_or_default(),
             world,
@@ -179,7 +176,10 @@ impl Run {
         for n in notices {
             self.warn(n);
         }
-        let end = self.play(start).await;
+        let end = match self.iterations(start).await {
+            Ok(pending) => End::Success { pending },
+            Err(end) => end,
+        };
         self.finish(end).await;
         self.rest().await
     }
@@ -197,13 +197,6 @@ impl Run {
 
     // --- the loop ---------------------------------------------------------------------------
 
-    async fn play(&mut self, start: Start) -> End {
-        match self.iterations(start).await {
-            Ok(pending) => End::Success { pending },
-            Err(end) => end,
-        }
-    }
-
     /// The script's iterations from `start` on, until one ends with frontend calls still
     /// waiting for the application (INT-2, returned) or the run stops early (`Err`).
     async fn iterations(&mut self, start: Start) -> Result<Vec<String>, End> {
@@ -218,29 +211,21 @@ impl Run {
                 calls = None;
             }
             // The boundary a resumed run re-enters: still-open interrupts are raised there again.
-            let here = |p: Phase| resuming && i == first && p == from;
+            let at = (resuming && i == first).then_some(from);
             if from <= Phase::BeforeModel {
-                let reentered = here(Phase::BeforeModel);
-                self.boundary(i, Phase::BeforeModel, reentered, &mut calls)
-                    .await?;
+                self.boundary(i, Phase::BeforeModel, at, &mut calls).await?;
                 self.model_output(i).await?;
             }
             if from <= Phase::AfterModel {
-                let reentered = here(Phase::AfterModel);
-                self.boundary(i, Phase::AfterModel, reentered, &mut calls)
-                    .await?;
+                self.boundary(i, Phase::AfterModel, at, &mut calls).await?;
                 calls = Some(self.propose_calls(i));
             }
             if from <= Phase::BeforeTools {
-                let reentered = here(Phase::BeforeTools);
-                self.boundary(i, Phase::BeforeTools, reentered, &mut calls)
-                    .await?;
+                self.boundary(i, Phase::BeforeTools, at, &mut calls).await?;
                 let list = calls.get_or_insert_with(|| self.propose_calls(i));
                 self.run_tools(i, list, &BTreeSet::new()).await?;
             }
-            let reentered = here(Phase::AfterTools);
-            self.boundary(i, Phase::AfterTools, reentered, &mut calls)
-                .await?;
+            self.boundary(i, Phase::AfterTools, at, &mut calls).await?;
             let pending: Vec<String> = calls
                 .iter()
                 .flatten()
@@ -259,13 +244,15 @@ impl Run {
     }
 
     /// One lifecycle boundary: a scripted stop, else the batch of interrupts that fire here.
+    /// `reentry` is the boundary a resumed run re-enters, in its first iteration.
     async fn boundary(
         &mut self,
         i: usize,
         phase: Phase,
-        reentered: bool,
+        reentry: Option<Phase>,
         calls: &mut Option<Vec<Call>>,
     ) -> Result<(), End> {
+        let reentered = reentry == Some(phase);
         if self.gone || self.client_left() {
             self.gone = true;
             return Err(End::Gone);
@@ -273,12 +260,11 @@ impl Run {
         if self.spec.iterations[i].cancel_at == Some(phase) {
             return Err(End::Cancelled);
         }
-        let mut batch: Vec<Interrupt> = Vec::new();
-        let still_open = match (&self.judgement.decision, reentered) {
+        let mut batch = match (&self.judgement.decision, reentered) {
             (Decision::Reinterrupt { still_open }, true) => still_open.clone(),
             _ => Vec::new(),
         };
-        batch.extend(still_open.iter().cloned());
+        let reraised = !batch.is_empty();
         let spec = self.spec.clone();
         for d in spec.interrupts_at(i, phase) {
             if self.fires(d, calls.as_deref()) && !batch.iter().any(|b| b.id == d.key) {
@@ -288,7 +274,7 @@ impl Run {
         if batch.is_empty() {
             return Ok(());
         }
-        if reentered && phase == Phase::BeforeTools && !still_open.is_empty() {
+        if reraised && phase == Phase::BeforeTools {
             // PROD-3 "reinterrupt": do what the covered entries allow, then pause again.
             let held: BTreeSet<String> = batch.iter().map(|b| b.id.clone()).collect();
             let list = calls.get_or_insert_with(|| self.propose_calls(i));
@@ -310,7 +296,7 @@ impl Run {
     /// calls all have their result already (a re-interrupted batch answered piecemeal; an agent
     /// that keeps nothing learns that from the messages).
     fn fires(&self, d: &InterruptSpec, calls: Option<&[Call]>) -> bool {
-        if !self.continuation || d.on_continuation == OnContinuation::Repeat {
+        if !self.judgement.is_continuation || d.on_continuation == OnContinuation::Repeat {
             return true;
         }
         if self.resumed.contains(&d.key) {
@@ -368,7 +354,7 @@ impl Run {
         self.input_tokens += inp;
         self.output_tokens += out;
         if let Some(text) = &it.text {
-            let mid = self.message_id(i);
+            let mid = message_id(i, &self.input.run_id);
             self.emit(Event::text_start(&mid));
             self.emit(Event::text_content(&mid, text.as_str()));
             self.emit(Event::text_end(&mid));
@@ -380,10 +366,6 @@ impl Run {
         Ok(())
     }
 
-    fn message_id(&self, i: usize) -> String {
-        message_id(i, &self.input.run_id)
-    }
-
     /// The iteration's tool calls join the messages (between `afterModel` and `beforeTools`).
     fn propose_calls(&mut self, i: usize) -> Vec<Call> {
         let spec = self.spec.clone();
@@ -391,16 +373,13 @@ impl Run {
         let parent = if scripted.is_empty() {
             String::new()
         } else {
-            self.message_id(i)
+            message_id(i, &self.input.run_id)
         };
         let mut out = Vec::with_capacity(scripted.len());
         for (k, c) in scripted.iter().enumerate() {
             let id = call_id(i, k, &self.input.run_id);
-            self.emit(Event::tool_call_start(
-                &id,
-                &spec.tools[c.tool].name,
-                Some(&parent),
-            ));
+            let name = &spec.tools[c.tool].name;
+            self.emit(Event::tool_call_start(&id, name, Some(&parent)));
             self.emit(Event::tool_call_args(&id, c.args_json.as_str()));
             self.emit(Event::tool_call_end(&id));
             out.push(Call {
@@ -473,11 +452,12 @@ impl Run {
         }
         let now = self.world.clock.now();
         let mut e = event.at(self.world.clock.wall_ms(now) as i64);
+        // Every event's path: the check stays inline.
         if self.spec.violates(Violation::UnknownFields) {
             e.base_mut()
                 .extra
                 .insert("doubleagentUnknownField".into(), json!(true));
-            self.violation(Violation::UnknownFields);
+            self.breaks(Violation::UnknownFields);
         }
         sse::write_sse_frame(&mut self.out, &e);
         self.types.push(e.type_name());
@@ -522,22 +502,21 @@ impl Run {
     // --- ledger ----------------------------------------------------------------------------
 
     fn record(&self, event: &str, detail: impl serde::Serialize) -> u64 {
+        self.record_for(&self.input.run_id, event, detail)
+    }
+
+    /// An entry of the run whose work id is `work_id` (a tool call's is the call's id).
+    fn record_for(&self, work_id: &str, event: &str, detail: impl serde::Serialize) -> u64 {
         let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), detail);
-        rec.work_id = Some(self.input.run_id.clone());
+        rec.work_id = Some(work_id.to_string());
         rec.revision = self.revision.clone();
         self.world.lock().ledger.append(rec)
     }
 
-    fn record_call(&self, call_id: &str, detail: Value) {
-        let mut rec = Record::agent_event(&self.agent, "tool-call", self.world.clock.now(), detail);
-        rec.work_id = Some(call_id.to_string());
-        rec.revision = self.revision.clone();
-        self.world.lock().ledger.append(rec);
-    }
-
-    /// Record a deliberate rule break, once per run and kind.
-    fn violation(&mut self, v: Violation) {
-        if self.violated.insert(v) {
+    /// Whether the script breaks rule `v` on purpose; recorded once per run and kind.
+    fn breaks(&mut self, v: Violation) -> bool {
+        let breaks = self.spec.violates(v);
+        if breaks && self.violated.insert(v) {
             self.record(
                 "violation",
                 json!({
@@ -548,6 +527,7 @@ impl Run {
                 }),
             );
         }
+        breaks
     }
 }
 

@@ -47,10 +47,7 @@ pub fn sse_payloads(body: &str) -> Vec<String> {
 pub fn accepts_event_stream(accept: Option<&str>) -> bool {
     let Some(accept) = accept else { return true };
     // What clients send, settled without splitting.
-    if accept == EVENT_STREAM_CONTENT_TYPE {
-        return true;
-    }
-    if accept.trim().is_empty() {
+    if accept == EVENT_STREAM_CONTENT_TYPE || accept.trim().is_empty() {
         return true;
     }
     accept.split(',').any(|range| {

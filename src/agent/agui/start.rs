@@ -167,43 +167,32 @@ pub(super) fn start_point(
     }
     // A frontend-tool pause answered: the latest assistant message with scripted calls has
     // frontend calls, all with results, and the user has not spoken since.
-    let last = input
-        .messages
-        .iter()
-        .enumerate()
-        .rev()
-        .find_map(|(pos, m)| match m {
-            Message::Assistant(a) => {
-                let ids: Vec<(usize, usize, &str)> = a
-                    .tool_calls
-                    .iter()
-                    .flatten()
-                    .filter_map(|c| parse_call_id(&c.id).map(|(i, k)| (i, k, c.id.as_str())))
-                    .collect();
-                (!ids.is_empty()).then_some((pos, ids))
-            }
-            _ => None,
-        });
-    if let Some((pos, ids)) = last {
-        let user_since = input.messages[pos + 1..]
-            .iter()
-            .any(|m| matches!(m, Message::User(_)));
-        let frontend: Vec<&(usize, usize, &str)> = ids
-            .iter()
-            .filter(|(i, k, _)| {
-                spec.iterations
-                    .get(*i)
-                    .and_then(|it| it.tool_calls.get(*k))
-                    .and_then(|c| spec.tools.get(c.tool))
-                    .is_some_and(|t| matches!(t.kind, ToolKind::Frontend))
-            })
+    let last = (input.messages.iter().enumerate().rev()).find_map(|(pos, m)| {
+        let Message::Assistant(a) = m else {
+            return None;
+        };
+        let ids: Vec<(usize, usize, &str)> = (a.tool_calls.iter().flatten())
+            .filter_map(|c| parse_call_id(&c.id).map(|(i, k)| (i, k, c.id.as_str())))
             .collect();
-        if !user_since
-            && !frontend.is_empty()
-            && frontend.iter().all(|(_, _, id)| answered.contains(*id))
-        {
-            return Start::After(frontend[0].0);
+        (!ids.is_empty()).then_some((pos, ids))
+    });
+    let Some((pos, ids)) = last else {
+        return Start::Top;
+    };
+    let user_since = (input.messages[pos + 1..].iter()).any(|m| matches!(m, Message::User(_)));
+    let frontend: Vec<&(usize, usize, &str)> = (ids.iter())
+        .filter(|(i, k, _)| {
+            spec.iterations
+                .get(*i)
+                .and_then(|it| it.tool_calls.get(*k))
+                .and_then(|c| spec.tools.get(c.tool))
+                .is_some_and(|t| matches!(t.kind, ToolKind::Frontend))
+        })
+        .collect();
+    match frontend.first() {
+        Some((i, _, _)) if !user_since && frontend.iter().all(|f| answered.contains(f.2)) => {
+            Start::After(*i)
         }
+        _ => Start::Top,
     }
-    Start::Top
 }

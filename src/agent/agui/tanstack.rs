@@ -25,8 +25,13 @@ use super::interrupt::Interrupt;
 pub const INTERRUPT_BINDING_KEY: &str = "tanstack:interruptBinding";
 pub const BINDING_VERSION: u64 = 1;
 
-/// The raw generic binding for `interrupt` raised by the run `interrupted_run_id`.
-pub fn generic_binding(interrupt: &Interrupt, interrupted_run_id: &str, generation: u64) -> Value {
+/// Returns `interrupt`, raised by the run `interrupted_run_id`, with its generic binding added
+/// under `metadata`, keeping other keys.
+pub fn bind_generic(
+    mut interrupt: Interrupt,
+    interrupted_run_id: &str,
+    generation: u64,
+) -> Interrupt {
     let mut b = json!({
         "v": BINDING_VERSION,
         "kind": "generic",
@@ -40,20 +45,10 @@ pub fn generic_binding(interrupt: &Interrupt, interrupted_run_id: &str, generati
     if let Some(expires_at) = &interrupt.expires_at {
         b["expiresAt"] = json!(expires_at);
     }
-    b
-}
-
-/// Returns `interrupt` with its binding added under `metadata`, keeping other keys.
-pub fn bind_generic(
-    mut interrupt: Interrupt,
-    interrupted_run_id: &str,
-    generation: u64,
-) -> Interrupt {
-    let binding = generic_binding(&interrupt, interrupted_run_id, generation);
     interrupt
         .metadata
         .get_or_insert_with(Map::new)
-        .insert(INTERRUPT_BINDING_KEY.into(), binding);
+        .insert(INTERRUPT_BINDING_KEY.into(), b);
     interrupt
 }
 
@@ -69,7 +64,10 @@ pub fn binding(interrupt: &Interrupt) -> Option<&Map<String, Value>> {
 /// `"sha256:<hex>"` of the canonical JSON of a response schema.
 pub fn response_schema_hash(schema: &Map<String, Value>) -> String {
     let canonical = canonical_json(&Value::Object(schema.clone()));
-    format!("sha256:{}", sha256_hex(canonical.as_bytes()))
+    format!(
+        "sha256:{}",
+        hex::encode(Sha256::digest(canonical.as_bytes()))
+    )
 }
 
 /// TanStack's `canonicalInterruptJson`: keys sorted (UTF-16 code-unit order), no
@@ -82,10 +80,7 @@ pub fn canonical_json(value: &Value) -> String {
 
 fn write_canonical(value: &Value, out: &mut String) {
     match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) => out.push_str(&js_number(n)),
-        Value::String(s) => out.push_str(&serde_json::to_string(s).unwrap_or_default()),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -110,6 +105,8 @@ fn write_canonical(value: &Value, out: &mut String) {
             }
             out.push('}');
         }
+        // `null`, booleans and strings: serde_json writes them as `JSON.stringify` does.
+        scalar => out.push_str(&scalar.to_string()),
     }
 }
 
@@ -132,9 +129,4 @@ fn js_number(n: &serde_json::Number) -> String {
         Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp}"),
         _ => e,
     }
-}
-
-/// SHA-256, lowercase hex.
-pub fn sha256_hex(data: &[u8]) -> String {
-    hex::encode(Sha256::digest(data))
 }

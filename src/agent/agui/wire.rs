@@ -72,15 +72,6 @@ where
         .map_err(D::Error::custom)
 }
 
-/// `RunAgentInput.state`: `null` reads as absent (the schema's `.nullable().transform()`).
-pub(super) fn null_as_absent<'de, D>(deserializer: D) -> Result<Option<Value>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    let value = Value::deserialize(deserializer)?;
-    Ok(if value.is_null() { None } else { Some(value) })
-}
-
 /// A JSON object (`z.custom(v => typeof v === "object" && v !== null && !Array.isArray(v))`).
 pub(super) fn object_non_null<'de, D>(
     deserializer: D,
@@ -97,27 +88,22 @@ where
     }
 }
 
-/// [`object_non_null`], shared.
-pub(super) fn shared_object_non_null<'de, D>(
-    deserializer: D,
-) -> Result<Option<Arc<Map<String, Value>>>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    object_non_null(deserializer).map(|m| m.map(Arc::new))
-}
+/// A shared JSON object: written as the object, read as [`object_non_null`] does.
+pub(super) mod shared_object {
+    use super::*;
 
-/// A shared JSON object, written as the object (skipped when absent).
-pub(super) fn shared_object<S>(
-    value: &Option<Arc<Map<String, Value>>>,
-    serializer: S,
-) -> Result<S::Ok, S::Error>
-where
-    S: serde::Serializer,
-{
-    match value {
-        Some(m) => m.serialize(serializer),
-        None => serializer.serialize_none(),
+    pub fn serialize<S>(value: &Option<Arc<Map<String, Value>>>, s: S) -> Result<S::Ok, S::Error>
+    where
+        S: serde::Serializer,
+    {
+        value.as_deref().serialize(s)
+    }
+
+    pub fn deserialize<'de, D>(d: D) -> Result<Option<Arc<Map<String, Value>>>, D::Error>
+    where
+        D: Deserializer<'de>,
+    {
+        object_non_null(d).map(|m| m.map(Arc::new))
     }
 }
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{End, Run};
-use crate::agent::agui::event::{Event, RunFinished, TokenUsage};
+use crate::agent::agui::event::{Event, TokenUsage};
 use crate::agent::agui::interrupt::Interrupt;
 use crate::agent::agui::{tanstack, Checkpoint, Threads};
 use crate::agent::agui::{Boundary, Call};
@@ -17,31 +17,27 @@ use crate::scenario::agui::{ClientKind, ResumeMode, Violation};
 impl Run {
     /// Close the run as `end` says, record it, and play a scripted late error.
     pub(super) async fn finish(&mut self, end: End) {
-        let mut usage = self.usage();
         let mut detail = FinishedDetail::default();
-        let mut finished = false;
-        match end {
+        let (thread_id, run_id) = (&self.input.thread_id, &self.input.run_id);
+        let closing = match end {
             End::Success { pending } => {
                 detail.outcome = "success";
                 detail.pending_tool_call_ids = Some(pending.clone());
-                let mut e = Event::run_success(&self.input.thread_id, &self.input.run_id, pending);
-                set_usage(&mut e, usage.take());
-                finished = self.run_finished(e);
+                Some(Event::run_success(thread_id, run_id, pending))
             }
             End::Interrupt { batch, at, calls } => {
-                finished = self.finish_interrupted(batch, at, calls, usage.take(), &mut detail);
+                Some(self.finish_interrupted(batch, at, calls, &mut detail))
             }
             End::Cancelled => {
                 detail.outcome = "cancelled";
                 detail.cause = Some("scripted");
-                let mut e = Event::run_cancelled(&self.input.thread_id, &self.input.run_id);
-                set_usage(&mut e, usage.take());
-                finished = self.run_finished(e);
+                Some(Event::run_cancelled(thread_id, run_id))
             }
             End::Gone => {
                 detail.outcome = "cancelled";
                 detail.cause = Some("client-disconnected");
                 self.put_back_checkpoint(&mut detail);
+                None
             }
             End::WorldClosed => {
                 detail.outcome = "error";
@@ -50,6 +46,17 @@ impl Run {
                     "the scenario was reset while the run was in progress",
                     Some("world_reset"),
                 ));
+                None
+            }
+        };
+        // Queued unless the script breaks that rule; whether it reached the client is known
+        // after the flush.
+        let mut finished = false;
+        if let Some(Event::RunFinished(mut e)) = closing {
+            if !self.breaks(Violation::MissingRunFinished) {
+                e.usage = self.usage();
+                self.emit(Event::RunFinished(e));
+                finished = !self.gone;
             }
         }
         // What the client got is known once it is handed over.
@@ -80,17 +87,16 @@ impl Run {
         }
     }
 
-    /// The end of a run paused on a batch of interrupts (bound for TanStack when its client
-    /// is), with the deliberate breaks a script may ask for; a stateful agent keeps the batch
-    /// as the thread's checkpoint. True if `RUN_FINISHED` was queued.
+    /// The `RUN_FINISHED` of a run paused on a batch of interrupts (bound for TanStack when its
+    /// client is), with the deliberate breaks a script may ask for; a stateful agent keeps the
+    /// batch as the thread's checkpoint.
     fn finish_interrupted(
         &mut self,
         batch: Vec<Interrupt>,
         at: Boundary,
         calls: Vec<Call>,
-        usage: Option<Vec<TokenUsage>>,
         detail: &mut FinishedDetail<'_>,
-    ) -> bool {
+    ) -> Event {
         let mut batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
             batch
                 .into_iter()
@@ -107,44 +113,28 @@ impl Run {
         } else {
             std::mem::take(&mut batch)
         };
-        if self.spec.violates(Violation::DuplicateInterruptIds) {
-            if let Some(first) = wire_batch.first().cloned() {
-                wire_batch.push(first);
-                self.violation(Violation::DuplicateInterruptIds);
-            }
+        if !wire_batch.is_empty() && self.breaks(Violation::DuplicateInterruptIds) {
+            wire_batch.push(wire_batch[0].clone());
         }
-        if self.spec.violates(Violation::InterruptWithoutInterrupts) {
+        if self.breaks(Violation::InterruptWithoutInterrupts) {
             wire_batch.clear();
-            self.violation(Violation::InterruptWithoutInterrupts);
         }
-        let mut e = if self.spec.violates(Violation::SuccessWhileInterrupted) {
-            self.violation(Violation::SuccessWhileInterrupted);
-            let mut rf = RunFinished {
-                thread_id: self.input.thread_id.clone(),
-                run_id: self.input.run_id.clone(),
-                ..RunFinished::default()
-            };
-            rf.base.extra.insert(
-                "outcome".into(),
-                json!({"type": "success", "interrupts": wire_batch}),
-            );
-            Event::RunFinished(rf)
+        let break_outcome = self.breaks(Violation::SuccessWhileInterrupted);
+        let (thread_id, run_id) = (&self.input.thread_id, &self.input.run_id);
+        let e = if break_outcome {
+            let mut e = Event::run_finished(thread_id, run_id, None, None);
+            let outcome = json!({"type": "success", "interrupts": wire_batch});
+            e.base_mut().extra.insert("outcome".into(), outcome);
+            e
         } else {
-            Event::run_interrupted(&self.input.thread_id, &self.input.run_id, wire_batch)
+            Event::run_interrupted(thread_id, run_id, wire_batch)
         };
-        set_usage(&mut e, usage);
-        let finished = self.run_finished(e);
         if self.spec.resume == ResumeMode::Stateful {
             // Paused again where it resumed: the answers given so far still hold.
             let mut answers = BTreeMap::new();
             if self.consumed.as_ref().is_some_and(|c| c.at == at) {
                 answers.extend(self.carried.clone());
-                answers.extend(
-                    self.judgement
-                        .answers()
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.clone())),
-                );
+                answers.extend(self.judgement.answers.clone());
             }
             answers.retain(|k, _| !batch.iter().any(|b| &b.id == k));
             let cp = Checkpoint {
@@ -161,7 +151,7 @@ impl Run {
                 .extension::<Threads>()
                 .store(&self.agent, &self.input.thread_id, cp);
         }
-        finished
+        e
     }
 
     /// The client went away: it never heard how this continuation ended and still holds its
@@ -202,17 +192,6 @@ impl Run {
                 "delivered": !self.gone,
             }),
         );
-    }
-
-    /// Queue `RUN_FINISHED`, unless the script breaks that rule. True if it was queued (whether
-    /// it reached the client is known after the next flush).
-    fn run_finished(&mut self, e: Event) -> bool {
-        if self.spec.violates(Violation::MissingRunFinished) {
-            self.violation(Violation::MissingRunFinished);
-            return false;
-        }
-        self.emit(e);
-        !self.gone
     }
 
     /// RES-7: only this run's own model calls.
@@ -270,10 +249,4 @@ struct UsageDetail<'a> {
     output_tokens: u64,
     provider: &'static str,
     total_tokens: u64,
-}
-
-fn set_usage(e: &mut Event, usage: Option<Vec<TokenUsage>>) {
-    if let Event::RunFinished(rf) = e {
-        rf.usage = usage;
-    }
 }

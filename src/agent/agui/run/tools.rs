@@ -68,7 +68,7 @@ impl Run {
                 }
             };
             detail["gate"] = json!(reason);
-            self.record_call(&call.id, detail);
+            self.record_for(&call.id, "tool-call", detail);
             let content = json!({"status": "not-run", "reason": reason}).to_string();
             self.deliver(call, content);
         }
@@ -117,7 +117,7 @@ impl Run {
         } = kind
         else {
             detail["gate"] = json!("frontend");
-            self.record_call(&call.id, detail);
+            self.record_for(&call.id, "tool-call", detail);
             return Ok(());
         };
         detail["gate"] = json!("run");
@@ -130,7 +130,7 @@ impl Run {
                     End::WorldClosed => "world-reset",
                     _ => "client-disconnected",
                 });
-                self.record_call(&call.id, detail);
+                self.record_for(&call.id, "tool-call", detail);
                 return Err(end);
             }
         };
@@ -140,7 +140,7 @@ impl Run {
         // The TOOL_CALL_RESULT content, sent again to a retry that never heard it, also after
         // a restart.
         detail["result"] = json!(content);
-        self.record_call(&call.id, detail);
+        self.record_for(&call.id, "tool-call", detail);
         self.deliver(call, content);
         Ok(())
     }
