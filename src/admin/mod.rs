@@ -302,7 +302,8 @@ fn reset(host: &Host, session: Option<&str>, drop: bool) -> Result<Response, Adm
 }
 
 async fn advance(world: &World, body: &[u8]) -> Result<Response, AdminError> {
-    let body: Value = parse_json_body(body)?;
+    let body: Value = serde_json::from_slice(body)
+        .map_err(|e| AdminError::BadRequest(format!("the body is not valid JSON: {e}")))?;
     let by = body.get("by").and_then(Value::as_str).ok_or_else(|| {
         AdminError::BadRequest("expected a JSON body like {\"by\": \"25h\"}".into())
     })?;
@@ -394,26 +395,20 @@ impl Ready {
     /// The ready JSON of `world` on a server at `base_url`; a named session's URLs carry its
     /// `/_s/NAME` prefix.
     pub fn of(world: &World, base_url: &str) -> Ready {
-        let base_url = &world.url(base_url);
-        let urls = |names: Vec<&str>, under: &str| -> serde_json::Map<String, Value> {
-            let url = |n: &str| Value::from(format!("{base_url}{under}/{n}"));
-            names.into_iter().map(|n| (n.to_string(), url(n))).collect()
+        let url = world.url(base_url);
+        let urls = |under: &str, names: Vec<&str>| -> serde_json::Map<String, Value> {
+            let at = |n: &str| Value::from(format!("{url}{under}/{n}"));
+            names.into_iter().map(|n| (n.to_string(), at(n))).collect()
         };
-        let scenario = &world.scenario;
-        let services = urls(scenario.services.iter().map(|s| &*s.name).collect(), "");
-        let agents = urls(
-            scenario.agents.iter().map(|a| &*a.name).collect(),
-            "/agents",
-        );
-        let mcp = urls(scenario.mcp.iter().map(|m| &*m.name).collect(), "/mcp");
+        let sc = &world.scenario;
         Ready {
-            mcp,
             event: "ready",
-            url: base_url.clone(),
-            scenario: world.scenario.name.clone(),
-            services,
-            agents,
+            services: urls("", sc.services.iter().map(|s| &*s.name).collect()),
+            agents: urls("/agents", sc.agents.iter().map(|a| &*a.name).collect()),
+            mcp: urls("/mcp", sc.mcp.iter().map(|m| &*m.name).collect()),
+            scenario: sc.name.clone(),
             grpc: None,
+            url,
         }
     }
 
@@ -514,11 +509,6 @@ fn declare_revision(world: &World, body: &[u8]) -> Result<Response, AdminError> 
         200,
         &json!({"seq": seq, "revision": d.revision, "work_id": d.work_id}),
     ))
-}
-
-fn parse_json_body(body: &[u8]) -> Result<Value, AdminError> {
-    serde_json::from_slice(body)
-        .map_err(|e| AdminError::BadRequest(format!("the body is not valid JSON: {e}")))
 }
 
 const FILTERS: &[&str] = &[
