@@ -222,31 +222,6 @@ async fn probe(url: &str, timeout: Duration) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// GET an admin path of a running server, with its token and session.
-pub async fn fetch_admin(
-    base: &str,
-    path: &str,
-    session: Option<&str>,
-    token: Option<&str>,
-) -> Result<Vec<u8>, String> {
-    let mut url = format!("{}/_admin/{path}", base.trim_end_matches('/'));
-    if let Some(s) = session {
-        url.push_str(if url.contains('?') { "&" } else { "?" });
-        url.push_str(&format!("session={s}"));
-    }
-    let auth = token.map(|t| format!("Bearer {t}"));
-    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
-    match client::send("GET", &url, &headers, Vec::new(), Duration::from_secs(30)).await {
-        Ok(r) if r.status == 200 => Ok(r.body.to_vec()),
-        Ok(r) => Err(format!(
-            "{url} answered {}: {}",
-            r.status,
-            String::from_utf8_lossy(&r.body)
-        )),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
 /// Write to stdout. A reader that went away (`| head -1`) only ends the output: the command still
 /// runs to its end and exits with its own code (no panic, no 101).
 fn say(text: &str) {
@@ -304,9 +279,23 @@ async fn load(args: &VerifyArgs) -> Result<(Vec<u8>, String), String> {
             .map_err(|e| format!("cannot read the ledger {}: {e}", path.display()))?;
         return Ok((text, path.display().to_string()));
     }
+    // The running server's ledger, with its token and session.
     let base = args.url.as_deref().unwrap_or_default();
-    let (session, token) = (args.session.as_deref(), args.admin_token.as_deref());
-    let body = fetch_admin(base, "ledger.jsonl", session, token).await?;
+    let mut url = format!("{}/_admin/ledger.jsonl", base.trim_end_matches('/'));
+    if let Some(s) = &args.session {
+        url.push_str(&format!("?session={s}"));
+    }
+    let auth = args.admin_token.as_ref().map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
+    let body = match client::send("GET", &url, &headers, Vec::new(), Duration::from_secs(30)).await
+    {
+        Ok(r) if r.status == 200 => r.body.to_vec(),
+        Ok(r) => {
+            let why = String::from_utf8_lossy(&r.body);
+            return Err(format!("{url} answered {}: {why}", r.status));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     let text = match String::from_utf8_lossy(&body) {
         std::borrow::Cow::Owned(s) => s.into_bytes(),
         std::borrow::Cow::Borrowed(_) => body,

@@ -563,10 +563,7 @@ impl KeyStore {
     pub fn get(&self, service: &str, key: &str) -> Option<KeyRecord> {
         let rec = self.find(service, key)?;
         let slot = rec.slot;
-        let fingerprint = match rec.fingerprint {
-            Some(f) => Some(std::str::from_utf8(f).ok()?),
-            None => None,
-        };
+        let fingerprint = rec.fingerprint.map(std::str::from_utf8).transpose().ok()?;
         let kept = Kept {
             fingerprint,
             seq: slot.seq,

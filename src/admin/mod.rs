@@ -172,16 +172,11 @@ async fn route(
         ("GET", "/ledger/wait") => wait(&world, &params).await,
         ("POST", "/reset") => {
             let mut drop = false;
-            for (k, v) in params.iter().filter(|(k, _)| k == "drop") {
-                drop = match v.as_str() {
-                    "true" => true,
-                    "false" => false,
-                    _ => {
-                        return Err(AdminError::BadRequest(format!(
-                            "{k}: expected true or false, found \"{v}\""
-                        )))
-                    }
-                };
+            for (_, v) in params.iter().filter(|(k, _)| k == "drop") {
+                // Only `true` and `false` parse as a bool.
+                drop = v.parse().map_err(|_| {
+                    AdminError::BadRequest(format!("drop: expected true or false, found \"{v}\""))
+                })?;
             }
             reset(host, session, drop)
         }
@@ -249,7 +244,6 @@ fn verdict(host: &Host, world: &World) -> (Vec<crate::ledger::Entry>, verify::Re
     (entries, report)
 }
 
-/// `{"entries": [...]}` with each entry's fields in their documented order.
 fn health(host: &Host, world: &World) -> Response {
     let (entries, evicted) = {
         let state = world.lock();
@@ -370,6 +364,7 @@ fn report(world: &World) -> Response {
     ok("text/html; charset=utf-8", page.into_bytes())
 }
 
+/// `{"entries": [...]}` with each entry's fields in their documented order.
 #[derive(serde::Serialize)]
 struct Entries {
     entries: Vec<crate::ledger::Entry>,
