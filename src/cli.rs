@@ -287,8 +287,8 @@ async fn load(args: &VerifyArgs) -> Result<(Vec<u8>, String), String> {
     }
     let auth = args.admin_token.as_ref().map(|t| format!("Bearer {t}"));
     let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
-    let body = match client::send("GET", &url, &headers, Vec::new(), Duration::from_secs(30)).await
-    {
+    let timeout = Duration::from_secs(30);
+    let body = match client::send("GET", &url, &headers, Vec::new(), timeout).await {
         Ok(r) if r.status == 200 => r.body.to_vec(),
         Ok(r) => {
             let why = String::from_utf8_lossy(&r.body);

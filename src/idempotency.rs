@@ -270,16 +270,6 @@ pub struct Stored<'a> {
     pub body: &'a [u8],
 }
 
-impl StoredResponse {
-    pub fn view(&self) -> Stored<'_> {
-        Stored {
-            status: self.status,
-            headers: &self.headers,
-            body: &self.body,
-        }
-    }
-}
-
 /// Keys remembered by one world, scoped per service, at most `max`: past that the oldest go
 /// first. Expired keys stay until then, so a retry after expiry is still recognised (the
 /// ledger marks `executed_after_expiry`).

@@ -103,10 +103,8 @@ impl From<ClockError> for AdminError {
 
 /// Serve one admin request.
 pub async fn handle(host: &Host, base_url: &str, req: AdminRequest<'_>) -> Response {
-    match route(host, base_url, &req).await {
-        Ok(r) => r,
-        Err(e) => e.to_response(),
-    }
+    let routed = route(host, base_url, &req).await;
+    routed.unwrap_or_else(|e| e.to_response())
 }
 
 async fn route(

@@ -333,14 +333,8 @@ fn world_of(
     } else {
         app.host.world_for(session)
     };
-    world.map_err(|e| {
-        let status = if matches!(e, crate::world::SessionError::TooMany(_)) {
-            429
-        } else {
-            400
-        };
-        Response::json(status, &json!({"error": e.to_string(), "status": status}))
-    })
+    // As the admin API answers a bad or surplus session: 400 or 429.
+    world.map_err(|e| admin::AdminError::from(e).to_response())
 }
 
 /// `/agents/NAME/...`: the body read (capped), then the agent; its answer whole or streamed.
