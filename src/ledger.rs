@@ -243,24 +243,17 @@ impl Record {
             return None;
         }
         let applies_at = self.applies_at?;
-        if let Some(c) = self.cancelled_at {
-            if c <= t && c < applies_at {
-                return Some(ActionState::Cancelled);
-            }
-        }
-        Some(if applies_at <= t {
-            ActionState::Applied
-        } else {
-            ActionState::Pending
+        Some(match self.cancelled_at {
+            Some(c) if c <= t && c < applies_at => ActionState::Cancelled,
+            _ if applies_at <= t => ActionState::Applied,
+            _ => ActionState::Pending,
         })
     }
 
     /// When the effect took place, as of `t`.
     pub fn applied_at(&self, t: Duration) -> Option<Duration> {
-        match self.state_at(t) {
-            Some(ActionState::Applied) => self.applies_at,
-            _ => None,
-        }
+        let applied = self.state_at(t) == Some(ActionState::Applied);
+        self.applies_at.filter(|_| applied)
     }
 
     /// The serialized view as of the clock's current time.
