@@ -60,7 +60,7 @@ pub enum Command {
         #[arg(long, default_value = "http://127.0.0.1:7070")]
         url: String,
         /// Give up after this long.
-        #[arg(long, default_value = "2s", value_parser = parse_dur)]
+        #[arg(long, default_value = "2s", value_parser = crate::clock::parse_duration)]
         timeout: Duration,
     },
 }
@@ -133,11 +133,11 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value_t = LogFormat::Pretty)]
     pub log_format: LogFormat,
     /// On shutdown, how long delayed responses may still be sent.
-    #[arg(long, default_value = "5s", value_parser = parse_dur)]
+    #[arg(long, default_value = "5s", value_parser = crate::clock::parse_duration)]
     pub drain_timeout: Duration,
     /// Close a connection whose client takes longer than this to send a request's head, or
     /// that waits longer for its next request (wall clock; hung fates are not affected).
-    #[arg(long, default_value = "30s", value_parser = parse_dur)]
+    #[arg(long, default_value = "30s", value_parser = crate::clock::parse_duration)]
     pub header_read_timeout: Duration,
     /// Connections open at once; more wait in the listen queue until one closes.
     #[arg(long, default_value_t = 4096)]
@@ -152,7 +152,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1000)]
     pub max_sessions: usize,
     /// Drop a named session unused for this long (wall clock).
-    #[arg(long, default_value = "30m", value_parser = parse_dur)]
+    #[arg(long, default_value = "30m", value_parser = crate::clock::parse_duration)]
     pub session_ttl: Duration,
     /// Ledger entries kept per session; the oldest are evicted (and counted) beyond it.
     /// `0`: unbounded (memory grows with every request).
@@ -179,10 +179,6 @@ pub enum LogFormat {
     Json,
 }
 
-fn parse_dur(s: &str) -> Result<Duration, String> {
-    crate::clock::parse_duration(s)
-}
-
 impl Cli {
     pub fn log_format(&self) -> LogFormat {
         match &self.command {
@@ -192,16 +188,20 @@ impl Cli {
     }
 }
 
+/// A command's exit code; `Err` for one it stopped early with (its error already printed).
+type Exit = Result<ExitCode, ExitCode>;
+
 /// Run a parsed command to completion.
 pub async fn run(cli: Cli) -> ExitCode {
-    match cli.command {
-        Command::Check { files } => check(&files),
+    let exit = match cli.command {
+        Command::Check { files } => Ok(check(&files)),
         Command::Serve(args) => serve_cmd(args).await,
         Command::Verify(args) => verify_cmd(args).await,
         Command::Run(args) => run_cmd(args).await,
-        Command::Probe { url, timeout } => probe(&url, timeout).await,
+        Command::Probe { url, timeout } => Ok(probe(&url, timeout).await),
         Command::Report { source, output } => report_cmd(source, &output).await,
-    }
+    };
+    exit.unwrap_or_else(|code| code)
 }
 
 async fn probe(url: &str, timeout: Duration) -> ExitCode {
@@ -220,31 +220,6 @@ async fn probe(url: &str, timeout: Duration) -> ExitCode {
     };
     eprintln!("probe: {problem}");
     ExitCode::from(1)
-}
-
-/// GET an admin path of a running server, with its token and session.
-pub async fn fetch_admin(
-    base: &str,
-    path: &str,
-    session: Option<&str>,
-    token: Option<&str>,
-) -> Result<Vec<u8>, String> {
-    let mut url = format!("{}/_admin/{path}", base.trim_end_matches('/'));
-    if let Some(s) = session {
-        url.push_str(if url.contains('?') { "&" } else { "?" });
-        url.push_str(&format!("session={s}"));
-    }
-    let auth = token.map(|t| format!("Bearer {t}"));
-    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
-    match client::send("GET", &url, &headers, Vec::new(), Duration::from_secs(30)).await {
-        Ok(r) if r.status == 200 => Ok(r.body.to_vec()),
-        Ok(r) => Err(format!(
-            "{url} answered {}: {}",
-            r.status,
-            String::from_utf8_lossy(&r.body)
-        )),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 /// Write to stdout. A reader that went away (`| head -1`) only ends the output: the command still
@@ -304,9 +279,23 @@ async fn load(args: &VerifyArgs) -> Result<(Vec<u8>, String), String> {
             .map_err(|e| format!("cannot read the ledger {}: {e}", path.display()))?;
         return Ok((text, path.display().to_string()));
     }
+    // The running server's ledger, with its token and session.
     let base = args.url.as_deref().unwrap_or_default();
-    let (session, token) = (args.session.as_deref(), args.admin_token.as_deref());
-    let body = fetch_admin(base, "ledger.jsonl", session, token).await?;
+    let mut url = format!("{}/_admin/ledger.jsonl", base.trim_end_matches('/'));
+    if let Some(s) = &args.session {
+        url.push_str(&format!("?session={s}"));
+    }
+    let auth = args.admin_token.as_ref().map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
+    let timeout = Duration::from_secs(30);
+    let body = match client::send("GET", &url, &headers, Vec::new(), timeout).await {
+        Ok(r) if r.status == 200 => r.body.to_vec(),
+        Ok(r) => {
+            let why = String::from_utf8_lossy(&r.body);
+            return Err(format!("{url} answered {}: {why}", r.status));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     let text = match String::from_utf8_lossy(&body) {
         std::borrow::Cow::Owned(s) => s.into_bytes(),
         std::borrow::Cow::Borrowed(_) => body,
@@ -327,12 +316,9 @@ fn not_utf8(args: &VerifyArgs, origin: &str) -> String {
     format!("cannot read the ledger {origin}: {why}")
 }
 
-async fn verify_cmd(args: VerifyArgs) -> ExitCode {
+async fn verify_cmd(args: VerifyArgs) -> Exit {
     let fail = |e: String| error(2, e);
-    let claims = match read_claims(args.claims.as_ref()) {
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
+    let claims = read_claims(args.claims.as_ref()).map_err(fail)?;
     // Rows straight from the JSONL text, no full entries (see `verify::LeanLedger`): a file is
     // read a piece at a time, a ledger fetched over HTTP is in memory already.
     #[cfg(unix)]
@@ -344,52 +330,36 @@ async fn verify_cmd(args: VerifyArgs) -> ExitCode {
         #[cfg(unix)]
         Some(path) if std::fs::metadata(path).is_ok_and(|m| m.is_file()) => {
             let origin = path.display().to_string();
-            file = match std::fs::File::open(path) {
-                Ok(f) => f,
-                Err(e) => return fail(format!("cannot read the ledger {origin}: {e}")),
-            };
+            file = std::fs::File::open(path)
+                .map_err(|e| fail(format!("cannot read the ledger {origin}: {e}")))?;
             (LeanLedger::read(&file, &origin), origin)
         }
         _ => {
-            fetched = match load(&args).await {
-                Ok(l) => l,
-                Err(e) => return fail(e),
-            };
+            fetched = load(&args).await.map_err(fail)?;
             (LeanLedger::parse(&fetched.0, &fetched.1), fetched.1.clone())
         }
     };
-    let code = match parsed {
-        Ok(ledger) => {
-            let report = ledger.verify(claims.as_ref());
-            let code = verdict(
-                &report,
-                || ledger.human(&report),
-                args.json,
-                args.allow_incomplete,
-            );
-            // The process ends next: freeing a million rows one by one would only delay it.
-            std::mem::forget(ledger);
-            code
-        }
-        Err(LeanError::Io(e)) => fail(format!("cannot read the ledger {origin}: {e}")),
-        Err(LeanError::NotUtf8) => fail(not_utf8(&args, &origin)),
-        Err(LeanError::Entry(e)) => fail(e),
-    };
-    code
+    let ledger = parsed.map_err(|e| {
+        fail(match e {
+            LeanError::Io(e) => format!("cannot read the ledger {origin}: {e}"),
+            LeanError::NotUtf8 => not_utf8(&args, &origin),
+            LeanError::Entry(e) => e,
+        })
+    })?;
+    let report = ledger.verify(claims.as_ref());
+    let human = || ledger.human(&report);
+    let code = verdict(&report, human, args.json, args.allow_incomplete);
+    // The process ends next: freeing a million rows one by one would only delay it.
+    std::mem::forget(ledger);
+    Ok(code)
 }
 
-async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
-    let parsed = async {
-        let claims = read_claims(args.claims.as_ref())?;
-        let (bytes, origin) = load(&args).await?;
-        let text = std::str::from_utf8(&bytes).map_err(|_| not_utf8(&args, &origin))?;
-        Ok::<_, String>((parse_jsonl(text, &origin)?, claims))
-    }
-    .await;
-    let (entries, claims) = match parsed {
-        Ok(x) => x,
-        Err(e) => return error(2, e),
-    };
+async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> Exit {
+    let fail = |e: String| error(2, e);
+    let claims = read_claims(args.claims.as_ref()).map_err(fail)?;
+    let (bytes, origin) = load(&args).await.map_err(fail)?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| fail(not_utf8(&args, &origin)))?;
+    let entries = parse_jsonl(text, &origin).map_err(fail)?;
     let report = verify(&entries, claims.as_ref());
     let title = args
         .ledger
@@ -401,7 +371,10 @@ async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
     if output == std::path::Path::new("-") {
         say(&page);
     } else if let Err(e) = std::fs::write(output, page) {
-        return error(1, format_args!("cannot write {}: {e}", output.display()));
+        return Err(error(
+            1,
+            format_args!("cannot write {}: {e}", output.display()),
+        ));
     }
     eprintln!(
         "wrote {} ({} entries, {} finding(s), {})",
@@ -410,7 +383,7 @@ async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> ExitCode {
         report.findings.len(),
         report.state.as_str()
     );
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `DOUBLEAGENT_<NAME>_URL`: upper case, anything but letters and digits becomes `_`.
@@ -421,20 +394,14 @@ pub fn env_name(name: &str) -> String {
     format!("DOUBLEAGENT_{up}_URL")
 }
 
-async fn run_cmd(args: RunArgs) -> ExitCode {
-    let scenario = match scenario_of(&args.scenario) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let listener = match crate::server::bind("127.0.0.1:0").await {
-        Ok(l) => l,
-        Err(e) => return error(1, format_args!("cannot listen on 127.0.0.1:0: {e}")),
-    };
+async fn run_cmd(args: RunArgs) -> Exit {
+    let scenario = scenario_of(&args.scenario)?;
+    let listener = crate::server::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| error(1, format_args!("cannot listen on 127.0.0.1:0: {e}")))?;
     let (app, stop) =
-        match crate::server::Server::run(listener, scenario, args.seed, Duration::from_secs(1)) {
-            Ok(x) => x,
-            Err(e) => return error(1, e),
-        };
+        crate::server::Server::run(listener, scenario, args.seed, Duration::from_secs(1))
+            .map_err(|e| error(1, e))?;
     let world = app.host.world();
     let mut cmd = tokio::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
@@ -468,17 +435,14 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
         Err(e) => {
             eprintln!("error: cannot run {}: {e}", args.command[0]);
             let _ = stop.send(true);
-            return ExitCode::from(2);
+            return Err(ExitCode::from(2));
         }
     };
     // Read claims only now: the command under test may have written them.
     let claims = read_claims(args.claims.as_ref());
     let entries = app.host.world().entries(&Filter::default());
     let _ = stop.send(true);
-    let claims = match claims {
-        Ok(c) => c,
-        Err(e) => return error(2, e),
-    };
+    let claims = claims.map_err(|e| error(2, e))?;
     let report = verify(&entries, claims.as_ref());
     let code = verdict(
         &report,
@@ -488,15 +452,10 @@ async fn run_cmd(args: RunArgs) -> ExitCode {
     );
     if !status.success() {
         eprintln!("doubleagent: the command failed ({status})");
-        return ExitCode::from(
-            status
-                .code()
-                .and_then(|c| u8::try_from(c).ok())
-                .filter(|c| *c != 0)
-                .unwrap_or(1),
-        );
+        let failed = status.code().and_then(|c| u8::try_from(c).ok());
+        return Ok(ExitCode::from(failed.filter(|c| *c != 0).unwrap_or(1)));
     }
-    code
+    Ok(code)
 }
 
 /// A scenario file, validated; its errors printed (exit 2).
@@ -524,7 +483,7 @@ fn error(code: u8, message: impl std::fmt::Display) -> ExitCode {
 }
 
 fn check(files: &[PathBuf]) -> ExitCode {
-    let mut bad = false;
+    let mut code = ExitCode::SUCCESS;
     for f in files {
         match Scenario::from_file(f) {
             Ok(s) => say(&format!(
@@ -535,45 +494,26 @@ fn check(files: &[PathBuf]) -> ExitCode {
             )),
             Err(e) => {
                 eprintln!("{e}");
-                bad = true;
+                code = ExitCode::from(2);
             }
         }
     }
-    if bad {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    }
+    code
 }
 
-async fn serve_cmd(args: ServeArgs) -> ExitCode {
+async fn serve_cmd(args: ServeArgs) -> Exit {
     let quickstart = args.scenario.is_none();
     let scenario = match &args.scenario {
-        Some(path) => match scenario_of(path) {
-            Ok(s) => s,
-            Err(code) => return code,
-        },
+        Some(path) => scenario_of(path)?,
         None => Scenario::quickstart(),
     };
-    let listener = match crate::server::bind(&args.listen).await {
-        Ok(l) => l,
-        Err(e) => return listen_failed(&args.listen, &e),
-    };
-    let addr = match listener.local_addr() {
-        Ok(a) => a,
-        Err(e) => return error(1, e),
-    };
-    if let Err(code) = admin_guard(&args, addr) {
-        return code;
-    }
-    let host = match open_host(&args, scenario) {
-        Ok(h) => h,
-        Err(code) => return code,
-    };
-    let grpc = match bind_grpc(&args, addr, host.world().scenario.serves_grpc()).await {
-        Ok(l) => l,
-        Err(code) => return code,
-    };
+    let listener = crate::server::bind(&args.listen)
+        .await
+        .map_err(|e| listen_failed(&args.listen, &e))?;
+    let addr = listener.local_addr().map_err(|e| error(1, e))?;
+    admin_guard(&args, addr)?;
+    let host = open_host(&args, scenario)?;
+    let grpc = bind_grpc(&args, addr, host.world().scenario.serves_grpc()).await?;
     let app = Arc::new(App {
         grpc: grpc
             .as_ref()
@@ -588,10 +528,10 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
     let signals = shutdown_signal();
     let ready = app.ready(&app.host.world()).line();
     if let Some(path) = &args.ready_file {
-        if let Err(e) = std::fs::write(path, format!("{ready}\n")) {
+        std::fs::write(path, format!("{ready}\n")).map_err(|e| {
             let path = path.display();
-            return error(1, format_args!("cannot write the ready file {path}: {e}"));
-        }
+            error(1, format_args!("cannot write the ready file {path}: {e}"))
+        })?;
     }
     {
         // Whoever started the server may not read its stdout (the ready line is also in the
@@ -626,7 +566,7 @@ async fn serve_cmd(args: ServeArgs) -> ExitCode {
     }
     app.host.flush_journal();
     tracing::info!("stopped");
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The admin API is never served open by accident: an empty token, or none off loopback
@@ -667,7 +607,7 @@ fn open_host(args: &ServeArgs, scenario: Scenario) -> Result<Host, ExitCode> {
         max_keys: args.max_keys,
     };
     let Some(path) = &args.journal else {
-        return Ok(Host::with_limits(scenario, limits));
+        return Ok(Host::new(scenario, limits, None, Vec::new()));
     };
     let (journal::Loaded { lines, lost }, j) = journal::load(path, args.journal_recover)
         .and_then(|loaded| Ok((loaded, Journal::open(path, args.fsync)?)))
@@ -679,7 +619,7 @@ fn open_host(args: &ServeArgs, scenario: Scenario) -> Result<Host, ExitCode> {
     if !lines.is_empty() {
         tracing::info!(path = %path.display(), lines = lines.len(), "resuming from the journal");
     }
-    let host = Host::with_journal(scenario, limits, Some(j), lines);
+    let host = Host::new(scenario, limits, Some(j), lines);
     // The journal rebuilt each world's ledger; the agents rebuild their own state from it
     // (World does not know about agents), before anything is served.
     for world in host.worlds() {

@@ -53,44 +53,36 @@ pub async fn send(
     body: Vec<u8>,
     timeout: Duration,
 ) -> Result<Reply, ClientError> {
-    match tokio::time::timeout(timeout, send_now(method, url, headers, body)).await {
-        Ok(r) => r,
-        Err(_) => Err(ClientError::Timeout(url.into(), timeout)),
-    }
-}
-
-async fn send_now(
-    method: &str,
-    url: &str,
-    headers: &[(&str, &str)],
-    body: Vec<u8>,
-) -> Result<Reply, ClientError> {
-    let uri: hyper::Uri = url.parse().map_err(|_| ClientError::Url(url.into()))?;
-    if uri.scheme_str() != Some("http") || uri.host().is_none_or(str::is_empty) {
-        return Err(ClientError::Url(url.into()));
-    }
-    let mut req = hyper::Request::builder().method(method).uri(uri);
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let req = req
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| ClientError::Build(url.into(), e))?;
-    let resp = client()
-        .request(req)
-        .await
-        .map_err(|e| ClientError::Request(url.into(), e))?;
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let body = resp
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| ClientError::Body(url.into(), e))?
-        .to_bytes();
-    Ok(Reply {
-        status,
-        headers,
-        body,
-    })
+    let call = async {
+        let uri: hyper::Uri = url.parse().map_err(|_| ClientError::Url(url.into()))?;
+        if uri.scheme_str() != Some("http") || uri.host().is_none_or(str::is_empty) {
+            return Err(ClientError::Url(url.into()));
+        }
+        let mut req = hyper::Request::builder().method(method).uri(uri);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| ClientError::Build(url.into(), e))?;
+        let resp = client()
+            .request(req)
+            .await
+            .map_err(|e| ClientError::Request(url.into(), e))?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| ClientError::Body(url.into(), e))?
+            .to_bytes();
+        Ok::<_, ClientError>(Reply {
+            status,
+            headers,
+            body,
+        })
+    };
+    let answered = tokio::time::timeout(timeout, call).await;
+    answered.unwrap_or_else(|_| Err(ClientError::Timeout(url.into(), timeout)))
 }

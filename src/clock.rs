@@ -56,18 +56,11 @@ struct Inner {
     closed: watch::Sender<bool>,
 }
 
+#[derive(Default)]
 struct State {
     now: Duration,
     next_id: u64,
     waiters: BTreeMap<(Duration, u64), Waiter>,
-}
-
-impl State {
-    fn insert(&mut self, deadline: Duration, waiter: Waiter) {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.waiters.insert((deadline, id), waiter);
-    }
 }
 
 /// A sleeper on a manual clock, by what it needs when woken.
@@ -107,20 +100,18 @@ impl Clock {
     }
 
     fn start(kind: ClockKind, epoch_ms: u64, origin: tokio::time::Instant, now: Duration) -> Clock {
-        let state = Mutex::new(State {
-            now,
-            next_id: 0,
-            waiters: BTreeMap::new(),
-        });
-        let closed = watch::channel(false).0;
-        Clock {
-            inner: Arc::new(Inner {
-                kind,
-                epoch_ms,
-                origin,
-                state,
-                closed,
+        let inner = Inner {
+            kind,
+            epoch_ms,
+            origin,
+            state: Mutex::new(State {
+                now,
+                ..State::default()
             }),
+            closed: watch::channel(false).0,
+        };
+        Clock {
+            inner: Arc::new(inner),
         }
     }
 
@@ -212,7 +203,9 @@ impl Clock {
             return Err(true);
         }
         let (tx, rx) = oneshot::channel();
-        st.insert(deadline, waiter(tx));
+        let id = st.next_id;
+        st.next_id += 1;
+        st.waiters.insert((deadline, id), waiter(tx));
         Ok(rx)
     }
 

@@ -90,15 +90,6 @@ respond-without-apply, apply-later:<dur>";
 #[error("{0}")]
 pub struct FateError(String);
 
-fn parse_status(arg: &str, fate: &str) -> Result<u16, FateError> {
-    match arg.parse::<u16>() {
-        Ok(s) if (400..=599).contains(&s) => Ok(s),
-        _ => Err(FateError(format!(
-            "{fate} needs an HTTP error status 400..=599, found \"{arg}\""
-        ))),
-    }
-}
-
 impl FromStr for Fate {
     type Err = FateError;
     fn from_str(s: &str) -> Result<Fate, FateError> {
@@ -114,7 +105,12 @@ impl FromStr for Fate {
         let status = |a: Option<&str>| -> Result<u16, FateError> {
             let a =
                 a.ok_or_else(|| FateError(format!("{name} needs a status, e.g. \"{name}:503\"")))?;
-            parse_status(a, name)
+            match a.parse::<u16>() {
+                Ok(s) if (400..=599).contains(&s) => Ok(s),
+                _ => Err(FateError(format!(
+                    "{name} needs an HTTP error status 400..=599, found \"{a}\""
+                ))),
+            }
         };
         let no_arg = |f: Fate| match arg {
             None => Ok(f),

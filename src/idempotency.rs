@@ -270,16 +270,6 @@ pub struct Stored<'a> {
     pub body: &'a [u8],
 }
 
-impl StoredResponse {
-    pub fn view(&self) -> Stored<'_> {
-        Stored {
-            status: self.status,
-            headers: &self.headers,
-            body: &self.body,
-        }
-    }
-}
-
 /// Keys remembered by one world, scoped per service, at most `max`: past that the oldest go
 /// first. Expired keys stay until then, so a retry after expiry is still recognised (the
 /// ledger marks `executed_after_expiry`).
@@ -563,10 +553,7 @@ impl KeyStore {
     pub fn get(&self, service: &str, key: &str) -> Option<KeyRecord> {
         let rec = self.find(service, key)?;
         let slot = rec.slot;
-        let fingerprint = match rec.fingerprint {
-            Some(f) => Some(std::str::from_utf8(f).ok()?),
-            None => None,
-        };
+        let fingerprint = rec.fingerprint.map(std::str::from_utf8).transpose().ok()?;
         let kept = Kept {
             fingerprint,
             seq: slot.seq,

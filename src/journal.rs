@@ -237,10 +237,6 @@ impl Journal {
         Ok(j)
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Append one line. A failure (a full disk, an I/O error) is logged, counted, shown by
     /// [`Journal::status`] and flagged to the request being handled (see [`scope`]), which
     /// then answers 503 instead of acknowledging what was not written.

@@ -243,24 +243,17 @@ impl Record {
             return None;
         }
         let applies_at = self.applies_at?;
-        if let Some(c) = self.cancelled_at {
-            if c <= t && c < applies_at {
-                return Some(ActionState::Cancelled);
-            }
-        }
-        Some(if applies_at <= t {
-            ActionState::Applied
-        } else {
-            ActionState::Pending
+        Some(match self.cancelled_at {
+            Some(c) if c <= t && c < applies_at => ActionState::Cancelled,
+            _ if applies_at <= t => ActionState::Applied,
+            _ => ActionState::Pending,
         })
     }
 
     /// When the effect took place, as of `t`.
     pub fn applied_at(&self, t: Duration) -> Option<Duration> {
-        match self.state_at(t) {
-            Some(ActionState::Applied) => self.applies_at,
-            _ => None,
-        }
+        let applied = self.state_at(t) == Some(ActionState::Applied);
+        self.applies_at.filter(|_| applied)
     }
 
     /// The serialized view as of the clock's current time.
@@ -271,10 +264,7 @@ impl Record {
             Delivery::Sent if self.response.at.is_some_and(|at| at > now) => Delivery::Pending,
             d => d,
         };
-        let sent = delivery == Delivery::Sent
-            || delivery == Delivery::Dropped
-            || delivery == Delivery::Reset
-            || delivery == Delivery::Abandoned;
+        let sent = !matches!(delivery, Delivery::Hung | Delivery::Pending);
         Entry {
             seq: self.seq,
             service: self.service.clone(),
@@ -313,9 +303,7 @@ impl Record {
             detail: self.detail.as_ref().map(JsonText::value),
         }
     }
-}
 
-impl Record {
     /// A bare record for an agent event at time `at`: no body, no action, response "sent".
     pub fn agent_event(agent: &str, event: &str, at: Duration, detail: impl Serialize) -> Record {
         Record {
@@ -333,9 +321,7 @@ impl Record {
             ..Record::default()
         }
     }
-}
 
-impl Record {
     /// The journal could not take this record: it did not take effect (a restart would not
     /// know it), and the server answers 503 instead of what was planned, so nothing is
     /// acknowledged that the journal does not hold.
@@ -361,9 +347,7 @@ impl Record {
             at: Some(at),
         };
     }
-}
 
-impl Record {
     /// A declaration made through the admin API (`service` is `_admin`, no actor).
     pub fn declaration(event: &str, at: Duration, detail: impl Serialize) -> Record {
         Record {
@@ -453,29 +437,16 @@ pub struct Filter {
 
 impl Filter {
     pub fn matches(&self, r: &Record) -> bool {
-        self.service.as_ref().is_none_or(|s| *s == r.service)
-            && self
-                .route
-                .as_ref()
-                .is_none_or(|x| r.route.as_ref() == Some(x))
-            && self
-                .key
-                .as_ref()
-                .is_none_or(|k| r.idempotency_key.as_ref() == Some(k))
-            && self
-                .work_id
-                .as_ref()
-                .is_none_or(|w| r.work_id.as_ref() == Some(w))
+        let is =
+            |want: &Option<String>, has: Option<&String>| want.is_none() || want.as_ref() == has;
+        is(&self.service, Some(&r.service))
+            && is(&self.route, r.route.as_ref())
+            && is(&self.key, r.idempotency_key.as_ref())
+            && is(&self.work_id, r.work_id.as_ref())
             && self.since.is_none_or(|s| r.seq > s)
             && self.disposition.is_none_or(|d| r.disposition == d)
-            && self
-                .event
-                .as_ref()
-                .is_none_or(|e| r.event.as_ref() == Some(e))
-            && self
-                .actor
-                .as_ref()
-                .is_none_or(|a| r.actor.as_ref() == Some(a))
+            && is(&self.event, r.event.as_ref())
+            && is(&self.actor, r.actor.as_ref())
     }
 }
 

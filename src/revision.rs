@@ -7,10 +7,12 @@
 use std::fmt;
 
 use serde::de::{self, Deserializer};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Serialized as the number or the text it holds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(untagged)]
 pub enum Revision {
     /// A whole number, however it was written: revisions in this form are ordered.
     Number(i64),
@@ -68,15 +70,6 @@ impl fmt::Display for Revision {
         match self {
             Revision::Number(n) => write!(f, "{n}"),
             Revision::Text(t) => write!(f, "{t:?}"),
-        }
-    }
-}
-
-impl Serialize for Revision {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Revision::Number(n) => s.serialize_i64(*n),
-            Revision::Text(t) => s.serialize_str(t),
         }
     }
 }

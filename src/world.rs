@@ -62,25 +62,18 @@ impl World {
     }
 
     pub fn new(scenario: Arc<Scenario>, seed: Option<u64>) -> World {
-        World::build(
-            scenario,
-            &Limits {
-                seed,
-                // A bare world (tools, benchmarks) keeps every entry; servers bound theirs.
-                max_entries: None,
-                ..Limits::default()
-            },
-            None,
-        )
+        // A bare world (tools, benchmarks) keeps every entry; servers bound theirs.
+        let limits = Limits {
+            seed,
+            max_entries: None,
+            ..Limits::default()
+        };
+        World::build(scenario, &limits, None, None, None)
     }
 
-    fn build(scenario: Arc<Scenario>, limits: &Limits, session: Option<String>) -> World {
-        World::build_journaled(scenario, limits, session, None, None)
-    }
-
-    /// A world whose facts go to `journal`. With `resume`, it continues an earlier run (journal
-    /// replay) on that clock; otherwise it is a fresh world and the journal says so.
-    fn build_journaled(
+    /// A world whose facts go to `journal`, if any. With `resume`, it continues an earlier run
+    /// (journal replay) on that clock; otherwise it is a fresh world and the journal says so.
+    fn build(
         scenario: Arc<Scenario>,
         limits: &Limits,
         session: Option<String>,
@@ -222,6 +215,13 @@ struct Session {
     last_used: std::time::Instant,
 }
 
+impl Session {
+    fn new(world: Arc<World>) -> Session {
+        let last_used = std::time::Instant::now();
+        Session { world, last_used }
+    }
+}
+
 /// The worlds of a running server: the default session's and one per named session
 /// (`X-Doubleagent-Session: NAME`). Each request takes an `Arc` of its world at arrival, so a
 /// reset or scenario swap never tears a request in half; a replaced world is closed, releasing
@@ -250,22 +250,8 @@ pub struct Retired {
 }
 
 impl Host {
-    pub fn new(scenario: Scenario, seed: Option<u64>) -> Host {
-        Host::with_limits(
-            scenario,
-            Limits {
-                seed,
-                ..Limits::default()
-            },
-        )
-    }
-
-    pub fn with_limits(scenario: Scenario, limits: Limits) -> Host {
-        Host::with_journal(scenario, limits, None, Vec::new())
-    }
-
-    /// A host whose worlds are journaled, first rebuilt from the journal's earlier `lines`.
-    pub fn with_journal(
+    /// A host whose worlds go to `journal`, if any, first rebuilt from its earlier `lines`.
+    pub fn new(
         scenario: Scenario,
         limits: Limits,
         journal: Option<Arc<Journal>>,
@@ -280,7 +266,7 @@ impl Host {
                 }
                 w
             }
-            None => Arc::new(World::build_journaled(
+            None => Arc::new(World::build(
                 base.clone(),
                 &limits,
                 None,
@@ -288,20 +274,9 @@ impl Host {
                 None,
             )),
         };
-        let now = std::time::Instant::now();
         let sessions = worlds
             .into_iter()
-            .filter_map(|(name, world)| {
-                name.map(|n| {
-                    (
-                        n,
-                        Session {
-                            world,
-                            last_used: now,
-                        },
-                    )
-                })
-            })
+            .filter_map(|(name, world)| Some((name?, Session::new(world))))
             .collect();
         Host {
             base,
@@ -406,28 +381,18 @@ impl Host {
         if sessions.len() >= self.limits.max_sessions {
             return Err(SessionError::TooMany(sessions.len()));
         }
-        if !keep {
-            drop(sessions);
-            return Ok(Arc::new(World::build(
-                self.base.clone(),
-                &self.limits,
-                Some(name.to_string()),
-            )));
-        }
-        let world = Arc::new(World::build_journaled(
+        let journal = self.journal.as_ref().filter(|_| keep);
+        let session = Some(name.to_string());
+        let world = Arc::new(World::build(
             self.base.clone(),
             &self.limits,
-            Some(name.to_string()),
-            self.journal.as_ref(),
+            session,
+            journal,
             None,
         ));
-        sessions.insert(
-            name.to_string(),
-            Session {
-                world: world.clone(),
-                last_used: std::time::Instant::now(),
-            },
-        );
+        if keep {
+            sessions.insert(name.to_string(), Session::new(world.clone()));
+        }
         Ok(world)
     }
 
@@ -442,7 +407,7 @@ impl Host {
         scenario: Arc<Scenario>,
     ) -> Result<Arc<World>, SessionError> {
         let name = named(session)?;
-        let fresh = Arc::new(World::build_journaled(
+        let fresh = Arc::new(World::build(
             scenario,
             &self.limits,
             name.map(str::to_string),
@@ -459,15 +424,8 @@ impl Host {
                 if !sessions.contains_key(n) && sessions.len() >= self.limits.max_sessions {
                     return Err(SessionError::TooMany(sessions.len()));
                 }
-                sessions
-                    .insert(
-                        n.to_string(),
-                        Session {
-                            world: fresh.clone(),
-                            last_used: std::time::Instant::now(),
-                        },
-                    )
-                    .map(|s| s.world)
+                let old = sessions.insert(n.to_string(), Session::new(fresh.clone()));
+                old.map(|s| s.world)
             }
         };
         if let Some(old) = old {
@@ -572,7 +530,7 @@ fn replay(
 ) -> HashMap<Option<String>, Arc<World>> {
     let mut worlds: HashMap<Option<String>, Arc<World>> = HashMap::new();
     let fresh = |session: &Option<String>, scenario: Arc<Scenario>, clock: Clock| {
-        Arc::new(World::build_journaled(
+        Arc::new(World::build(
             scenario,
             limits,
             session.clone(),
@@ -644,8 +602,7 @@ fn replay(
             }
             Line::Cancel { session, seq, at } => {
                 let w = world_of(&mut worlds, &session);
-                let mut st = w.lock();
-                st.ledger.update(seq, |r| r.cancelled_at = Some(at));
+                w.lock().ledger.update(seq, |r| r.cancelled_at = Some(at));
             }
             Line::Abandoned { session, seq, at } => {
                 let w = world_of(&mut worlds, &session);

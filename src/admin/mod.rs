@@ -103,10 +103,8 @@ impl From<ClockError> for AdminError {
 
 /// Serve one admin request.
 pub async fn handle(host: &Host, base_url: &str, req: AdminRequest<'_>) -> Response {
-    match route(host, base_url, &req).await {
-        Ok(r) => r,
-        Err(e) => e.to_response(),
-    }
+    let routed = route(host, base_url, &req).await;
+    routed.unwrap_or_else(|e| e.to_response())
 }
 
 async fn route(
@@ -172,16 +170,11 @@ async fn route(
         ("GET", "/ledger/wait") => wait(&world, &params).await,
         ("POST", "/reset") => {
             let mut drop = false;
-            for (k, v) in params.iter().filter(|(k, _)| k == "drop") {
-                drop = match v.as_str() {
-                    "true" => true,
-                    "false" => false,
-                    _ => {
-                        return Err(AdminError::BadRequest(format!(
-                            "{k}: expected true or false, found \"{v}\""
-                        )))
-                    }
-                };
+            for (_, v) in params.iter().filter(|(k, _)| k == "drop") {
+                // Only `true` and `false` parse as a bool.
+                drop = v.parse().map_err(|_| {
+                    AdminError::BadRequest(format!("drop: expected true or false, found \"{v}\""))
+                })?;
             }
             reset(host, session, drop)
         }
@@ -249,7 +242,6 @@ fn verdict(host: &Host, world: &World) -> (Vec<crate::ledger::Entry>, verify::Re
     (entries, report)
 }
 
-/// `{"entries": [...]}` with each entry's fields in their documented order.
 fn health(host: &Host, world: &World) -> Response {
     let (entries, evicted) = {
         let state = world.lock();
@@ -302,7 +294,8 @@ fn reset(host: &Host, session: Option<&str>, drop: bool) -> Result<Response, Adm
 }
 
 async fn advance(world: &World, body: &[u8]) -> Result<Response, AdminError> {
-    let body: Value = parse_json_body(body)?;
+    let body: Value = serde_json::from_slice(body)
+        .map_err(|e| AdminError::BadRequest(format!("the body is not valid JSON: {e}")))?;
     let by = body.get("by").and_then(Value::as_str).ok_or_else(|| {
         AdminError::BadRequest("expected a JSON body like {\"by\": \"25h\"}".into())
     })?;
@@ -369,6 +362,7 @@ fn report(world: &World) -> Response {
     ok("text/html; charset=utf-8", page.into_bytes())
 }
 
+/// `{"entries": [...]}` with each entry's fields in their documented order.
 #[derive(serde::Serialize)]
 struct Entries {
     entries: Vec<crate::ledger::Entry>,
@@ -394,26 +388,20 @@ impl Ready {
     /// The ready JSON of `world` on a server at `base_url`; a named session's URLs carry its
     /// `/_s/NAME` prefix.
     pub fn of(world: &World, base_url: &str) -> Ready {
-        let base_url = &world.url(base_url);
-        let urls = |names: Vec<&str>, under: &str| -> serde_json::Map<String, Value> {
-            let url = |n: &str| Value::from(format!("{base_url}{under}/{n}"));
-            names.into_iter().map(|n| (n.to_string(), url(n))).collect()
+        let url = world.url(base_url);
+        let urls = |under: &str, names: Vec<&str>| -> serde_json::Map<String, Value> {
+            let at = |n: &str| Value::from(format!("{url}{under}/{n}"));
+            names.into_iter().map(|n| (n.to_string(), at(n))).collect()
         };
-        let scenario = &world.scenario;
-        let services = urls(scenario.services.iter().map(|s| &*s.name).collect(), "");
-        let agents = urls(
-            scenario.agents.iter().map(|a| &*a.name).collect(),
-            "/agents",
-        );
-        let mcp = urls(scenario.mcp.iter().map(|m| &*m.name).collect(), "/mcp");
+        let sc = &world.scenario;
         Ready {
-            mcp,
             event: "ready",
-            url: base_url.clone(),
-            scenario: world.scenario.name.clone(),
-            services,
-            agents,
+            services: urls("", sc.services.iter().map(|s| &*s.name).collect()),
+            agents: urls("/agents", sc.agents.iter().map(|a| &*a.name).collect()),
+            mcp: urls("/mcp", sc.mcp.iter().map(|m| &*m.name).collect()),
+            scenario: sc.name.clone(),
             grpc: None,
+            url,
         }
     }
 
@@ -514,11 +502,6 @@ fn declare_revision(world: &World, body: &[u8]) -> Result<Response, AdminError> 
         200,
         &json!({"seq": seq, "revision": d.revision, "work_id": d.work_id}),
     ))
-}
-
-fn parse_json_body(body: &[u8]) -> Result<Value, AdminError> {
-    serde_json::from_slice(body)
-        .map_err(|e| AdminError::BadRequest(format!("the body is not valid JSON: {e}")))
 }
 
 const FILTERS: &[&str] = &[

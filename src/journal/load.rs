@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use super::{encode, io_err, Framed, JournalError, Line};
 
 /// What a start resumes from.
+#[derive(Default)]
 pub struct Loaded {
     pub lines: Vec<Line>,
     /// What `--journal-recover` left out, for the operator; `None` when nothing was.
@@ -74,12 +75,7 @@ fn describe(claimed: Option<u64>, last: &Option<(Option<String>, u64)>) -> Strin
 pub fn load(path: &Path, recover: bool) -> Result<Loaded, JournalError> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Loaded {
-                lines: Vec::new(),
-                lost: None,
-            })
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
         Err(e) => return Err(io_err(path)(e)),
     };
     // Every line the server wrote ends with a newline written in the same call: bytes after the

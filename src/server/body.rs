@@ -96,21 +96,18 @@ impl Body for HttpBody {
         }
     }
 
+    // Only a whole body knows its end and size; the streamed ones keep `Body`'s defaults.
     fn is_end_stream(&self) -> bool {
         match self {
             HttpBody::Full(b) => b.is_end_stream(),
-            HttpBody::Channel(b) => b.is_end_stream(),
-            HttpBody::Ready(b) => b.is_end_stream(),
-            HttpBody::Cut(_) => false,
+            _ => false,
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match self {
             HttpBody::Full(b) => b.size_hint(),
-            HttpBody::Channel(b) => b.size_hint(),
-            HttpBody::Ready(b) => b.size_hint(),
-            HttpBody::Cut(_) => SizeHint::default(),
+            _ => SizeHint::default(),
         }
     }
 }

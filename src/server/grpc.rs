@@ -148,6 +148,17 @@ impl Grpc {
             Reply::Ready { body, .. } => one(&body),
         }
     }
+
+    /// `DeleteTaskPushNotificationConfig`: the engine answers `null`, the protobuf answer is
+    /// `Empty`.
+    async fn empty<Req: Serialize>(
+        &self,
+        method: &str,
+        req: Request<Req>,
+    ) -> Result<Response<pbjson_types::Empty>, Status> {
+        let answered = self.unary::<Req, Value>(method, req).await;
+        answered.map(|_| Response::new(pbjson_types::Empty {}))
+    }
 }
 
 /// A stream of one event.
@@ -187,22 +198,6 @@ fn status_of(body: &[u8]) -> Status {
             Status::with_error_details(code, message, details)
         }
         None => Status::new(code, message),
-    }
-}
-
-impl Grpc {
-    /// `DeleteTaskPushNotificationConfig`: the engine answers `null`, the protobuf answer is
-    /// `Empty`.
-    async fn empty<Req: Serialize>(
-        &self,
-        method: &str,
-        req: Request<Req>,
-    ) -> Result<Response<pbjson_types::Empty>, Status> {
-        match self.call(method, req).await? {
-            Reply::Full(r) if r.status == 200 => Ok(Response::new(pbjson_types::Empty {})),
-            Reply::Full(r) => Err(status_of(&r.body)),
-            _ => Err(Status::internal("a unary call was answered with a stream")),
-        }
     }
 }
 

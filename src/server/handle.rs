@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use super::{bind, serve, App};
 use crate::ledger::{Entry, Filter};
 use crate::scenario::{Scenario, ScenarioError};
-use crate::world::{Host, World};
+use crate::world::{Host, Limits, World};
 
 /// Errors from starting a server in process.
 #[derive(Debug, thiserror::Error)]
@@ -72,7 +72,12 @@ impl Server {
         drain: Duration,
     ) -> io::Result<(Arc<App>, watch::Sender<bool>)> {
         let addr = listener.local_addr()?;
-        let grpc = if scenario.serves_grpc() {
+        let limits = Limits {
+            seed,
+            ..Limits::default()
+        };
+        let host = Host::new(scenario, limits, None, Vec::new());
+        let grpc = if host.world().scenario.serves_grpc() {
             let l = std::net::TcpListener::bind((addr.ip(), 0))?;
             l.set_nonblocking(true)?;
             Some(TcpListener::from_std(l)?)
@@ -86,7 +91,7 @@ impl Server {
                 .map(TcpListener::local_addr)
                 .transpose()?
                 .map(|a| a.to_string()),
-            ..App::new(Host::new(scenario, seed), format!("http://{addr}"))
+            ..App::new(host, format!("http://{addr}"))
         });
         let (tx, rx) = watch::channel(false);
         let stopped = |mut rx: watch::Receiver<bool>| async move {

@@ -96,11 +96,6 @@ impl App {
 static SESSION_HEADER: hyper::header::HeaderName =
     hyper::header::HeaderName::from_static("x-doubleagent-session");
 
-/// The world a request belongs to, by its `X-Doubleagent-Session` header.
-fn session_of(headers: &hyper::HeaderMap) -> Option<&str> {
-    service::header_value(headers, &SESSION_HEADER).map(|v| v.to_str().unwrap_or("\u{fffd}"))
-}
-
 /// A `/_s/NAME/...` URL picks session NAME as the header does, so code under test needs only a
 /// base URL: the prefix's session (if any) and the path below it.
 fn strip_session(path: &str) -> (Option<&str>, &str) {
@@ -116,13 +111,14 @@ fn first_segment<'a>(s: &'a str, or: &'a str) -> (&'a str, &'a str) {
     s.find('/').map_or((s, or), |i| s.split_at(i))
 }
 
-/// The session of a request to a service or agent: its URL prefix's or its header's, which must
-/// agree when both are given.
+/// The session of a request to a service or agent: its URL prefix's or its
+/// `X-Doubleagent-Session` header's, which must agree when both are given.
 fn pick_session<'a>(
     prefix: Option<&'a str>,
     headers: &'a hyper::HeaderMap,
 ) -> Result<Option<&'a str>, Response> {
-    let header = session_of(headers);
+    let header =
+        service::header_value(headers, &SESSION_HEADER).map(|v| v.to_str().unwrap_or("\u{fffd}"));
     match (prefix, header) {
         (Some(p), Some(h)) if !crate::world::same_session(Some(p), Some(h)) => Err(Response::json(
             400,
@@ -337,14 +333,8 @@ fn world_of(
     } else {
         app.host.world_for(session)
     };
-    world.map_err(|e| {
-        let status = if matches!(e, crate::world::SessionError::TooMany(_)) {
-            429
-        } else {
-            400
-        };
-        Response::json(status, &json!({"error": e.to_string(), "status": status}))
-    })
+    // As the admin API answers a bad or surplus session: 400 or 429.
+    world.map_err(|e| admin::AdminError::from(e).to_response())
 }
 
 /// `/agents/NAME/...`: the body read (capped), then the agent; its answer whole or streamed.

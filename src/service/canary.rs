@@ -7,18 +7,14 @@ use serde_json::json;
 
 use crate::ledger::Record;
 
-/// Whether `bytes` may hold a canary: long enough, and "cny-" in it.
-fn may_be_canary(bytes: &[u8]) -> bool {
-    bytes.len() >= 20 && may_hold_canary(bytes)
-}
-
 /// The canaries (`cny-` + 16 hex digits) an outside request carries in its path, its headers'
 /// values or its body. The ledger may keep only part of a body, so the request itself is
 /// scanned, all of it: callers run this before they lock the world.
 pub(super) fn canaries_in(path: &str, headers: &HeaderMap, body: &[u8]) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     let mut scan = |bytes: &[u8]| {
-        if !may_be_canary(bytes) {
+        // Too short for one, or no "cny-" in it (the usual case).
+        if bytes.len() < 20 || !may_hold_canary(bytes) {
             return;
         }
         let mut i = 0;

@@ -23,15 +23,14 @@ pub(super) fn rec4_resent_messages(ix: &Index, out: &mut Vec<Finding>) {
             continue;
         };
         if d.get("repeat_of").is_some_and(|r| !r.is_null()) {
-            let mut seqs: Vec<u64> = first.get(&(&*e.service, id)).copied().into_iter().collect();
-            seqs.push(e.seq);
+            let earlier = first.get(&(&*e.service, id)).copied();
             out.push(Finding {
                 rule: "REC-4".into(),
                 summary: format!(
                     "message {id} was sent to agent {} again; the agent does not de-duplicate message ids, so it started the work a second time",
                     e.service
                 ),
-                entries: seqs,
+                entries: earlier.into_iter().chain([e.seq]).collect(),
                 hint: "a message id alone does not de-duplicate in A2A: after a timeout, find the existing task (GetTask/ListTasks) instead of resending".into(),
             });
         }

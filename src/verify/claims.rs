@@ -69,14 +69,12 @@ impl Claims {
         let mut de = serde_json::Deserializer::from_slice(json);
         let claims: Claims = serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let path = e.path().to_string();
-            let inner = e.into_inner();
-            let msg = inner.to_string();
+            let at = match path.as_str() {
+                "." | "" => String::new(),
+                _ => format!("{path}: "),
+            };
             // serde_json appends " at line L column C"; keep it, it helps in files.
-            if path == "." || path.is_empty() {
-                ClaimsError(format!("invalid claims: {msg}"))
-            } else {
-                ClaimsError(format!("invalid claims: {path}: {msg}"))
-            }
+            ClaimsError(format!("invalid claims: {at}{}", e.into_inner()))
         })?;
         for (i, a) in claims.actions.iter().enumerate() {
             let named = [a.key.is_some(), a.intent.is_some(), a.work_id.is_some()];

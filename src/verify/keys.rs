@@ -35,9 +35,7 @@ pub(super) fn rec4_key_reuse(ix: &Index, out: &mut Vec<Finding>) {
         };
         let slot = &mut first_use[*kid as usize];
         match slot {
-            None => {
-                *slot = Some(e);
-            }
+            None => *slot = Some(e),
             Some(first) if !first.intent().is_some_and(|i| same_value(i, intent)) => {
                 if reported.insert((first.seq, intent)) {
                     out.push(Finding {
@@ -68,14 +66,12 @@ pub(super) fn rec4_expired_keys(ix: &Index, out: &mut Vec<Finding>) {
         };
         let last = &mut last_exec[*kid as usize];
         if e.executed_after_expiry {
-            let mut seqs: Vec<u64> = last.iter().copied().collect();
-            seqs.push(e.seq);
             out.push(Finding {
                 rule: "REC-4".into(),
                 summary: format!(
                     "retried with idempotency key \"{key}\" after its retention window had passed: the service no longer knew it and executed again"
                 ),
-                entries: seqs,
+                entries: last.iter().copied().chain([e.seq]).collect(),
                 hint: "reuse a key only within the service's retention window; past it, look the action up before deciding to retry".into(),
             });
         }

@@ -118,12 +118,10 @@ fn run(l: &Ledger, extra: Option<&Claims>, limits: &Limits) -> Report {
             .cmp(&b.entries.first())
             .then(a.rule.cmp(&b.rule))
     });
-    let state = if !findings.is_empty() {
-        State::Findings
-    } else if incomplete {
-        State::Incomplete
-    } else {
-        State::Clean
+    let state = match (findings.is_empty(), incomplete) {
+        (false, _) => State::Findings,
+        (true, true) => State::Incomplete,
+        (true, false) => State::Clean,
     };
     Report {
         state,

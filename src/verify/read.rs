@@ -339,15 +339,13 @@ impl<'a> LeanLedger<'a> {
             .iter()
             .flat_map(|f| f.entries.iter().copied())
             .collect();
-        // seq → line; a later entry with the same seq wins, as in `Report::human`.
-        let mut lines: HashMap<u64, u64> = HashMap::default();
-        if !wanted.is_empty() {
-            for r in self.ledger.rows.iter() {
-                if wanted.contains(&r.seq) {
-                    lines.insert(r.seq, r.at);
-                }
-            }
-        }
+        // seq → line; a later entry with the same seq wins, as in `Report::human`. No finding
+        // names an entry: no row is read.
+        let rows = self.ledger.rows.iter().take_while(|_| !wanted.is_empty());
+        let lines: HashMap<u64, u64> = rows
+            .filter(|r| wanted.contains(&r.seq))
+            .map(|r| (r.seq, r.at))
+            .collect();
         let mut lines: Vec<(u64, u64)> = lines.into_iter().collect();
         // In text order, so that reading them back goes forward.
         lines.sort_unstable_by_key(|(_, at)| *at);
