@@ -166,7 +166,9 @@ pub(super) fn admit(
 /// `forwardedProps.revision` (AG-UI's place for what the client passes through), else an
 /// `X-Revision` header.
 fn run_revision(req: &AgentRequest, input: &RunAgentInput) -> Option<Revision> {
-    (input.forwarded_props.as_ref())
+    input
+        .forwarded_props
+        .as_ref()
         .and_then(|p| p.get("revision"))
         .and_then(Revision::of)
         .or_else(|| {
@@ -236,7 +238,9 @@ fn input_notices(spec: &AgUiAgent, input: &mut RunAgentInput) -> Result<Vec<Noti
             return Err(Refusal::new(400, "unsupported_protocol_version", m))
         }
     }
-    let warned: Vec<String> = (input.strip_unknown().into_iter())
+    let warned: Vec<String> = input
+        .strip_unknown()
+        .into_iter()
         .filter(|p| !(spec.client == ClientKind::Tanstack && tanstack_habit(input, p)))
         .collect();
     if !warned.is_empty() {
@@ -336,7 +340,9 @@ fn judgement_notices(
     checkpoint: Option<&Checkpoint>,
     input: &RunAgentInput,
 ) -> Vec<Notice> {
-    let mut notices: Vec<Notice> = (judgement.warnings.iter())
+    let mut notices: Vec<Notice> = judgement
+        .warnings
+        .iter()
         .map(|w| {
             let details = json!({"interruptId": w.interrupt_id});
             Notice::new(w.rule, w.message.clone(), details)
@@ -384,7 +390,9 @@ fn continuity_notices(cp: &Checkpoint, input: &RunAgentInput) -> Vec<Notice> {
         let details = json!({"expected": cp.state, "received": state});
         out.push(Notice::new("RES-6", message, details));
     }
-    let carried: BTreeSet<&str> = (input.messages.iter())
+    let carried: BTreeSet<&str> = input
+        .messages
+        .iter()
         .filter_map(|m| match m {
             Message::Assistant(a) => a.tool_calls.as_ref(),
             _ => None,

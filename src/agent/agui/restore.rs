@@ -80,7 +80,10 @@ struct Started {
 /// just restored from the journal; one whose threads are in use is left alone. Returns how many
 /// checkpoints are open.
 pub fn restore(world: &Arc<World>) -> usize {
-    let agents: HashMap<&str, &AgUiAgent> = (world.scenario.agents.iter())
+    let agents: HashMap<&str, &AgUiAgent> = world
+        .scenario
+        .agents
+        .iter()
         .filter_map(|a| match &a.spec {
             AgentSpec::AgUi(spec) => Some((&*a.name, spec)),
             _ => None,
@@ -90,7 +93,10 @@ pub fn restore(world: &Arc<World>) -> usize {
         return 0;
     }
     let actors: HashMap<String, &str> = agents.keys().map(|a| (format!("agent:{a}"), *a)).collect();
-    let records: Vec<Record> = (world.lock().ledger.iter())
+    let records: Vec<Record> = world
+        .lock()
+        .ledger
+        .iter()
         .filter(|r| {
             if r.disposition == Disposition::Agent {
                 agents.contains_key(&*r.service)

@@ -171,7 +171,10 @@ pub(super) fn start_point(
         let Message::Assistant(a) = m else {
             return None;
         };
-        let ids: Vec<(usize, usize, &str)> = (a.tool_calls.iter().flatten())
+        let ids: Vec<(usize, usize, &str)> = a
+            .tool_calls
+            .iter()
+            .flatten()
             .filter_map(|c| parse_call_id(&c.id).map(|(i, k)| (i, k, c.id.as_str())))
             .collect();
         (!ids.is_empty()).then_some((pos, ids))
@@ -180,7 +183,8 @@ pub(super) fn start_point(
         return Start::Top;
     };
     let user_since = (input.messages[pos + 1..].iter()).any(|m| matches!(m, Message::User(_)));
-    let frontend: Vec<&(usize, usize, &str)> = (ids.iter())
+    let frontend: Vec<&(usize, usize, &str)> = ids
+        .iter()
         .filter(|(i, k, _)| {
             spec.iterations
                 .get(*i)
