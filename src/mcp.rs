@@ -191,12 +191,11 @@ fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
         Err((id, e)) => return refuse(world, server, None, id.as_ref(), e, sse),
     };
     match incoming {
-        Incoming::Response { id, result, error } => {
+        Incoming::Response { id, reply } => {
             // The answer to a legacy task's question; any other response is accepted and
             // ignored.
-            let reply = error.as_ref().map(Err).or(result.as_ref().map(Ok));
-            if let (Some(id), Some(reply)) = (id, reply) {
-                task_result::answered(world, server, &req.headers, &id, reply);
+            if let Some(id) = id {
+                task_result::answered(world, server, &req.headers, &id, reply.as_ref());
             }
             Reply::now(empty(202))
         }

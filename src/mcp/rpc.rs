@@ -22,11 +22,8 @@ pub(crate) struct Message {
     #[serde(default, deserialize_with = "present")]
     pub(crate) id: Option<Value>,
     pub(crate) method: Option<String>,
-    #[serde(default)]
     pub(crate) params: Option<Value>,
-    #[serde(default)]
     pub(crate) result: Option<Value>,
-    #[serde(default)]
     pub(crate) error: Option<Value>,
 }
 
@@ -50,8 +47,8 @@ pub(crate) enum Incoming {
     /// A response to a request of ours (a legacy task's question): accepted, as the spec says.
     Response {
         id: Option<Id>,
-        result: Option<Value>,
-        error: Option<Value>,
+        /// Its result, or its error.
+        reply: Result<Value, Value>,
     },
 }
 
@@ -89,15 +86,12 @@ pub(crate) fn parse(body: &[u8]) -> Result<Incoming, (Option<Id>, McpError)> {
         let e = "`params` must be an object".to_string();
         return Err((id, McpError::InvalidRequest(e)));
     }
-    match (id, m.method) {
-        (Some(id), Some(method)) => Ok(Incoming::Request { id, method, params }),
-        (None, Some(method)) => Ok(Incoming::Notification { method, params }),
-        (id, None) if m.result.is_some() || m.error.is_some() => Ok(Incoming::Response {
-            id,
-            result: m.result,
-            error: m.error,
-        }),
-        (id, None) => Err((id, McpError::InvalidRequest("missing `method`".into()))),
+    match (id, m.method, m.error, m.result) {
+        (Some(id), Some(method), ..) => Ok(Incoming::Request { id, method, params }),
+        (None, Some(method), ..) => Ok(Incoming::Notification { method, params }),
+        (id, None, Some(e), _) => Ok(Incoming::Response { id, reply: Err(e) }),
+        (id, None, None, Some(r)) => Ok(Incoming::Response { id, reply: Ok(r) }),
+        (id, None, None, None) => Err((id, McpError::InvalidRequest("missing `method`".into()))),
     }
 }
 

@@ -195,7 +195,7 @@ pub(super) fn create(
     // protocol error (a key the route's policy refused).
     if !started && !spec.required {
         let msg = call::message(c.id, c.era, server, answer);
-        return call::deliver(world, server, (c.era, c.id, c.params, c.sse), &out, msg);
+        return call::deliver(world, server, (c.era, c.params, c.sse), &out, msg);
     }
     task.action = Some(out.seq);
     task.answer = Some(answer);
@@ -205,7 +205,7 @@ pub(super) fn create(
     log(world, server, "task-created", detail);
     let msg = created(world, server, &c, &task);
     tasks.insert(task);
-    call::deliver(world, server, (c.era, c.id, c.params, c.sse), &out, msg)
+    call::deliver(world, server, (c.era, c.params, c.sse), &out, msg)
 }
 
 /// The revision the call was made under (the service's revision header, as the action reads
