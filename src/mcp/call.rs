@@ -55,8 +55,7 @@ pub(super) fn call(
             return Err(McpError::InvalidParams(e.into()));
         }
     };
-    let built = build(tool, params, &args);
-    let (path, key, mut headers) = match built {
+    let (path, key, mut headers) = match build(tool, params, &args) {
         Ok(b) => b,
         Err(problems) => {
             // SEP-1303: invalid arguments are the tool's error, which a model can correct.
@@ -82,7 +81,7 @@ pub(super) fn call(
         "server": &*server.name, "tool": name, "jsonrpc_id": id, "era": era.name(),
         "protocol_version": era.version(), "session": era.session(),
         "response": if sse { "sse" } else { "json" },
-        "key": key, "key_source": key.as_ref().and(tool.key.as_ref()).map(KeySource::describe),
+        "key": key, "key_source": key.as_ref().and(tool.key.as_ref()),
     });
     let req = Request {
         service: tool.service.as_str().into(),

@@ -20,8 +20,6 @@ use crate::clock::parse_duration;
 mod script;
 use script::compile_script;
 
-// The compiled model
-
 /// The loopback ports an agent may push to: a test's receiver listens on one, and doubleagent's
 /// own listener is never among them whatever the scenario says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,12 +27,6 @@ pub enum PushPorts {
     Listed(Vec<u16>),
     /// `push_ports = "any"`: a conformance kit's receiver takes whatever port it is given.
     Any,
-}
-
-impl Default for PushPorts {
-    fn default() -> Self {
-        PushPorts::Listed(Vec::new())
-    }
 }
 
 impl PushPorts {
@@ -81,7 +73,7 @@ impl Binding {
 }
 
 /// A validated A2A agent script.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct A2aAgent {
     pub description: String,
     /// Replay the first answer for a repeated `messageId` instead of starting a new task. A2A
@@ -382,8 +374,6 @@ pub enum PartContent {
     Data(Value),
 }
 
-// The raw TOML model
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAgent {
@@ -502,8 +492,6 @@ struct RawPart {
     media_type: Option<String>,
     metadata: Option<Value>,
 }
-
-// Compilation
 
 pub(crate) fn compile(
     table: &toml::Table,
