@@ -379,15 +379,10 @@ fn tools_list(server: &McpServer, modern: bool) -> Value {
     list
 }
 
+/// Served only in the modern era, so to a server that serves it.
 fn discover(server: &McpServer) -> Value {
-    let modern: Vec<&str> = server
-        .versions
-        .iter()
-        .copied()
-        .filter(|v| *v == MODERN)
-        .collect();
     json!({
-        "supportedVersions": modern,
+        "supportedVersions": [MODERN],
         "capabilities": capabilities(server, true),
         "ttlMs": 0,
         "cacheScope": "private",

@@ -169,42 +169,30 @@ pub(crate) enum McpError {
 }
 
 impl McpError {
-    pub(crate) fn code(&self) -> i64 {
+    /// The JSON-RPC code and the HTTP status it travels with.
+    fn code_and_status(&self) -> (i64, u16) {
+        use McpError::*;
         match self {
-            McpError::Parse(_) => -32700,
-            McpError::InvalidRequest(_) | McpError::NoSession(_) | McpError::UnknownSession(_) => {
-                -32600
-            }
-            McpError::MethodNotFound { .. } | McpError::TaskSupport(_) => -32601,
-            McpError::InvalidParams(_)
-            | McpError::LegacyVersion { .. }
-            | McpError::MissingMeta(_)
-            | McpError::Key { .. } => -32602,
-            McpError::HeaderMismatch(_) => -32020,
-            McpError::UnsupportedVersion { .. } => -32022,
-            McpError::MissingCapability(..) => -32021,
-            McpError::Forbidden(_) => -32000,
+            Parse(_) => (-32700, 400),
+            InvalidRequest(_) | NoSession(_) => (-32600, 400),
+            UnknownSession(_) => (-32600, 404),
+            MethodNotFound { modern: true, .. } => (-32601, 404),
+            MethodNotFound { modern: false, .. } | TaskSupport(_) => (-32601, 200),
+            InvalidParams(_) | LegacyVersion { .. } | Key { .. } => (-32602, 200),
+            MissingMeta(_) => (-32602, 400),
+            HeaderMismatch(_) => (-32020, 400),
+            UnsupportedVersion { .. } => (-32022, 400),
+            MissingCapability(..) => (-32021, 400),
+            Forbidden(_) => (-32000, 403),
         }
     }
 
+    pub(crate) fn code(&self) -> i64 {
+        self.code_and_status().0
+    }
+
     pub(crate) fn http_status(&self) -> u16 {
-        match self {
-            McpError::Parse(_)
-            | McpError::InvalidRequest(_)
-            | McpError::NoSession(_)
-            | McpError::HeaderMismatch(_)
-            | McpError::UnsupportedVersion { .. }
-            | McpError::MissingCapability(..)
-            | McpError::MissingMeta(_) => 400,
-            McpError::UnknownSession(_) => 404,
-            McpError::Forbidden(_) => 403,
-            McpError::MethodNotFound { modern: true, .. } => 404,
-            McpError::MethodNotFound { modern: false, .. }
-            | McpError::InvalidParams(_)
-            | McpError::LegacyVersion { .. }
-            | McpError::TaskSupport(_)
-            | McpError::Key { .. } => 200,
-        }
+        self.code_and_status().1
     }
 
     fn data(&self) -> Option<Value> {

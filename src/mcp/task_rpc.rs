@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::call::{self, answer_of};
 use super::era::{declares, Era};
 use super::rpc::{self, Id, McpError};
-use super::task::{Answer, Lookup, Status, Task, Tasks, EXTENSION, INPUT_KEY};
+use super::task::{Answer, Lookup, Status, Task, Tasks, EXTENSION};
 use super::{answer, complete, log, task_result, Reply};
 use crate::fate::Fate;
 use crate::ledger::ActionState;
@@ -40,15 +40,13 @@ impl<'c> Call<'c> {
         sse: bool,
         headers: &hyper::HeaderMap,
     ) -> Call<'c> {
-        let streamable = super::accepts_stream(headers);
-        let fate = Fate::Respond;
         Call {
             era,
             id,
             params,
             sse,
-            streamable,
-            fate,
+            streamable: super::accepts_stream(headers),
+            fate: Fate::Respond,
         }
     }
 
@@ -485,12 +483,8 @@ fn list(world: &World, server: &McpServer, c: &Call<'_>) -> Reply {
         .map(|t| t.wire(world, status_now(world, t)))
         .collect();
     let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-    log(
-        world,
-        server,
-        "task-list",
-        json!({"task_ids": ids, "targets": targets}),
-    );
+    let detail = json!({"task_ids": ids, "targets": targets});
+    log(world, server, "task-list", detail);
     ok(world, c, server, json!({"tasks": wire}))
 }
 
@@ -503,8 +497,7 @@ fn update(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
         return Err(McpError::InvalidParams(e.into()));
     };
     let status = status_now(world, &task);
-    let key = task.spec.input.as_ref().map_or(INPUT_KEY, |i| &i.key);
-    let response = responses.get(key);
+    let response = task.spec.input.as_ref().and_then(|i| responses.get(&i.key));
     let detail = json!({"task_id": task.id, "status": status.name(), "responses": responses});
     c.log(world, server, "task-update", detail);
     let (Some(response), Status::InputRequired) = (response, status) else {
