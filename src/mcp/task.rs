@@ -62,8 +62,7 @@ pub(crate) enum Answer {
     Error(Value),
 }
 
-/// One task.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Task {
     pub(crate) id: String,
     pub(crate) server: Arc<str>,
@@ -111,13 +110,7 @@ impl Task {
             created_at: now,
             ttl: spec.ttl.or(requested_ttl),
             spec: spec.clone(),
-            action: None,
-            answer: None,
-            done_at: None,
-            answered: None,
-            cancelled_at: None,
-            prepared: None,
-            asked: [0; 4],
+            ..Task::default()
         }
     }
 

@@ -271,17 +271,14 @@ pub(super) fn method(
         return Some(Err(McpError::InvalidParams(e)));
     };
     let now = world.clock.now();
+    let unknown = |l: Lookup| Some(Err(McpError::InvalidParams(l.message(task_id))));
     let task = match world.extension::<Tasks>().get(&server.name, task_id, now) {
         Ok(t) if t.modern == modern => t,
-        Ok(_) => {
-            return Some(Err(McpError::InvalidParams(
-                Lookup::Unknown.message(task_id),
-            )))
-        }
+        Ok(_) => return unknown(Lookup::Unknown),
         Err(l) => {
             let detail = json!({"task_id": task_id, "method": method, "outcome": format!("{l:?}").to_lowercase()});
             log(world, server, "task-unknown", detail);
-            return Some(Err(McpError::InvalidParams(l.message(task_id))));
+            return unknown(l);
         }
     };
     let c = Call {
@@ -488,9 +485,8 @@ fn list(world: &World, server: &McpServer, c: &Call<'_>) -> Reply {
     ok(world, c, server, json!({"tasks": wire}))
 }
 
-/// Modern `tasks/update`: the answer to the task's question. Accepted, the call is admitted now
-/// and works the rest of its time; declined or cancelled, the task ends cancelled and nothing
-/// runs. Answers to keys it did not ask, or asked already, are ignored, as the extension says.
+/// Modern `tasks/update`: the answer to the task's question ([`take_answer`]). Answers to keys
+/// it did not ask, or asked already, are ignored, as the extension says.
 fn update(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result<Reply, McpError> {
     let Some(responses) = c.params.get("inputResponses").and_then(Value::as_object) else {
         let e = "tasks/update needs params.inputResponses (an object)";

@@ -158,7 +158,7 @@ pub struct Tool {
 }
 
 /// How a tool's calls run as tasks (2025-11-25 core tasks, the 2026-07-28 tasks extension).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct TaskSpec {
     /// `required`: a call that does not ask for a task (legacy) or does not declare the
     /// extension (modern) is refused.
