@@ -310,12 +310,8 @@ fn initialize(
         let e = "initialize needs params.protocolVersion (a string)";
         return Err(McpError::InvalidParams(e.into()));
     };
-    let legacy: Vec<&'static str> = server.legacy_versions().collect();
-    let chosen = legacy
-        .iter()
-        .find(|v| **v == requested)
-        .or(legacy.iter().max());
-    let Some(&version) = chosen else {
+    let asked = server.legacy_versions().find(|v| *v == requested);
+    let Some(version) = asked.or_else(|| server.legacy_versions().max()) else {
         return Err(McpError::LegacyVersion {
             requested: requested.to_string(),
             supported: server.versions.clone(),
@@ -512,23 +508,14 @@ fn empty(status: u16) -> Response {
 /// Whether the answer goes as an event stream: when the server's `responses` say so and the
 /// client accepts one, or when the client does not take JSON.
 fn wants_sse(server: &McpServer, headers: &HeaderMap) -> bool {
-    let accept = accept_of(headers);
-    let sse = accept.contains("text/event-stream");
-    sse && (server.responses == Responses::Sse || !accept.contains("application/json"))
+    let json = || accepts(headers, "application/json");
+    accepts(headers, "text/event-stream") && (server.responses == Responses::Sse || !json())
 }
 
-/// Whether the client takes an event stream at all.
-fn accepts_stream(headers: &HeaderMap) -> bool {
-    accept_of(headers).contains("text/event-stream")
-}
-
-fn accept_of(headers: &HeaderMap) -> String {
-    headers
-        .get_all(hyper::header::ACCEPT)
-        .iter()
-        .map(crate::service::header_text)
-        .collect::<Vec<_>>()
-        .join(",")
+/// Whether the client's `Accept` takes `media`.
+fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    let mut values = headers.get_all(hyper::header::ACCEPT).iter();
+    values.any(|v| crate::service::header_text(v).contains(media))
 }
 
 /// One SSE `message` event carrying a JSON-RPC message.

@@ -62,20 +62,15 @@ pub(crate) fn parse(body: &[u8]) -> Result<Incoming, (Option<Id>, McpError)> {
         return Err((None, McpError::InvalidRequest(e.into())));
     }
     let m: Message = serde_json::from_value(v).map_err(|e| {
-        (
-            None,
-            McpError::InvalidRequest(format!("not a JSON-RPC message: {e}")),
-        )
+        let e = format!("not a JSON-RPC message: {e}");
+        (None, McpError::InvalidRequest(e))
     })?;
-    let id = match m.id {
-        None => None,
-        Some(v) => match serde_json::from_value::<Id>(v) {
-            Ok(id) => Some(id),
-            Err(_) => {
-                let e = "the request id must be a string or an integer (MCP forbids null)";
-                return Err((None, McpError::InvalidRequest(e.into())));
-            }
-        },
+    let id = match m.id.map(serde_json::from_value::<Id>) {
+        Some(Err(_)) => {
+            let e = "the request id must be a string or an integer (MCP forbids null)";
+            return Err((None, McpError::InvalidRequest(e.into())));
+        }
+        id => id.and_then(Result::ok),
     };
     if m.jsonrpc.as_deref() != Some("2.0") {
         let e = "`jsonrpc` must be \"2.0\"".to_string();

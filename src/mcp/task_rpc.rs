@@ -45,7 +45,7 @@ impl<'c> Call<'c> {
             id,
             params,
             sse,
-            streamable: super::accepts_stream(headers),
+            streamable: super::accepts(headers, "text/event-stream"),
             fate: Fate::Respond,
         }
     }
