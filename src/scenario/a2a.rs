@@ -544,23 +544,18 @@ pub(crate) fn compile(
     let mut behaviors = Vec::new();
     for (i, b) in raw.behaviors.into_iter().enumerate() {
         let bpath = format!("{path}.behaviors[{i}]");
-        let script = script
-            .as_ref()
-            .and_then(|parent| compile_script(&b, parent, &bpath, services, issues));
-        let RawMatch {
-            text,
-            message_id_prefix,
-            metadata,
-        } = b.matcher.unwrap_or_default();
-        if let Some(script) = script {
-            let matcher = MessageMatch {
-                text,
-                message_id_prefix,
-                metadata,
-            };
-            let script = Arc::new(script);
-            behaviors.push(Behavior { matcher, script });
-        }
+        let parent = script.as_ref();
+        let Some(own) = parent.and_then(|p| compile_script(&b, p, &bpath, services, issues)) else {
+            continue;
+        };
+        let m = b.matcher.unwrap_or_default();
+        let matcher = MessageMatch {
+            text: m.text,
+            message_id_prefix: m.message_id_prefix,
+            metadata: m.metadata,
+        };
+        let script = Arc::new(own);
+        behaviors.push(Behavior { matcher, script });
     }
     let script = script?;
     if issues.len() > start {
