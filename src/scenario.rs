@@ -527,10 +527,9 @@ impl Scenario {
 
     /// Whether an A2A agent serves the gRPC binding (so a gRPC listener is wanted).
     pub fn serves_grpc(&self) -> bool {
-        self.agents.iter().any(|a| match &a.spec {
-            AgentSpec::A2a(spec) => spec.serves(a2a::Binding::Grpc),
-            _ => false,
-        })
+        self.agents
+            .iter()
+            .any(|a| matches!(&a.spec, AgentSpec::A2a(s) if s.serves(a2a::Binding::Grpc)))
     }
 }
 
