@@ -191,12 +191,11 @@ fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
         Err((id, e)) => return refuse(world, server, None, id.as_ref(), e, sse),
     };
     match incoming {
-        Incoming::Response { id, result, error } => {
+        Incoming::Response { id, reply } => {
             // The answer to a legacy task's question; any other response is accepted and
             // ignored.
-            let reply = error.as_ref().map(Err).or(result.as_ref().map(Ok));
-            if let (Some(id), Some(reply)) = (id, reply) {
-                task_result::answered(world, server, &req.headers, &id, reply);
+            if let Some(id) = id {
+                task_result::answered(world, server, &req.headers, &id, reply.as_ref());
             }
             Reply::now(empty(202))
         }
@@ -311,12 +310,8 @@ fn initialize(
         let e = "initialize needs params.protocolVersion (a string)";
         return Err(McpError::InvalidParams(e.into()));
     };
-    let legacy: Vec<&'static str> = server.legacy_versions().collect();
-    let chosen = legacy
-        .iter()
-        .find(|v| **v == requested)
-        .or(legacy.iter().max());
-    let Some(&version) = chosen else {
+    let asked = server.legacy_versions().find(|v| *v == requested);
+    let Some(version) = asked.or_else(|| server.legacy_versions().max()) else {
         return Err(McpError::LegacyVersion {
             requested: requested.to_string(),
             supported: server.versions.clone(),
@@ -380,15 +375,10 @@ fn tools_list(server: &McpServer, modern: bool) -> Value {
     list
 }
 
+/// Served only in the modern era, so to a server that serves it.
 fn discover(server: &McpServer) -> Value {
-    let modern: Vec<&str> = server
-        .versions
-        .iter()
-        .copied()
-        .filter(|v| *v == MODERN)
-        .collect();
     json!({
-        "supportedVersions": modern,
+        "supportedVersions": [MODERN],
         "capabilities": capabilities(server, true),
         "ttlMs": 0,
         "cacheScope": "private",
@@ -518,23 +508,14 @@ fn empty(status: u16) -> Response {
 /// Whether the answer goes as an event stream: when the server's `responses` say so and the
 /// client accepts one, or when the client does not take JSON.
 fn wants_sse(server: &McpServer, headers: &HeaderMap) -> bool {
-    let accept = accept_of(headers);
-    let sse = accept.contains("text/event-stream");
-    sse && (server.responses == Responses::Sse || !accept.contains("application/json"))
+    let json = || accepts(headers, "application/json");
+    accepts(headers, "text/event-stream") && (server.responses == Responses::Sse || !json())
 }
 
-/// Whether the client takes an event stream at all.
-fn accepts_stream(headers: &HeaderMap) -> bool {
-    accept_of(headers).contains("text/event-stream")
-}
-
-fn accept_of(headers: &HeaderMap) -> String {
-    headers
-        .get_all(hyper::header::ACCEPT)
-        .iter()
-        .map(crate::service::header_text)
-        .collect::<Vec<_>>()
-        .join(",")
+/// Whether the client's `Accept` takes `media`.
+fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    let mut values = headers.get_all(hyper::header::ACCEPT).iter();
+    values.any(|v| crate::service::header_text(v).contains(media))
 }
 
 /// One SSE `message` event carrying a JSON-RPC message.

@@ -40,8 +40,6 @@ pub const QUICKSTART: &str = include_str!("../scenarios/quickstart.toml");
 /// Service names that would shadow doubleagent's own paths.
 const RESERVED: &[&str] = &["_admin", "agents", "mcp"];
 
-// The raw TOML model
-
 /// A duration written as `"250ms"`, `"24h"`, `"1h30m"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dur(pub Duration);
@@ -238,8 +236,6 @@ struct RawMatch {
     #[serde(default)]
     json: BTreeMap<Pointer, Value>,
 }
-
-// The compiled model
 
 /// A validated scenario, ready to build a world from.
 #[derive(Clone, Debug)]
@@ -531,10 +527,9 @@ impl Scenario {
 
     /// Whether an A2A agent serves the gRPC binding (so a gRPC listener is wanted).
     pub fn serves_grpc(&self) -> bool {
-        self.agents.iter().any(|a| match &a.spec {
-            AgentSpec::A2a(spec) => spec.serves(a2a::Binding::Grpc),
-            _ => false,
-        })
+        self.agents
+            .iter()
+            .any(|a| matches!(&a.spec, AgentSpec::A2a(s) if s.serves(a2a::Binding::Grpc)))
     }
 }
 
@@ -570,15 +565,8 @@ pub(crate) fn find_route<'s>(
 }
 
 impl Route {
-    /// The counter an execution of this route advances (its fate ordinal), as chosen by `per`.
-    pub fn fate_stream(&self, service: &str, intent: Option<&Value>, key: Option<&str>) -> String {
-        let mut out = String::new();
-        let text = intent.map(|v| v.to_string());
-        self.write_fate_stream(&mut out, service, text.as_deref().map(str::as_bytes), key);
-        out
-    }
-
-    /// [`Route::fate_stream`] into a reused buffer, the intent as its compact JSON text.
+    /// The counter an execution of this route advances (its fate ordinal), as chosen by `per`,
+    /// into a reused buffer; the intent as its compact JSON text.
     pub fn write_fate_stream(
         &self,
         out: &mut String,

@@ -55,8 +55,7 @@ pub(super) fn call(
             return Err(McpError::InvalidParams(e.into()));
         }
     };
-    let built = build(tool, params, &args);
-    let (path, key, mut headers) = match built {
+    let (path, key, mut headers) = match build(tool, params, &args) {
         Ok(b) => b,
         Err(problems) => {
             // SEP-1303: invalid arguments are the tool's error, which a model can correct.
@@ -82,7 +81,7 @@ pub(super) fn call(
         "server": &*server.name, "tool": name, "jsonrpc_id": id, "era": era.name(),
         "protocol_version": era.version(), "session": era.session(),
         "response": if sse { "sse" } else { "json" },
-        "key": key, "key_source": key.as_ref().and(tool.key.as_ref()).map(KeySource::describe),
+        "key": key, "key_source": key.as_ref().and(tool.key.as_ref()),
     });
     let req = Request {
         service: tool.service.as_str().into(),
@@ -121,13 +120,7 @@ pub(super) fn call(
         return Ok(Reply::now(e.response(Some(id))));
     }
     let message = message(id, era, server, answer_of(world, (server, tool), era, &out));
-    Ok(deliver(
-        world,
-        server,
-        (era, id, params, sse),
-        &out,
-        message,
-    ))
+    Ok(deliver(world, server, (era, params, sse), &out, message))
 }
 
 /// Whether this call is the one after which its legacy session expires (`expire_session`):
@@ -190,12 +183,20 @@ pub(super) fn message(id: &Id, era: &Era, server: &McpServer, answer: Answer) ->
 pub(super) fn deliver(
     world: &World,
     server: &McpServer,
-    (era, _id, params, sse): (&Era, &Id, &Value, bool),
+    (era, params, sse): (&Era, &Value, bool),
     out: &service::Outcome,
     message: Value,
 ) -> Reply {
     let mut response = answer(200, message, sse);
-    let mut lead = progress(params, sse);
+    // A streamed call that asked for progress gets some at once: the call has started. A client
+    // that resets its timeout on progress then waits on.
+    let token = params.get("_meta").and_then(|m| m.get("progressToken"));
+    let token = token.filter(|_| sse);
+    let mut lead = token.map(|token| {
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": 0, "message": "started"}});
+        super::event(&note)
+    });
     let primed = matches!(era, Era::Legacy { .. }) && sse && server.resume != Resume::None;
     if let (Era::Legacy { session, .. }, true) = (era, primed) {
         resumable(
@@ -213,11 +214,7 @@ pub(super) fn deliver(
         stream: sse,
         lead,
         close_cancels: matches!(era, Era::Modern),
-        progress: params
-            .get("_meta")
-            .and_then(|m| m.get("progressToken"))
-            .filter(|_| sse)
-            .cloned(),
+        progress: token.cloned(),
         primed,
         later: None,
     }
@@ -282,15 +279,6 @@ fn key_of(tool: &Tool, params: &Value, args: &Value) -> Result<Option<String>, S
         )),
         k => Ok(k),
     }
-}
-
-/// The progress event a streamed call that asked for progress (`_meta.progressToken`) gets at
-/// once: the call has started. A client that resets its timeout on progress then waits on.
-fn progress(params: &Value, sse: bool) -> Option<Vec<u8>> {
-    let token = params.get("_meta")?.get("progressToken")?;
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
-        "params": {"progressToken": token, "progress": 0, "message": "started"}});
-    sse.then(|| super::event(&note))
 }
 
 /// The route's path and the key from the call, with the key in the route's key header; or

@@ -105,14 +105,13 @@ pub(crate) fn admit(
         let e = "no Mcp-Session-Id: send `initialize` first and echo the session id it returns";
         return Err(McpError::NoSession(e.into()));
     };
-    let Some(s) = world.extension::<Sessions>().get(&server.name, &id) else {
+    let Some(version) = world.extension::<Sessions>().version(&server.name, &id) else {
         return Err(McpError::UnknownSession(id.into_owned()));
     };
     if let Some(v) = header(headers, VERSION_HEADER) {
         if !server.legacy_versions().any(|l| l == v) {
             let e = format!(
-                "MCP-Protocol-Version {v} is not served here (this session speaks {}); serve: {}",
-                s.version,
+                "MCP-Protocol-Version {v} is not served here (this session speaks {version}); serve: {}",
                 server.versions.join(", ")
             );
             return Err(McpError::InvalidRequest(e));
@@ -120,7 +119,7 @@ pub(crate) fn admit(
     }
     let era = Era::Legacy {
         session: id.into_owned(),
-        version: s.version,
+        version,
     };
     Ok((era, Vec::new()))
 }

@@ -22,11 +22,8 @@ pub(crate) struct Message {
     #[serde(default, deserialize_with = "present")]
     pub(crate) id: Option<Value>,
     pub(crate) method: Option<String>,
-    #[serde(default)]
     pub(crate) params: Option<Value>,
-    #[serde(default)]
     pub(crate) result: Option<Value>,
-    #[serde(default)]
     pub(crate) error: Option<Value>,
 }
 
@@ -50,8 +47,8 @@ pub(crate) enum Incoming {
     /// A response to a request of ours (a legacy task's question): accepted, as the spec says.
     Response {
         id: Option<Id>,
-        result: Option<Value>,
-        error: Option<Value>,
+        /// Its result, or its error.
+        reply: Result<Value, Value>,
     },
 }
 
@@ -65,20 +62,15 @@ pub(crate) fn parse(body: &[u8]) -> Result<Incoming, (Option<Id>, McpError)> {
         return Err((None, McpError::InvalidRequest(e.into())));
     }
     let m: Message = serde_json::from_value(v).map_err(|e| {
-        (
-            None,
-            McpError::InvalidRequest(format!("not a JSON-RPC message: {e}")),
-        )
+        let e = format!("not a JSON-RPC message: {e}");
+        (None, McpError::InvalidRequest(e))
     })?;
-    let id = match m.id {
-        None => None,
-        Some(v) => match serde_json::from_value::<Id>(v) {
-            Ok(id) => Some(id),
-            Err(_) => {
-                let e = "the request id must be a string or an integer (MCP forbids null)";
-                return Err((None, McpError::InvalidRequest(e.into())));
-            }
-        },
+    let id = match m.id.map(serde_json::from_value::<Id>) {
+        Some(Err(_)) => {
+            let e = "the request id must be a string or an integer (MCP forbids null)";
+            return Err((None, McpError::InvalidRequest(e.into())));
+        }
+        id => id.and_then(Result::ok),
     };
     if m.jsonrpc.as_deref() != Some("2.0") {
         let e = "`jsonrpc` must be \"2.0\"".to_string();
@@ -89,15 +81,12 @@ pub(crate) fn parse(body: &[u8]) -> Result<Incoming, (Option<Id>, McpError)> {
         let e = "`params` must be an object".to_string();
         return Err((id, McpError::InvalidRequest(e)));
     }
-    match (id, m.method) {
-        (Some(id), Some(method)) => Ok(Incoming::Request { id, method, params }),
-        (None, Some(method)) => Ok(Incoming::Notification { method, params }),
-        (id, None) if m.result.is_some() || m.error.is_some() => Ok(Incoming::Response {
-            id,
-            result: m.result,
-            error: m.error,
-        }),
-        (id, None) => Err((id, McpError::InvalidRequest("missing `method`".into()))),
+    match (id, m.method, m.error, m.result) {
+        (Some(id), Some(method), ..) => Ok(Incoming::Request { id, method, params }),
+        (None, Some(method), ..) => Ok(Incoming::Notification { method, params }),
+        (id, None, Some(e), _) => Ok(Incoming::Response { id, reply: Err(e) }),
+        (id, None, None, Some(r)) => Ok(Incoming::Response { id, reply: Ok(r) }),
+        (id, None, None, None) => Err((id, McpError::InvalidRequest("missing `method`".into()))),
     }
 }
 
@@ -175,42 +164,30 @@ pub(crate) enum McpError {
 }
 
 impl McpError {
-    pub(crate) fn code(&self) -> i64 {
+    /// The JSON-RPC code and the HTTP status it travels with.
+    fn code_and_status(&self) -> (i64, u16) {
+        use McpError::*;
         match self {
-            McpError::Parse(_) => -32700,
-            McpError::InvalidRequest(_) | McpError::NoSession(_) | McpError::UnknownSession(_) => {
-                -32600
-            }
-            McpError::MethodNotFound { .. } | McpError::TaskSupport(_) => -32601,
-            McpError::InvalidParams(_)
-            | McpError::LegacyVersion { .. }
-            | McpError::MissingMeta(_)
-            | McpError::Key { .. } => -32602,
-            McpError::HeaderMismatch(_) => -32020,
-            McpError::UnsupportedVersion { .. } => -32022,
-            McpError::MissingCapability(..) => -32021,
-            McpError::Forbidden(_) => -32000,
+            Parse(_) => (-32700, 400),
+            InvalidRequest(_) | NoSession(_) => (-32600, 400),
+            UnknownSession(_) => (-32600, 404),
+            MethodNotFound { modern: true, .. } => (-32601, 404),
+            MethodNotFound { modern: false, .. } | TaskSupport(_) => (-32601, 200),
+            InvalidParams(_) | LegacyVersion { .. } | Key { .. } => (-32602, 200),
+            MissingMeta(_) => (-32602, 400),
+            HeaderMismatch(_) => (-32020, 400),
+            UnsupportedVersion { .. } => (-32022, 400),
+            MissingCapability(..) => (-32021, 400),
+            Forbidden(_) => (-32000, 403),
         }
     }
 
+    pub(crate) fn code(&self) -> i64 {
+        self.code_and_status().0
+    }
+
     pub(crate) fn http_status(&self) -> u16 {
-        match self {
-            McpError::Parse(_)
-            | McpError::InvalidRequest(_)
-            | McpError::NoSession(_)
-            | McpError::HeaderMismatch(_)
-            | McpError::UnsupportedVersion { .. }
-            | McpError::MissingCapability(..)
-            | McpError::MissingMeta(_) => 400,
-            McpError::UnknownSession(_) => 404,
-            McpError::Forbidden(_) => 403,
-            McpError::MethodNotFound { modern: true, .. } => 404,
-            McpError::MethodNotFound { modern: false, .. }
-            | McpError::InvalidParams(_)
-            | McpError::LegacyVersion { .. }
-            | McpError::TaskSupport(_)
-            | McpError::Key { .. } => 200,
-        }
+        self.code_and_status().1
     }
 
     fn data(&self) -> Option<Value> {

@@ -10,14 +10,6 @@ use std::time::Duration;
 
 use crate::sync::unpoisoned;
 
-/// One open session.
-#[derive(Clone, Debug)]
-pub(crate) struct Session {
-    pub(crate) server: Arc<str>,
-    /// The version `initialize` settled on.
-    pub(crate) version: &'static str,
-}
-
 #[derive(Default)]
 pub(crate) struct Sessions(Mutex<Table>);
 
@@ -30,26 +22,35 @@ struct Table {
 impl Table {
     /// Open session `id`, if it is `server`'s.
     fn of(&self, server: &str, id: &str) -> Option<&Open> {
-        self.open.get(id).filter(|o| &*o.session.server == server)
+        self.open.get(id).filter(|o| &*o.server == server)
     }
 }
 
+#[derive(Default)]
 struct Open {
-    session: Session,
+    server: Arc<str>,
+    /// The version `initialize` settled on.
+    version: &'static str,
     /// The latest tool calls' JSON-RPC ids (as JSON text) and action seqs, for a
-    /// `notifications/cancelled` to name; the oldest forgotten past [`CALLS_KEPT`].
+    /// `notifications/cancelled` to name.
     calls: VecDeque<(String, u64)>,
     /// Tool calls admitted in this session so far.
     made: u64,
     /// The answers of resumable streams that were cut or delayed, by action seq, with the
-    /// scenario time each is due, for a `GET` with `Last-Event-ID` to replay; the oldest
-    /// forgotten past [`CALLS_KEPT`].
+    /// scenario time each is due, for a `GET` with `Last-Event-ID` to replay.
     streams: VecDeque<(u64, Duration, Vec<u8>)>,
 }
 
-/// Calls a session remembers for cancellation: a client cancels what it has in flight, which is
-/// never more than a few.
+/// Calls (and streams) a session remembers, the oldest forgotten past it: a client cancels
+/// what it has in flight, which is never more than a few.
 const CALLS_KEPT: usize = 256;
+
+fn keep<T>(queue: &mut VecDeque<T>, item: T) {
+    if queue.len() == CALLS_KEPT {
+        queue.pop_front();
+    }
+    queue.push_back(item);
+}
 
 impl Sessions {
     /// A new session of `server`; its id.
@@ -57,15 +58,10 @@ impl Sessions {
         let mut t = unpoisoned(self.0.lock());
         t.opened += 1;
         let id = format!("{server}-{}", t.opened);
-        let session = Session {
+        let open = Open {
             server: server.clone(),
             version,
-        };
-        let open = Open {
-            session,
-            calls: VecDeque::new(),
-            streams: VecDeque::new(),
-            made: 0,
+            ..Open::default()
         };
         t.open.insert(id.clone(), open);
         id
@@ -78,10 +74,7 @@ impl Sessions {
         let Some(o) = t.open.get_mut(id) else {
             return 0;
         };
-        if o.calls.len() == CALLS_KEPT {
-            o.calls.pop_front();
-        }
-        o.calls.push_back((request_id, seq));
+        keep(&mut o.calls, (request_id, seq));
         o.made += 1;
         o.made
     }
@@ -95,10 +88,7 @@ impl Sessions {
     pub(crate) fn keep_stream(&self, id: &str, seq: u64, due: Duration, answer: Vec<u8>) {
         let mut t = unpoisoned(self.0.lock());
         if let Some(o) = t.open.get_mut(id) {
-            if o.streams.len() == CALLS_KEPT {
-                o.streams.pop_front();
-            }
-            o.streams.push_back((seq, due, answer));
+            keep(&mut o.streams, (seq, due, answer));
         }
     }
 
@@ -128,20 +118,14 @@ impl Sessions {
             .map(|(_, seq)| *seq)
     }
 
-    /// The open session `id` of `server` (another server's is unknown here).
-    pub(crate) fn get(&self, server: &str, id: &str) -> Option<Session> {
-        let t = unpoisoned(self.0.lock());
-        let o = t.of(server, id)?;
-        Some(o.session.clone())
+    /// The version open session `id` of `server` speaks (another server's is unknown here).
+    pub(crate) fn version(&self, server: &str, id: &str) -> Option<&'static str> {
+        unpoisoned(self.0.lock()).of(server, id).map(|o| o.version)
     }
 
     /// End session `id` of `server`; whether it was open.
     pub(crate) fn close(&self, server: &str, id: &str) -> bool {
         let mut t = unpoisoned(self.0.lock());
-        let known = t.of(server, id).is_some();
-        if known {
-            t.open.remove(id);
-        }
-        known
+        t.of(server, id).is_some() && t.open.remove(id).is_some()
     }
 }

@@ -62,19 +62,7 @@ pub(crate) enum Answer {
     Error(Value),
 }
 
-/// Where a task's question stands.
-#[derive(Clone, Debug, PartialEq)]
-enum Input {
-    /// The task asks nothing.
-    None,
-    /// Asked at `created_at + after`; not answered yet.
-    Waiting,
-    /// Answered at this time: accepted (the work goes on) or not (the task ends cancelled).
-    Answered { at: Duration, accepted: bool },
-}
-
-/// One task.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Task {
     pub(crate) id: String,
     pub(crate) server: Arc<str>,
@@ -90,7 +78,9 @@ pub(crate) struct Task {
     pub(crate) answer: Option<Answer>,
     /// When the work ends (the effect's time), once admitted.
     pub(crate) done_at: Option<Duration>,
-    input: Input,
+    /// When its question (if it has one) was answered: accepted (the work goes on) or not (the
+    /// task ends cancelled).
+    answered: Option<(Duration, bool)>,
     /// When a cancel ended the task (honoured, or acknowledged in the legacy era, where a
     /// cancelled task stays cancelled whatever the work does).
     pub(crate) cancelled_at: Option<Duration>,
@@ -111,12 +101,6 @@ impl Task {
         requested_ttl: Option<Duration>,
         now: Duration,
     ) -> Task {
-        // Both eras ask: a legacy task on its `tasks/result` stream, a modern one in `tasks/get`.
-        let input = if spec.input.is_some() {
-            Input::Waiting
-        } else {
-            Input::None
-        };
         Task {
             id,
             server: server.clone(),
@@ -126,38 +110,26 @@ impl Task {
             created_at: now,
             ttl: spec.ttl.or(requested_ttl),
             spec: spec.clone(),
-            action: None,
-            answer: None,
-            done_at: None,
-            input,
-            cancelled_at: None,
-            prepared: None,
-            asked: [0; 4],
+            ..Task::default()
         }
     }
 
     /// Whether the task's question is still unanswered: it is admitted only once the answer
     /// accepts.
     pub(crate) fn waiting(&self) -> bool {
-        self.input == Input::Waiting
+        self.spec.input.is_some() && self.answered.is_none()
     }
 
     /// How long the work runs from its admission: all of it, or what follows the question.
     pub(crate) fn remaining(&self) -> Duration {
-        let asked = self
-            .spec
-            .input
-            .as_ref()
-            .filter(|_| self.input != Input::None);
-        self.spec
-            .duration
-            .saturating_sub(asked.map_or(Duration::ZERO, |i| i.after))
+        let asks_after = self.spec.input.as_ref().map_or(Duration::ZERO, |i| i.after);
+        self.spec.duration.saturating_sub(asks_after)
     }
 
-    /// When the task asks its question (if it has one).
+    /// When the task asks its question (if it has one): both eras ask, a legacy task on its
+    /// `tasks/result` stream, a modern one in `tasks/get`.
     pub(crate) fn asked_at(&self) -> Option<Duration> {
-        let input = self.spec.input.as_ref()?;
-        (self.input != Input::None).then(|| self.created_at + input.after)
+        Some(self.created_at + self.spec.input.as_ref()?.after)
     }
 
     /// When the task expires (its TTL after creation), if it does.
@@ -174,17 +146,14 @@ impl Task {
         if self.cancelled_at.is_some_and(|c| c <= now) || action == Some(ActionState::Cancelled) {
             return Status::Cancelled;
         }
-        match self.input {
-            Input::Waiting => {
-                return match self.asked_at() {
-                    Some(t) if now >= t => Status::InputRequired,
-                    _ => Status::Working,
-                }
-            }
-            Input::Answered {
-                accepted: false, ..
-            } => return Status::Cancelled,
-            _ => {}
+        if self.waiting() {
+            return match self.asked_at() {
+                Some(t) if now >= t => Status::InputRequired,
+                _ => Status::Working,
+            };
+        }
+        if self.answered.is_some_and(|(_, accepted)| !accepted) {
+            return Status::Cancelled;
         }
         match (self.done_at, &self.answer) {
             (Some(t), Some(answer)) if now >= t => match answer {
@@ -200,10 +169,7 @@ impl Task {
 
     /// When the current status began.
     fn since(&self, status: Status) -> Duration {
-        let input_at = match self.input {
-            Input::Answered { at, .. } => Some(at),
-            _ => None,
-        };
+        let input_at = self.answered.map(|(at, _)| at);
         match status {
             Status::Cancelled => self.cancelled_at.or(input_at),
             Status::InputRequired => self.asked_at(),
@@ -265,7 +231,7 @@ impl Task {
 
     /// Record the answer to the task's question at `now`: whether it was accepted.
     pub(crate) fn answer_input(&mut self, now: Duration, accepted: bool) {
-        self.input = Input::Answered { at: now, accepted };
+        self.answered = Some((now, accepted));
     }
 }
 

@@ -184,7 +184,10 @@ pub(super) fn answered(
     let Some(session) = headers.get(SESSION_HEADER).map(crate::service::header_text) else {
         return;
     };
-    let Some(open) = world.extension::<Sessions>().get(&server.name, &session) else {
+    let Some(version) = world
+        .extension::<Sessions>()
+        .version(&server.name, &session)
+    else {
         return;
     };
     let now = world.clock.now();
@@ -210,7 +213,7 @@ pub(super) fn answered(
     log(world, server, "task-update", detail);
     let era = Era::Legacy {
         session: session.into_owned(),
-        version: open.version,
+        version,
     };
     take_answer(world, server, &era, &task, accepted);
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::call::{self, answer_of};
 use super::era::{declares, Era};
 use super::rpc::{self, Id, McpError};
-use super::task::{Answer, Lookup, Status, Task, Tasks, EXTENSION, INPUT_KEY};
+use super::task::{Answer, Lookup, Status, Task, Tasks, EXTENSION};
 use super::{answer, complete, log, task_result, Reply};
 use crate::fate::Fate;
 use crate::ledger::ActionState;
@@ -40,15 +40,13 @@ impl<'c> Call<'c> {
         sse: bool,
         headers: &hyper::HeaderMap,
     ) -> Call<'c> {
-        let streamable = super::accepts_stream(headers);
-        let fate = Fate::Respond;
         Call {
             era,
             id,
             params,
             sse,
-            streamable,
-            fate,
+            streamable: super::accepts(headers, "text/event-stream"),
+            fate: Fate::Respond,
         }
     }
 
@@ -195,7 +193,7 @@ pub(super) fn create(
     // protocol error (a key the route's policy refused).
     if !started && !spec.required {
         let msg = call::message(c.id, c.era, server, answer);
-        return call::deliver(world, server, (c.era, c.id, c.params, c.sse), &out, msg);
+        return call::deliver(world, server, (c.era, c.params, c.sse), &out, msg);
     }
     task.action = Some(out.seq);
     task.answer = Some(answer);
@@ -205,7 +203,7 @@ pub(super) fn create(
     log(world, server, "task-created", detail);
     let msg = created(world, server, &c, &task);
     tasks.insert(task);
-    call::deliver(world, server, (c.era, c.id, c.params, c.sse), &out, msg)
+    call::deliver(world, server, (c.era, c.params, c.sse), &out, msg)
 }
 
 /// The revision the call was made under (the service's revision header, as the action reads
@@ -273,17 +271,14 @@ pub(super) fn method(
         return Some(Err(McpError::InvalidParams(e)));
     };
     let now = world.clock.now();
+    let unknown = |l: Lookup| Some(Err(McpError::InvalidParams(l.message(task_id))));
     let task = match world.extension::<Tasks>().get(&server.name, task_id, now) {
         Ok(t) if t.modern == modern => t,
-        Ok(_) => {
-            return Some(Err(McpError::InvalidParams(
-                Lookup::Unknown.message(task_id),
-            )))
-        }
+        Ok(_) => return unknown(Lookup::Unknown),
         Err(l) => {
             let detail = json!({"task_id": task_id, "method": method, "outcome": format!("{l:?}").to_lowercase()});
             log(world, server, "task-unknown", detail);
-            return Some(Err(McpError::InvalidParams(l.message(task_id))));
+            return unknown(l);
         }
     };
     let c = Call {
@@ -485,26 +480,20 @@ fn list(world: &World, server: &McpServer, c: &Call<'_>) -> Reply {
         .map(|t| t.wire(world, status_now(world, t)))
         .collect();
     let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-    log(
-        world,
-        server,
-        "task-list",
-        json!({"task_ids": ids, "targets": targets}),
-    );
+    let detail = json!({"task_ids": ids, "targets": targets});
+    log(world, server, "task-list", detail);
     ok(world, c, server, json!({"tasks": wire}))
 }
 
-/// Modern `tasks/update`: the answer to the task's question. Accepted, the call is admitted now
-/// and works the rest of its time; declined or cancelled, the task ends cancelled and nothing
-/// runs. Answers to keys it did not ask, or asked already, are ignored, as the extension says.
+/// Modern `tasks/update`: the answer to the task's question ([`take_answer`]). Answers to keys
+/// it did not ask, or asked already, are ignored, as the extension says.
 fn update(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result<Reply, McpError> {
     let Some(responses) = c.params.get("inputResponses").and_then(Value::as_object) else {
         let e = "tasks/update needs params.inputResponses (an object)";
         return Err(McpError::InvalidParams(e.into()));
     };
     let status = status_now(world, &task);
-    let key = task.spec.input.as_ref().map_or(INPUT_KEY, |i| &i.key);
-    let response = responses.get(key);
+    let response = task.spec.input.as_ref().and_then(|i| responses.get(&i.key));
     let detail = json!({"task_id": task.id, "status": status.name(), "responses": responses});
     c.log(world, server, "task-update", detail);
     let (Some(response), Status::InputRequired) = (response, status) else {

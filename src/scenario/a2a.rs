@@ -20,8 +20,6 @@ use crate::clock::parse_duration;
 mod script;
 use script::compile_script;
 
-// The compiled model
-
 /// The loopback ports an agent may push to: a test's receiver listens on one, and doubleagent's
 /// own listener is never among them whatever the scenario says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,12 +27,6 @@ pub enum PushPorts {
     Listed(Vec<u16>),
     /// `push_ports = "any"`: a conformance kit's receiver takes whatever port it is given.
     Any,
-}
-
-impl Default for PushPorts {
-    fn default() -> Self {
-        PushPorts::Listed(Vec::new())
-    }
 }
 
 impl PushPorts {
@@ -81,7 +73,7 @@ impl Binding {
 }
 
 /// A validated A2A agent script.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct A2aAgent {
     pub description: String,
     /// Replay the first answer for a repeated `messageId` instead of starting a new task. A2A
@@ -383,8 +375,6 @@ pub enum PartContent {
     Data(Value),
 }
 
-// The raw TOML model
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAgent {
@@ -504,8 +494,6 @@ struct RawPart {
     metadata: Option<Value>,
 }
 
-// Compilation
-
 pub(crate) fn compile(
     table: &toml::Table,
     path: &str,
@@ -557,23 +545,18 @@ pub(crate) fn compile(
     let mut behaviors = Vec::new();
     for (i, b) in raw.behaviors.into_iter().enumerate() {
         let bpath = format!("{path}.behaviors[{i}]");
-        let script = script
-            .as_ref()
-            .and_then(|parent| compile_script(&b, parent, &bpath, services, issues));
-        let RawMatch {
-            text,
-            message_id_prefix,
-            metadata,
-        } = b.matcher.unwrap_or_default();
-        if let Some(script) = script {
-            let matcher = MessageMatch {
-                text,
-                message_id_prefix,
-                metadata,
-            };
-            let script = Arc::new(script);
-            behaviors.push(Behavior { matcher, script });
-        }
+        let parent = script.as_ref();
+        let Some(own) = parent.and_then(|p| compile_script(&b, p, &bpath, services, issues)) else {
+            continue;
+        };
+        let m = b.matcher.unwrap_or_default();
+        let matcher = MessageMatch {
+            text: m.text,
+            message_id_prefix: m.message_id_prefix,
+            metadata: m.metadata,
+        };
+        let script = Arc::new(own);
+        behaviors.push(Behavior { matcher, script });
     }
     let script = script?;
     if issues.len() > start {

@@ -18,8 +18,6 @@ use super::{
     check_header, check_pointer, did_you_mean, find_route, sub_table, Dur, Issues, Service,
 };
 
-// Enumerations shared by the raw and the compiled model
-
 /// The four boundaries of one agent iteration, in the order an iteration passes them.
 #[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "camelCase")]
@@ -35,13 +33,6 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 4] = [
-        Phase::BeforeModel,
-        Phase::AfterModel,
-        Phase::BeforeTools,
-        Phase::AfterTools,
-    ];
-
     /// The spelling used in scenarios and on the wire (`beforeTools`).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -141,8 +132,6 @@ impl Violation {
     }
 }
 
-// The raw TOML model
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAgent {
@@ -225,8 +214,6 @@ struct RawInterrupt {
     subagent_run_id: Option<String>,
     on_continuation: Option<OnContinuation>,
 }
-
-// The compiled model
 
 /// A validated AG-UI agent script, shared: the agent table is cloned per request and a run
 /// keeps its script while it streams, so a clone is a reference count, not a deep copy.
@@ -351,8 +338,6 @@ pub struct InterruptSpec {
     pub subagent_run_id: Option<String>,
     pub on_continuation: OnContinuation,
 }
-
-// Compilation
 
 pub(crate) fn compile(
     table: &toml::Table,

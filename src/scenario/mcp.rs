@@ -158,7 +158,7 @@ pub struct Tool {
 }
 
 /// How a tool's calls run as tasks (2025-11-25 core tasks, the 2026-07-28 tasks extension).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct TaskSpec {
     /// `required`: a call that does not ask for a task (legacy) or does not declare the
     /// extension (modern) is refused.
@@ -185,23 +185,17 @@ pub struct TaskSpec {
 /// method's "effect" is what it does to the task (a cancel, an answer) or, for a read, the
 /// server reading it: `drop-before-apply` loses the request, `drop-after-apply` its answer.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct TaskFates {
-    pub get: FateSchedule,
-    pub result: FateSchedule,
-    pub cancel: FateSchedule,
-    pub update: FateSchedule,
-}
+pub struct TaskFates([FateSchedule; 4]);
+
+/// The task methods that have fates, in [`TaskFates`]' order.
+const TASK_METHODS: [&str; 4] = ["get", "result", "cancel", "update"];
 
 impl TaskFates {
     /// The schedule of task method `method` (`tasks/get`, …), with its place among the four.
     pub fn of(&self, method: &str) -> Option<(usize, &FateSchedule)> {
-        match method {
-            "tasks/get" => Some((0, &self.get)),
-            "tasks/result" => Some((1, &self.result)),
-            "tasks/cancel" => Some((2, &self.cancel)),
-            "tasks/update" => Some((3, &self.update)),
-            _ => None,
-        }
+        let name = method.strip_prefix("tasks/")?;
+        let slot = TASK_METHODS.iter().position(|m| *m == name)?;
+        Some((slot, &self.0[slot]))
     }
 }
 
@@ -219,8 +213,10 @@ pub struct TaskInput {
     pub ttl: Option<Duration>,
 }
 
-/// Where a tool call's idempotency key comes from (`key`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where a tool call's idempotency key comes from (`key`); serialized as the ledger names it
+/// (`detail.mcp.key_source`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum KeySource {
     /// `key = "/pointer"`: an argument, as servers in the wild take one.
     Argument(String),
@@ -229,17 +225,6 @@ pub enum KeySource {
     /// `key = { params = "NAME" }`: a `params` member, as SEP-3182 proposed `idempotencyKey` (a
     /// closed proposal; the server then advertises `capabilities.tools.idempotency`).
     Params(String),
-}
-
-impl KeySource {
-    /// How the ledger names it (`detail.mcp.key_source`).
-    pub fn describe(&self) -> Value {
-        match self {
-            KeySource::Argument(p) => serde_json::json!({"argument": p}),
-            KeySource::Meta(n) => serde_json::json!({"meta": n}),
-            KeySource::Params(n) => serde_json::json!({"params": n}),
-        }
-    }
 }
 
 impl<'de> Deserialize<'de> for KeySource {
@@ -592,9 +577,9 @@ fn compile_task(
 /// A task method's fates: a task method answers at once or not at all, so `apply-later` has no
 /// meaning; `respond-without-apply` (a cancel acknowledged and not done) only for `cancel`.
 fn compile_task_fates(raw: RawTaskFates, path: &str, issues: &mut Issues) -> TaskFates {
-    let mut check = |schedule: Option<FateSchedule>, method: &str| {
-        let schedule = schedule.unwrap_or_default();
-        let fates: Vec<Fate> = match &schedule {
+    let schedules = [raw.get, raw.result, raw.cancel, raw.update].map(Option::unwrap_or_default);
+    for (schedule, method) in schedules.iter().zip(TASK_METHODS) {
+        let fates: Vec<Fate> = match schedule {
             FateSchedule::Sequence(f) => f.clone(),
             FateSchedule::Weighted(w) => w.iter().map(|(f, _)| *f).collect(),
         };
@@ -606,14 +591,8 @@ fn compile_task_fates(raw: RawTaskFates, path: &str, issues: &mut Issues) -> Tas
             };
             issues.add(format!("{path}.{method}"), refused);
         }
-        schedule
-    };
-    TaskFates {
-        get: check(raw.get, "get"),
-        result: check(raw.result, "result"),
-        cancel: check(raw.cancel, "cancel"),
-        update: check(raw.update, "update"),
     }
+    TaskFates(schedules)
 }
 
 fn check_annotations(a: &Map<String, Value>, path: &str, issues: &mut Issues) {

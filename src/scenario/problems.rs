@@ -143,8 +143,10 @@ fn parse_unknown(msg: &str) -> Option<(String, Vec<String>)> {
 fn parse_unknown_variant(msg: &str) -> Option<String> {
     let rest = msg.strip_prefix("unknown variant `")?;
     let (found, rest) = rest.split_once('`')?;
-    let hint = did_you_mean(found, backticked(rest).iter().map(String::as_str));
-    (!hint.is_empty()).then_some(hint)
+    Some(did_you_mean(
+        found,
+        backticked(rest).iter().map(String::as_str),
+    ))
 }
 
 fn backticked(s: &str) -> Vec<String> {

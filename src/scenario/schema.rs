@@ -7,13 +7,15 @@ use std::sync::Arc;
 
 use jsonschema::error::{TypeKind, ValidationErrorKind as Kind};
 use jsonschema::ValidationError;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 use serde_json::Value;
 
 /// A compiled schema beside the JSON it came from, which `tools/list` sends as written.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
+#[serde(transparent)]
 pub struct Schema {
     json: Value,
+    #[serde(skip)]
     validator: Arc<jsonschema::Validator>,
 }
 
@@ -47,12 +49,6 @@ impl Schema {
         let mut out: Vec<String> = self.validator.iter_errors(v).flat_map(worded).collect();
         out.sort();
         out
-    }
-}
-
-impl Serialize for Schema {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.json.serialize(s)
     }
 }
 

@@ -46,12 +46,8 @@ pub(super) fn compile_script(
         .map(|r| compile_result(r, path, issues))
         .collect();
     for (i, a) in raw.artifacts.iter().flatten().enumerate() {
-        artifacts.push(compile_artifact(
-            a,
-            &format!("{path}.artifacts[{i}]"),
-            i,
-            issues,
-        ));
+        let apath = format!("{path}.artifacts[{i}]");
+        artifacts.push(compile_artifact(a, &apath, i, issues));
     }
     if !explicit && inherit_results {
         artifacts = parent.artifacts.clone();
