@@ -194,7 +194,6 @@ struct RequestLog {
 /// matching and what an action reads from its request are worked out before the lock is taken,
 /// so the critical section is short.
 pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
-    let now = world.clock.now();
     let scenario: &crate::scenario::Scenario = &world.scenario;
     let service = scenario.service(&req.service);
     let encoding = form::encoding(&req.headers);
@@ -212,7 +211,7 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         true => service.and_then(|s| route::find(s, &req, json.as_ref()).map(|(r, p)| (s, r, p))),
         false => None,
     };
-    let mut record = new_record(&mut req, now, work_id, revision);
+    let mut record = new_record(&mut req, work_id, revision);
     // The body's model as text, written once: the ledger keeps it, and an action's fingerprint
     // and intent are read from it.
     let text = json.as_ref().map(JsonText::of);
@@ -237,6 +236,9 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         Some(_) => Vec::new(),
     };
     let mut st = world.lock();
+    // Read under the lock: admissions are then in time order as they are in seq order, so a
+    // request admitted after an execution never sees it as still in progress (a 409).
+    record.received_at = world.clock.now();
     record.seq = st.ledger.next_seq();
     let mut key = None;
     let shape = service.map_or(&ErrorStyle::GENERIC, |s| &s.errors);
@@ -305,10 +307,10 @@ fn note_via(record: &mut Record, via: Via) {
     record.detail = Some(Value::Object(detail).into());
 }
 
-/// A request's record before admission decides anything: unmatched, answered now.
+/// A request's record before admission decides anything: unmatched, answered (its time and
+/// response plan are set under the lock).
 fn new_record(
     req: &mut Request<'_>,
-    now: Duration,
     work_id: Option<String>,
     revision: Option<Revision>,
 ) -> Record {
@@ -318,15 +320,9 @@ fn new_record(
         service: take(&mut req.service),
         method: take(&mut req.method),
         path: take(&mut req.path),
-        received_at: now,
         work_id,
         revision,
         disposition: Disposition::Unmatched,
-        response: ResponsePlan {
-            delivery: Delivery::Sent,
-            status: None,
-            at: Some(now),
-        },
         actor: req.actor.take(),
         ..Record::default()
     }
