@@ -381,6 +381,8 @@ impl Host {
         if sessions.len() >= self.limits.max_sessions {
             return Err(SessionError::TooMany(sessions.len()));
         }
+        // A view's blank world is not kept: the lock is released before it is made.
+        let mut kept = keep.then_some(sessions);
         let journal = self.journal.as_ref().filter(|_| keep);
         let session = Some(name.to_string());
         let world = Arc::new(World::build(
@@ -390,7 +392,7 @@ impl Host {
             journal,
             None,
         ));
-        if keep {
+        if let Some(sessions) = kept.as_mut() {
             sessions.insert(name.to_string(), Session::new(world.clone()));
         }
         Ok(world)
