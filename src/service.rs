@@ -371,13 +371,10 @@ fn finish(
         }
     });
     let disposition = record.disposition;
-    let keyed = key
-        .is_some()
-        .then(|| (record.service.clone(), record.idempotency_key.clone()));
     let (seq, written) = st.ledger.append_keyed(&mut record, key.as_ref());
-    if let (false, Some((service, Some(k)))) = (written, keyed) {
+    if let (false, Some(_), Some(k)) = (written, &key, &record.idempotency_key) {
         // Not journaled, so it did not take effect: a retry with its key executes afresh.
-        st.keys.forget(&service, &k, seq);
+        st.keys.forget(&record.service, k, seq);
     }
     forget_evicted(&mut st);
     drop(st);
