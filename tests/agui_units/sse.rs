@@ -1,7 +1,7 @@
+use crate::support::{sse_frame, sse_payloads};
 use doubleagent::agent::agui::event::Event;
 use doubleagent::agent::agui::event::{RunOutcome, StepFinished, StepStarted, TokenUsage};
 use doubleagent::agent::agui::interrupt::Interrupt;
-use doubleagent::agent::agui::sse::*;
 use serde_json::json;
 use std::sync::Arc;
 

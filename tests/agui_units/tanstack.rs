@@ -1,3 +1,4 @@
+use crate::support::binding;
 use doubleagent::agent::agui::event::Event;
 use doubleagent::agent::agui::interrupt::Interrupt;
 use doubleagent::agent::agui::tanstack::*;

@@ -194,7 +194,8 @@ pub struct Judgement {
     pub is_continuation: bool,
     /// One verdict per entry, in input order.
     pub verdicts: Vec<EntryVerdict>,
-    /// Known-open interrupts without a usable entry, in emission order.
+    /// Known-open interrupts without a usable entry, in emission order; while there is one
+    /// the run may not end `success` (INT-2 / PROD-3).
     pub uncovered: Vec<Uncovered>,
     pub warnings: Vec<Warning>,
     pub decision: Decision,
@@ -203,10 +204,6 @@ pub struct Judgement {
 }
 
 impl Judgement {
-    pub fn answer_for(&self, interrupt_id: &str) -> Option<&Answer> {
-        self.answers.get(interrupt_id)
-    }
-
     /// Whether the action gated by `interrupt_id` may run. `approve_if` is a JSON pointer
     /// (e.g. `/approved`) that must be `true` in the payload of a resolved answer.
     pub fn gate(&self, interrupt_id: &str, approve_if: Option<&str>) -> Gate {
@@ -227,12 +224,6 @@ impl Judgement {
             .filter(|v| !matches!(v, EntryVerdict::Unrecognized { .. }))
             .map(EntryVerdict::interrupt_id)
             .chain(self.uncovered.iter().map(|u| u.interrupt.id.as_str()))
-    }
-
-    #[doc(hidden)]
-    /// INT-2 / PROD-3: the run may end `success` only if no known-open interrupt is uncovered.
-    pub fn may_succeed(&self) -> bool {
-        self.uncovered.is_empty()
     }
 }
 

@@ -52,15 +52,6 @@ pub fn bind_generic(
     interrupt
 }
 
-#[doc(hidden)]
-pub fn binding(interrupt: &Interrupt) -> Option<&Map<String, Value>> {
-    interrupt
-        .metadata
-        .as_ref()?
-        .get(INTERRUPT_BINDING_KEY)?
-        .as_object()
-}
-
 /// `"sha256:<hex>"` of the canonical JSON of a response schema.
 pub fn response_schema_hash(schema: &Map<String, Value>) -> String {
     let canonical = canonical_json(&Value::Object(schema.clone()));
