@@ -80,7 +80,7 @@ pub(crate) struct Task {
     pub(crate) done_at: Option<Duration>,
     /// When its question (if it has one) was answered: accepted (the work goes on) or not (the
     /// task ends cancelled).
-    answered: Option<(Duration, bool)>,
+    pub(crate) answered: Option<(Duration, bool)>,
     /// When a cancel ended the task (honoured, or acknowledged in the legacy era, where a
     /// cancelled task stays cancelled whatever the work does).
     pub(crate) cancelled_at: Option<Duration>,
@@ -227,11 +227,6 @@ impl Task {
     pub(crate) fn question(&self) -> Option<Value> {
         let input = self.spec.input.as_ref()?;
         Some(json!({"mode": "form", "message": input.message, "requestedSchema": input.schema}))
-    }
-
-    /// Record the answer to the task's question at `now`: whether it was accepted.
-    pub(crate) fn answer_input(&mut self, now: Duration, accepted: bool) {
-        self.answered = Some((now, accepted));
     }
 }
 

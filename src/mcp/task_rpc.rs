@@ -445,7 +445,7 @@ pub(super) fn take_answer(
     let tasks = world.extension::<Tasks>();
     let mut prepared = None;
     tasks.update(&task.id, |t| {
-        t.answer_input(now, accepted);
+        t.answered = Some((now, accepted));
         prepared = t.prepared.take();
     });
     let (true, Some(mut req), Some(tool)) = (accepted, prepared, server.tool(&task.tool)) else {

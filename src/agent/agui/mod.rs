@@ -153,18 +153,19 @@ impl Serialize for Start {
     }
 }
 
-/// A warning for the stream (`CUSTOM` event) and the ledger.
-#[derive(Clone, Debug)]
+/// A warning for the stream (`CUSTOM` event) and, serialized (members in name order), the
+/// ledger.
+#[derive(Clone, Debug, Serialize)]
 pub(crate) struct Notice {
-    pub rule: String,
-    pub message: String,
     pub details: Value,
+    pub message: String,
+    pub rule: &'static str,
 }
 
 impl Notice {
-    fn new(rule: &str, message: impl Into<String>, details: Value) -> Notice {
+    fn new(rule: &'static str, message: impl Into<String>, details: Value) -> Notice {
         Notice {
-            rule: rule.to_string(),
+            rule,
             message: message.into(),
             details,
         }
