@@ -353,9 +353,11 @@ fn prod2_unrecognized_entry_is_ignored_with_a_warning_and_the_run_proceeds() {
     assert_eq!(j.decision, Decision::Proceed);
     assert_eq!(
         j.verdicts[1],
-        EntryVerdict::Unrecognized {
+        EntryVerdict {
             interrupt_id: "bogus".into(),
-            why: UnrecognizedWhy::NotRaised
+            kind: Verdict::Unrecognized {
+                why: UnrecognizedWhy::NotRaised
+            }
         }
     );
     assert_eq!(j.warnings.len(), 1);
@@ -390,8 +392,10 @@ fn err1_resume_on_a_run_that_continues_nothing_is_all_unrecognized() {
     assert!(j.is_continuation);
     assert!(j.verdicts.iter().all(|v| matches!(
         v,
-        EntryVerdict::Unrecognized {
-            why: UnrecognizedWhy::NoInterruptedRun,
+        EntryVerdict {
+            kind: Verdict::Unrecognized {
+                why: UnrecognizedWhy::NoInterruptedRun
+            },
             ..
         }
     )));
@@ -410,9 +414,11 @@ fn res5_answer_to_an_expired_interrupt_is_treated_as_uncovered() {
     let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(
         j.verdicts[0],
-        EntryVerdict::AnswersExpired {
+        EntryVerdict {
             interrupt_id: "a".into(),
-            expires_at: "2026-11-30T23:59:00.000Z".into()
+            kind: Verdict::AnswersExpired {
+                expires_at: "2026-11-30T23:59:00.000Z".into()
+            }
         }
     );
     assert_eq!(j.uncovered[0].why, UncoveredWhy::AnsweredAfterExpiry);
@@ -449,9 +455,9 @@ fn res5_discarding_an_expired_interrupt_is_accepted() {
     assert_eq!(j.decision, Decision::Proceed);
     assert_eq!(
         j.verdicts[0],
-        EntryVerdict::Discarded {
+        EntryVerdict {
             interrupt_id: "a".into(),
-            expired: true
+            kind: Verdict::Discarded { expired: true }
         }
     );
     assert_eq!(j.gate("a", None), Gate::Skip(SkipReason::Discarded));
@@ -519,9 +525,9 @@ fn int3_agreeing_duplicate_entries_only_warn() {
     assert_eq!(j.decision, Decision::Proceed);
     assert_eq!(
         j.verdicts[1],
-        EntryVerdict::Duplicate {
+        EntryVerdict {
             interrupt_id: "a".into(),
-            conflicting: false
+            kind: Verdict::Duplicate { conflicting: false }
         }
     );
     assert_eq!(j.warnings[0].rule, "INT-3");

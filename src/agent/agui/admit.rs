@@ -488,7 +488,7 @@ fn started_detail<'a>(
             .collect(),
         verdicts: (judgement.verdicts.iter())
             .map(|v| VerdictOf {
-                interrupt_id: v.interrupt_id(),
+                interrupt_id: &v.interrupt_id,
                 verdict: v.label(),
             })
             .collect(),
