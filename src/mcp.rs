@@ -312,9 +312,10 @@ fn initialize(
     };
     let asked = server.legacy_versions().find(|v| *v == requested);
     let Some(version) = asked.or_else(|| server.legacy_versions().max()) else {
-        return Err(McpError::LegacyVersion {
+        return Err(McpError::UnsupportedVersion {
             requested: requested.to_string(),
             supported: server.versions.clone(),
+            modern: false,
         });
     };
     let session = world.extension::<Sessions>().open(&server.name, version);
