@@ -18,16 +18,13 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::ledger::ActionState;
-use crate::scenario::mcp::TaskSpec;
+use crate::scenario::mcp::{TaskInput, TaskSpec};
 use crate::service::Request;
 use crate::sync::unpoisoned;
 use crate::world::World;
 
 /// The extension's identifier, in capabilities and `-32021`'s data.
 pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
-
-/// The one key a task's input request goes under (`inputRequests`, `inputResponses`).
-pub(crate) const INPUT_KEY: &str = "input";
 
 /// A task's status on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,27 +204,31 @@ impl Task {
     /// question.
     pub(crate) fn detailed(&self, world: &World, status: Status) -> Value {
         let mut t = self.wire(world, status);
-        match (status, &self.answer, self.question()) {
+        match (status, &self.answer, &self.spec.input) {
             (Status::Completed, Some(Answer::Result(r)), _) => t["result"] = r.clone(),
             (Status::Failed, Some(Answer::Error(e)), _) => t["error"] = e.clone(),
-            (Status::InputRequired, _, Some(params)) => {
-                let key = self.spec.input.as_ref().map_or(INPUT_KEY, |i| &i.key);
-                t["inputRequests"] = json!({key: {
-                    "method": "elicitation/create",
-                    "params": params,
-                }})
-            }
+            (Status::InputRequired, _, Some(input)) => t["inputRequests"] = input_requests(input),
             _ => {}
         }
         t
     }
 
-    /// The params of the task's `elicitation/create` question (a form), if it has one: in the
-    /// extension's `inputRequests`, or the request a legacy `tasks/result` stream carries.
+    /// The params of the task's question, if it has one: the request a legacy `tasks/result`
+    /// stream carries.
     pub(crate) fn question(&self) -> Option<Value> {
-        let input = self.spec.input.as_ref()?;
-        Some(json!({"mode": "form", "message": input.message, "requestedSchema": input.schema}))
+        self.spec.input.as_ref().map(form)
     }
+}
+
+/// The params of the `elicitation/create` request that asks `input` (a form).
+fn form(input: &TaskInput) -> Value {
+    json!({"mode": "form", "message": input.message, "requestedSchema": input.schema})
+}
+
+/// `inputRequests` asking `input` (a modern task's `tasks/get`, a call's round): the
+/// `elicitation/create` request under its key.
+pub(crate) fn input_requests(input: &TaskInput) -> Value {
+    json!({&input.key: {"method": "elicitation/create", "params": form(input)}})
 }
 
 /// The tasks of a world, by id; `changed` wakes whoever waits on a task (a legacy
