@@ -75,7 +75,7 @@ fn res1_entry_answers_the_open_interrupt_and_the_action_runs() {
     assert_eq!(j.decision, Decision::Proceed);
     assert!(j.uncovered.is_empty());
     assert!(j.warnings.is_empty());
-    assert_eq!(j.verdicts[0].label(), "answered");
+    assert_eq!(j.verdicts[0].kind.label(), "answered");
     assert_eq!(
         j.gate("approve-transfer", Some("/approved")),
         Gate::Run {
@@ -281,7 +281,7 @@ fn prod3_a_stateful_producer_takes_no_answer_for_a_call_only_the_messages_show()
     );
     c.known_open_from_messages = &from_messages;
     let j = judge(&c);
-    assert_eq!(j.verdicts[0].label(), "unrecognized");
+    assert_eq!(j.verdicts[0].kind.label(), "unrecognized");
     assert_eq!(j.warnings[0].rule, "ERR-1");
     assert_eq!(j.uncovered[0].why, UncoveredWhy::NoEntry);
     assert_eq!(j.decision, reinterrupt(from_messages.to_vec()));
@@ -376,7 +376,7 @@ fn prod2_stateless_unknown_id_is_unrecognized() {
         UncoveredPolicy::Reject,
     ));
     assert_eq!(j.decision, Decision::Proceed);
-    assert_eq!(j.verdicts[0].label(), "unrecognized");
+    assert_eq!(j.verdicts[0].kind.label(), "unrecognized");
     assert_eq!(j.warnings[0].rule, "PROD-2");
 }
 
@@ -469,9 +469,9 @@ fn res5_now_equal_to_expires_at_is_expired_and_one_ms_before_is_not() {
     let before = [expiring("a", T0 + 1)];
     let entries = [approve("a")];
     let j = judge(&case(kept(&at), &entries, UncoveredPolicy::Reject));
-    assert_eq!(j.verdicts[0].label(), "answers-expired");
+    assert_eq!(j.verdicts[0].kind.label(), "answers-expired");
     let j = judge(&case(kept(&before), &entries, UncoveredPolicy::Reject));
-    assert_eq!(j.verdicts[0].label(), "answered");
+    assert_eq!(j.verdicts[0].kind.label(), "answered");
 }
 
 #[test]

@@ -434,19 +434,13 @@ struct StartedDetail<'a> {
     state: Cow<'a, Value>,
     thread_id: &'a str,
     uncovered: Vec<Uncovered<'a>>,
-    verdicts: Vec<VerdictOf<'a>>,
+    verdicts: &'a [resume::EntryVerdict],
 }
 
 #[derive(Serialize)]
 struct Uncovered<'a> {
     interrupt_id: &'a str,
     why: String,
-}
-
-#[derive(Serialize)]
-struct VerdictOf<'a> {
-    interrupt_id: &'a str,
-    verdict: &'static str,
 }
 
 /// The `run-started` entry's detail: the input's facts, the judgement and where the run starts.
@@ -486,12 +480,7 @@ fn started_detail<'a>(
                 why: format!("{:?}", u.why),
             })
             .collect(),
-        verdicts: (judgement.verdicts.iter())
-            .map(|v| VerdictOf {
-                interrupt_id: &v.interrupt_id,
-                verdict: v.label(),
-            })
-            .collect(),
+        verdicts: &judgement.verdicts,
     }
 }
 

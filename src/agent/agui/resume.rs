@@ -23,6 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use super::interrupt::{Interrupt, ResumeEntry, ResumeStatus};
@@ -83,10 +84,12 @@ pub enum UnrecognizedWhy {
     NoInterruptedRun,
 }
 
-/// The verdict on one resume entry, in input order: the interrupt it names, and what it is.
-#[derive(Debug, Clone, PartialEq)]
+/// The verdict on one resume entry, in input order: the interrupt it names, and what it is
+/// (in the ledger `{"interrupt_id", "verdict": label}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EntryVerdict {
     pub interrupt_id: String,
+    #[serde(rename = "verdict")]
     pub kind: Verdict,
 }
 
@@ -106,17 +109,23 @@ pub enum Verdict {
     Duplicate { conflicting: bool },
 }
 
-impl EntryVerdict {
+impl Verdict {
     /// Short label for the ledger: `answered`, `discarded`, `unrecognized`,
     /// `answers-expired`, `duplicate`.
     pub fn label(&self) -> &'static str {
-        match self.kind {
+        match self {
             Verdict::Answered { .. } => "answered",
             Verdict::Discarded { .. } => "discarded",
             Verdict::Unrecognized { .. } => "unrecognized",
             Verdict::AnswersExpired { .. } => "answers-expired",
             Verdict::Duplicate { .. } => "duplicate",
         }
+    }
+}
+
+impl Serialize for Verdict {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.label())
     }
 }
 
