@@ -105,7 +105,7 @@ pub fn stream_closed(world: &World, name: &str, seq: u64) {
     let outcome = cancel_outcome(world, server.cancel, Some(seq));
     let detail = json!({
         "via": "stream-close", "target": seq,
-        "policy": format!("{:?}", server.cancel).to_lowercase(), "outcome": outcome,
+        "policy": server.cancel, "outcome": outcome,
     });
     log(world, server, "cancelled", detail);
 }
@@ -462,7 +462,7 @@ fn cancelled(world: &World, server: &McpServer, headers: &HeaderMap, params: &Va
     let outcome = cancel_outcome(world, server.cancel, target);
     let detail = json!({
         "request_id": request_id, "reason": params.get("reason"), "session": session,
-        "policy": format!("{:?}", server.cancel).to_lowercase(), "target": target,
+        "policy": server.cancel, "target": target,
         "outcome": outcome,
     });
     log(world, server, "cancelled", detail);

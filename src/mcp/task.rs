@@ -324,8 +324,9 @@ pub(crate) fn seeded_token(world: &World, text: &str) -> String {
     hex::encode(&digest[..16])
 }
 
-/// Why a task id found no task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why a task id found no task (in the ledger `unknown`, `expired`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub(crate) enum Lookup {
     Unknown,
     Expired,
