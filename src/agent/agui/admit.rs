@@ -390,14 +390,7 @@ fn continuity_notices(cp: &Checkpoint, input: &RunAgentInput) -> Vec<Notice> {
         let details = json!({"expected": cp.state, "received": state});
         out.push(Notice::new("RES-6", message, details));
     }
-    let carried: BTreeSet<&str> = input
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Assistant(a) => a.tool_calls.as_ref(),
-            _ => None,
-        })
-        .flatten()
+    let carried: BTreeSet<&str> = (input.messages.iter().flat_map(Message::tool_calls))
         .map(|c| c.id.as_str())
         .collect();
     let missing: Vec<&str> = (cp.calls.iter().map(|c| c.id.as_str()))

@@ -21,6 +21,22 @@ pub enum Message {
 }
 
 impl Message {
+    /// The tool calls an assistant message carries (none for another role).
+    pub fn tool_calls(&self) -> &[ToolCall] {
+        match self {
+            Message::Assistant(a) => a.tool_calls.as_deref().unwrap_or_default(),
+            _ => &[],
+        }
+    }
+
+    /// The tool call a tool message answers.
+    pub fn answers(&self) -> Option<&str> {
+        match self {
+            Message::Tool(t) => Some(&t.tool_call_id),
+            _ => None,
+        }
+    }
+
     pub fn extra_mut(&mut self) -> &mut Map<String, Value> {
         match self {
             Message::Developer(m) | Message::System(m) => &mut m.extra,

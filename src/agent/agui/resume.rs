@@ -486,24 +486,15 @@ pub fn known_open_from_messages<F>(messages: &[Message], mut gate: F) -> Vec<Int
 where
     F: FnMut(&ToolCall) -> Option<Interrupt>,
 {
-    let answered: BTreeSet<&str> = messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool(t) => Some(t.tool_call_id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let answered: BTreeSet<&str> = messages.iter().filter_map(Message::answers).collect();
     let mut out: Vec<Interrupt> = Vec::new();
-    for m in messages {
-        let Message::Assistant(a) = m else { continue };
-        for call in a.tool_calls.iter().flatten() {
-            if answered.contains(call.id.as_str()) {
-                continue;
-            }
-            if let Some(i) = gate(call) {
-                if !out.iter().any(|o| o.id == i.id) {
-                    out.push(i);
-                }
+    for call in messages.iter().flat_map(Message::tool_calls) {
+        if answered.contains(call.id.as_str()) {
+            continue;
+        }
+        if let Some(i) = gate(call) {
+            if !out.iter().any(|o| o.id == i.id) {
+                out.push(i);
             }
         }
     }
