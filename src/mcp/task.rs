@@ -287,14 +287,12 @@ impl Tasks {
         }
     }
 
-    /// Change task `id` in place; whether it is there.
-    pub(crate) fn update(&self, id: &str, f: impl FnOnce(&mut Task)) -> bool {
-        let found = {
-            let mut t = unpoisoned(self.table.lock());
-            t.tasks.get_mut(id).map(f).is_some()
-        };
+    /// Change task `id` in place, if it is there (the lock released before waiters wake).
+    pub(crate) fn update(&self, id: &str, f: impl FnOnce(&mut Task)) {
+        if let Some(task) = unpoisoned(self.table.lock()).tasks.get_mut(id) {
+            f(task);
+        }
         self.changed.notify_waiters();
-        found
     }
 
     /// The live tasks of `server` a legacy session made, oldest first.
