@@ -26,18 +26,14 @@ pub const INTERRUPT_BINDING_KEY: &str = "tanstack:interruptBinding";
 pub const BINDING_VERSION: u64 = 1;
 
 /// Returns `interrupt`, raised by the run `interrupted_run_id`, with its generic binding added
-/// under `metadata`, keeping other keys.
-pub fn bind_generic(
-    mut interrupt: Interrupt,
-    interrupted_run_id: &str,
-    generation: u64,
-) -> Interrupt {
+/// under `metadata`, keeping other keys. Every batch is generation 0.
+pub fn bind_generic(mut interrupt: Interrupt, interrupted_run_id: &str) -> Interrupt {
     let mut b = json!({
         "v": BINDING_VERSION,
         "kind": "generic",
         "interruptId": interrupt.id,
         "interruptedRunId": interrupted_run_id,
-        "generation": generation,
+        "generation": 0,
     });
     if let Some(schema) = &interrupt.response_schema {
         b["responseSchemaHash"] = json!(response_schema_hash(schema));

@@ -100,7 +100,7 @@ impl Run {
         let mut batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
             batch
                 .into_iter()
-                .map(|i| tanstack::bind_generic(i, &self.input.run_id, 0))
+                .map(|i| tanstack::bind_generic(i, &self.input.run_id))
                 .collect()
         } else {
             batch
