@@ -122,7 +122,7 @@ impl Run {
         let break_outcome = self.breaks(Violation::SuccessWhileInterrupted);
         let (thread_id, run_id) = (&self.input.thread_id, &self.input.run_id);
         let e = if break_outcome {
-            let mut e = Event::run_finished(thread_id, run_id, None, None);
+            let mut e = Event::run_finished(thread_id, run_id, None);
             let outcome = json!({"type": "success", "interrupts": wire_batch});
             e.base_mut().extra.insert("outcome".into(), outcome);
             e
