@@ -25,9 +25,9 @@ use super::interrupt::Interrupt;
 pub const INTERRUPT_BINDING_KEY: &str = "tanstack:interruptBinding";
 pub const BINDING_VERSION: u64 = 1;
 
-/// Returns `interrupt`, raised by the run `interrupted_run_id`, with its generic binding added
-/// under `metadata`, keeping other keys. Every batch is generation 0.
-pub fn bind_generic(mut interrupt: Interrupt, interrupted_run_id: &str) -> Interrupt {
+/// Adds to `interrupt`, raised by the run `interrupted_run_id`, its generic binding under
+/// `metadata`, keeping other keys. Every batch is generation 0.
+pub fn bind_generic(interrupt: &mut Interrupt, interrupted_run_id: &str) {
     let mut b = json!({
         "v": BINDING_VERSION,
         "kind": "generic",
@@ -45,7 +45,6 @@ pub fn bind_generic(mut interrupt: Interrupt, interrupted_run_id: &str) -> Inter
         .metadata
         .get_or_insert_with(Map::new)
         .insert(INTERRUPT_BINDING_KEY.into(), b);
-    interrupt
 }
 
 /// `"sha256:<hex>"` of the canonical JSON of a response schema.
