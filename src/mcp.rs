@@ -105,7 +105,7 @@ pub fn stream_closed(world: &World, name: &str, seq: u64) {
     let outcome = cancel_outcome(world, server.cancel, Some(seq));
     let detail = json!({
         "via": "stream-close", "target": seq,
-        "policy": format!("{:?}", server.cancel).to_lowercase(), "outcome": outcome,
+        "policy": server.cancel, "outcome": outcome,
     });
     log(world, server, "cancelled", detail);
 }
@@ -312,9 +312,10 @@ fn initialize(
     };
     let asked = server.legacy_versions().find(|v| *v == requested);
     let Some(version) = asked.or_else(|| server.legacy_versions().max()) else {
-        return Err(McpError::LegacyVersion {
+        return Err(McpError::UnsupportedVersion {
             requested: requested.to_string(),
             supported: server.versions.clone(),
+            modern: false,
         });
     };
     let session = world.extension::<Sessions>().open(&server.name, version);
@@ -461,7 +462,7 @@ fn cancelled(world: &World, server: &McpServer, headers: &HeaderMap, params: &Va
     let outcome = cancel_outcome(world, server.cancel, target);
     let detail = json!({
         "request_id": request_id, "reason": params.get("reason"), "session": session,
-        "policy": format!("{:?}", server.cancel).to_lowercase(), "target": target,
+        "policy": server.cancel, "target": target,
         "outcome": outcome,
     });
     log(world, server, "cancelled", detail);

@@ -171,6 +171,7 @@ fn check_modern(
         return Err(McpError::UnsupportedVersion {
             requested: version.to_string(),
             supported: vec![MODERN],
+            modern: true,
         });
     }
     Ok(let_pass)

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::era::Era;
 use super::rpc::{self, Id, McpError};
-use super::task::seeded_token;
+use super::task::{input_requests, seeded_token};
 use super::{answer, complete, log, Reply};
 use crate::scenario::mcp::{McpServer, TaskInput, Tool};
 use crate::world::World;
@@ -72,11 +72,7 @@ pub(super) fn round(
             let state = state_of(world, server, tool, args, world.clock.now().as_millis());
             let detail = json!({"tool": tool.name, "id": id, "request_state": state});
             log(world, server, "input-required", detail);
-            let ask = json!({
-                "inputRequests": {&input.key: {"method": "elicitation/create", "params": {
-                    "mode": "form", "message": input.message, "requestedSchema": input.schema}}},
-                "requestState": state,
-            });
+            let ask = json!({"inputRequests": input_requests(input), "requestState": state});
             Ok(Some(reply(ask, "input_required")))
         }
         Some(Value::String(s)) => {

@@ -123,17 +123,13 @@ pub(crate) enum McpError {
     /// re-initialize.
     #[error("Session not found: {0}")]
     UnknownSession(String),
-    /// An initialize asking only for versions this server does not serve.
-    #[error("Unsupported protocol version: {requested}")]
-    LegacyVersion {
-        requested: String,
-        supported: Vec<&'static str>,
-    },
-    /// -32022: a modern request for a version this server does not serve.
+    /// A version this server does not serve: asked by an initialize (-32602), or by a modern
+    /// request (-32022, on 400).
     #[error("Unsupported protocol version: {requested}")]
     UnsupportedVersion {
         requested: String,
         supported: Vec<&'static str>,
+        modern: bool,
     },
     /// -32020: an `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` header missing or unlike the
     /// body.
@@ -173,10 +169,12 @@ impl McpError {
             UnknownSession(_) => (-32600, 404),
             MethodNotFound { modern: true, .. } => (-32601, 404),
             MethodNotFound { modern: false, .. } | TaskSupport(_) => (-32601, 200),
-            InvalidParams(_) | LegacyVersion { .. } | Key { .. } => (-32602, 200),
+            InvalidParams(_) | UnsupportedVersion { modern: false, .. } | Key { .. } => {
+                (-32602, 200)
+            }
             MissingMeta(_) => (-32602, 400),
             HeaderMismatch(_) => (-32020, 400),
-            UnsupportedVersion { .. } => (-32022, 400),
+            UnsupportedVersion { modern: true, .. } => (-32022, 400),
             MissingCapability(..) => (-32021, 400),
             Forbidden(_) => (-32000, 403),
         }
@@ -192,13 +190,10 @@ impl McpError {
 
     fn data(&self) -> Option<Value> {
         match self {
-            McpError::LegacyVersion {
+            McpError::UnsupportedVersion {
                 requested,
                 supported,
-            }
-            | McpError::UnsupportedVersion {
-                requested,
-                supported,
+                ..
             } => Some(json!({"supported": supported, "requested": requested})),
             McpError::Key { kind, status, .. } => Some(json!({"type": kind, "status": status})),
             McpError::MissingCapability(_, required) => {

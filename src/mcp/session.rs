@@ -67,16 +67,13 @@ impl Sessions {
         id
     }
 
-    /// Remember that call `request_id` (JSON text) of session `id` is action `seq`; how many
-    /// calls the session has made with it (0: no such session).
-    pub(crate) fn note_call(&self, id: &str, request_id: String, seq: u64) -> u64 {
+    /// Remember that call `request_id` (JSON text) of session `id` is action `seq`.
+    pub(crate) fn note_call(&self, id: &str, request_id: String, seq: u64) {
         let mut t = unpoisoned(self.0.lock());
-        let Some(o) = t.open.get_mut(id) else {
-            return 0;
-        };
-        keep(&mut o.calls, (request_id, seq));
-        o.made += 1;
-        o.made
+        if let Some(o) = t.open.get_mut(id) {
+            keep(&mut o.calls, (request_id, seq));
+            o.made += 1;
+        }
     }
 
     /// How many tool calls session `id` has made.

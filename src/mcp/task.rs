@@ -18,16 +18,13 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::ledger::ActionState;
-use crate::scenario::mcp::TaskSpec;
+use crate::scenario::mcp::{TaskInput, TaskSpec};
 use crate::service::Request;
 use crate::sync::unpoisoned;
 use crate::world::World;
 
 /// The extension's identifier, in capabilities and `-32021`'s data.
 pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
-
-/// The one key a task's input request goes under (`inputRequests`, `inputResponses`).
-pub(crate) const INPUT_KEY: &str = "input";
 
 /// A task's status on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,7 +77,7 @@ pub(crate) struct Task {
     pub(crate) done_at: Option<Duration>,
     /// When its question (if it has one) was answered: accepted (the work goes on) or not (the
     /// task ends cancelled).
-    answered: Option<(Duration, bool)>,
+    pub(crate) answered: Option<(Duration, bool)>,
     /// When a cancel ended the task (honoured, or acknowledged in the legacy era, where a
     /// cancelled task stays cancelled whatever the work does).
     pub(crate) cancelled_at: Option<Duration>,
@@ -207,32 +204,31 @@ impl Task {
     /// question.
     pub(crate) fn detailed(&self, world: &World, status: Status) -> Value {
         let mut t = self.wire(world, status);
-        match (status, &self.answer, self.question()) {
+        match (status, &self.answer, &self.spec.input) {
             (Status::Completed, Some(Answer::Result(r)), _) => t["result"] = r.clone(),
             (Status::Failed, Some(Answer::Error(e)), _) => t["error"] = e.clone(),
-            (Status::InputRequired, _, Some(params)) => {
-                let key = self.spec.input.as_ref().map_or(INPUT_KEY, |i| &i.key);
-                t["inputRequests"] = json!({key: {
-                    "method": "elicitation/create",
-                    "params": params,
-                }})
-            }
+            (Status::InputRequired, _, Some(input)) => t["inputRequests"] = input_requests(input),
             _ => {}
         }
         t
     }
 
-    /// The params of the task's `elicitation/create` question (a form), if it has one: in the
-    /// extension's `inputRequests`, or the request a legacy `tasks/result` stream carries.
+    /// The params of the task's question, if it has one: the request a legacy `tasks/result`
+    /// stream carries.
     pub(crate) fn question(&self) -> Option<Value> {
-        let input = self.spec.input.as_ref()?;
-        Some(json!({"mode": "form", "message": input.message, "requestedSchema": input.schema}))
+        self.spec.input.as_ref().map(form)
     }
+}
 
-    /// Record the answer to the task's question at `now`: whether it was accepted.
-    pub(crate) fn answer_input(&mut self, now: Duration, accepted: bool) {
-        self.answered = Some((now, accepted));
-    }
+/// The params of the `elicitation/create` request that asks `input` (a form).
+fn form(input: &TaskInput) -> Value {
+    json!({"mode": "form", "message": input.message, "requestedSchema": input.schema})
+}
+
+/// `inputRequests` asking `input` (a modern task's `tasks/get`, a call's round): the
+/// `elicitation/create` request under its key.
+pub(crate) fn input_requests(input: &TaskInput) -> Value {
+    json!({&input.key: {"method": "elicitation/create", "params": form(input)}})
 }
 
 /// The tasks of a world, by id; `changed` wakes whoever waits on a task (a legacy
@@ -291,14 +287,12 @@ impl Tasks {
         }
     }
 
-    /// Change task `id` in place; whether it is there.
-    pub(crate) fn update(&self, id: &str, f: impl FnOnce(&mut Task)) -> bool {
-        let found = {
-            let mut t = unpoisoned(self.table.lock());
-            t.tasks.get_mut(id).map(f).is_some()
-        };
+    /// Change task `id` in place, if it is there (the lock released before waiters wake).
+    pub(crate) fn update(&self, id: &str, f: impl FnOnce(&mut Task)) {
+        if let Some(task) = unpoisoned(self.table.lock()).tasks.get_mut(id) {
+            f(task);
+        }
         self.changed.notify_waiters();
-        found
     }
 
     /// The live tasks of `server` a legacy session made, oldest first.
@@ -328,8 +322,9 @@ pub(crate) fn seeded_token(world: &World, text: &str) -> String {
     hex::encode(&digest[..16])
 }
 
-/// Why a task id found no task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why a task id found no task (in the ledger `unknown`, `expired`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub(crate) enum Lookup {
     Unknown,
     Expired,

@@ -19,7 +19,7 @@ use tokio::sync::mpsc::Sender;
 use super::era::{Era, SESSION_HEADER};
 use super::rpc::{Id, McpError};
 use super::session::Sessions;
-use super::task::{Status, Task, Tasks, INPUT_KEY};
+use super::task::{Status, Task, Tasks};
 use super::task_rpc::{result_message, status_now, take_answer};
 use super::{answer, event, log, Reply};
 use crate::clock::Clock;
@@ -195,9 +195,10 @@ pub(super) fn answered(
         return;
     };
     let ours = !task.modern && task.session.as_deref() == Some(&*session);
-    if !ours || !task.waiting() || status_now(world, &task) != Status::InputRequired {
+    let asking = ours && task.waiting() && status_now(world, &task) == Status::InputRequired;
+    let (true, Some(input)) = (asking, &task.spec.input) else {
         return;
-    }
+    };
     let accepted = reply
         .ok()
         .and_then(|r| r.get("action"))
@@ -207,9 +208,8 @@ pub(super) fn answered(
         Ok(r) => r.clone(),
         Err(e) => json!({"error": e}),
     };
-    let key = task.spec.input.as_ref().map_or(INPUT_KEY, |i| &i.key);
     let detail = json!({"task_id": task.id, "status": Status::InputRequired.name(),
-        "responses": {key: response}});
+        "responses": {&input.key: response}});
     log(world, server, "task-update", detail);
     let era = Era::Legacy {
         session: session.into_owned(),

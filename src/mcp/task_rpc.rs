@@ -276,7 +276,7 @@ pub(super) fn method(
         Ok(t) if t.modern == modern => t,
         Ok(_) => return unknown(Lookup::Unknown),
         Err(l) => {
-            let detail = json!({"task_id": task_id, "method": method, "outcome": format!("{l:?}").to_lowercase()});
+            let detail = json!({"task_id": task_id, "method": method, "outcome": l});
             log(world, server, "task-unknown", detail);
             return unknown(l);
         }
@@ -363,7 +363,7 @@ fn cancel(world: &World, server: &McpServer, c: &Call<'_>, task: Task) -> Result
     if marks {
         tasks.update(&task.id, |t| t.cancelled_at = Some(now));
     }
-    let detail = json!({"task_id": task.id, "target": task.action, "policy": format!("{:?}", task.spec.cancel).to_lowercase(), "outcome": outcome, "status_before": status.name()});
+    let detail = json!({"task_id": task.id, "target": task.action, "policy": task.spec.cancel, "outcome": outcome, "status_before": status.name()});
     c.log(world, server, "task-cancel", detail);
     let body = match c.era {
         Era::Modern => json!({}),
@@ -445,7 +445,7 @@ pub(super) fn take_answer(
     let tasks = world.extension::<Tasks>();
     let mut prepared = None;
     tasks.update(&task.id, |t| {
-        t.answer_input(now, accepted);
+        t.answered = Some((now, accepted));
         prepared = t.prepared.take();
     });
     let (true, Some(mut req), Some(tool)) = (accepted, prepared, server.tool(&task.tool)) else {

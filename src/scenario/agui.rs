@@ -11,15 +11,16 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
     check_header, check_pointer, did_you_mean, find_route, sub_table, Dur, Issues, Service,
 };
 
-/// The four boundaries of one agent iteration, in the order an iteration passes them.
-#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// The four boundaries of one agent iteration, in the order an iteration passes them; in
+/// scenarios and on the wire as `beforeTools`.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "camelCase")]
 pub enum Phase {
     /// Before the model call: the conversation so far, no assistant text yet (PH-1).
@@ -33,7 +34,6 @@ pub enum Phase {
 }
 
 impl Phase {
-    /// The spelling used in scenarios and on the wire (`beforeTools`).
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::BeforeModel => "beforeModel",
@@ -95,7 +95,7 @@ pub enum OnContinuation {
 
 /// A rule the agent breaks on purpose (`violate = [...]`), so a consumer can be tested against a
 /// faulty producer. Each one committed is recorded in the ledger (`event: "violation"`).
-#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum Violation {
     /// An interrupted run reports `outcome: {type: "success", interrupts: [...]}` (INT-2, ERR-1).
@@ -111,16 +111,6 @@ pub enum Violation {
 }
 
 impl Violation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Violation::SuccessWhileInterrupted => "success-while-interrupted",
-            Violation::DuplicateInterruptIds => "duplicate-interrupt-ids",
-            Violation::InterruptWithoutInterrupts => "interrupt-without-interrupts",
-            Violation::MissingRunFinished => "missing-run-finished",
-            Violation::UnknownFields => "unknown-fields",
-        }
-    }
-
     pub fn rule(self) -> &'static str {
         match self {
             Violation::SuccessWhileInterrupted => "INT-2",

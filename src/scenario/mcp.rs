@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::fate::{Fate, FateSchedule};
@@ -34,8 +34,8 @@ const ANNOTATIONS: &[(&str, bool)] = &[
     ("openWorldHint", true),
 ];
 
-/// What a cancelled call does (`cancel`).
-#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// What a cancelled call does (`cancel`; in the ledger as `policy`).
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum CancelMode {
     /// The call still takes effect (recorded as ignored).

@@ -1,7 +1,5 @@
+use crate::support::{input, sse_frame, user};
 use doubleagent::agent::agui::event::*;
-use doubleagent::agent::agui::input::RunAgentInput;
-use doubleagent::agent::agui::message::Message;
-use doubleagent::agent::agui::sse::sse_frame;
 use serde_json::json;
 use serde_json::Value;
 
@@ -21,11 +19,11 @@ fn every_event_type_round_trips_with_its_type_name() {
         Event::tool_call_result("m2", "tc1", "{\"id\":\"act-1\"}"),
         Event::state_snapshot(json!({"balance": 5})),
         Event::MessagesSnapshot(MessagesSnapshot {
-            messages: vec![Message::user("u1", "hi")],
+            messages: vec![user("u1", "hi")],
             ..Default::default()
         }),
         Event::custom("doubleagent.warning", json!({"rule": "PROD-2"})),
-        Event::run_started(&RunAgentInput::new("t", "r")),
+        Event::run_started(&input("t", "r")),
         Event::run_success("t", "r", vec![]),
         Event::run_error("boom", None),
         Event::StepStarted(StepStarted {
@@ -78,7 +76,7 @@ fn every_event_type_round_trips_with_its_type_name() {
 
 #[test]
 fn run_started_declares_its_own_protocol_version() {
-    let mut input = RunAgentInput::new("t", "r2");
+    let mut input = input("t", "r2");
     input.protocol_version = Some("1.3".into());
     input.parent_run_id = Some("r1".into());
     assert_eq!(

@@ -6,4 +6,5 @@ mod input;
 mod interrupt;
 mod resume;
 mod sse;
+mod support;
 mod tanstack;

@@ -1,5 +1,6 @@
 //! The judging rules, each test named after the rule it exercises.
 
+use crate::support::{cancelled, resolved};
 use doubleagent::agent::agui::interrupt::{Interrupt, ResumeEntry};
 use doubleagent::agent::agui::message::{Message, ToolCall};
 use doubleagent::agent::agui::resume::*;
@@ -55,7 +56,7 @@ fn reinterrupt(still_open: Vec<Interrupt>) -> Decision {
 }
 
 fn approve(id: &str) -> ResumeEntry {
-    ResumeEntry::resolved(id, Some(json!({"approved": true})))
+    resolved(id, Some(json!({"approved": true})))
 }
 
 const ALL_POLICIES: [UncoveredPolicy; 3] = [
@@ -72,9 +73,9 @@ fn res1_entry_answers_the_open_interrupt_and_the_action_runs() {
     let entries = [approve("approve-transfer")];
     let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(j.decision, Decision::Proceed);
-    assert!(j.may_succeed());
+    assert!(j.uncovered.is_empty());
     assert!(j.warnings.is_empty());
-    assert_eq!(j.verdicts[0].label(), "answered");
+    assert_eq!(j.verdicts[0].kind.label(), "answered");
     assert_eq!(
         j.gate("approve-transfer", Some("/approved")),
         Gate::Run {
@@ -86,10 +87,10 @@ fn res1_entry_answers_the_open_interrupt_and_the_action_runs() {
 #[test]
 fn res3_discarded_interrupt_means_the_tool_is_not_run() {
     let open = [approval("approve-transfer", "tc-1")];
-    let entries = [ResumeEntry::cancelled("approve-transfer")];
+    let entries = [cancelled("approve-transfer")];
     let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(j.decision, Decision::Proceed);
-    assert_eq!(j.answer_for("approve-transfer"), Some(&Answer::Discarded));
+    assert_eq!(j.answers.get("approve-transfer"), Some(&Answer::Discarded));
     assert_eq!(
         j.gate("approve-transfer", Some("/approved")),
         Gate::Skip(SkipReason::Discarded)
@@ -109,7 +110,7 @@ fn res3_resolved_with_approve_if_false_skips_the_tool() {
         json!({}),
         json!(true),
     ] {
-        let entries = [ResumeEntry::resolved("a", Some(payload.clone()))];
+        let entries = [resolved("a", Some(payload.clone()))];
         let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
         assert_eq!(j.decision, Decision::Proceed, "{payload}");
         assert_eq!(
@@ -119,7 +120,7 @@ fn res3_resolved_with_approve_if_false_skips_the_tool() {
         );
     }
     // Without approve_if any resolved answer runs it; a whole-payload pointer works too.
-    let entries = [ResumeEntry::resolved("a", Some(json!(true)))];
+    let entries = [resolved("a", Some(json!(true)))];
     let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert!(matches!(j.gate("a", None), Gate::Run { .. }));
     assert!(matches!(j.gate("a", Some("")), Gate::Run { .. }));
@@ -128,7 +129,7 @@ fn res3_resolved_with_approve_if_false_skips_the_tool() {
 #[test]
 fn res3_metadata_is_envelope_not_answer() {
     let open = [approval("a", "tc-1")];
-    let mut e = ResumeEntry::resolved("a", None);
+    let mut e = resolved("a", None);
     e.metadata = Some(json!({"approved": true}).as_object().unwrap().clone());
     let entries = [e];
     let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
@@ -159,7 +160,7 @@ fn res4_uncovered_interrupt_is_rejected() {
     }
     assert_eq!(j.uncovered.len(), 1);
     assert_eq!(j.uncovered[0].why, UncoveredWhy::NoEntry);
-    assert!(!j.may_succeed());
+    assert!(!j.uncovered.is_empty());
 }
 
 #[test]
@@ -168,7 +169,7 @@ fn res4_omission_is_not_discard() {
     let j = judge(&case(kept(&open), &[], UncoveredPolicy::Reinterrupt));
     // Not a Skip(Discarded): the action is blocked and the interrupt stays open.
     assert_eq!(j.gate("a", Some("/approved")), Gate::Blocked);
-    assert_eq!(j.answer_for("a"), None);
+    assert_eq!(j.answers.get("a"), None);
     assert_eq!(j.decision, reinterrupt(open.to_vec()));
 }
 
@@ -190,8 +191,8 @@ fn res4_fully_covered_batch_proceeds() {
     ];
     let entries = [
         approve("a"),
-        ResumeEntry::cancelled("b"),
-        ResumeEntry::resolved("c", Some(json!("blue"))),
+        cancelled("b"),
+        resolved("c", Some(json!("blue"))),
     ];
     for policy in ALL_POLICIES {
         let j = judge(&case(kept(&open), &entries, policy));
@@ -226,15 +227,12 @@ fn prod3_reinterrupt_runs_covered_entries_and_keeps_only_the_still_open() {
 #[test]
 fn prod3_never_proceeds_while_a_known_open_interrupt_is_unanswered() {
     let open = [approval("a", "tc-1")];
-    let bogus = [ResumeEntry::resolved(
-        "bogus",
-        Some(json!({"approved": true})),
-    )];
+    let bogus = [resolved("bogus", Some(json!({"approved": true})))];
     for policy in ALL_POLICIES {
         for entries in [&[][..], &bogus[..]] {
             let j = judge(&case(kept(&open), entries, policy));
             assert_ne!(j.decision, Decision::Proceed, "{policy:?}");
-            assert!(!j.may_succeed());
+            assert!(!j.uncovered.is_empty());
             assert_eq!(j.gate("a", Some("/approved")), Gate::Blocked);
         }
     }
@@ -283,7 +281,7 @@ fn prod3_a_stateful_producer_takes_no_answer_for_a_call_only_the_messages_show()
     );
     c.known_open_from_messages = &from_messages;
     let j = judge(&c);
-    assert_eq!(j.verdicts[0].label(), "unrecognized");
+    assert_eq!(j.verdicts[0].kind.label(), "unrecognized");
     assert_eq!(j.warnings[0].rule, "ERR-1");
     assert_eq!(j.uncovered[0].why, UncoveredWhy::NoEntry);
     assert_eq!(j.decision, reinterrupt(from_messages.to_vec()));
@@ -350,20 +348,22 @@ fn prod1_stateless_producer_with_nothing_visible_has_nothing_to_enforce() {
 #[test]
 fn prod2_unrecognized_entry_is_ignored_with_a_warning_and_the_run_proceeds() {
     let open = [approval("a", "tc-1")];
-    let entries = [approve("a"), ResumeEntry::resolved("bogus", Some(json!(1)))];
+    let entries = [approve("a"), resolved("bogus", Some(json!(1)))];
     let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(j.decision, Decision::Proceed);
     assert_eq!(
         j.verdicts[1],
-        EntryVerdict::Unrecognized {
+        EntryVerdict {
             interrupt_id: "bogus".into(),
-            why: UnrecognizedWhy::NotRaised
+            kind: Verdict::Unrecognized {
+                why: UnrecognizedWhy::NotRaised
+            }
         }
     );
     assert_eq!(j.warnings.len(), 1);
     assert_eq!(j.warnings[0].rule, "PROD-2");
     assert_eq!(j.warnings[0].interrupt_id.as_deref(), Some("bogus"));
-    assert_eq!(j.answer_for("bogus"), None);
+    assert_eq!(j.answers.get("bogus"), None);
 }
 
 #[test]
@@ -376,13 +376,13 @@ fn prod2_stateless_unknown_id_is_unrecognized() {
         UncoveredPolicy::Reject,
     ));
     assert_eq!(j.decision, Decision::Proceed);
-    assert_eq!(j.verdicts[0].label(), "unrecognized");
+    assert_eq!(j.verdicts[0].kind.label(), "unrecognized");
     assert_eq!(j.warnings[0].rule, "PROD-2");
 }
 
 #[test]
 fn err1_resume_on_a_run_that_continues_nothing_is_all_unrecognized() {
-    let entries = [approve("a"), ResumeEntry::cancelled("b")];
+    let entries = [approve("a"), cancelled("b")];
     let j = judge(&case(
         Knowledge::NothingOpen,
         &entries,
@@ -392,8 +392,10 @@ fn err1_resume_on_a_run_that_continues_nothing_is_all_unrecognized() {
     assert!(j.is_continuation);
     assert!(j.verdicts.iter().all(|v| matches!(
         v,
-        EntryVerdict::Unrecognized {
-            why: UnrecognizedWhy::NoInterruptedRun,
+        EntryVerdict {
+            kind: Verdict::Unrecognized {
+                why: UnrecognizedWhy::NoInterruptedRun
+            },
             ..
         }
     )));
@@ -412,9 +414,11 @@ fn res5_answer_to_an_expired_interrupt_is_treated_as_uncovered() {
     let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(
         j.verdicts[0],
-        EntryVerdict::AnswersExpired {
+        EntryVerdict {
             interrupt_id: "a".into(),
-            expires_at: "2026-11-30T23:59:00.000Z".into()
+            kind: Verdict::AnswersExpired {
+                expires_at: "2026-11-30T23:59:00.000Z".into()
+            }
         }
     );
     assert_eq!(j.uncovered[0].why, UncoveredWhy::AnsweredAfterExpiry);
@@ -446,14 +450,14 @@ fn res5_each_policy_handles_an_expired_answer_like_an_uncovered_one() {
 #[test]
 fn res5_discarding_an_expired_interrupt_is_accepted() {
     let open = [expiring("a", T0 - MIN), approval("b", "tc-2")];
-    let entries = [ResumeEntry::cancelled("a"), approve("b")];
+    let entries = [cancelled("a"), approve("b")];
     let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reject));
     assert_eq!(j.decision, Decision::Proceed);
     assert_eq!(
         j.verdicts[0],
-        EntryVerdict::Discarded {
+        EntryVerdict {
             interrupt_id: "a".into(),
-            expired: true
+            kind: Verdict::Discarded { expired: true }
         }
     );
     assert_eq!(j.gate("a", None), Gate::Skip(SkipReason::Discarded));
@@ -465,9 +469,9 @@ fn res5_now_equal_to_expires_at_is_expired_and_one_ms_before_is_not() {
     let before = [expiring("a", T0 + 1)];
     let entries = [approve("a")];
     let j = judge(&case(kept(&at), &entries, UncoveredPolicy::Reject));
-    assert_eq!(j.verdicts[0].label(), "answers-expired");
+    assert_eq!(j.verdicts[0].kind.label(), "answers-expired");
     let j = judge(&case(kept(&before), &entries, UncoveredPolicy::Reject));
-    assert_eq!(j.verdicts[0].label(), "answered");
+    assert_eq!(j.verdicts[0].kind.label(), "answered");
 }
 
 #[test]
@@ -521,9 +525,9 @@ fn int3_agreeing_duplicate_entries_only_warn() {
     assert_eq!(j.decision, Decision::Proceed);
     assert_eq!(
         j.verdicts[1],
-        EntryVerdict::Duplicate {
+        EntryVerdict {
             interrupt_id: "a".into(),
-            conflicting: false
+            kind: Verdict::Duplicate { conflicting: false }
         }
     );
     assert_eq!(j.warnings[0].rule, "INT-3");
@@ -533,7 +537,7 @@ fn int3_agreeing_duplicate_entries_only_warn() {
 #[test]
 fn int3_contradicting_duplicate_entries_leave_the_interrupt_uncovered() {
     let open = [approval("a", "tc-1")];
-    let entries = [approve("a"), ResumeEntry::cancelled("a")];
+    let entries = [approve("a"), cancelled("a")];
     let j = judge(&case(kept(&open), &entries, UncoveredPolicy::Reinterrupt));
     assert_eq!(j.uncovered[0].why, UncoveredWhy::ConflictingEntries);
     assert_eq!(j.gate("a", Some("/approved")), Gate::Blocked);

@@ -1,7 +1,7 @@
+use crate::support::{sse_frame, sse_payloads};
 use doubleagent::agent::agui::event::Event;
 use doubleagent::agent::agui::event::{RunOutcome, StepFinished, StepStarted, TokenUsage};
 use doubleagent::agent::agui::interrupt::Interrupt;
-use doubleagent::agent::agui::sse::*;
 use serde_json::json;
 use std::sync::Arc;
 
@@ -19,21 +19,24 @@ fn interrupt_example() -> Interrupt {
 // The verified encoder lines of the reference, byte for byte.
 #[test]
 fn int1_reference_interrupt_frame_is_byte_exact() {
-    let e = Event::run_finished(
+    let mut e = Event::run_finished(
         "t1",
         "r1",
         Some(RunOutcome::Interrupt {
             interrupts: vec![interrupt_example()],
         }),
-        Some(vec![TokenUsage {
-            provider: Some("fake".into()),
-            model: Some("fake-1".into()),
-            input_tokens: Some(3),
-            output_tokens: Some(2),
-            total_tokens: Some(5),
-            ..Default::default()
-        }]),
     );
+    let Event::RunFinished(finished) = &mut e else {
+        unreachable!()
+    };
+    finished.usage = Some(vec![TokenUsage {
+        provider: Some("fake".into()),
+        model: Some("fake-1".into()),
+        input_tokens: Some(3),
+        output_tokens: Some(2),
+        total_tokens: Some(5),
+        ..Default::default()
+    }]);
     assert_eq!(
         sse_frame(&e),
         "data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t1\",\"runId\":\"r1\",\"outcome\":{\"type\":\"interrupt\",\"interrupts\":[{\"id\":\"int-1\",\"reason\":\"tool_approval\",\"message\":\"Approve?\",\"toolCallId\":\"tc-1\",\"responseSchema\":{\"type\":\"object\"},\"expiresAt\":\"2026-12-01T00:00:00Z\"}]},\"usage\":[{\"provider\":\"fake\",\"model\":\"fake-1\",\"inputTokens\":3,\"outputTokens\":2,\"totalTokens\":5}]}\n\n"

@@ -1,3 +1,4 @@
+use crate::support::binding;
 use doubleagent::agent::agui::event::Event;
 use doubleagent::agent::agui::interrupt::Interrupt;
 use doubleagent::agent::agui::tanstack::*;
@@ -32,7 +33,8 @@ fn tanstack_binding_for_the_issue_example() {
             .clone(),
     ));
     i.expires_at = Some("2026-01-01T00:10:00.000Z".into());
-    let bound = bind_generic(i, "run-1", 0);
+    bind_generic(&mut i, "run-1");
+    let bound = i;
     let b = binding(&bound).unwrap();
     assert_eq!(b["v"], 1);
     assert_eq!(b["kind"], "generic");

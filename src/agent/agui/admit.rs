@@ -127,7 +127,7 @@ pub(super) fn admit(
     let (judgement, checkpoint) = judge_resume(world, name, spec, &input)?;
     notices.extend(judgement_notices(&judgement, checkpoint.as_ref(), &input));
     let start = start_point(spec, &input, checkpoint.as_ref(), &judgement);
-    let detail = started_detail(spec, &input, &judgement, checkpoint.as_ref(), &start);
+    let detail = started_detail(&input, &judgement, checkpoint.as_ref(), &start);
     if let Decision::Reject {
         status,
         code,
@@ -149,12 +149,12 @@ pub(super) fn admit(
     // Admitted: the tree is the ledger's now (a refusal would have needed it).
     rec.body = std::mem::take(&mut body.json).into();
     world.lock().ledger.append(rec);
-    // Only a run that goes ahead got here, so a checkpoint it saw is one it consumed.
-    let consumed = checkpoint.filter(|_| spec.resume == ResumeMode::Stateful);
+    // Only a run that goes ahead got here, so a checkpoint it saw (only a stateful agent reads
+    // one) is one it consumed.
     Ok(Admitted {
         input,
         judgement,
-        consumed,
+        consumed: checkpoint,
         start,
         notices,
         started_at,
@@ -390,14 +390,7 @@ fn continuity_notices(cp: &Checkpoint, input: &RunAgentInput) -> Vec<Notice> {
         let details = json!({"expected": cp.state, "received": state});
         out.push(Notice::new("RES-6", message, details));
     }
-    let carried: BTreeSet<&str> = input
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Assistant(a) => a.tool_calls.as_ref(),
-            _ => None,
-        })
-        .flatten()
+    let carried: BTreeSet<&str> = (input.messages.iter().flat_map(Message::tool_calls))
         .map(|c| c.id.as_str())
         .collect();
     let missing: Vec<&str> = (cp.calls.iter().map(|c| c.id.as_str()))
@@ -434,7 +427,7 @@ struct StartedDetail<'a> {
     state: Cow<'a, Value>,
     thread_id: &'a str,
     uncovered: Vec<Uncovered<'a>>,
-    verdicts: Vec<VerdictOf<'a>>,
+    verdicts: &'a [resume::EntryVerdict],
 }
 
 #[derive(Serialize)]
@@ -443,15 +436,8 @@ struct Uncovered<'a> {
     why: String,
 }
 
-#[derive(Serialize)]
-struct VerdictOf<'a> {
-    interrupt_id: &'a str,
-    verdict: &'static str,
-}
-
 /// The `run-started` entry's detail: the input's facts, the judgement and where the run starts.
 fn started_detail<'a>(
-    spec: &AgUiAgent,
     input: &'a RunAgentInput,
     judgement: &'a Judgement,
     checkpoint: Option<&'a Checkpoint>,
@@ -459,10 +445,8 @@ fn started_detail<'a>(
 ) -> StartedDetail<'a> {
     // The interrupted run whose checkpoint this run consumed: what a restart needs to tell
     // which checkpoints are still open (the `Threads` lock is not held across the append).
-    let continues = match (spec.resume, checkpoint, &judgement.decision) {
-        (ResumeMode::Stateful, Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) => {
-            Some(cp.run_id.as_str())
-        }
+    let continues = match (checkpoint, &judgement.decision) {
+        (Some(cp), Decision::Proceed | Decision::Reinterrupt { .. }) => Some(cp.run_id.as_str()),
         _ => None,
     };
     StartedDetail {
@@ -486,12 +470,7 @@ fn started_detail<'a>(
                 why: format!("{:?}", u.why),
             })
             .collect(),
-        verdicts: (judgement.verdicts.iter())
-            .map(|v| VerdictOf {
-                interrupt_id: v.interrupt_id(),
-                verdict: v.label(),
-            })
-            .collect(),
+        verdicts: &judgement.verdicts,
     }
 }
 

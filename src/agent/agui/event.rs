@@ -370,18 +370,13 @@ impl Event {
         })
     }
 
-    /// `RUN_FINISHED` with an explicit outcome (`None` = absent = success).
-    pub fn run_finished(
-        thread_id: &str,
-        run_id: &str,
-        outcome: Option<RunOutcome>,
-        usage: Option<Vec<TokenUsage>>,
-    ) -> Self {
+    /// `RUN_FINISHED` with an explicit outcome (`None` = absent = success); the run's usage
+    /// is added when it is sent.
+    pub fn run_finished(thread_id: &str, run_id: &str, outcome: Option<RunOutcome>) -> Self {
         Event::RunFinished(RunFinished {
             thread_id: thread_id.to_string(),
             run_id: run_id.to_string(),
             outcome,
-            usage,
             ..Default::default()
         })
     }
@@ -393,7 +388,7 @@ impl Event {
         let outcome = RunOutcome::Success {
             pending_tool_call_ids,
         };
-        Self::run_finished(thread_id, run_id, Some(outcome), None)
+        Self::run_finished(thread_id, run_id, Some(outcome))
     }
 
     /// `RUN_FINISHED{outcome:{type:"interrupt",interrupts}}` (INT-1).
@@ -402,13 +397,12 @@ impl Event {
             thread_id,
             run_id,
             Some(RunOutcome::Interrupt { interrupts }),
-            None,
         )
     }
 
     /// `RUN_FINISHED{outcome:{type:"cancelled"}}` (INT-2).
     pub fn run_cancelled(thread_id: &str, run_id: &str) -> Self {
-        Self::run_finished(thread_id, run_id, Some(RunOutcome::Cancelled), None)
+        Self::run_finished(thread_id, run_id, Some(RunOutcome::Cancelled))
     }
 
     pub fn run_error(message: impl Into<String>, code: Option<&str>) -> Self {

@@ -56,16 +56,6 @@ pub enum VersionVerdict {
 }
 
 impl RunAgentInput {
-    #[doc(hidden)]
-    /// A minimal input (what `HttpAgent` sends on a first run, minus its defaults).
-    pub fn new(thread_id: impl Into<String>, run_id: impl Into<String>) -> Self {
-        RunAgentInput {
-            thread_id: thread_id.into(),
-            run_id: run_id.into(),
-            ..RunAgentInput::default()
-        }
-    }
-
     /// Parses a request body. Malformed JSON or a malformed *known* member is an error
     /// (answer it with an HTTP 4xx and no stream); unknown members are kept in the `extra`
     /// maps, see [`Self::strip_unknown`].
@@ -123,12 +113,6 @@ impl RunAgentInput {
                 "input declares protocol version '{declared}', which is not MAJOR.MINOR"
             )),
         }
-    }
-
-    #[doc(hidden)]
-    /// The paths [`Self::strip_unknown`] would strip.
-    pub fn unknown_members(&self) -> Vec<String> {
-        self.clone().strip_unknown()
     }
 
     /// Removes every member the schema does not describe and returns their paths, e.g.

@@ -65,25 +65,3 @@ wire! {
         #[serde(flatten)] extra: Map<String, Value>,
     }
 }
-
-impl ResumeEntry {
-    #[doc(hidden)]
-    pub fn resolved(interrupt_id: impl Into<String>, payload: Option<Value>) -> Self {
-        Self::new(interrupt_id, ResumeStatus::Resolved, payload)
-    }
-
-    #[doc(hidden)]
-    pub fn cancelled(interrupt_id: impl Into<String>) -> Self {
-        Self::new(interrupt_id, ResumeStatus::Cancelled, None)
-    }
-
-    fn new(interrupt_id: impl Into<String>, status: ResumeStatus, payload: Option<Value>) -> Self {
-        ResumeEntry {
-            interrupt_id: interrupt_id.into(),
-            status,
-            payload,
-            metadata: None,
-            extra: Map::new(),
-        }
-    }
-}

@@ -20,37 +20,32 @@ pub enum Message {
     Reasoning(ReasoningMessage),
 }
 
-/// `$m` bound to the message under any role, then `$e`.
-macro_rules! each_role {
-    ($msg:expr, $m:ident => $e:expr) => {
-        match $msg {
-            Message::Developer($m) | Message::System($m) => $e,
-            Message::Assistant($m) => $e,
-            Message::User($m) => $e,
-            Message::Tool($m) => $e,
-            Message::Activity($m) => $e,
-            Message::Reasoning($m) => $e,
-        }
-    };
-}
-
 impl Message {
-    #[doc(hidden)]
-    pub fn id(&self) -> &str {
-        each_role!(self, m => &m.id)
+    /// The tool calls an assistant message carries (none for another role).
+    pub fn tool_calls(&self) -> &[ToolCall] {
+        match self {
+            Message::Assistant(a) => a.tool_calls.as_deref().unwrap_or_default(),
+            _ => &[],
+        }
+    }
+
+    /// The tool call a tool message answers.
+    pub fn answers(&self) -> Option<&str> {
+        match self {
+            Message::Tool(t) => Some(&t.tool_call_id),
+            _ => None,
+        }
     }
 
     pub fn extra_mut(&mut self) -> &mut Map<String, Value> {
-        each_role!(self, m => &mut m.extra)
-    }
-
-    #[doc(hidden)]
-    pub fn user(id: impl Into<String>, content: impl Into<String>) -> Self {
-        Message::User(UserMessage {
-            id: id.into(),
-            content: Content::Text(content.into()),
-            ..UserMessage::default()
-        })
+        match self {
+            Message::Developer(m) | Message::System(m) => &mut m.extra,
+            Message::Assistant(m) => &mut m.extra,
+            Message::User(m) => &mut m.extra,
+            Message::Tool(m) => &mut m.extra,
+            Message::Activity(m) => &mut m.extra,
+            Message::Reasoning(m) => &mut m.extra,
+        }
     }
 }
 

@@ -57,12 +57,7 @@ use interrupt::Interrupt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Boundary {
     pub iteration: usize,
-    #[serde(serialize_with = "phase_name")]
     pub phase: Phase,
-}
-
-fn phase_name<S: Serializer>(phase: &Phase, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(phase.as_str())
 }
 
 /// A tool call the agent made, as it travels from the run that proposed it to the run that
@@ -158,18 +153,19 @@ impl Serialize for Start {
     }
 }
 
-/// A warning for the stream (`CUSTOM` event) and the ledger.
-#[derive(Clone, Debug)]
+/// A warning for the stream (`CUSTOM` event) and, serialized (members in name order), the
+/// ledger.
+#[derive(Clone, Debug, Serialize)]
 pub(crate) struct Notice {
-    pub rule: String,
-    pub message: String,
     pub details: Value,
+    pub message: String,
+    pub rule: &'static str,
 }
 
 impl Notice {
-    fn new(rule: &str, message: impl Into<String>, details: Value) -> Notice {
+    fn new(rule: &'static str, message: impl Into<String>, details: Value) -> Notice {
         Notice {
-            rule: rule.to_string(),
+            rule,
             message: message.into(),
             details,
         }

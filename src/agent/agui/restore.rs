@@ -70,9 +70,6 @@ struct Started {
     run_id: String,
     /// The checkpoint it consumed (stateful continuations).
     consumed: Option<Checkpoint>,
-    /// It names a checkpoint (`continues`) not yet seen: the `run-finished` leaving it open
-    /// comes later in the ledger.
-    awaiting: Option<String>,
     finished: bool,
 }
 
@@ -221,19 +218,15 @@ impl Rebuild {
         match event {
             "run-started" => {
                 let mut consumed = None;
-                let mut awaiting = None;
+                let ix = self.started.len();
                 if let Some(c) = str_of(d, "continues") {
                     let key = (agent.clone(), thread.clone());
                     if self.open.get(&key).is_some_and(|cp| cp.run_id == c) {
                         consumed = self.open.remove(&key);
                     } else {
-                        awaiting = Some(c.to_string());
+                        // Its checkpoint's `run-finished` comes later in the ledger.
+                        self.awaiting.insert((key.0, key.1, c.to_string()), ix);
                     }
-                }
-                let ix = self.started.len();
-                if let Some(c) = &awaiting {
-                    self.awaiting
-                        .insert((agent.clone(), thread.clone(), c.clone()), ix);
                 }
                 self.running.entry(run).or_default().push_back(ix);
                 self.started.push(Started {
@@ -241,7 +234,6 @@ impl Rebuild {
                     thread,
                     run_id,
                     consumed,
-                    awaiting,
                     finished: false,
                 });
             }
@@ -257,11 +249,7 @@ impl Rebuild {
                 let taken = (agent.clone(), thread.clone(), cp.run_id.clone());
                 match self.awaiting.remove(&taken) {
                     // A continuation was judged against it before this entry was written.
-                    Some(ix) => {
-                        let s = &mut self.started[ix];
-                        s.awaiting = None;
-                        s.consumed = Some(cp);
-                    }
+                    Some(ix) => self.started[ix].consumed = Some(cp),
                     None => {
                         self.open.insert((agent, thread), cp);
                     }

@@ -23,6 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use super::interrupt::{Interrupt, ResumeEntry, ResumeStatus};
@@ -83,56 +84,48 @@ pub enum UnrecognizedWhy {
     NoInterruptedRun,
 }
 
-/// The verdict on one resume entry, in input order.
+/// The verdict on one resume entry, in input order: the interrupt it names, and what it is
+/// (in the ledger `{"interrupt_id", "verdict": label}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EntryVerdict {
+    pub interrupt_id: String,
+    #[serde(rename = "verdict")]
+    pub kind: Verdict,
+}
+
 #[derive(Debug, Clone, PartialEq)]
-pub enum EntryVerdict {
+pub enum Verdict {
     /// `resolved` for an open, unexpired interrupt: `payload` is the answer.
-    Answered {
-        interrupt_id: String,
-        payload: Option<Value>,
-    },
+    Answered { payload: Option<Value> },
     /// `cancelled`: explicitly discarded (allowed also when expired, RES-5).
-    Discarded { interrupt_id: String, expired: bool },
+    Discarded { expired: bool },
     /// PROD-2 / ERR-1: ignored, with a warning.
-    Unrecognized {
-        interrupt_id: String,
-        why: UnrecognizedWhy,
-    },
+    Unrecognized { why: UnrecognizedWhy },
     /// RES-5: `resolved` for an interrupt whose `expiresAt` has passed.
-    AnswersExpired {
-        interrupt_id: String,
-        expires_at: String,
-    },
+    AnswersExpired { expires_at: String },
     /// A second entry for an interrupt already answered by an earlier entry. If it
     /// disagrees with the first one the interrupt counts as uncovered (nobody can tell
     /// which answer was meant).
-    Duplicate {
-        interrupt_id: String,
-        conflicting: bool,
-    },
+    Duplicate { conflicting: bool },
 }
 
-impl EntryVerdict {
-    pub fn interrupt_id(&self) -> &str {
-        match self {
-            EntryVerdict::Answered { interrupt_id, .. }
-            | EntryVerdict::Discarded { interrupt_id, .. }
-            | EntryVerdict::Unrecognized { interrupt_id, .. }
-            | EntryVerdict::AnswersExpired { interrupt_id, .. }
-            | EntryVerdict::Duplicate { interrupt_id, .. } => interrupt_id,
-        }
-    }
-
+impl Verdict {
     /// Short label for the ledger: `answered`, `discarded`, `unrecognized`,
     /// `answers-expired`, `duplicate`.
     pub fn label(&self) -> &'static str {
         match self {
-            EntryVerdict::Answered { .. } => "answered",
-            EntryVerdict::Discarded { .. } => "discarded",
-            EntryVerdict::Unrecognized { .. } => "unrecognized",
-            EntryVerdict::AnswersExpired { .. } => "answers-expired",
-            EntryVerdict::Duplicate { .. } => "duplicate",
+            Verdict::Answered { .. } => "answered",
+            Verdict::Discarded { .. } => "discarded",
+            Verdict::Unrecognized { .. } => "unrecognized",
+            Verdict::AnswersExpired { .. } => "answers-expired",
+            Verdict::Duplicate { .. } => "duplicate",
         }
+    }
+}
+
+impl Serialize for Verdict {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.label())
     }
 }
 
@@ -194,7 +187,8 @@ pub struct Judgement {
     pub is_continuation: bool,
     /// One verdict per entry, in input order.
     pub verdicts: Vec<EntryVerdict>,
-    /// Known-open interrupts without a usable entry, in emission order.
+    /// Known-open interrupts without a usable entry, in emission order; while there is one
+    /// the run may not end `success` (INT-2 / PROD-3).
     pub uncovered: Vec<Uncovered>,
     pub warnings: Vec<Warning>,
     pub decision: Decision,
@@ -203,10 +197,6 @@ pub struct Judgement {
 }
 
 impl Judgement {
-    pub fn answer_for(&self, interrupt_id: &str) -> Option<&Answer> {
-        self.answers.get(interrupt_id)
-    }
-
     /// Whether the action gated by `interrupt_id` may run. `approve_if` is a JSON pointer
     /// (e.g. `/approved`) that must be `true` in the payload of a resolved answer.
     pub fn gate(&self, interrupt_id: &str, approve_if: Option<&str>) -> Gate {
@@ -224,15 +214,9 @@ impl Judgement {
     /// (answered, discarded or not), then those it leaves open.
     pub fn resumed(&self) -> impl Iterator<Item = &str> {
         (self.verdicts.iter())
-            .filter(|v| !matches!(v, EntryVerdict::Unrecognized { .. }))
-            .map(EntryVerdict::interrupt_id)
+            .filter(|v| !matches!(v.kind, Verdict::Unrecognized { .. }))
+            .map(|v| v.interrupt_id.as_str())
             .chain(self.uncovered.iter().map(|u| u.interrupt.id.as_str()))
-    }
-
-    #[doc(hidden)]
-    /// INT-2 / PROD-3: the run may end `success` only if no known-open interrupt is uncovered.
-    pub fn may_succeed(&self) -> bool {
-        self.uncovered.is_empty()
     }
 }
 
@@ -337,79 +321,71 @@ fn read_entries<'a>(
     let mut first_entry: BTreeMap<&str, &ResumeEntry> = BTreeMap::new();
     for entry in case.entries {
         let id = entry.interrupt_id.as_str();
-        let Some(interrupt) = recognizable.get(id) else {
-            let (rule, message) = match unrecognized_why {
-                UnrecognizedWhy::NotRaised => (
-                    "PROD-2",
-                    format!("resume entry '{id}' names an interrupt this agent did not raise; ignored"),
-                ),
-                UnrecognizedWhy::NoInterruptedRun => (
-                    "ERR-1",
-                    format!("resume entry '{id}' answers nothing: this run continues no interrupted run; ignored"),
-                ),
-            };
+        let mut warn = |rule, message| {
+            let interrupt_id = Some(id.to_string());
             warnings.push(Warning {
                 rule,
                 message,
-                interrupt_id: Some(id.to_string()),
+                interrupt_id,
             });
-            read.verdicts.push(EntryVerdict::Unrecognized {
-                interrupt_id: id.to_string(),
-                why: unrecognized_why,
-            });
-            continue;
         };
-        if let Some(first) = first_entry.get(id) {
-            let agrees = first.status == entry.status && first.payload == entry.payload;
-            if !agrees {
-                read.conflicting.insert(id);
-            }
-            let message = if agrees {
-                format!("interrupt '{id}' is answered more than once; the repeats agree")
-            } else {
-                format!("interrupt '{id}' is answered more than once, differently; it stays open")
-            };
-            warnings.push(Warning {
-                rule: "INT-3",
-                message,
-                interrupt_id: Some(id.to_string()),
-            });
-            read.verdicts.push(EntryVerdict::Duplicate {
-                interrupt_id: id.to_string(),
-                conflicting: !agrees,
-            });
-            continue;
-        }
-        first_entry.insert(id, entry);
-        let expired = is_expired(interrupt, case.now_ms);
-        let verdict = match entry.status {
-            ResumeStatus::Cancelled => {
-                read.answers.insert(id.to_string(), Answer::Discarded);
-                EntryVerdict::Discarded {
-                    interrupt_id: id.to_string(),
-                    expired,
+        let kind = 'kind: {
+            let Some(interrupt) = recognizable.get(id) else {
+                match unrecognized_why {
+                    UnrecognizedWhy::NotRaised => warn(
+                        "PROD-2",
+                        format!("resume entry '{id}' names an interrupt this agent did not raise; ignored"),
+                    ),
+                    UnrecognizedWhy::NoInterruptedRun => warn(
+                        "ERR-1",
+                        format!("resume entry '{id}' answers nothing: this run continues no interrupted run; ignored"),
+                    ),
                 }
-            }
-            ResumeStatus::Resolved if expired => {
-                read.expired_answer.insert(id);
-                EntryVerdict::AnswersExpired {
-                    interrupt_id: id.to_string(),
-                    expires_at: interrupt.expires_at.clone().unwrap_or_default(),
-                }
-            }
-            ResumeStatus::Resolved => {
-                let payload = entry.payload.clone();
-                let answer = Answer::Resolved {
-                    payload: payload.clone(),
+                break 'kind Verdict::Unrecognized {
+                    why: unrecognized_why,
                 };
-                read.answers.insert(id.to_string(), answer);
-                EntryVerdict::Answered {
-                    interrupt_id: id.to_string(),
-                    payload,
+            };
+            if let Some(first) = first_entry.get(id) {
+                let agrees = first.status == entry.status && first.payload == entry.payload;
+                if agrees {
+                    let m =
+                        format!("interrupt '{id}' is answered more than once; the repeats agree");
+                    warn("INT-3", m);
+                } else {
+                    read.conflicting.insert(id);
+                    let m = format!(
+                        "interrupt '{id}' is answered more than once, differently; it stays open"
+                    );
+                    warn("INT-3", m);
+                }
+                break 'kind Verdict::Duplicate {
+                    conflicting: !agrees,
+                };
+            }
+            first_entry.insert(id, entry);
+            let expired = is_expired(interrupt, case.now_ms);
+            match entry.status {
+                ResumeStatus::Cancelled => {
+                    read.answers.insert(id.to_string(), Answer::Discarded);
+                    Verdict::Discarded { expired }
+                }
+                ResumeStatus::Resolved if expired => {
+                    read.expired_answer.insert(id);
+                    let expires_at = interrupt.expires_at.clone().unwrap_or_default();
+                    Verdict::AnswersExpired { expires_at }
+                }
+                ResumeStatus::Resolved => {
+                    let payload = entry.payload.clone();
+                    let answer = Answer::Resolved {
+                        payload: payload.clone(),
+                    };
+                    read.answers.insert(id.to_string(), answer);
+                    Verdict::Answered { payload }
                 }
             }
         };
-        read.verdicts.push(verdict);
+        let interrupt_id = id.to_string();
+        read.verdicts.push(EntryVerdict { interrupt_id, kind });
     }
     for id in &read.conflicting {
         read.answers.remove(*id);
@@ -510,24 +486,15 @@ pub fn known_open_from_messages<F>(messages: &[Message], mut gate: F) -> Vec<Int
 where
     F: FnMut(&ToolCall) -> Option<Interrupt>,
 {
-    let answered: BTreeSet<&str> = messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool(t) => Some(t.tool_call_id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let answered: BTreeSet<&str> = messages.iter().filter_map(Message::answers).collect();
     let mut out: Vec<Interrupt> = Vec::new();
-    for m in messages {
-        let Message::Assistant(a) = m else { continue };
-        for call in a.tool_calls.iter().flatten() {
-            if answered.contains(call.id.as_str()) {
-                continue;
-            }
-            if let Some(i) = gate(call) {
-                if !out.iter().any(|o| o.id == i.id) {
-                    out.push(i);
-                }
+    for call in messages.iter().flat_map(Message::tool_calls) {
+        if answered.contains(call.id.as_str()) {
+            continue;
+        }
+        if let Some(i) = gate(call) {
+            if !out.iter().any(|o| o.id == i.id) {
+                out.push(i);
             }
         }
     }

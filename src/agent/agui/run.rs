@@ -158,7 +158,7 @@ impl Run {
             // PROD-3: refused before the run starts; RUN_ERROR is the stream's first event.
             self.emit(Event::run_error(message.clone(), Some(code)));
             for n in &notices {
-                self.record("warning", notice_json(n));
+                self.record("warning", n);
             }
             self.flush(false).await;
             let detail = json!({
@@ -495,8 +495,8 @@ impl Run {
     }
 
     fn warn(&mut self, n: Notice) {
-        self.record("warning", notice_json(&n));
-        self.emit(event::warning_event(&n.rule, &n.message, n.details));
+        self.record("warning", &n);
+        self.emit(event::warning_event(n.rule, &n.message, n.details));
     }
 
     // --- ledger ----------------------------------------------------------------------------
@@ -522,17 +522,13 @@ impl Run {
                 json!({
                     "thread_id": self.input.thread_id,
                     "run_id": self.input.run_id,
-                    "violation": v.as_str(),
+                    "violation": v,
                     "rule": v.rule(),
                 }),
             );
         }
         breaks
     }
-}
-
-fn notice_json(n: &Notice) -> Value {
-    json!({"rule": n.rule, "message": n.message, "details": n.details})
 }
 
 /// RFC 7386 JSON merge patch.

@@ -1,18 +1,9 @@
-//! The SSE binding of AG-UI: one `data:` frame per event, which `Accept` headers admit the
-//! stream, and (for tests) reading frames back as the client does.
+//! The SSE binding of AG-UI: one `data:` frame per event, and which `Accept` headers admit the
+//! stream.
 
 use super::event::Event;
 
 pub const EVENT_STREAM_CONTENT_TYPE: &str = "text/event-stream";
-
-#[doc(hidden)]
-/// [`write_sse_frame`] as a string.
-pub fn sse_frame(event: &Event) -> String {
-    let mut out = Vec::new();
-    write_sse_frame(&mut out, event);
-    // serde_json writes UTF-8, the framing is ASCII.
-    String::from_utf8(out).unwrap_or_default()
-}
 
 /// One SSE frame appended to `out`: `data: <json>\n\n`, LF only. The JSON has no raw newline
 /// (serde_json escapes them), so a frame is exactly one `data:` line.
@@ -22,23 +13,6 @@ pub fn write_sse_frame(out: &mut Vec<u8>, event: &Event) {
     // keys: serializing them into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, event);
     out.extend_from_slice(b"\n\n");
-}
-
-#[doc(hidden)]
-/// Splits an SSE body into the JSON payloads of its `data:` lines, the way
-/// `@ag-ui/client`'s `parseSSEStream` does (frames split on `\n\n`, multi-line data joined
-/// with `\n`, one optional space after the colon, other fields ignored). For tests.
-pub fn sse_payloads(body: &str) -> Vec<String> {
-    body.split("\n\n")
-        .filter_map(|frame| {
-            let lines: Vec<&str> = frame
-                .split('\n')
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|l| l.strip_prefix(' ').unwrap_or(l))
-                .collect();
-            (!lines.is_empty()).then(|| lines.join("\n"))
-        })
-        .collect()
 }
 
 /// Whether an `Accept` header lets the producer answer `text/event-stream`. `HttpAgent`

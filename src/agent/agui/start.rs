@@ -85,10 +85,8 @@ pub(super) fn gated_interrupt(spec: &AgUiAgent, call: &ToolCall) -> Option<Inter
 pub(crate) fn answered_calls(messages: &[Message]) -> BTreeSet<String> {
     messages
         .iter()
-        .filter_map(|m| match m {
-            Message::Tool(t) => Some(t.tool_call_id.clone()),
-            _ => None,
-        })
+        .filter_map(Message::answers)
+        .map(str::to_string)
         .collect()
 }
 
@@ -102,13 +100,7 @@ fn calls_from_messages(
     let answered = answered_calls(messages);
     let it = spec.iterations.get(iteration)?;
     messages.iter().rev().find_map(|m| {
-        let Message::Assistant(a) = m else {
-            return None;
-        };
-        let calls: Vec<Call> = a
-            .tool_calls
-            .iter()
-            .flatten()
+        let calls: Vec<Call> = (m.tool_calls().iter())
             .filter_map(|c| {
                 let (i, k) = parse_call_id(&c.id)?;
                 let scripted = it.tool_calls.get(k)?;
@@ -168,13 +160,7 @@ pub(super) fn start_point(
     // A frontend-tool pause answered: the latest assistant message with scripted calls has
     // frontend calls, all with results, and the user has not spoken since.
     let last = (input.messages.iter().enumerate().rev()).find_map(|(pos, m)| {
-        let Message::Assistant(a) = m else {
-            return None;
-        };
-        let ids: Vec<(usize, usize, &str)> = a
-            .tool_calls
-            .iter()
-            .flatten()
+        let ids: Vec<(usize, usize, &str)> = (m.tool_calls().iter())
             .filter_map(|c| parse_call_id(&c.id).map(|(i, k)| (i, k, c.id.as_str())))
             .collect();
         (!ids.is_empty()).then_some((pos, ids))

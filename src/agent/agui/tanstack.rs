@@ -25,19 +25,15 @@ use super::interrupt::Interrupt;
 pub const INTERRUPT_BINDING_KEY: &str = "tanstack:interruptBinding";
 pub const BINDING_VERSION: u64 = 1;
 
-/// Returns `interrupt`, raised by the run `interrupted_run_id`, with its generic binding added
-/// under `metadata`, keeping other keys.
-pub fn bind_generic(
-    mut interrupt: Interrupt,
-    interrupted_run_id: &str,
-    generation: u64,
-) -> Interrupt {
+/// Adds to `interrupt`, raised by the run `interrupted_run_id`, its generic binding under
+/// `metadata`, keeping other keys. Every batch is generation 0.
+pub fn bind_generic(interrupt: &mut Interrupt, interrupted_run_id: &str) {
     let mut b = json!({
         "v": BINDING_VERSION,
         "kind": "generic",
         "interruptId": interrupt.id,
         "interruptedRunId": interrupted_run_id,
-        "generation": generation,
+        "generation": 0,
     });
     if let Some(schema) = &interrupt.response_schema {
         b["responseSchemaHash"] = json!(response_schema_hash(schema));
@@ -49,16 +45,6 @@ pub fn bind_generic(
         .metadata
         .get_or_insert_with(Map::new)
         .insert(INTERRUPT_BINDING_KEY.into(), b);
-    interrupt
-}
-
-#[doc(hidden)]
-pub fn binding(interrupt: &Interrupt) -> Option<&Map<String, Value>> {
-    interrupt
-        .metadata
-        .as_ref()?
-        .get(INTERRUPT_BINDING_KEY)?
-        .as_object()
 }
 
 /// `"sha256:<hex>"` of the canonical JSON of a response schema.

@@ -10,7 +10,7 @@
 //!   exception is `RunAgentInput.state`, where the schema maps `null` to absent);
 //! - every object is a zod `looseObject`: members the types do not know are kept in an `extra`
 //!   map instead of failing the parse. A producer strips them with a warning
-//!   (`RunAgentInput::unknown_members`, `RunAgentInput::strip_unknown`).
+//!   (`RunAgentInput::strip_unknown`).
 
 use std::sync::Arc;
 

@@ -92,19 +92,16 @@ impl Run {
     /// batch as the thread's checkpoint.
     fn finish_interrupted(
         &mut self,
-        batch: Vec<Interrupt>,
+        mut batch: Vec<Interrupt>,
         at: Boundary,
         calls: Vec<Call>,
         detail: &mut FinishedDetail<'_>,
     ) -> Event {
-        let mut batch: Vec<Interrupt> = if self.spec.client == ClientKind::Tanstack {
-            batch
-                .into_iter()
-                .map(|i| tanstack::bind_generic(i, &self.input.run_id, 0))
-                .collect()
-        } else {
-            batch
-        };
+        if self.spec.client == ClientKind::Tanstack {
+            for i in &mut batch {
+                tanstack::bind_generic(i, &self.input.run_id);
+            }
+        }
         detail.outcome = "interrupt";
         detail.interrupts = Some(batch.iter().map(|i| i.id.clone()).collect());
         detail.paused_at = Some(at);
@@ -122,7 +119,7 @@ impl Run {
         let break_outcome = self.breaks(Violation::SuccessWhileInterrupted);
         let (thread_id, run_id) = (&self.input.thread_id, &self.input.run_id);
         let e = if break_outcome {
-            let mut e = Event::run_finished(thread_id, run_id, None, None);
+            let mut e = Event::run_finished(thread_id, run_id, None);
             let outcome = json!({"type": "success", "interrupts": wire_batch});
             e.base_mut().extra.insert("outcome".into(), outcome);
             e

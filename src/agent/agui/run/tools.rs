@@ -82,7 +82,7 @@ impl Run {
         for g in gates {
             let v = if held.contains(&g.key) {
                 Gate::Blocked
-            } else if self.judgement.answer_for(&g.key).is_none()
+            } else if !self.judgement.answers.contains_key(&g.key)
                 && self.carried.contains_key(&g.key)
             {
                 gate_for(self.carried.get(&g.key), g.approve_if.as_deref())
