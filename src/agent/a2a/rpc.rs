@@ -166,13 +166,21 @@ fn without_position(e: &serde_json::Error) -> String {
 #[derive(Deserialize)]
 struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
 
-/// The envelope's members, each left raw; a repeated one is its last value, as for any JSON
-/// object read here, and any other member is skipped.
+/// A member the envelope wants as text: its string, or anything else, for the check to refuse.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Text<'a> {
+    Str(#[serde(borrow)] Cow<'a, str>),
+    Other(IgnoredAny),
+}
+
+/// The envelope's members, `id` and `params` left raw; a repeated one is its last value, as
+/// for any JSON object read here, and any other member is skipped.
 #[derive(Default)]
 struct Members<'a> {
     id: Option<&'a RawValue>,
-    jsonrpc: Option<&'a RawValue>,
-    method: Option<&'a RawValue>,
+    jsonrpc: Option<Text<'a>>,
+    method: Option<Text<'a>>,
     params: Option<&'a RawValue>,
 }
 
@@ -187,17 +195,13 @@ impl<'de> Deserialize<'de> for Members<'de> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
                 let mut m = Members::default();
                 while let Some(Name(key)) = map.next_key()? {
-                    let slot = match &*key {
-                        "id" => &mut m.id,
-                        "jsonrpc" => &mut m.jsonrpc,
-                        "method" => &mut m.method,
-                        "params" => &mut m.params,
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                            continue;
-                        }
-                    };
-                    *slot = Some(map.next_value()?);
+                    match &*key {
+                        "id" => m.id = Some(map.next_value()?),
+                        "jsonrpc" => m.jsonrpc = Some(map.next_value()?),
+                        "method" => m.method = Some(map.next_value()?),
+                        "params" => m.params = Some(map.next_value()?),
+                        _ => _ = map.next_value::<IgnoredAny>()?,
+                    }
                 }
                 Ok(m)
             }
@@ -230,7 +234,7 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
             return fail(RpcId::Null, error);
         }
     };
-    // Each member was read as JSON already; read again only as the type each check wants.
+    // The id was read as JSON already; read again as a value to tell its kind.
     // An unusable id (bool, object, array) cannot be echoed, so the error goes out with null.
     let id = match members.id.map(|v| serde_json::from_str::<Value>(v.get())) {
         None | Some(Ok(Value::Null)) => RpcId::Null,
@@ -242,12 +246,12 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
             return fail(RpcId::Null, e);
         }
     };
-    if text_of(members.jsonrpc).is_none_or(|v| v.0 != "2.0") {
+    if !matches!(members.jsonrpc, Some(Text::Str(v)) if v == "2.0") {
         let e = RpcError::invalid_request("Invalid request: 'jsonrpc' must be exactly '2.0'");
         return fail(id, e);
     }
-    let method = match text_of(members.method) {
-        Some(Name(m)) if !m.is_empty() => m,
+    let method = match members.method {
+        Some(Text::Str(m)) if !m.is_empty() => m,
         _ => return fail(id, RpcError::invalid_request("Method is required")),
     };
     let params = match members.params {
@@ -258,11 +262,6 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
         Some(_) => return fail(id, RpcError::invalid_params("params must be a JSON object")),
     };
     Ok(RpcRequest { id, method, params })
-}
-
-/// A raw member read as a string, if it is one.
-fn text_of(member: Option<&RawValue>) -> Option<Name<'_>> {
-    member.and_then(|v| serde_json::from_str(v.get()).ok())
 }
 
 /// A response (a result or an error), keys in sorted order as the answers have always had them.
