@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
 use super::errors::RpcError;
 use super::rpc::Binding;
-use super::types::{Message, Metadata, Part, Role};
+use super::types::{Artifact, Message, Metadata, Part, Role};
 use crate::ledger::Record;
 use crate::revision::Revision;
 use crate::scenario::a2a::Outcome;
@@ -202,11 +202,20 @@ pub struct CanaryDetail<'a> {
 /// A task's final state (`result`).
 #[derive(Serialize)]
 pub struct ResultDetail<'a> {
-    pub artifacts: Vec<&'a str>,
+    pub artifacts: ArtifactIds<'a>,
     pub canary: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<&'a str>,
     pub outcome: Outcome,
     pub state: &'a str,
     pub task_id: &'a str,
+}
+
+/// The ids of a task's artifacts, written as a list of them.
+pub struct ArtifactIds<'a>(pub &'a [Artifact]);
+
+impl Serialize for ArtifactIds<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|a| &a.artifact_id))
+    }
 }

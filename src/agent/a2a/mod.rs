@@ -33,7 +33,7 @@ use self::params::{
 };
 use self::rpc::{Method, RpcId, RpcRequest};
 use self::task::Sent;
-use self::types::{SendMessageResponse, StreamResponse};
+use self::types::{SendMessageResponse, SendMessageResponseOf, StreamResponse, Task};
 use super::{AgentRequest, Ctx, Reply};
 use crate::scenario::a2a::A2aAgent;
 use crate::service::Response;
@@ -340,12 +340,19 @@ async fn answer_when_stopped(ctx: &Ctx<'_>, mut w: Wait) -> Reply {
             .ok_or_else(|| RpcError::internal("the task disappeared"))
     });
     match task {
-        Ok(task) => {
-            let result = SendMessageResponse::Task(task.with_history_length(w.history_length));
-            json_body(200, rpc::success_body(&w.id, &result))
-        }
+        Ok(task) => json_body(200, stopped_answer(&w.id, &task, w.history_length)),
         Err(e) => error_reply(ctx, &w.id, Method::SendMessage.as_str(), e),
     }
+}
+
+/// A blocking SendMessage's answer: the task as it stopped, its history cut to `history_length`
+/// (only then is the task copied).
+fn stopped_answer(id: &RpcId, task: &Task, history_length: Option<i32>) -> Vec<u8> {
+    let task = match history_length {
+        Some(_) => Cow::Owned(task.clone().with_history_length(history_length)),
+        None => Cow::Borrowed(task),
+    };
+    rpc::success_body(id, &SendMessageResponseOf::Task(task))
 }
 
 /// SendMessage (blocking, or `returnImmediately`) and SendStreamingMessage.
@@ -365,7 +372,10 @@ fn send(
     } else if p.return_immediately() {
         task::Want::Snapshot
     } else {
-        task::Want::Blocking
+        task::Want::Blocking {
+            id: &call.id,
+            history_length,
+        }
     };
     let (first, events) = match task::send(ctx, spec, (&call.method, call.binding()), p, want)? {
         Sent::Running(task_id, events) => {
@@ -377,6 +387,7 @@ fn send(
                 history_length,
             }));
         }
+        Sent::Answered(body) => return Ok(Step::Done(json_body(200, body))),
         Sent::Message(m) if !streaming => return ok(call, &SendMessageResponse::Message(m)),
         Sent::Message(m) => (StreamResponse::Message(m), None),
         Sent::Task { snapshot, events } if streaming => (StreamResponse::Task(*snapshot), events),

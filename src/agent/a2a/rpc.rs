@@ -6,9 +6,9 @@
 //! answer, errors included, is one JSON-RPC response with HTTP 200.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::fmt;
 
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -119,7 +119,7 @@ pub struct RpcRequest<'a> {
     // A missing id (a notification) is answered like a null id: A2A has no notifications, and
     // replying beats leaving the client waiting.
     pub id: RpcId,
-    pub method: String,
+    pub method: Cow<'a, str>,
     params: Option<&'a RawValue>,
 }
 
@@ -128,7 +128,7 @@ impl<'a> RpcRequest<'a> {
     pub fn bare(id: RpcId, method: Method, params: &'a RawValue) -> RpcRequest<'a> {
         RpcRequest {
             id,
-            method: method.as_str().to_string(),
+            method: Cow::Borrowed(method.as_str()),
             params: Some(params),
         }
     }
@@ -163,11 +163,52 @@ fn without_position(e: &serde_json::Error) -> String {
 }
 
 /// A member name (or string value) as the body spells it: borrowed unless it has escapes.
-#[derive(Deserialize, PartialEq, Eq, Hash)]
+#[derive(Deserialize)]
 struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
 
-/// A call's members by name, each value left raw.
-type Members<'a> = HashMap<Name<'a>, &'a RawValue, foldhash::fast::RandomState>;
+/// A member the envelope wants as text: its string, or anything else, for the check to refuse.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Text<'a> {
+    Str(#[serde(borrow)] Cow<'a, str>),
+    Other(IgnoredAny),
+}
+
+/// The envelope's members, `id` and `params` left raw; a repeated one is its last value, as
+/// for any JSON object read here, and any other member is skipped.
+#[derive(Default)]
+struct Members<'a> {
+    id: Option<&'a RawValue>,
+    jsonrpc: Option<Text<'a>>,
+    method: Option<Text<'a>>,
+    params: Option<&'a RawValue>,
+}
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Object;
+        impl<'de> Visitor<'de> for Object {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON-RPC request object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut m = Members::default();
+                while let Some(Name(key)) = map.next_key()? {
+                    match &*key {
+                        "id" => m.id = Some(map.next_value()?),
+                        "jsonrpc" => m.jsonrpc = Some(map.next_value()?),
+                        "method" => m.method = Some(map.next_value()?),
+                        "params" => m.params = Some(map.next_value()?),
+                        _ => _ = map.next_value::<IgnoredAny>()?,
+                    }
+                }
+                Ok(m)
+            }
+        }
+        d.deserialize_map(Object)
+    }
+}
 
 /// Validates an HTTP body as a single JSON-RPC 2.0 request, in the order the reference server
 /// checks: JSON (-32700), envelope (-32600). The method name is checked by the caller with
@@ -175,11 +216,14 @@ type Members<'a> = HashMap<Name<'a>, &'a RawValue, foldhash::fast::RandomState>;
 /// On failure it returns the error with the id to answer it with, when one was readable.
 pub fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
     let fail = |id, e| Err((id, e));
-    // Members by name, read in one pass; a repeated one is its last value, as for any JSON
-    // object read here. Only when that fails is the body looked at again, to say why.
-    let members = match serde_json::from_slice::<Members<'_>>(body) {
+    // Read as text, checked once, so that the raw members are not checked again one by one.
+    // Only when that fails is the body looked at again, to say why.
+    let read = std::str::from_utf8(body)
+        .map_err(|_| ())
+        .and_then(|text| serde_json::from_str::<Members<'_>>(text).map_err(|_| ()));
+    let members = match read {
         Ok(members) => members,
-        Err(_) => {
+        Err(()) => {
             let error = match serde_json::from_slice::<&RawValue>(body) {
                 Err(e) => RpcError::parse_error(e.to_string()),
                 Ok(doc) if doc.get().starts_with('[') => {
@@ -190,11 +234,9 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
             return fail(RpcId::Null, error);
         }
     };
-    let raw = |k: &'static str| members.get(&Name(Cow::Borrowed(k))).map(|v| v.get());
-    // Each member was read as JSON already; read again only as the type each check wants.
-    let text = |k: &'static str| raw(k).and_then(|v| serde_json::from_str::<Name<'_>>(v).ok());
+    // The id was read as JSON already; read again as a value to tell its kind.
     // An unusable id (bool, object, array) cannot be echoed, so the error goes out with null.
-    let id = match raw("id").map(serde_json::from_str::<Value>) {
+    let id = match members.id.map(|v| serde_json::from_str::<Value>(v.get())) {
         None | Some(Ok(Value::Null)) => RpcId::Null,
         Some(Ok(Value::String(s))) => RpcId::String(s),
         Some(Ok(Value::Number(n))) => RpcId::Number(n),
@@ -204,18 +246,18 @@ pub fn parse_request(body: &[u8]) -> Result<RpcRequest<'_>, (RpcId, RpcError)> {
             return fail(RpcId::Null, e);
         }
     };
-    if text("jsonrpc").is_none_or(|v| v.0 != "2.0") {
+    if !matches!(members.jsonrpc, Some(Text::Str(v)) if v == "2.0") {
         let e = RpcError::invalid_request("Invalid request: 'jsonrpc' must be exactly '2.0'");
         return fail(id, e);
     }
-    let method = match text("method") {
-        Some(Name(m)) if !m.is_empty() => m.into_owned(),
+    let method = match members.method {
+        Some(Text::Str(m)) if !m.is_empty() => m,
         _ => return fail(id, RpcError::invalid_request("Method is required")),
     };
-    let params = match members.get(&Name(Cow::Borrowed("params"))) {
+    let params = match members.params {
         None => None,
         Some(p) if p.get() == "null" => None,
-        Some(p) if p.get().starts_with('{') => Some(*p),
+        Some(p) if p.get().starts_with('{') => Some(p),
         // A2A params are always objects; positional params can't name a proto field.
         Some(_) => return fail(id, RpcError::invalid_params("params must be a JSON object")),
     };

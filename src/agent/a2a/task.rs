@@ -37,6 +37,7 @@ use self::table::Table;
 use super::detail;
 use super::params::TaskPushNotificationConfig;
 use super::push::{self, PushTarget};
+use super::rpc::RpcId;
 use super::types::{
     Message, Part, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
@@ -110,25 +111,32 @@ struct Entry {
 
 /// What the caller of [`send`] needs of the task it leads to.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Want {
+pub(crate) enum Want<'a> {
     /// Its snapshot, and a receiver for every later event (SendStreamingMessage).
     Stream,
     /// Its snapshot (SendMessage with `returnImmediately`).
     Snapshot,
-    /// A blocking SendMessage: the task once the due part of its script has run.
-    Blocking,
+    /// A blocking SendMessage to answer (the call `id`, its `historyLength`): the task once the
+    /// due part of its script has run.
+    Blocking {
+        id: &'a RpcId,
+        history_length: Option<i32>,
+    },
 }
 
 /// What a message led to.
 pub(crate) enum Sent {
-    /// A task (new, resumed, or the one a follow-up or duplicate names): for [`Want::Stream`]
+    /// A task (new, resumed, or the one a follow-up or duplicate names) for [`Want::Stream`]
     /// and [`Want::Snapshot`], as it was before its due steps ran (`events` is there for a
-    /// stream); for [`Want::Blocking`], one that had stopped (terminal or interrupted) once they
-    /// had run, in the same hold of its lock that took the message.
+    /// stream).
     Task {
         snapshot: Box<Task>,
         events: Option<broadcast::Receiver<StreamResponse>>,
     },
+    /// For [`Want::Blocking`], the answer (a JSON body) with a task that had stopped (terminal
+    /// or interrupted) once they had run, written in the same hold of its lock that took the
+    /// message.
+    Answered(Vec<u8>),
     /// For [`Want::Blocking`], a task still running then: its id and a receiver for what comes
     /// next, subscribed in that same hold, so the stop cannot slip in between.
     Running(String, broadcast::Receiver<StreamResponse>),
@@ -232,24 +240,25 @@ impl Entry {
 
     /// The answer to a message that led to this task, with what the caller wants of it, once
     /// the due steps of a (re)started script (`run`) have run and a runner has the rest.
-    fn sent(&mut self, world: &Arc<World>, want: Want, run: bool) -> Sent {
-        let before = (want != Want::Blocking).then(|| Sent::Task {
-            snapshot: Box::new(self.task.clone()),
-            events: (want == Want::Stream).then(|| self.subscribe()),
-        });
+    fn sent(&mut self, world: &Arc<World>, want: Want<'_>, run: bool) -> Sent {
+        let before = match want {
+            Want::Stream | Want::Snapshot => Some(Sent::Task {
+                snapshot: Box::new(self.task.clone()),
+                events: (want == Want::Stream).then(|| self.subscribe()),
+            }),
+            Want::Blocking { .. } => None,
+        };
         if let Some(deadline) = run.then(|| run::run_due_in(world, self, None)).flatten() {
             run::hand_over(world, self.task.id.clone(), self.generation, deadline);
         }
-        if let Some(sent) = before {
-            sent
-        } else if self.task.status.state.ends_stream() {
-            let snapshot = Box::new(self.task.clone());
-            Sent::Task {
-                snapshot,
-                events: None,
+        match (before, want) {
+            (Some(sent), _) => sent,
+            (None, Want::Blocking { id, history_length })
+                if self.task.status.state.ends_stream() =>
+            {
+                Sent::Answered(super::stopped_answer(id, &self.task, history_length))
             }
-        } else {
-            Sent::Running(self.task.id.clone(), self.subscribe())
+            (None, _) => Sent::Running(self.task.id.clone(), self.subscribe()),
         }
     }
 

@@ -452,10 +452,14 @@ impl StreamResponse {
 }
 
 /// The result of SendMessage: wrapped like a StreamResponse, never a bare Task.
+pub type SendMessageResponse = SendMessageResponseOf<Task>;
+
+/// [`SendMessageResponse`] with the task held as `T`: a blocking call's answer is written from
+/// the task table's own (a `Cow`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub enum SendMessageResponse {
-    Task(Task),
+pub enum SendMessageResponseOf<T> {
+    Task(T),
     Message(Message),
 }
 

@@ -15,7 +15,7 @@ use hyper::body::Bytes;
 use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 
 use super::{entry_of, lock_entry, Entry};
-use crate::agent::a2a::detail::{ArtifactDetail, ResultDetail, StatusDetail};
+use crate::agent::a2a::detail::{ArtifactDetail, ArtifactIds, ResultDetail, StatusDetail};
 use crate::agent::a2a::types::{
     Artifact, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
 };
@@ -37,21 +37,22 @@ pub(crate) enum Event {
 /// The events of a script as absolute deadlines from `start`, in the order they happen:
 /// by time, then updates, calls, artifacts and the final state.
 pub(crate) fn timeline(script: &Script, start: Duration) -> Vec<(Duration, Event)> {
-    let mut evs: Vec<(Duration, u8, usize, Event)> =
+    let mut evs =
         Vec::with_capacity(script.updates.len() + script.steps.len() + script.artifacts.len() + 1);
     for (i, u) in script.updates.iter().enumerate() {
-        evs.push((start + u.at, 0, i, Event::Status(i)));
+        evs.push((start + u.at, Event::Status(i)));
     }
     for (i, s) in script.steps.iter().enumerate() {
-        evs.push((start + s.at, 1, i, Event::Call(i)));
+        evs.push((start + s.at, Event::Call(i)));
     }
     for (i, a) in script.artifacts.iter().enumerate() {
         let at = a.at.unwrap_or(script.work);
-        evs.push((start + at, 2, i, Event::Artifact(i)));
+        evs.push((start + at, Event::Artifact(i)));
     }
-    evs.push((start + script.work, 3, 0, Event::Final));
-    evs.sort_by_key(|(t, rank, i, _)| (*t, *rank, *i));
-    evs.into_iter().map(|(t, _, _, e)| (t, e)).collect()
+    evs.push((start + script.work, Event::Final));
+    // Stable, and pushed kind by kind in index order: equal times keep that order.
+    evs.sort_by_key(|(t, _)| *t);
+    evs
 }
 
 type Sleep = Pin<Box<dyn Future<Output = Option<Tick>> + Send>>;
@@ -283,7 +284,7 @@ fn finish(world: &Arc<World>, e: &mut Entry, script: &Script, mut at: Now<'_>) {
     e.set_status(world, status);
     let status_message = e.task.status.message.as_ref();
     let detail = ResultDetail {
-        artifacts: e.task.artifacts.iter().map(|a| &*a.artifact_id).collect(),
+        artifacts: ArtifactIds(&e.task.artifacts),
         canary: e.canary_issued.then_some(&*e.canary),
         message: status_message.and_then(|m| m.parts.first()?.as_text()),
         outcome,

@@ -28,7 +28,7 @@ struct Incoming<'a> {
     spec: &'a A2aAgent,
     method: &'a str,
     binding: Binding,
-    want: Want,
+    want: Want<'a>,
     req: SendMessageRequest,
     push_config: Option<TaskPushNotificationConfig>,
     revision: Option<Value>,
@@ -70,7 +70,7 @@ pub(crate) fn send(
     spec: &A2aAgent,
     (method, binding): (&str, Binding),
     req: SendMessageRequest,
-    want: Want,
+    want: Want<'_>,
 ) -> Result<Sent, RpcError> {
     let msg = &req.message;
     if msg.message_id.is_empty() {
