@@ -376,12 +376,13 @@ async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> Exit {
             format_args!("cannot write {}: {e}", output.display()),
         ));
     }
+    let state = serde_json::to_value(report.state).unwrap_or_default();
     eprintln!(
         "wrote {} ({} entries, {} finding(s), {})",
         output.display(),
         entries.len(),
         report.findings.len(),
-        report.state.as_str()
+        state.as_str().unwrap_or_default()
     );
     Ok(ExitCode::SUCCESS)
 }

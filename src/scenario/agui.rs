@@ -11,15 +11,16 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
     check_header, check_pointer, did_you_mean, find_route, sub_table, Dur, Issues, Service,
 };
 
-/// The four boundaries of one agent iteration, in the order an iteration passes them.
-#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// The four boundaries of one agent iteration, in the order an iteration passes them; named
+/// as in scenarios and on the wire (`beforeTools`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "camelCase")]
 pub enum Phase {
     /// Before the model call: the conversation so far, no assistant text yet (PH-1).
@@ -30,18 +31,6 @@ pub enum Phase {
     BeforeTools,
     /// Tools ran and their results are in the messages: side effects happened (PH-4).
     AfterTools,
-}
-
-impl Phase {
-    /// The spelling used in scenarios and on the wire (`beforeTools`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::BeforeModel => "beforeModel",
-            Phase::AfterModel => "afterModel",
-            Phase::BeforeTools => "beforeTools",
-            Phase::AfterTools => "afterTools",
-        }
-    }
 }
 
 /// `resume = "stateful" | "stateless"` (PROD-1).
@@ -95,7 +84,7 @@ pub enum OnContinuation {
 
 /// A rule the agent breaks on purpose (`violate = [...]`), so a consumer can be tested against a
 /// faulty producer. Each one committed is recorded in the ledger (`event: "violation"`).
-#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum Violation {
     /// An interrupted run reports `outcome: {type: "success", interrupts: [...]}` (INT-2, ERR-1).
@@ -111,16 +100,6 @@ pub enum Violation {
 }
 
 impl Violation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Violation::SuccessWhileInterrupted => "success-while-interrupted",
-            Violation::DuplicateInterruptIds => "duplicate-interrupt-ids",
-            Violation::InterruptWithoutInterrupts => "interrupt-without-interrupts",
-            Violation::MissingRunFinished => "missing-run-finished",
-            Violation::UnknownFields => "unknown-fields",
-        }
-    }
-
     pub fn rule(self) -> &'static str {
         match self {
             Violation::SuccessWhileInterrupted => "INT-2",
@@ -605,7 +584,8 @@ fn compile_interrupt(
     if let Some(name) = &ri.tool_call {
         let at = format!("{ipath}.tool_call");
         if !matches!(ri.phase, Phase::BeforeTools | Phase::AfterTools) {
-            issues.add(&at, format!("`tool_call` applies only at beforeTools (an approval: the call has not run) or afterTools (an audit: it has); at {} this iteration's tool calls are not in the messages yet (PH-1, PH-2)", ri.phase.as_str()));
+            let phase = serde_json::to_value(ri.phase).unwrap_or_default();
+            issues.add(&at, format!("`tool_call` applies only at beforeTools (an approval: the call has not run) or afterTools (an audit: it has); at {} this iteration's tool calls are not in the messages yet (PH-1, PH-2)", phase.as_str().unwrap_or_default()));
         }
         match tools.iter().position(|t| &t.name == name) {
             None => {

@@ -49,16 +49,6 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Clean => "clean",
-            State::Findings => "findings",
-            State::Incomplete => "incomplete",
-        }
-    }
-}
-
 impl Report {
     /// Readable without the docs: rule, what happened in order, what was expected.
     pub fn human(&self, entries: &[Entry]) -> String {

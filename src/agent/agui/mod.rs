@@ -57,12 +57,7 @@ use interrupt::Interrupt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Boundary {
     pub iteration: usize,
-    #[serde(serialize_with = "phase_name")]
     pub phase: Phase,
-}
-
-fn phase_name<S: Serializer>(phase: &Phase, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(phase.as_str())
 }
 
 /// A tool call the agent made, as it travels from the run that proposed it to the run that

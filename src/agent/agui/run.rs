@@ -522,7 +522,7 @@ impl Run {
                 json!({
                     "thread_id": self.input.thread_id,
                     "run_id": self.input.run_id,
-                    "violation": v.as_str(),
+                    "violation": v,
                     "rule": v.rule(),
                 }),
             );
