@@ -310,10 +310,10 @@ pub(super) fn every_shape_problem<T: serde::de::DeserializeOwned>(
         else {
             break;
         };
-        let Some(current) = steps(e.path()) else {
+        let Some(mut current) = steps(e.path()) else {
             break;
         };
-        let at = original(&current, &holes);
+        let mut at = original(&current, &holes);
         let inner = e.into_inner();
         let message = inner.message().trim().to_string();
         let missing = message
@@ -334,7 +334,6 @@ pub(super) fn every_shape_problem<T: serde::de::DeserializeOwned>(
             }
         }
         // An unknown key goes itself; a missing one takes its table; a bad value goes.
-        let (mut current, mut at) = (current, at);
         if missing.is_none() {
             let named = |p: &[Step], f: &str| matches!(p.last(), Some(Step::Key(k)) if k == f);
             if let Some((field, _)) = parse_unknown(&message).filter(|(f, _)| !named(&current, f)) {
@@ -342,7 +341,7 @@ pub(super) fn every_shape_problem<T: serde::de::DeserializeOwned>(
                 at.push(Step::Key(field));
             }
         }
-        if current.is_empty() || !take_out(&mut doc, &current) {
+        if take_out(&mut doc, &current).is_none() {
             break;
         }
         if let (Some(Step::Index(i)), Some(Step::Index(_))) = (at.last(), current.last()) {
@@ -412,31 +411,23 @@ fn original(current: &[Step], holes: &[(Vec<Step>, usize)]) -> Vec<Step> {
     out
 }
 
-/// Remove the value at `path` from the document; false if there is none.
-fn take_out(doc: &mut toml::Table, path: &[Step]) -> bool {
-    let Some((last, parents)) = path.split_last() else {
-        return false;
-    };
+/// Take the value at `path` out of the document (`None` if there is none).
+fn take_out(doc: &mut toml::Table, path: &[Step]) -> Option<toml::Value> {
+    let (last, parents) = path.split_last()?;
+    // `None` only before the first step: each later one is inside the value found.
     let mut value: Option<&mut toml::Value> = None;
-    for (n, step) in parents.iter().enumerate() {
-        let next = match (step, value.take()) {
-            (Step::Key(k), None) if n == 0 => doc.get_mut(k),
+    for step in parents {
+        value = Some(match (step, value.take()) {
+            (Step::Key(k), None) => doc.get_mut(k),
             (Step::Key(k), Some(toml::Value::Table(t))) => t.get_mut(k),
             (Step::Index(i), Some(toml::Value::Array(a))) => a.get_mut(*i),
             _ => None,
-        };
-        match next {
-            Some(v) => value = Some(v),
-            None => return false,
-        }
+        }?);
     }
     match (last, value) {
-        (Step::Key(k), None) => doc.remove(k).is_some(),
-        (Step::Key(k), Some(toml::Value::Table(t))) => t.remove(k).is_some(),
-        (Step::Index(i), Some(toml::Value::Array(a))) if *i < a.len() => {
-            a.remove(*i);
-            true
-        }
-        _ => false,
+        (Step::Key(k), None) => doc.remove(k),
+        (Step::Key(k), Some(toml::Value::Table(t))) => t.remove(k),
+        (Step::Index(i), Some(toml::Value::Array(a))) if *i < a.len() => Some(a.remove(*i)),
+        _ => None,
     }
 }
