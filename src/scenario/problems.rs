@@ -157,40 +157,15 @@ fn backticked(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// `; did you mean `fates`?` when a candidate is within a small edit distance.
+/// `; did you mean `fates`?` when a candidate is within a small edit distance: optimal string
+/// alignment, where a swap of neighbours (`nmae`), the commonest typo, is one edit.
 pub fn did_you_mean<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> String {
     candidates
-        .map(|c| (edit_distance(word, c), c))
+        .map(|c| (strsim::osa_distance(word, c), c))
         .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
         .min()
         .map(|(_, c)| format!("; did you mean `{c}`?"))
         .unwrap_or_default()
-}
-
-/// Optimal-string-alignment distance: like Levenshtein, but a swap of two neighbours (`nmae`)
-/// costs one edit, the commonest typo.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                v = v.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = v;
-        }
-    }
-    d[a.len()][b.len()]
 }
 
 /// Locate every issue, parsing the document and indexing its lines once, so thousands of
