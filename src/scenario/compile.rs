@@ -46,18 +46,16 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
     } else {
         check_segment(&sname, &spath, "a service name", issues);
     }
+    let svc_idem = rs.idempotency.unwrap_or_default();
     let headers = [
-        ("work_id_header", rs.work_id_header.as_deref()),
-        ("revision_header", rs.revision_header.as_deref()),
+        ("work_id_header", &rs.work_id_header),
+        ("revision_header", &rs.revision_header),
+        ("idempotency.header", &svc_idem.header),
     ];
     for (key, h) in headers {
         if let Some(h) = h {
             check_header(h, &format!("{spath}.{key}"), issues);
         }
-    }
-    let svc_idem = rs.idempotency.clone().unwrap_or_default();
-    if let Some(h) = &svc_idem.header {
-        check_header(h, &format!("{spath}.idempotency.header"), issues);
     }
     let mut routes: Vec<Route> = Vec::new();
     // Indexes by name and by (method, path), so checking a route against those before it costs
