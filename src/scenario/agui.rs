@@ -7,7 +7,6 @@
 //! *interrupts* raised at an iteration's four boundaries (PH-1..PH-4), all checked at load.
 
 use std::collections::BTreeMap;
-use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -196,15 +195,7 @@ struct RawInterrupt {
 
 /// A validated AG-UI agent script, shared: the agent table is cloned per request and a run
 /// keeps its script while it streams, so a clone is a reference count, not a deep copy.
-#[derive(Clone, Debug, Default)]
-pub struct AgUiAgent(Arc<Script>);
-
-impl Deref for AgUiAgent {
-    type Target = Script;
-    fn deref(&self) -> &Script {
-        &self.0
-    }
-}
+pub type AgUiAgent = Arc<Script>;
 
 /// What an [`AgUiAgent`] holds.
 #[derive(Debug, Default)]
@@ -361,7 +352,7 @@ pub(crate) fn compile(
     if issues.len() > start {
         return None;
     }
-    Some(AgUiAgent(Arc::new(Script {
+    Some(Arc::new(Script {
         resume: raw.resume.unwrap_or_default(),
         uncovered: raw.uncovered.unwrap_or_default(),
         client: raw.client.unwrap_or_default(),
@@ -375,7 +366,7 @@ pub(crate) fn compile(
         tools,
         iterations,
         interrupts,
-    })))
+    }))
 }
 
 /// The script's tools, and the names of those reported broken (calls naming them are not).
