@@ -249,8 +249,6 @@ pub struct Scenario {
     pub agents: Vec<Agent>,
     /// Fake MCP tool servers, served at `/mcp/NAME`.
     pub mcp: Vec<mcp::McpServer>,
-    /// Where it came from (a path, or `<quickstart>`), for messages.
-    pub origin: String,
     /// The TOML text it was read from (the journal keeps it, so a restart restores a scenario
     /// replaced through the admin API).
     pub source: String,
@@ -510,7 +508,7 @@ impl Scenario {
                 locate_serde_error(src, &path, &inner),
             ))
         })?;
-        compile(raw, default_name, file, src).map_err(|issues| fail(locate_all(src, issues)))
+        compile(raw, default_name, src).map_err(|issues| fail(locate_all(src, issues)))
     }
 
     pub fn service(&self, name: &str) -> Option<&Service> {

@@ -8,7 +8,6 @@ use super::*;
 pub(super) fn compile(
     raw: RawScenario,
     default_name: Option<&str>,
-    origin: &str,
     source: &str,
 ) -> Result<Scenario, Issues> {
     let mut issues = Issues::default();
@@ -33,7 +32,6 @@ pub(super) fn compile(
         max_body_bytes: raw.max_body_bytes.unwrap_or(1 << 20),
         ledger_body_bytes: raw.ledger_body_bytes.unwrap_or(64 << 10),
         services,
-        origin: origin.to_string(),
         source: source.to_string(),
     })
 }
