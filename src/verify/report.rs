@@ -115,13 +115,9 @@ pub fn describe(e: &Entry) -> String {
             ", not applied"
         });
     }
-    match (e.response.delivery, e.response.status) {
-        (Delivery::Sent, Some(st)) => {
-            let _ = write!(s, ", {st}");
-        }
-        (d, _) => {
-            let _ = write!(s, ", response {}", d.as_str());
-        }
-    }
+    let _ = match (e.response.delivery, e.response.status) {
+        (Delivery::Sent, Some(st)) => write!(s, ", {st}"),
+        (d, _) => write!(s, ", response {}", d.as_str()),
+    };
     s
 }
