@@ -494,23 +494,13 @@ async fn mcp_wait(
 }
 
 /// Marks a delayed response abandoned when its future is dropped before the response is handed
-/// to hyper (which drops a request's future when its client closes the connection).
-struct Abandon<'a> {
-    world: &'a World,
-    seq: Option<u64>,
-}
-
-impl Abandon<'_> {
-    fn disarm(mut self) {
-        self.seq = None;
-    }
-}
+/// to hyper (which drops a request's future when its client closes the connection); forgotten
+/// once the wait is over.
+struct Abandon<'a>(&'a World, u64);
 
 impl Drop for Abandon<'_> {
     fn drop(&mut self) {
-        if let Some(seq) = self.seq {
-            self.world.abandon(seq);
-        }
+        self.0.abandon(self.1);
     }
 }
 
@@ -531,15 +521,12 @@ async fn deliver(
         // The response is already recorded: no need to hold the clock while it goes out. If
         // hyper drops this future first, the client closed its connection: abandoned.
         Plan::At(t) => {
-            let guard = Abandon {
-                world,
-                seq: Some(seq),
-            };
+            let guard = Abandon(world, seq);
             let out = match world.clock.wait_until(t).await {
                 true => to_hyper(response),
                 false => sabotage(DROP),
             };
-            guard.disarm();
+            std::mem::forget(guard);
             out
         }
         Plan::Drop => sabotage(DROP),
@@ -547,15 +534,12 @@ async fn deliver(
         // Held until the world closes or the server stops; a client that gives up first leaves
         // its entry abandoned (when it went away is worth knowing).
         Plan::Hang => {
-            let guard = Abandon {
-                world,
-                seq: Some(seq),
-            };
+            let guard = Abandon(world, seq);
             tokio::select! {
                 _ = world.clock.closed() => {}
                 _ = app.host.stopping() => {}
             }
-            guard.disarm();
+            std::mem::forget(guard);
             sabotage(DROP)
         }
     }
