@@ -346,13 +346,6 @@ pub enum RespondBody {
     Text(String),
 }
 
-impl RespondBody {
-    pub fn json(v: Value) -> RespondBody {
-        let compiled = crate::template::Compiled::of(&v);
-        RespondBody::Json(v, compiled)
-    }
-}
-
 /// Extra conditions beyond method and path.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Matcher {

@@ -311,7 +311,11 @@ fn compile_respond(respond: Option<RawRespond>, rpath: &str, issues: &mut Issues
         headers: rr.headers.into_iter().collect(),
         body: match (rr.json, rr.body) {
             (_, Some(text)) => RespondBody::Text(text),
-            (json, None) => RespondBody::json(json.unwrap_or_else(default)),
+            (json, None) => {
+                let json = json.unwrap_or_else(default);
+                let compiled = crate::template::Compiled::of(&json);
+                RespondBody::Json(json, compiled)
+            }
         },
     }
 }
