@@ -529,11 +529,7 @@ fn compile_tool(
             }
         }
         (false, service, _) => {
-            let missing = if service.is_none() {
-                "service"
-            } else {
-                "route"
-            };
+            let missing = service.map_or("service", |_| "route");
             issues.add(tpath, format!("missing key `{missing}`: a backend tool names a fake-service route (service + route); a tool the application runs says frontend = true"));
             return None;
         }
