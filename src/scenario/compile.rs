@@ -286,10 +286,8 @@ fn check_kind_keys(r: &RawRoute, rpath: &str, path: Option<&PathTemplate>, issue
     only(r.available.is_some(), "available", &[Lookup], issues);
     only(r.policy.is_some(), "policy", &[Cancel], issues);
     only(r.of.is_some(), "of", &[Lookup, Cancel], issues);
-    if let Some(p) = path {
-        if matches!(r.kind, Lookup | Cancel) && !p.has_param("id") {
-            issues.add(format!("{rpath}.path"), format!("a {} route's path needs an {{id}} segment (an action id or idempotency key), e.g. \"/v1/transfers/{{id}}\"", format!("{:?}", r.kind).to_lowercase()));
-        }
+    if matches!(r.kind, Lookup | Cancel) && path.is_some_and(|p| !p.has_param("id")) {
+        issues.add(format!("{rpath}.path"), format!("a {} route's path needs an {{id}} segment (an action id or idempotency key), e.g. \"/v1/transfers/{{id}}\"", format!("{:?}", r.kind).to_lowercase()));
     }
 }
 
