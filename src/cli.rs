@@ -296,11 +296,9 @@ async fn load(args: &VerifyArgs) -> Result<(Vec<u8>, String), String> {
         }
         Err(e) => return Err(e.to_string()),
     };
-    let text = match String::from_utf8_lossy(&body) {
-        std::borrow::Cow::Owned(s) => s.into_bytes(),
-        std::borrow::Cow::Borrowed(_) => body,
-    };
-    Ok((text, base.to_string()))
+    let text = String::from_utf8(body)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    Ok((text.into_bytes(), base.to_string()))
 }
 
 /// The error for a ledger file that is not UTF-8: the one reading it as text gives.
@@ -376,12 +374,13 @@ async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> Exit {
             format_args!("cannot write {}: {e}", output.display()),
         ));
     }
+    let state = serde_json::to_value(report.state).unwrap_or_default();
     eprintln!(
         "wrote {} ({} entries, {} finding(s), {})",
         output.display(),
         entries.len(),
         report.findings.len(),
-        report.state.as_str()
+        state.as_str().unwrap_or_default()
     );
     Ok(ExitCode::SUCCESS)
 }

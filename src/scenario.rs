@@ -249,8 +249,6 @@ pub struct Scenario {
     pub agents: Vec<Agent>,
     /// Fake MCP tool servers, served at `/mcp/NAME`.
     pub mcp: Vec<mcp::McpServer>,
-    /// Where it came from (a path, or `<quickstart>`), for messages.
-    pub origin: String,
     /// The TOML text it was read from (the journal keeps it, so a restart restores a scenario
     /// replaced through the admin API).
     pub source: String,
@@ -346,13 +344,6 @@ pub enum RespondBody {
     /// A JSON body with placeholders, compiled once (the value is kept for what reads it).
     Json(Value, crate::template::Compiled),
     Text(String),
-}
-
-impl RespondBody {
-    pub fn json(v: Value) -> RespondBody {
-        let compiled = crate::template::Compiled::of(&v);
-        RespondBody::Json(v, compiled)
-    }
 }
 
 /// Extra conditions beyond method and path.
@@ -510,7 +501,7 @@ impl Scenario {
                 locate_serde_error(src, &path, &inner),
             ))
         })?;
-        compile(raw, default_name, file, src).map_err(|issues| fail(locate_all(src, issues)))
+        compile(raw, default_name, src).map_err(|issues| fail(locate_all(src, issues)))
     }
 
     pub fn service(&self, name: &str) -> Option<&Service> {

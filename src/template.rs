@@ -107,16 +107,10 @@ impl Compiled {
     }
 
     fn add(&mut self, v: &Value, raw: &mut Vec<u8>) {
-        let flush = |pieces: &mut Vec<Piece>, raw: &mut Vec<u8>, p: Piece| {
-            if !raw.is_empty() {
-                pieces.push(Piece::Raw(std::mem::take(raw)));
-            }
-            pieces.push(p);
-        };
         match v {
             Value::String(s) => {
                 if find2(s, b"{{").is_none() {
-                    write_json_str(raw, s);
+                    put(raw, s);
                     return;
                 }
                 let piece = match whole_placeholder(s) {
@@ -126,16 +120,28 @@ impl Compiled {
                     },
                     None => Piece::Text(s.clone()),
                 };
-                flush(&mut self.pieces, raw, piece);
+                if !raw.is_empty() {
+                    self.pieces.push(Piece::Raw(std::mem::take(raw)));
+                }
+                self.pieces.push(piece);
             }
-            Value::Array(a) => write_json_array(raw, a, |raw, x| self.add(x, raw)),
+            Value::Array(a) => {
+                raw.push(b'[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        raw.push(b',');
+                    }
+                    self.add(x, raw);
+                }
+                raw.push(b']');
+            }
             Value::Object(o) => {
                 raw.push(b'{');
                 for (i, (k, x)) in o.iter().enumerate() {
                     if i > 0 {
                         raw.push(b',');
                     }
-                    write_json_str(raw, k);
+                    put(raw, k);
                     raw.push(b':');
                     self.add(x, raw);
                 }
@@ -152,11 +158,10 @@ impl Compiled {
                 Piece::Raw(b) => out.extend_from_slice(b),
                 Piece::Whole { name, .. } if vars.write(name, out) => {}
                 Piece::Whole { name, written } => match vars.var(name) {
-                    Some(Value::String(t)) => write_json_str(out, &t),
                     Some(v) => put(out, &v),
-                    None => write_json_str(out, &text(written, vars)),
+                    None => put(out, &text(written, vars)),
                 },
-                Piece::Text(s) => write_json_str(out, &text(s, vars)),
+                Piece::Text(s) => put(out, &text(s, vars)),
             }
         }
     }
@@ -171,28 +176,6 @@ fn whole_placeholder(s: &str) -> Option<&str> {
 /// Where `{{` or `}}` starts: a byte scan, cheaper than `str::find` on short strings, per response.
 fn find2(s: &str, pat: &[u8; 2]) -> Option<usize> {
     s.as_bytes().windows(2).position(|w| w == pat)
-}
-
-/// A JSON string, written by serde_json.
-pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
-    put(out, s);
-}
-
-/// `[a,b,...]`, each item written by `write` (shared by the agents' hand-written JSON).
-#[inline]
-pub fn write_json_array<T>(
-    out: &mut Vec<u8>,
-    items: impl IntoIterator<Item = T>,
-    mut write: impl FnMut(&mut Vec<u8>, T),
-) {
-    out.push(b'[');
-    for (i, item) in items.into_iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write(out, item);
-    }
-    out.push(b']');
 }
 
 /// Serialising strings and JSON values into a byte buffer cannot fail (no I/O, string keys).

@@ -259,21 +259,18 @@ impl Host {
     ) -> Host {
         let base = Arc::new(scenario);
         let mut worlds = replay(&base, &limits, journal.as_ref(), lines);
-        let default = match worlds.remove(&None) {
-            Some(w) => {
-                if w.scenario.source != base.source {
-                    tracing::warn!("the journal holds a different scenario than the one given; resuming the journal's (delete the journal to start afresh)");
-                }
-                w
-            }
-            None => Arc::new(World::build(
+        let default = worlds.remove(&None).unwrap_or_else(|| {
+            Arc::new(World::build(
                 base.clone(),
                 &limits,
                 None,
                 journal.as_ref(),
                 None,
-            )),
-        };
+            ))
+        });
+        if default.scenario.source != base.source {
+            tracing::warn!("the journal holds a different scenario than the one given; resuming the journal's (delete the journal to start afresh)");
+        }
         let sessions = worlds
             .into_iter()
             .filter_map(|(name, world)| Some((name?, Session::new(world))))

@@ -54,8 +54,6 @@ pub enum AdminError {
     #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
-    Timeout(String),
-    #[error("{0}")]
     TooManySessions(String),
 }
 
@@ -66,7 +64,6 @@ impl AdminError {
             AdminError::MethodNotAllowed { .. } => 405,
             AdminError::BadRequest(_) => 400,
             AdminError::Conflict(_) => 409,
-            AdminError::Timeout(_) => 408,
             AdminError::TooManySessions(_) => 429,
         }
     }

@@ -7,7 +7,6 @@
 //! *interrupts* raised at an iteration's four boundaries (PH-1..PH-4), all checked at load.
 
 use std::collections::BTreeMap;
-use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,9 +17,9 @@ use super::{
     check_header, check_pointer, did_you_mean, find_route, sub_table, Dur, Issues, Service,
 };
 
-/// The four boundaries of one agent iteration, in the order an iteration passes them; in
-/// scenarios and on the wire as `beforeTools`.
-#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// The four boundaries of one agent iteration, in the order an iteration passes them; named
+/// as in scenarios and on the wire (`beforeTools`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "camelCase")]
 pub enum Phase {
     /// Before the model call: the conversation so far, no assistant text yet (PH-1).
@@ -31,17 +30,6 @@ pub enum Phase {
     BeforeTools,
     /// Tools ran and their results are in the messages: side effects happened (PH-4).
     AfterTools,
-}
-
-impl Phase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::BeforeModel => "beforeModel",
-            Phase::AfterModel => "afterModel",
-            Phase::BeforeTools => "beforeTools",
-            Phase::AfterTools => "afterTools",
-        }
-    }
 }
 
 /// `resume = "stateful" | "stateless"` (PROD-1).
@@ -95,7 +83,7 @@ pub enum OnContinuation {
 
 /// A rule the agent breaks on purpose (`violate = [...]`), so a consumer can be tested against a
 /// faulty producer. Each one committed is recorded in the ledger (`event: "violation"`).
-#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
 pub enum Violation {
     /// An interrupted run reports `outcome: {type: "success", interrupts: [...]}` (INT-2, ERR-1).
@@ -207,15 +195,7 @@ struct RawInterrupt {
 
 /// A validated AG-UI agent script, shared: the agent table is cloned per request and a run
 /// keeps its script while it streams, so a clone is a reference count, not a deep copy.
-#[derive(Clone, Debug, Default)]
-pub struct AgUiAgent(Arc<Script>);
-
-impl Deref for AgUiAgent {
-    type Target = Script;
-    fn deref(&self) -> &Script {
-        &self.0
-    }
-}
+pub type AgUiAgent = Arc<Script>;
 
 /// What an [`AgUiAgent`] holds.
 #[derive(Debug, Default)]
@@ -372,7 +352,7 @@ pub(crate) fn compile(
     if issues.len() > start {
         return None;
     }
-    Some(AgUiAgent(Arc::new(Script {
+    Some(Arc::new(Script {
         resume: raw.resume.unwrap_or_default(),
         uncovered: raw.uncovered.unwrap_or_default(),
         client: raw.client.unwrap_or_default(),
@@ -386,7 +366,7 @@ pub(crate) fn compile(
         tools,
         iterations,
         interrupts,
-    })))
+    }))
 }
 
 /// The script's tools, and the names of those reported broken (calls naming them are not).
@@ -549,11 +529,7 @@ fn compile_tool(
             }
         }
         (false, service, _) => {
-            let missing = if service.is_none() {
-                "service"
-            } else {
-                "route"
-            };
+            let missing = service.map_or("service", |_| "route");
             issues.add(tpath, format!("missing key `{missing}`: a backend tool names a fake-service route (service + route); a tool the application runs says frontend = true"));
             return None;
         }
@@ -595,7 +571,8 @@ fn compile_interrupt(
     if let Some(name) = &ri.tool_call {
         let at = format!("{ipath}.tool_call");
         if !matches!(ri.phase, Phase::BeforeTools | Phase::AfterTools) {
-            issues.add(&at, format!("`tool_call` applies only at beforeTools (an approval: the call has not run) or afterTools (an audit: it has); at {} this iteration's tool calls are not in the messages yet (PH-1, PH-2)", ri.phase.as_str()));
+            let phase = serde_json::to_value(ri.phase).unwrap_or_default();
+            issues.add(&at, format!("`tool_call` applies only at beforeTools (an approval: the call has not run) or afterTools (an audit: it has); at {} this iteration's tool calls are not in the messages yet (PH-1, PH-2)", phase.as_str().unwrap_or_default()));
         }
         match tools.iter().position(|t| &t.name == name) {
             None => {

@@ -8,7 +8,6 @@ use super::*;
 pub(super) fn compile(
     raw: RawScenario,
     default_name: Option<&str>,
-    origin: &str,
     source: &str,
 ) -> Result<Scenario, Issues> {
     let mut issues = Issues::default();
@@ -33,7 +32,6 @@ pub(super) fn compile(
         max_body_bytes: raw.max_body_bytes.unwrap_or(1 << 20),
         ledger_body_bytes: raw.ledger_body_bytes.unwrap_or(64 << 10),
         services,
-        origin: origin.to_string(),
         source: source.to_string(),
     })
 }
@@ -46,18 +44,16 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
     } else {
         check_segment(&sname, &spath, "a service name", issues);
     }
+    let svc_idem = rs.idempotency.unwrap_or_default();
     let headers = [
-        ("work_id_header", rs.work_id_header.as_deref()),
-        ("revision_header", rs.revision_header.as_deref()),
+        ("work_id_header", &rs.work_id_header),
+        ("revision_header", &rs.revision_header),
+        ("idempotency.header", &svc_idem.header),
     ];
     for (key, h) in headers {
         if let Some(h) = h {
             check_header(h, &format!("{spath}.{key}"), issues);
         }
-    }
-    let svc_idem = rs.idempotency.clone().unwrap_or_default();
-    if let Some(h) = &svc_idem.header {
-        check_header(h, &format!("{spath}.idempotency.header"), issues);
     }
     let mut routes: Vec<Route> = Vec::new();
     // Indexes by name and by (method, path), so checking a route against those before it costs
@@ -290,10 +286,8 @@ fn check_kind_keys(r: &RawRoute, rpath: &str, path: Option<&PathTemplate>, issue
     only(r.available.is_some(), "available", &[Lookup], issues);
     only(r.policy.is_some(), "policy", &[Cancel], issues);
     only(r.of.is_some(), "of", &[Lookup, Cancel], issues);
-    if let Some(p) = path {
-        if matches!(r.kind, Lookup | Cancel) && !p.has_param("id") {
-            issues.add(format!("{rpath}.path"), format!("a {} route's path needs an {{id}} segment (an action id or idempotency key), e.g. \"/v1/transfers/{{id}}\"", format!("{:?}", r.kind).to_lowercase()));
-        }
+    if matches!(r.kind, Lookup | Cancel) && path.is_some_and(|p| !p.has_param("id")) {
+        issues.add(format!("{rpath}.path"), format!("a {} route's path needs an {{id}} segment (an action id or idempotency key), e.g. \"/v1/transfers/{{id}}\"", format!("{:?}", r.kind).to_lowercase()));
     }
 }
 
@@ -315,7 +309,11 @@ fn compile_respond(respond: Option<RawRespond>, rpath: &str, issues: &mut Issues
         headers: rr.headers.into_iter().collect(),
         body: match (rr.json, rr.body) {
             (_, Some(text)) => RespondBody::Text(text),
-            (json, None) => RespondBody::json(json.unwrap_or_else(default)),
+            (json, None) => {
+                let json = json.unwrap_or_else(default);
+                let compiled = crate::template::Compiled::of(&json);
+                RespondBody::Json(json, compiled)
+            }
         },
     }
 }

@@ -157,40 +157,15 @@ fn backticked(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// `; did you mean `fates`?` when a candidate is within a small edit distance.
+/// `; did you mean `fates`?` when a candidate is within a small edit distance: optimal string
+/// alignment, where a swap of neighbours (`nmae`), the commonest typo, is one edit.
 pub fn did_you_mean<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> String {
     candidates
-        .map(|c| (edit_distance(word, c), c))
+        .map(|c| (strsim::osa_distance(word, c), c))
         .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
         .min()
         .map(|(_, c)| format!("; did you mean `{c}`?"))
         .unwrap_or_default()
-}
-
-/// Optimal-string-alignment distance: like Levenshtein, but a swap of two neighbours (`nmae`)
-/// costs one edit, the commonest typo.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                v = v.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = v;
-        }
-    }
-    d[a.len()][b.len()]
 }
 
 /// Locate every issue, parsing the document and indexing its lines once, so thousands of
@@ -310,10 +285,10 @@ pub(super) fn every_shape_problem<T: serde::de::DeserializeOwned>(
         else {
             break;
         };
-        let Some(current) = steps(e.path()) else {
+        let Some(mut current) = steps(e.path()) else {
             break;
         };
-        let at = original(&current, &holes);
+        let mut at = original(&current, &holes);
         let inner = e.into_inner();
         let message = inner.message().trim().to_string();
         let missing = message
@@ -334,7 +309,6 @@ pub(super) fn every_shape_problem<T: serde::de::DeserializeOwned>(
             }
         }
         // An unknown key goes itself; a missing one takes its table; a bad value goes.
-        let (mut current, mut at) = (current, at);
         if missing.is_none() {
             let named = |p: &[Step], f: &str| matches!(p.last(), Some(Step::Key(k)) if k == f);
             if let Some((field, _)) = parse_unknown(&message).filter(|(f, _)| !named(&current, f)) {
@@ -342,7 +316,7 @@ pub(super) fn every_shape_problem<T: serde::de::DeserializeOwned>(
                 at.push(Step::Key(field));
             }
         }
-        if current.is_empty() || !take_out(&mut doc, &current) {
+        if take_out(&mut doc, &current).is_none() {
             break;
         }
         if let (Some(Step::Index(i)), Some(Step::Index(_))) = (at.last(), current.last()) {
@@ -412,31 +386,23 @@ fn original(current: &[Step], holes: &[(Vec<Step>, usize)]) -> Vec<Step> {
     out
 }
 
-/// Remove the value at `path` from the document; false if there is none.
-fn take_out(doc: &mut toml::Table, path: &[Step]) -> bool {
-    let Some((last, parents)) = path.split_last() else {
-        return false;
-    };
+/// Take the value at `path` out of the document (`None` if there is none).
+fn take_out(doc: &mut toml::Table, path: &[Step]) -> Option<toml::Value> {
+    let (last, parents) = path.split_last()?;
+    // `None` only before the first step: each later one is inside the value found.
     let mut value: Option<&mut toml::Value> = None;
-    for (n, step) in parents.iter().enumerate() {
-        let next = match (step, value.take()) {
-            (Step::Key(k), None) if n == 0 => doc.get_mut(k),
+    for step in parents {
+        value = Some(match (step, value.take()) {
+            (Step::Key(k), None) => doc.get_mut(k),
             (Step::Key(k), Some(toml::Value::Table(t))) => t.get_mut(k),
             (Step::Index(i), Some(toml::Value::Array(a))) => a.get_mut(*i),
             _ => None,
-        };
-        match next {
-            Some(v) => value = Some(v),
-            None => return false,
-        }
+        }?);
     }
     match (last, value) {
-        (Step::Key(k), None) => doc.remove(k).is_some(),
-        (Step::Key(k), Some(toml::Value::Table(t))) => t.remove(k).is_some(),
-        (Step::Index(i), Some(toml::Value::Array(a))) if *i < a.len() => {
-            a.remove(*i);
-            true
-        }
-        _ => false,
+        (Step::Key(k), None) => doc.remove(k),
+        (Step::Key(k), Some(toml::Value::Table(t))) => t.remove(k),
+        (Step::Index(i), Some(toml::Value::Array(a))) if *i < a.len() => Some(a.remove(*i)),
+        _ => None,
     }
 }

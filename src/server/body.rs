@@ -10,7 +10,6 @@ use std::task::{Context, Poll};
 use http_body_util::Full;
 use hyper::body::{Body, Bytes, Frame, SizeHint};
 use hyper::header::HeaderName;
-use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::service::Response;
@@ -220,8 +219,8 @@ fn header_name(k: &str) -> Result<HeaderName, hyper::header::InvalidHeaderName> 
 
 /// Only a scenario header value hyper refuses can fail a response build; say so, don't panic.
 fn build_error(e: hyper::http::Error) -> Response {
-    Response::json(
+    super::own_error(
         500,
-        &json!({"error": format!("doubleagent could not build the response: {e}"), "status": 500}),
+        format_args!("doubleagent could not build the response: {e}"),
     )
 }

@@ -120,12 +120,19 @@ fn pick_session<'a>(
     let header =
         service::header_value(headers, &SESSION_HEADER).map(|v| v.to_str().unwrap_or("\u{fffd}"));
     match (prefix, header) {
-        (Some(p), Some(h)) if !crate::world::same_session(Some(p), Some(h)) => Err(Response::json(
-            400,
-            &json!({"error": format!("the URL's /_s/{p}/ prefix and the X-Doubleagent-Session header ({h}) name different sessions: send one, or the same in both"), "status": 400}),
-        )),
+        (Some(p), Some(h)) if !crate::world::same_session(Some(p), Some(h)) => Err(
+            own_error(400, format_args!("the URL's /_s/{p}/ prefix and the X-Doubleagent-Session header ({h}) name different sessions: send one, or the same in both")),
+        ),
         (p, h) => Ok(p.or(h)),
     }
+}
+
+/// doubleagent's own error answer: `{"error": MESSAGE, "status": STATUS}`.
+pub(crate) fn own_error(status: u16, message: impl std::fmt::Display) -> Response {
+    Response::json(
+        status,
+        &json!({"error": message.to_string(), "status": status}),
+    )
 }
 
 /// Serve connections from `listener` until `shutdown` resolves, then stop accepting, release hung
@@ -220,10 +227,7 @@ fn journaled(response: hyper::Response<HttpBody>) -> hyper::Response<HttpBody> {
     if !crate::journal::write_failed() {
         return response;
     }
-    to_hyper(Response::json(
-        503,
-        &json!({"error": "the journal could not write this request's entry (is the disk full?); it was not acknowledged, retry later", "status": 503}),
-    ))
+    to_hyper(own_error(503, "the journal could not write this request's entry (is the disk full?); it was not acknowledged, retry later"))
 }
 
 async fn handle(
@@ -292,21 +296,13 @@ async fn admin_request(
 ) -> hyper::Response<HttpBody> {
     let authenticated = app.authenticated(&parts.headers);
     if !authenticated && rest != "/health" {
-        let mut r = Response::json(
-            401,
-            &json!({"error": "the admin API needs the admin token: send `Authorization: Bearer <token>` (the token given by --admin-token or DOUBLEAGENT_ADMIN_TOKEN)", "status": 401}),
-        );
+        let mut r = own_error(401, "the admin API needs the admin token: send `Authorization: Bearer <token>` (the token given by --admin-token or DOUBLEAGENT_ADMIN_TOKEN)");
         r.headers.push(("www-authenticate".into(), "Bearer".into()));
         return to_hyper(r);
     }
     let body = match read_incoming(body, 16 << 20, ctl).await {
         Ok((b, false)) => b,
-        _ => {
-            return to_hyper(Response::json(
-                413,
-                &json!({"error": "admin request body too large", "status": 413}),
-            ))
-        }
+        _ => return to_hyper(own_error(413, "admin request body too large")),
     };
     let areq = AdminRequest {
         method: parts.method.as_str(),
@@ -498,23 +494,13 @@ async fn mcp_wait(
 }
 
 /// Marks a delayed response abandoned when its future is dropped before the response is handed
-/// to hyper (which drops a request's future when its client closes the connection).
-struct Abandon<'a> {
-    world: &'a World,
-    seq: Option<u64>,
-}
-
-impl Abandon<'_> {
-    fn disarm(mut self) {
-        self.seq = None;
-    }
-}
+/// to hyper (which drops a request's future when its client closes the connection); forgotten
+/// once the wait is over.
+struct Abandon<'a>(&'a World, u64);
 
 impl Drop for Abandon<'_> {
     fn drop(&mut self) {
-        if let Some(seq) = self.seq {
-            self.world.abandon(seq);
-        }
+        self.0.abandon(self.1);
     }
 }
 
@@ -535,15 +521,12 @@ async fn deliver(
         // The response is already recorded: no need to hold the clock while it goes out. If
         // hyper drops this future first, the client closed its connection: abandoned.
         Plan::At(t) => {
-            let guard = Abandon {
-                world,
-                seq: Some(seq),
-            };
+            let guard = Abandon(world, seq);
             let out = match world.clock.wait_until(t).await {
                 true => to_hyper(response),
                 false => sabotage(DROP),
             };
-            guard.disarm();
+            std::mem::forget(guard);
             out
         }
         Plan::Drop => sabotage(DROP),
@@ -551,15 +534,12 @@ async fn deliver(
         // Held until the world closes or the server stops; a client that gives up first leaves
         // its entry abandoned (when it went away is worth knowing).
         Plan::Hang => {
-            let guard = Abandon {
-                world,
-                seq: Some(seq),
-            };
+            let guard = Abandon(world, seq);
             tokio::select! {
                 _ = world.clock.closed() => {}
                 _ = app.host.stopping() => {}
             }
-            guard.disarm();
+            std::mem::forget(guard);
             sabotage(DROP)
         }
     }
@@ -573,10 +553,7 @@ async fn read_capped_body(
     ctl: &ConnCtl,
 ) -> Result<Bytes, hyper::Response<HttpBody>> {
     match read_incoming(body, world.scenario.max_body_bytes, ctl).await {
-        Ok((_, true)) => Err(to_hyper(Response::json(
-            413,
-            &json!({"error": "request body too large", "status": 413}),
-        ))),
+        Ok((_, true)) => Err(to_hyper(own_error(413, "request body too large"))),
         read => Ok(read.unwrap_or_default().0),
     }
 }

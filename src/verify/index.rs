@@ -193,7 +193,7 @@ impl<'e> Index<'e> {
         let mut claims: Option<Claims> = extra.cloned();
         let mut in_force = Vec::with_capacity(l.rows.len());
         let mut global: Option<(i64, u64)> = None;
-        let mut scoped: HashMap<&str, (i64, u64)> = HashMap::default();
+        let mut scoped: HashMap<&str, Option<(i64, u64)>> = HashMap::default();
         let mut lookups_by_target: HashMap<u64, Vec<u64>> = HashMap::default();
         let mut lookups_by_id: HashMap<(&str, &str), Vec<u64>> = HashMap::default();
         let mut replays_of: HashMap<u64, Vec<u64>> = HashMap::default();
@@ -206,7 +206,7 @@ impl<'e> Index<'e> {
         };
         for e in l.rows.iter() {
             let scoped_here = match e.work_id() {
-                Some(w) if !scoped.is_empty() => scoped.get(w).copied(),
+                Some(w) if !scoped.is_empty() => scoped.get(w).copied().flatten(),
                 _ => None,
             };
             let here = match scoped_here {
@@ -218,13 +218,7 @@ impl<'e> Index<'e> {
                 (Disposition::Declaration, Some("revision")) => {
                     if let Some(rev) = e.revision {
                         match e.work_id() {
-                            Some(w) => {
-                                let mut slot = scoped.get(w).copied();
-                                raise(&mut slot, rev, e.seq);
-                                if let Some(v) = slot {
-                                    scoped.insert(w, v);
-                                }
-                            }
+                            Some(w) => raise(scoped.entry(w).or_default(), rev, e.seq),
                             None => raise(&mut global, rev, e.seq),
                         }
                     }
@@ -239,10 +233,8 @@ impl<'e> Index<'e> {
                 // Without declarations, the first request carrying a newer revision is the switch.
                 (Disposition::Declaration, _) | (Disposition::Agent, _) => {}
                 _ => {
-                    if let Some(rev) = e.revision {
-                        if e.by_client() {
-                            raise(&mut global, rev, e.seq);
-                        }
+                    if let Some(rev) = e.revision.filter(|_| e.by_client()) {
+                        raise(&mut global, rev, e.seq);
                     }
                 }
             }
@@ -272,17 +264,15 @@ impl<'e> Index<'e> {
                     }
                 }
             }
-            if e.disposition == Disposition::Lookup {
-                if let Some(d) = &e.detail {
-                    if let Some(t) = d.get("target").and_then(Value::as_u64) {
-                        lookups_by_target.entry(t).or_default().push(e.seq);
-                    }
-                    if let Some(id) = d.get("id").and_then(Value::as_str) {
-                        lookups_by_id
-                            .entry((&*e.service, id))
-                            .or_default()
-                            .push(e.seq);
-                    }
+            if let (Disposition::Lookup, Some(d)) = (e.disposition, &e.detail) {
+                if let Some(t) = d.get("target").and_then(Value::as_u64) {
+                    lookups_by_target.entry(t).or_default().push(e.seq);
+                }
+                if let Some(id) = d.get("id").and_then(Value::as_str) {
+                    lookups_by_id
+                        .entry((&*e.service, id))
+                        .or_default()
+                        .push(e.seq);
                 }
             }
             if e.error_after_apply {

@@ -49,16 +49,6 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Clean => "clean",
-            State::Findings => "findings",
-            State::Incomplete => "incomplete",
-        }
-    }
-}
-
 impl Report {
     /// Readable without the docs: rule, what happened in order, what was expected.
     pub fn human(&self, entries: &[Entry]) -> String {
@@ -125,13 +115,9 @@ pub fn describe(e: &Entry) -> String {
             ", not applied"
         });
     }
-    match (e.response.delivery, e.response.status) {
-        (Delivery::Sent, Some(st)) => {
-            let _ = write!(s, ", {st}");
-        }
-        (d, _) => {
-            let _ = write!(s, ", response {}", d.as_str());
-        }
-    }
+    let _ = match (e.response.delivery, e.response.status) {
+        (Delivery::Sent, Some(st)) => write!(s, ", {st}"),
+        (d, _) => write!(s, ", response {}", d.as_str()),
+    };
     s
 }
