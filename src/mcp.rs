@@ -148,9 +148,9 @@ pub fn handle(world: &World, name: &str, req: McpRequest) -> Reply {
             resume(world, server, &req.headers)
         }
         _ => {
-            let mut r = Response::json(
+            let mut r = Response::own_error(
                 405,
-                &json!({"error": "this MCP endpoint takes POST (and DELETE to end a session); it offers no GET stream", "status": 405}),
+                "this MCP endpoint takes POST (and DELETE to end a session); it offers no GET stream",
             );
             r.headers.push(("allow".into(), "POST, DELETE".into()));
             Reply::now(r)
@@ -430,9 +430,9 @@ fn resume(world: &World, server: &McpServer, headers: &HeaderMap) -> Reply {
         json!({"session": id, "last_event_id": last, "target": target, "outcome": outcome});
     log(world, server, "resumed", detail);
     let (Some((due, body)), Some(seq)) = (kept, target) else {
-        return Reply::now(Response::json(
+        return Reply::now(Response::own_error(
             404,
-            &json!({"error": format!("no stream to resume after event {last}"), "status": 404}),
+            format_args!("no stream to resume after event {last}"),
         ));
     };
     let mut response = answer(200, Value::Null, true);

@@ -111,6 +111,14 @@ impl Response {
         Response::json_of(status, v)
     }
 
+    /// doubleagent's own error answer (not a provider's): `{"error": MESSAGE, "status": STATUS}`.
+    pub fn own_error(status: u16, message: impl std::fmt::Display) -> Response {
+        Response::json(
+            status,
+            &json!({"error": message.to_string(), "status": status}),
+        )
+    }
+
     /// A JSON response from any serializable value (structs keep their field order).
     pub fn json_of<T: serde::Serialize + ?Sized>(status: u16, v: &T) -> Response {
         Response {

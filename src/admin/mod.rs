@@ -69,10 +69,7 @@ impl AdminError {
     }
 
     pub fn to_response(&self) -> Response {
-        let mut r = Response::json(
-            self.status(),
-            &json!({"error": self.to_string(), "status": self.status()}),
-        );
+        let mut r = Response::own_error(self.status(), self);
         if let AdminError::MethodNotAllowed { allow, .. } = self {
             r.headers.push(("allow".into(), allow.clone().into()));
         }

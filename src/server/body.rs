@@ -219,7 +219,7 @@ fn header_name(k: &str) -> Result<HeaderName, hyper::header::InvalidHeaderName> 
 
 /// Only a scenario header value hyper refuses can fail a response build; say so, don't panic.
 fn build_error(e: hyper::http::Error) -> Response {
-    super::own_error(
+    Response::own_error(
         500,
         format_args!("doubleagent could not build the response: {e}"),
     )

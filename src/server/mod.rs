@@ -24,7 +24,6 @@ use hyper::body::{Body, Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use serde_json::json;
 use tokio::net::TcpListener;
 
 use body::{streamed, to_hyper, ChannelBody, CutBody, HttpBody, ReadyBody};
@@ -121,18 +120,10 @@ fn pick_session<'a>(
         service::header_value(headers, &SESSION_HEADER).map(|v| v.to_str().unwrap_or("\u{fffd}"));
     match (prefix, header) {
         (Some(p), Some(h)) if !crate::world::same_session(Some(p), Some(h)) => Err(
-            own_error(400, format_args!("the URL's /_s/{p}/ prefix and the X-Doubleagent-Session header ({h}) name different sessions: send one, or the same in both")),
+            Response::own_error(400, format_args!("the URL's /_s/{p}/ prefix and the X-Doubleagent-Session header ({h}) name different sessions: send one, or the same in both")),
         ),
         (p, h) => Ok(p.or(h)),
     }
-}
-
-/// doubleagent's own error answer: `{"error": MESSAGE, "status": STATUS}`.
-pub(crate) fn own_error(status: u16, message: impl std::fmt::Display) -> Response {
-    Response::json(
-        status,
-        &json!({"error": message.to_string(), "status": status}),
-    )
 }
 
 /// Serve connections from `listener` until `shutdown` resolves, then stop accepting, release hung
@@ -227,7 +218,7 @@ fn journaled(response: hyper::Response<HttpBody>) -> hyper::Response<HttpBody> {
     if !crate::journal::write_failed() {
         return response;
     }
-    to_hyper(own_error(503, "the journal could not write this request's entry (is the disk full?); it was not acknowledged, retry later"))
+    to_hyper(Response::own_error(503, "the journal could not write this request's entry (is the disk full?); it was not acknowledged, retry later"))
 }
 
 async fn handle(
@@ -296,13 +287,13 @@ async fn admin_request(
 ) -> hyper::Response<HttpBody> {
     let authenticated = app.authenticated(&parts.headers);
     if !authenticated && rest != "/health" {
-        let mut r = own_error(401, "the admin API needs the admin token: send `Authorization: Bearer <token>` (the token given by --admin-token or DOUBLEAGENT_ADMIN_TOKEN)");
+        let mut r = Response::own_error(401, "the admin API needs the admin token: send `Authorization: Bearer <token>` (the token given by --admin-token or DOUBLEAGENT_ADMIN_TOKEN)");
         r.headers.push(("www-authenticate".into(), "Bearer".into()));
         return to_hyper(r);
     }
     let body = match read_incoming(body, 16 << 20, ctl).await {
         Ok((b, false)) => b,
-        _ => return to_hyper(own_error(413, "admin request body too large")),
+        _ => return to_hyper(Response::own_error(413, "admin request body too large")),
     };
     let areq = AdminRequest {
         method: parts.method.as_str(),
@@ -553,7 +544,7 @@ async fn read_capped_body(
     ctl: &ConnCtl,
 ) -> Result<Bytes, hyper::Response<HttpBody>> {
     match read_incoming(body, world.scenario.max_body_bytes, ctl).await {
-        Ok((_, true)) => Err(to_hyper(own_error(413, "request body too large"))),
+        Ok((_, true)) => Err(to_hyper(Response::own_error(413, "request body too large"))),
         read => Ok(read.unwrap_or_default().0),
     }
 }

@@ -47,3 +47,26 @@ pub(super) fn note_canaries(found: Vec<String>, record: &mut Record) {
     }
     record.detail = Some(detail.into());
 }
+
+#[cfg(test)]
+mod tests {
+    use hyper::header::HeaderValue;
+
+    use super::*;
+
+    #[test]
+    fn acc2_canaries_are_found_once_each_wherever_they_sit_and_near_misses_are_not() {
+        let (a, b) = ("cny-0123456789abcdef", "cny-fedcba9876543210");
+        let mut headers = HeaderMap::new();
+        headers.insert("x-note", HeaderValue::from_static(a));
+        headers.insert("x-short", HeaderValue::from_static("cny-0123"));
+        let body = format!(
+            "{a} cn-0123456789abcdef cny-0123456789abcdeg cnycny-{} {b}",
+            &b[4..]
+        );
+        let found = canaries_in(&format!("/v1/{b}/x"), &headers, body.as_bytes());
+        assert_eq!(found, vec![b.to_string(), a.to_string()]);
+        // A canary cut short by the end of the text is none.
+        assert!(canaries_in("/", &HeaderMap::new(), &a.as_bytes()[..19]).is_empty());
+    }
+}
