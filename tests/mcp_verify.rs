@@ -263,6 +263,33 @@ fn rec_4_a_tool_called_again_while_its_task_id_was_held_is_found_and_a_poll_clea
     assert!(findings(&da, "REC-4").is_empty());
 }
 
+#[test]
+fn rec_4_a_tool_called_again_after_answering_its_tasks_question_without_a_poll_is_found() {
+    // A task that asks first is admitted only once its question is answered: the action it
+    // then starts is still the task's, and calling the tool again without a poll is REC-4.
+    let confirm = "[[mcp.payments.tools]]\nname = \"confirm\"\ninput_schema = { type = \"object\" }\ncall = { service = \"payments\", route = \"create-transfer\" }\ntask = { duration = \"3s\", input = { after = \"1s\", message = \"Send it?\" } }\n";
+    let da = Da::start(&format!("{SCENARIO}\n{confirm}"));
+    let args = json!({"to": "acct-9", "amount": 100});
+    let answered_call = |id: u64| {
+        let p = json!({"name": "confirm", "arguments": args});
+        let task = task_request(&da, id, "tools/call", p, &[]);
+        let task_id = task["result"]["taskId"].clone();
+        assert!(task_id.is_string(), "{task}");
+        da.advance("1s");
+        let asked = task_request(&da, id + 1, "tasks/get", json!({"taskId": task_id}), &[]);
+        assert_eq!(asked["result"]["status"], "input_required", "{asked}");
+        let answer = json!({"taskId": task_id, "inputResponses": {"input": {"action": "accept", "content": {}}}});
+        task_request(&da, id + 2, "tasks/update", answer, &[]);
+    };
+    answered_call(1);
+    assert!(findings(&da, "REC-4").is_empty());
+    answered_call(4);
+    let found = findings(&da, "REC-4");
+    assert_eq!(found.len(), 1, "{found:?}");
+    let summary = found[0]["summary"].as_str().unwrap();
+    assert!(summary.contains("while holding task"), "{summary}");
+}
+
 fn call_on(da: &Da, id: u64) -> Value {
     let args = json!({"to": "acct-9", "amount": 100});
     task_request(

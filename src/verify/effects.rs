@@ -106,15 +106,23 @@ pub(super) fn rec4_blind_retries(ix: &Index, out: &mut Vec<Finding>) {
     }
 }
 
-/// The MCP task each tool call started, by the call's seq (its `task-created` entry).
+/// The MCP task each tool call started, by the call's seq: its `task-created` entry names the
+/// call, or, for a task that asked first (created before its call was admitted), the call's own
+/// MCP facts name the task.
 fn tasks_started<'e>(ix: &Index<'e>) -> crate::hash::FastMap<u64, &'e str> {
     let mut m = crate::hash::FastMap::default();
     for e in ix.rows() {
-        let Some(d) = e.agent_event("task-created") else {
-            continue;
-        };
-        if let (Some(t), Some(id)) = (d.get("target").and_then(Value::as_u64), e.task_of()) {
-            m.insert(t, id);
+        if let Some(d) = e.agent_event("task-created") {
+            if let (Some(t), Some(id)) = (d.get("target").and_then(Value::as_u64), e.task_of()) {
+                m.insert(t, id);
+            }
+        }
+        let via = e
+            .detail
+            .as_ref()
+            .and_then(|d| d.get("mcp")?.get("task_id")?.as_str());
+        if let Some(id) = via {
+            m.insert(e.seq, id);
         }
     }
     m
