@@ -492,10 +492,15 @@ fn refuse(
 
 /// Append an entry of the server's own.
 fn log(world: &World, server: &McpServer, event: &str, detail: Value) -> u64 {
-    let at = world.clock.now();
-    let mut rec = Record::agent_event(&format!("mcp/{}", server.name), event, at, detail);
+    // Timed when appended.
+    let mut rec = Record::agent_event(
+        &format!("mcp/{}", server.name),
+        event,
+        std::time::Duration::ZERO,
+        detail,
+    );
     rec.actor = Some(format!("mcp:{}", server.name));
-    world.lock().ledger.append(rec)
+    world.append_now(rec)
 }
 
 fn empty(status: u16) -> Response {

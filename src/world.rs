@@ -143,6 +143,16 @@ impl World {
             .unwrap_or_else(|| Box::leak(Box::new(T::default())))
     }
 
+    /// Append an entry that happens now. Its time is read under the lock, as an admission's is,
+    /// so the ledger's times follow its seqs.
+    pub fn append_now(&self, mut rec: Record) -> u64 {
+        let mut st = self.lock();
+        let now = self.clock.now();
+        rec.received_at = now;
+        rec.response.at = rec.response.at.map(|_| now);
+        st.ledger.append(rec)
+    }
+
     /// Lock the state. Keep the guard out of any `.await`.
     pub fn lock(&self) -> MutexGuard<'_, State> {
         unpoisoned(self.state.lock())

@@ -1,12 +1,14 @@
 //! Admission order on a real clock: many clients at once with one key.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use doubleagent::ledger::Filter;
+use doubleagent::ledger::{Filter, Record};
 use doubleagent::service::{admit, Request};
 use doubleagent::world::World;
 use doubleagent::{Disposition, Scenario};
 use hyper::HeaderMap;
+use serde_json::Value;
 
 const SCENARIO: &str = r#"
 name = "order"
@@ -67,6 +69,48 @@ fn rec4_concurrent_retries_of_a_completed_action_all_replay_and_times_follow_seq
         .count();
     assert_eq!(executed, 1);
     // RFC 3339 with milliseconds, all on one day: text order is time order.
+    for pair in entries.windows(2) {
+        assert!(
+            pair[0].received_at <= pair[1].received_at,
+            "seq {} received at {}, after seq {} at {}",
+            pair[0].seq,
+            pair[0].received_at,
+            pair[1].seq,
+            pair[1].received_at
+        );
+    }
+}
+
+/// The same for entries of the world's own (an agent's step, an MCP server's task poll) appended
+/// among admissions: their time is read when they are appended, so times follow seqs across both
+/// (the verifier orders what happened by them: ACC-2, REC-3).
+#[test]
+fn acc2_agent_entries_among_admissions_are_timed_in_seq_order() {
+    let scenario = Scenario::from_toml(SCENARIO, "order.toml").unwrap();
+    let world = Arc::new(World::new(Arc::new(scenario), None));
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let world = world.clone();
+            std::thread::spawn(move || {
+                for _ in 0..2_000 {
+                    match t % 2 {
+                        0 => drop(admit(&world, transfer())),
+                        _ => drop(world.append_now(Record::agent_event(
+                            "worker",
+                            "message",
+                            Duration::ZERO,
+                            Value::Null,
+                        ))),
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let entries = world.entries(&Filter::default());
+    assert_eq!(entries.len(), 16_000);
     for pair in entries.windows(2) {
         assert!(
             pair[0].received_at <= pair[1].received_at,

@@ -28,13 +28,11 @@ pub fn log_at(
     revision: Option<&Value>,
     detail: impl Serialize,
 ) -> u64 {
-    let mut rec = Record::agent_event(agent, event, at, detail);
-    rec.work_id = task.map(str::to_string);
-    rec.revision = revision.and_then(Revision::of);
+    let rec = entry(agent, event, at, task, revision, detail);
     world.lock().ledger.append(rec)
 }
 
-/// [`log_at`] now.
+/// [`log_at`] now (the time is read when the entry is appended).
 pub fn log(
     world: &World,
     agent: &str,
@@ -43,8 +41,21 @@ pub fn log(
     revision: Option<&Value>,
     detail: impl Serialize,
 ) -> u64 {
-    let now = world.clock.now();
-    log_at(world, now, agent, event, task, revision, detail)
+    world.append_now(entry(agent, event, Duration::ZERO, task, revision, detail))
+}
+
+fn entry(
+    agent: &str,
+    event: &str,
+    at: Duration,
+    task: Option<&str>,
+    revision: Option<&Value>,
+    detail: impl Serialize,
+) -> Record {
+    let mut rec = Record::agent_event(agent, event, at, detail);
+    rec.work_id = task.map(str::to_string);
+    rec.revision = revision.and_then(Revision::of);
+    rec
 }
 
 /// Record a protocol error an orchestrator got (malformed call, unknown method...).

@@ -60,7 +60,8 @@ impl Refusal {
                 d.entry(k).or_insert(v);
             }
         }
-        let mut rec = Record::agent_event(agent, "run-rejected", world.clock.now(), detail);
+        // Timed when appended.
+        let mut rec = Record::agent_event(agent, "run-rejected", std::time::Duration::ZERO, detail);
         rec.method = "POST".into();
         rec.path = format!("/agents/{agent}");
         rec.work_id = input
@@ -69,7 +70,7 @@ impl Refusal {
             .map(str::to_string);
         rec.body = input.into();
         rec.response.status = Some(status);
-        world.lock().ledger.append(rec);
+        world.append_now(rec);
         let mut resp = Response::json(
             status,
             &json!({"error": message, "code": code, "status": status}),

@@ -507,10 +507,11 @@ impl Run {
 
     /// An entry of the run whose work id is `work_id` (a tool call's is the call's id).
     fn record_for(&self, work_id: &str, event: &str, detail: impl serde::Serialize) -> u64 {
-        let mut rec = Record::agent_event(&self.agent, event, self.world.clock.now(), detail);
+        // Timed when appended.
+        let mut rec = Record::agent_event(&self.agent, event, Duration::ZERO, detail);
         rec.work_id = Some(work_id.to_string());
         rec.revision = self.revision.clone();
-        self.world.lock().ledger.append(rec)
+        self.world.append_now(rec)
     }
 
     /// Whether the script breaks rule `v` on purpose; recorded once per run and kind.
