@@ -395,3 +395,22 @@ fn rec3_a_cancel_names_an_action_by_its_own_id_too() {
     assert_eq!(r.status, 409, "applied at once, so too late: {}", r.text());
     assert_eq!(da.ledger()[1]["detail"]["target"], 1);
 }
+
+#[test]
+fn rec4_a_key_that_urls_must_encode_is_found_by_its_encoded_lookup_and_cancel() {
+    let da = world("", "", "");
+    let keys = [
+        ("order 7", "order%207"),
+        ("a+b", "a%2Bb"),
+        ("x y%", "x%20y%25"),
+        ("a/b", "a%2Fb"),
+        ("ключ", "%D0%BA%D0%BB%D1%8E%D1%87"),
+    ];
+    for (key, encoded) in keys {
+        create(&da, Some(key)).unwrap();
+        assert_eq!(state(&da, encoded), "applied", "{key}");
+        assert_eq!(cancel(&da, encoded).status, 409, "{key}: found, too late");
+        let found = da.get(&format!("/_admin/ledger?key={encoded}")).json()["entries"].clone();
+        assert_eq!(found[0]["idempotency_key"], key, "{found}");
+    }
+}

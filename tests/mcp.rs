@@ -556,6 +556,24 @@ fn rec4_the_shipped_scenario_loses_the_first_response_and_a_lookup_tells_the_tru
 }
 
 #[test]
+fn rec4_a_lookup_tool_finds_an_action_whose_key_a_url_must_encode() {
+    let da = Da::start_file("mcp-lost-response.toml");
+    let sid = session(&da);
+    for (n, key) in ["pay/1", "x y%", "a%2Bb", "ключ"].into_iter().enumerate() {
+        let n = n as i64 * 2;
+        let args = json!({"to": "acct-9", "amount": 100, "idempotency_key": key});
+        // The shipped scenario loses the first response: the effect stands either way.
+        let _ = legacy_call(&da, &sid, n + 1, "create_transfer", args);
+        let v = legacy_call(&da, &sid, n + 2, "get_transfer", json!({"id": key}))
+            .unwrap()
+            .json();
+        let found = &v["result"]["structuredContent"];
+        assert_eq!(found["state"], "applied", "{key}: {v}");
+        assert_eq!(found["idempotency_key"], key, "{v}");
+    }
+}
+
+#[test]
 fn malformed_input_of_every_kind_is_answered_and_never_crashes_the_server() {
     let da = Da::start(&issue());
     let sid = session(&da);

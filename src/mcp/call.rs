@@ -8,6 +8,7 @@
 
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::HeaderMap;
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use serde_json::{json, Value};
 
 use super::era::Era;
@@ -281,6 +282,20 @@ fn key_of(tool: &Tool, params: &Value, args: &Value) -> Result<Option<String>, S
     }
 }
 
+/// What a path segment cannot hold as it is (the URL standard's path-segment set).
+const SEGMENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'/')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}');
+
 /// The route's path and the key from the call, with the key in the route's key header; or
 /// every problem the arguments have.
 fn build(
@@ -301,10 +316,11 @@ fn build(
     let path = tool.path.fill(|param| {
         let pointer = &tool.path_params.iter().find(|(p, _)| p == param)?.1;
         let problem = match text_of(args.pointer(pointer), pointer) {
-            Ok(Some(v)) if !v.is_empty() && !v.contains('/') => return Some(v),
-            Ok(Some(_)) => {
-                format!("{pointer}: must be a non-empty value without '/' (it is a path segment)")
+            // Encoded as a client would put it in a URL; the route decodes it back.
+            Ok(Some(v)) if !v.is_empty() => {
+                return Some(utf8_percent_encode(&v, SEGMENT).to_string())
             }
+            Ok(Some(_)) => format!("{pointer}: must not be empty (it is a path segment)"),
             Ok(None) => format!("{pointer}: required (it is the route's {{{param}}})"),
             Err(e) => e,
         };

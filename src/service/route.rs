@@ -23,7 +23,7 @@ pub(super) fn find<'s>(
         if r.method != req.method {
             return None;
         }
-        let params = r.path.matches(&req.path)?;
+        let mut params = r.path.matches(&req.path)?;
         let headers_ok = r.matcher.headers.iter().all(|(k, v)| {
             req.headers
                 .get(k.as_str())
@@ -34,7 +34,13 @@ pub(super) fn find<'s>(
             .json
             .iter()
             .all(|(p, v)| json.and_then(|j| pointer(j, p)) == Some(v));
-        (headers_ok && json_ok).then_some((r, params))
+        if !(headers_ok && json_ok) {
+            return None;
+        }
+        for (_, v) in &mut params {
+            *v = param_text(v);
+        }
+        Some((r, params))
     })
 }
 
@@ -70,19 +76,30 @@ pub(crate) fn header_text(v: &HeaderValue) -> Cow<'_, str> {
 }
 
 /// An idempotency key as text that is equal for equal bytes and different for different ones:
-/// a key that is not UTF-8 is its lossy text, DEL (U+007F, a byte no header value can hold, so
-/// no UTF-8 key can end up the same) and the bytes in hex, e.g. `k\u{fffd}\u{7f}6bff`.
+/// a UTF-8 key is itself; one that is not is its lossy text, DEL (U+007F, a byte no header value
+/// can hold, so no UTF-8 key can end up the same) and the bytes in hex, e.g. `k\u{fffd}\u{7f}6bff`.
 pub(super) fn key_text(v: &HeaderValue) -> String {
-    match v.to_str() {
+    bytes_text(v.as_bytes())
+}
+
+fn bytes_text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
         Ok(s) => s.to_string(),
         Err(_) => {
-            let mut t = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            let mut t = String::from_utf8_lossy(bytes).into_owned();
             t.push('\u{7f}');
-            for b in v.as_bytes() {
-                t.push_str(&format!("{b:02x}"));
-            }
+            t.push_str(&hex::encode(bytes));
             t
         }
+    }
+}
+
+/// A path parameter as the client meant it: percent-decoded (a key `order 7` is looked up as
+/// `order%207`), and as [`key_text`] writes the same bytes sent in a header.
+fn param_text(raw: &str) -> String {
+    match raw.contains('%') {
+        true => bytes_text(&percent_encoding::percent_decode_str(raw).collect::<Vec<u8>>()),
+        false => raw.to_string(),
     }
 }
 
