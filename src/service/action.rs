@@ -360,7 +360,8 @@ fn render_respond(
             {
                 headers.push(("content-type".into(), "application/json".into()));
             }
-            let mut out = Vec::new();
+            // Room for a typical body: grown from empty, it is reallocated several times.
+            let mut out = Vec::with_capacity(128);
             compiled.write(&ctx, &mut out);
             out
         }
