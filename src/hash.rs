@@ -34,7 +34,7 @@ pub type FastSet<K> = HashSet<K, FastState>;
 pub fn hex16(v: u64) -> String {
     // The `hex` crate into a stack buffer: cheaper than `format!`, on every keyed request.
     let mut buf = [0u8; 16];
-    // 8 bytes always fit 16 hex digits, which are ASCII.
+    // 8 bytes always fit 16 hex digits, which are ASCII (so valid UTF-8, checked, not repaired).
     let _ = hex::encode_to_slice(v.to_be_bytes(), &mut buf);
-    String::from_utf8_lossy(&buf).into_owned()
+    std::str::from_utf8(&buf).unwrap_or_default().to_owned()
 }

@@ -7,6 +7,7 @@
 //! a lookup with lag can ask "as of `now - lag`". [`Entry`] is the serialized view (admin API,
 //! JSONL), readable back by offline tools. Imports `clock` and `fate` only.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -152,22 +153,23 @@ pub struct Record {
 
 /// A JSON value kept as the text serde_json writes for it: a record's `body`, `intent` and
 /// `detail`. Records are written far more often than read, and text skips building and
-/// freeing a `Value` per record. In JSON (the journal) it is the value itself.
+/// freeing a `Value` per record. In JSON (the journal) it is the value itself. `null` (a new
+/// record's body until it is set) is borrowed, not allocated.
 #[derive(Clone, Debug)]
-pub struct JsonText(String);
+pub struct JsonText(Cow<'static, str>);
 
 impl JsonText {
     /// The text `v` serialises to (bodies and details always do; `null` should one not).
     pub fn of(v: &(impl Serialize + ?Sized)) -> JsonText {
         // Written by serde_json, so not parsed again to be checked.
-        JsonText(serde_json::to_string(v).unwrap_or_else(|_| "null".into()))
+        JsonText(serde_json::to_string(v).map_or(Cow::Borrowed("null"), Cow::Owned))
     }
 
     /// A value from text read back (checked: a store's bytes could in principle be corrupt).
     fn from_text(text: String) -> JsonText {
         match serde_json::from_str::<&RawValue>(&text) {
-            Ok(_) => JsonText(text),
-            Err(_) => JsonText("null".into()),
+            Ok(_) => JsonText(Cow::Owned(text)),
+            Err(_) => JsonText::default(),
         }
     }
 
@@ -183,7 +185,7 @@ impl JsonText {
 impl Default for JsonText {
     /// `null`.
     fn default() -> JsonText {
-        JsonText("null".into())
+        JsonText(Cow::Borrowed("null"))
     }
 }
 

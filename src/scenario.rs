@@ -309,6 +309,7 @@ pub struct Route {
     pub method: String,
     pub path: PathTemplate,
     pub kind: RouteKind,
+    /// Pointers, in byte order and each once: the names of the intent's map, in its order.
     pub intent: Vec<String>,
     pub fates: FateSchedule,
     pub per: Per,

@@ -302,7 +302,7 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
     if let Some(via) = req.via.take() {
         note_via(&mut record, via);
     }
-    finish(world, st, record, (response, plan), canaries, key)
+    finish(world, st, &mut record, (response, plan), canaries, key)
 }
 
 /// A wrapping protocol's facts, beside what the pipeline noted in the detail.
@@ -357,13 +357,13 @@ fn response_plan(plan: Plan, status: u16, now: Duration) -> ResponsePlan {
 fn finish(
     world: &World,
     mut st: std::sync::MutexGuard<'_, State>,
-    mut record: Record,
+    record: &mut Record,
     (response, plan): (Response, Plan),
     canaries: Vec<String>,
     key: Option<KeyRecord>,
 ) -> Outcome {
     record.response = response_plan(plan, response.status, record.received_at);
-    canary::note_canaries(canaries, &mut record);
+    canary::note_canaries(canaries, record);
     // One log event per request (target `doubleagent::request`), carrying its seq. Fields are
     // copied under the lock and the event written after it is released, so logging never holds
     // up other requests.
@@ -379,7 +379,7 @@ fn finish(
         }
     });
     let disposition = record.disposition;
-    let (seq, written) = st.ledger.append_keyed(&mut record, key.as_ref());
+    let (seq, written) = st.ledger.append_keyed(record, key.as_ref());
     if let (false, Some(_), Some(k)) = (written, &key, &record.idempotency_key) {
         // Not journaled, so it did not take effect: a retry with its key executes afresh.
         st.keys.forget(&record.service, k, seq);

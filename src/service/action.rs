@@ -38,30 +38,9 @@ impl Prepared {
         text: Option<&JsonText>,
     ) -> Prepared {
         let policy = &route.idempotency;
-        let intent = if route.intent.is_empty() {
-            text.cloned()
-        } else {
-            let mut picked: Vec<(&str, &Value)> = route
-                .intent
-                .iter()
-                .map(|p| {
-                    (
-                        p.as_str(),
-                        json.and_then(|j| pointer(j, p)).unwrap_or(&NULL),
-                    )
-                })
-                .collect();
-            // In the order a `serde_json::Map` keeps its names; a pointer named twice keeps its
-            // last value, as inserting into one would (the sort is stable).
-            picked.sort_by(|a, b| a.0.cmp(b.0));
-            picked.dedup_by(|later, kept| {
-                let same = later.0 == kept.0;
-                if same {
-                    kept.1 = later.1;
-                }
-                same
-            });
-            Some(JsonText::of(&Picked(picked)))
+        let intent = match route.intent.is_empty() {
+            true => text.cloned(),
+            false => Some(JsonText::of(&Picked(&route.intent, json))),
         };
         let fingerprint = match (&policy.fingerprint, text) {
             // The body's canonical text is already written: hashed, not written again.
@@ -79,12 +58,14 @@ impl Prepared {
 /// What an intent holds at a pointer the body does not have.
 const NULL: Value = Value::Null;
 
-/// An intent's values by pointer, in name order: written as a JSON object.
-struct Picked<'v>(Vec<(&'v str, &'v Value)>);
+/// An intent's values by pointer (the route's pointers, in byte order and each once, as a
+/// `serde_json::Map` keeps its names): written as a JSON object.
+struct Picked<'a>(&'a [String], Option<&'a Value>);
 
 impl serde::Serialize for Picked<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter().copied())
+        let at = |p: &String| self.1.and_then(|j| pointer(j, p)).unwrap_or(&NULL);
+        s.collect_map(self.0.iter().map(|p| (p, at(p))))
     }
 }
 
@@ -360,7 +341,8 @@ fn render_respond(
             {
                 headers.push(("content-type".into(), "application/json".into()));
             }
-            let mut out = Vec::new();
+            // Room for a typical body: grown from empty, it is reallocated several times.
+            let mut out = Vec::with_capacity(128);
             compiled.write(&ctx, &mut out);
             out
         }
