@@ -215,7 +215,12 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         req.work_id.take(),
         req.revision.take(),
     );
-    let found = match !req.too_large && !req.incomplete {
+    // A body that declares JSON and is not: refused as a provider refuses it, not read as text.
+    let malformed = match (&json, service, req.too_large || req.incomplete) {
+        (None, Some(_), false) => form::malformed(encoding, &req.body),
+        _ => None,
+    };
+    let found = match !req.too_large && !req.incomplete && malformed.is_none() {
         true => service.and_then(|s| route::find(s, &req, json.as_ref()).map(|(r, p)| (s, r, p))),
         false => None,
     };
@@ -265,6 +270,11 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         record.detail = Some(json!({ "reason": reason }).into());
         let f = Failure::new(400, Kind::Incomplete, reason);
         (f.respond(shape, record.seq), Plan::Drop)
+    } else if let Some(reason) = malformed {
+        // Refused before routing, as `unmatched` with its reason: nothing is executed.
+        record.detail = Some(json!({ "reason": reason }).into());
+        let f = Failure::new(400, Kind::Malformed, reason);
+        (f.respond(shape, record.seq), Plan::Now)
     } else {
         match found {
             None => (

@@ -31,21 +31,58 @@ fn is_fingerprint(v: &Value) -> bool {
 }
 
 #[test]
-fn a_malformed_json_body_is_recorded_as_text_and_still_runs_its_fate() {
-    let da = Da::start(&payments("", r#"fates = ["error-after-apply:500"]"#));
+fn a_malformed_json_body_is_refused_with_a_400_in_the_providers_shape_and_recorded() {
+    // Bad input gets a 4xx in the provider's shape and is still recorded; nothing runs, so
+    // nothing can be counted as an effect (ACC-1).
+    let da = Da::start(&payments(
+        r#"idempotency = { preset = "stripe" }"#,
+        r#"fates = ["error-after-apply:500"]"#,
+    ));
     let r = post_raw(
         &da,
-        &[("content-type", "application/json")],
+        &[
+            ("content-type", "application/json"),
+            ("Idempotency-Key", "k"),
+        ],
         br#"{"to": "acct-9", "amount": "#,
     )
     .unwrap();
-    assert_eq!(r.status, 500, "the fate decides, not the body");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json()["error"]["type"],
+        "invalid_request_error",
+        "{}",
+        r.text()
+    );
     let e = last(&da);
-    assert_eq!(e["disposition"], "executed");
+    assert_eq!(e["disposition"], "unmatched");
     assert_eq!(e["body"], r#"{"to": "acct-9", "amount": "#);
-    assert!(is_fingerprint(&e["fingerprint"]), "{}", e["fingerprint"]);
-    assert_eq!(e["intent"], json!({"/to": null, "/amount": null}));
-    assert_eq!(e["applied"], true);
+    assert!(
+        e["detail"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON"),
+        "{e}"
+    );
+    assert_eq!(e["applied"], false);
+    assert_eq!(e["response"]["status"], 400);
+    // The same bytes without a declared type are only text: the fate decides.
+    let r = post_raw(&da, &[("Idempotency-Key", "k2")], br#"{"to": "#).unwrap();
+    assert_eq!(r.status, 500, "the fate decides, not the body");
+    assert_eq!(last(&da)["disposition"], "executed");
+    healthy(&da);
+}
+
+#[test]
+fn acc1_a_body_with_no_json_model_has_no_intent_rather_than_one_of_nulls() {
+    let da = Da::start(&payments("", ""));
+    for body in [&b"to=acct-9"[..], b"plain text"] {
+        assert_eq!(post_raw(&da, &[], body).unwrap().status, 201);
+        let e = last(&da);
+        assert_eq!(e["disposition"], "executed");
+        assert_eq!(e["intent"], Value::Null, "{e}");
+        assert!(is_fingerprint(&e["fingerprint"]), "{e}");
+    }
     healthy(&da);
 }
 
@@ -105,22 +142,20 @@ fn binary_and_invalid_utf8_bodies_are_recorded_without_crashing() {
 }
 
 #[test]
-fn a_deeply_nested_body_is_just_not_json() {
+fn a_deeply_nested_json_body_is_refused_as_malformed_and_recorded() {
     let da = Da::start(&payments("", ""));
     let deep = "[".repeat(200_000);
-    assert_eq!(
-        post_raw(
-            &da,
-            &[("content-type", "application/json")],
-            deep.as_bytes()
-        )
-        .unwrap()
-        .status,
-        201
-    );
+    let r = post_raw(
+        &da,
+        &[("content-type", "application/json")],
+        deep.as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(r.status, 400, "{}", r.text());
     let e = last(&da);
     assert!(e["body"].is_string());
-    assert!(is_fingerprint(&e["fingerprint"]));
+    assert_eq!(e["disposition"], "unmatched");
+    assert_eq!(e["applied"], false);
     healthy(&da);
 }
 

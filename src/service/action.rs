@@ -25,7 +25,8 @@ use crate::world::{State, World};
 pub(super) struct Prepared {
     pub key: Option<String>,
     pub fingerprint: Option<String>,
-    /// The body itself when the route names no pointers, else an object of the values at them.
+    /// The body itself when the route names no pointers, else an object of the values at them;
+    /// none when the body has no JSON model.
     pub intent: Option<JsonText>,
 }
 
@@ -38,9 +39,12 @@ impl Prepared {
         text: Option<&JsonText>,
     ) -> Prepared {
         let policy = &route.idempotency;
-        let intent = match route.intent.is_empty() {
-            true => text.cloned(),
-            false => Some(JsonText::of(&Picked(&route.intent, json))),
+        // A body with no JSON model has no intent to read (not one of nulls at every pointer,
+        // which would make every such action look like the same one).
+        let intent = match (route.intent.is_empty(), json) {
+            (true, _) => text.cloned(),
+            (false, None) => None,
+            (false, Some(_)) => Some(JsonText::of(&Picked(&route.intent, json))),
         };
         let fingerprint = match (&policy.fingerprint, text) {
             // The body's canonical text is already written: hashed, not written again.

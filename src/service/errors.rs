@@ -44,6 +44,8 @@ pub enum Kind {
     TooLarge,
     /// The body never arrived whole.
     Incomplete,
+    /// The body is not valid in the encoding it declares.
+    Malformed,
 }
 
 impl Failure {
@@ -163,6 +165,7 @@ impl Kind {
             Kind::MissingKey => "missing-key",
             Kind::TooLarge => "too-large",
             Kind::Incomplete => "incomplete",
+            Kind::Malformed => "malformed",
         }
     }
 }
@@ -227,6 +230,7 @@ fn checkout_code(kind: Kind) -> &'static str {
         Kind::MissingKey => "idempotency_key_required",
         Kind::TooLarge => "request_too_large",
         Kind::Incomplete => "request_incomplete",
+        Kind::Malformed => "request_malformed",
     }
 }
 

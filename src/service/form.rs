@@ -11,12 +11,15 @@ use serde_json::Value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
+    /// Anything but a form: read as JSON when it is (and kept as text when it is not).
     Json,
+    /// Declared JSON (`application/json`, `…+json`): a body that does not parse is malformed.
+    DeclaredJson,
     Form,
 }
 
-/// The encoding a request declares: a form only when its `Content-Type` says so (parameters
-/// such as `charset` ignored); anything else is read as JSON.
+/// The encoding a request declares by its `Content-Type` (parameters such as `charset`
+/// ignored).
 pub fn encoding(headers: &HeaderMap) -> Encoding {
     let declared = headers
         .get(CONTENT_TYPE)
@@ -25,14 +28,32 @@ pub fn encoding(headers: &HeaderMap) -> Encoding {
         .map(str::trim);
     match declared {
         Some(t) if t.eq_ignore_ascii_case("application/x-www-form-urlencoded") => Encoding::Form,
+        Some(t) if t.eq_ignore_ascii_case("application/json") || suffix(t, b"+json") => {
+            Encoding::DeclaredJson
+        }
         _ => Encoding::Json,
     }
+}
+
+fn suffix(t: &str, suffix: &[u8]) -> bool {
+    let t = t.as_bytes();
+    t.len() >= suffix.len() && t[t.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+}
+
+/// Why a body that declares JSON is not JSON: `None` when it is, or when it is empty (no body
+/// to read). Asked only of a body [`decode`] found no model in.
+pub fn malformed(encoding: Encoding, body: &[u8]) -> Option<String> {
+    if encoding != Encoding::DeclaredJson || body.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let e = serde_json::from_slice::<serde::de::IgnoredAny>(body).err()?;
+    Some(format!("the body is not valid JSON ({e})"))
 }
 
 /// The body's JSON model, or `None` when it is not valid in its encoding (then kept as text).
 pub fn decode(encoding: Encoding, body: &[u8]) -> Option<Value> {
     match encoding {
-        Encoding::Json => serde_json::from_slice(body).ok(),
+        Encoding::Json | Encoding::DeclaredJson => serde_json::from_slice(body).ok(),
         // Not UTF-8 after percent-decoding, or nested past serde_qs's depth: not a form any
         // provider would read either.
         Encoding::Form => serde_qs::Config::new().deserialize_bytes(body).ok(),
