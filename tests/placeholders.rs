@@ -51,3 +51,27 @@ fn acc3_a_placeholder_without_a_value_is_sent_as_null_and_noted_in_the_ledger() 
     assert_eq!(r.json()["memo"], "rent");
     assert!(da.ledger()[1]["detail"].get("warnings").is_none());
 }
+
+#[test]
+fn acc3_a_header_whose_value_from_the_request_no_header_can_hold_is_left_out_and_noted() {
+    let scenario = SCENARIO.replace(
+        "respond = { status = 201,",
+        "respond = { status = 201, headers = { \"X-Memo\" = \"{{body./memo}}\" },",
+    );
+    let da = Da::start(&scenario);
+    let injected = json!({"memo": "a\r\nSet-Cookie: evil=1"});
+    let r = da
+        .post_json("/payments/v1/transfers", &[], &injected)
+        .unwrap();
+    // The ledger keeps what the client got: the 201, without the header.
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.header("x-memo"), None);
+    assert_eq!(r.header("set-cookie"), None);
+    let entry = &da.ledger()[0];
+    assert_eq!(entry["response"]["status"], 201);
+    let warnings = entry["detail"]["warnings"].to_string();
+    assert!(warnings.contains("header `X-Memo`"), "{entry}");
+    let fine = json!({"memo": "rent"});
+    let r = da.post_json("/payments/v1/transfers", &[], &fine).unwrap();
+    assert_eq!(r.header("x-memo"), Some("rent"));
+}

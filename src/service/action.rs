@@ -204,8 +204,8 @@ fn execute(
             body: Vec::new(),
         }
     } else {
-        let (ok, unfilled) = render_respond(world, route, json, record);
-        note_unfilled(record, unfilled);
+        let (ok, warnings) = render_respond(world, route, json, record);
+        note_warnings(record, warnings);
         ok
     };
     record.object_id = route.id.as_deref().and_then(|p| object_id(&ok.body, p));
@@ -318,7 +318,9 @@ fn error_text(status: u16) -> &'static str {
     }
 }
 
-/// The route's `respond` rendered, and the placeholders this request had no value for (`null`).
+/// The route's `respond` rendered, and a warning for each placeholder this request had no value
+/// for (sent as `null`) and each header whose rendered value no header can hold (left out, so
+/// the ledger keeps what the client got).
 fn render_respond(
     world: &World,
     route: &Route,
@@ -337,6 +339,18 @@ fn render_respond(
         .iter()
         .map(|(k, v)| (k.clone().into(), template::text(v, &ctx).into()))
         .collect();
+    // HTTP's rule for a field value: no control character but tab.
+    let unfit = |v: &str| v.bytes().any(|b| (b < 32 && b != b'\t') || b == 127);
+    let mut warnings = Vec::new();
+    headers.retain(|(k, v)| {
+        let fit = !unfit(v);
+        if !fit {
+            warnings.push(format!(
+                "header `{k}`: its value here holds a control character, so it was left out"
+            ));
+        }
+        fit
+    });
     let body = match &route.respond.body {
         RespondBody::Json(_, compiled) => {
             if !headers
@@ -357,23 +371,19 @@ fn render_respond(
         headers,
         body,
     };
-    (response, ctx.unfilled.into_inner())
+    let unfilled = ctx.unfilled.into_inner().into_iter();
+    warnings.extend(
+        unfilled.map(|n| format!("`{{{{{n}}}}}` had no value in this request: sent as null")),
+    );
+    (response, warnings)
 }
 
-/// A warning in the entry for each placeholder the request had no value for: the client got
-/// `null` there, and whoever reads the ledger should know it was not the scenario's intent.
-fn note_unfilled(record: &mut Record, unfilled: Vec<String>) {
-    if unfilled.is_empty() {
+/// The response's warnings in the entry: the client got something the scenario did not say,
+/// and whoever reads the ledger should know it.
+fn note_warnings(record: &mut Record, warnings: Vec<String>) {
+    if warnings.is_empty() {
         return;
     }
-    let warnings: Vec<Value> = unfilled
-        .iter()
-        .map(|n| {
-            Value::from(format!(
-                "`{{{{{n}}}}}` had no value in this request: sent as null"
-            ))
-        })
-        .collect();
     // Rare (a scenario's placeholder the request could not fill): the detail is read back once.
     let mut detail = match record.detail.as_ref().map(|d| d.value()) {
         Some(Value::Object(d)) => d,
