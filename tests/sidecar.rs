@@ -27,6 +27,14 @@ fn the_admin_api_needs_the_token_while_services_and_health_do_not() {
         "",
     );
     assert_eq!(ok.status, 200);
+    // RFC 9110: an authentication scheme's name is case-insensitive.
+    let lower = da.call(
+        "GET",
+        "/_admin/ledger",
+        &[("Authorization", "bearer s3cret")],
+        "",
+    );
+    assert_eq!(lower.status, 200);
     assert_eq!(da.get("/_admin/health").status, 200, "health stays open");
     // Fake services imitate real ones: no token needed.
     assert!(

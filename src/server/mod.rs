@@ -84,12 +84,18 @@ impl App {
         };
         let given = headers
             .get(hyper::header::AUTHORIZATION)
-            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+            .and_then(|v| bearer(v.as_bytes()))
             .unwrap_or(b"");
         Sha256::digest(given)
             .ct_eq(&Sha256::digest(token.as_bytes()))
             .into()
     }
+}
+
+/// The credentials of a `Bearer` authorization (the scheme's name is case-insensitive).
+fn bearer(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, rest) = value.split_at_checked(7)?;
+    scheme.eq_ignore_ascii_case(b"bearer ").then_some(rest)
 }
 
 static SESSION_HEADER: hyper::header::HeaderName =
