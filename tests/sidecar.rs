@@ -170,6 +170,15 @@ fn sessions_keep_ledgers_keys_fates_and_clocks_apart() {
     );
     let dropped = da.call("POST", "/_admin/reset?session=test-a&drop=true", &[], "");
     assert_eq!(dropped.json()["status"], "dropped");
+    assert_eq!(dropped.json()["existed"], true);
+    assert_eq!(
+        da.get("/_admin/sessions").json()["sessions"],
+        serde_json::json!(["test-b"])
+    );
+    // Neither dropping a session never used nor reading its verdict makes it.
+    let never = da.call("POST", "/_admin/reset?session=never&drop=true", &[], "");
+    assert_eq!(never.json()["existed"], false, "{}", never.text());
+    assert_eq!(da.get("/_admin/verify.txt?session=unseen").status, 200);
     assert_eq!(
         da.get("/_admin/sessions").json()["sessions"],
         serde_json::json!(["test-b"])

@@ -141,10 +141,14 @@ async fn route(
             | "/ledger.jsonl"
             | "/clock"
             | "/verify"
+            | "/verify.txt"
             | "/report"
             | "/openapi.json"
     ) && req.method == "GET";
-    let world = if reads || !req.authenticated {
+    // Nor does dropping one: a session never used is not made only to be ended.
+    let drops = (req.method, req.path) == ("POST", "/reset")
+        && params.iter().any(|(k, v)| k == "drop" && v == "true");
+    let world = if reads || drops || !req.authenticated {
         host.view_of(session)?
     } else {
         host.world_for(session)?
