@@ -51,18 +51,38 @@ impl<'de> Deserialize<'de> for Dur {
     }
 }
 
-/// An HTTP status code, 100..=599.
+/// A response's HTTP status code, 200..=599: a 1xx is an interim response, never an answer
+/// (hyper sends a 101 as "Switching Protocols" and turns any other into a 500).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Status(pub u16);
 
 impl<'de> Deserialize<'de> for Status {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Status, D::Error> {
         let n = i64::deserialize(d)?;
-        if (100..=599).contains(&n) {
-            Ok(Status(n as u16))
+        let message = match n {
+            200..=599 => return Ok(Status(n as u16)),
+            100..=199 => format!(
+                "expected an HTTP status code between 200 and 599, found {n} (a 1xx status is interim, not an answer)"
+            ),
+            _ => format!("expected an HTTP status code between 100 and 599, found {n}"),
+        };
+        Err(de::Error::custom(message))
+    }
+}
+
+/// An error status doubleagent answers with (an idempotency conflict, mismatch or missing key):
+/// 400..=599, as a fate's error status is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ErrorStatus(pub u16);
+
+impl<'de> Deserialize<'de> for ErrorStatus {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ErrorStatus, D::Error> {
+        let n = i64::deserialize(d)?;
+        if (400..=599).contains(&n) {
+            Ok(ErrorStatus(n as u16))
         } else {
             Err(de::Error::custom(format!(
-                "expected an HTTP status code between 100 and 599, found {n}"
+                "expected an HTTP error status between 400 and 599, found {n}"
             )))
         }
     }
@@ -110,9 +130,9 @@ struct RawIdempotency {
     cache: Option<Cache>,
     replay_header: Option<String>,
     echo_key: Option<bool>,
-    mismatch_status: Option<Status>,
-    conflict_status: Option<Status>,
-    missing_status: Option<Status>,
+    mismatch_status: Option<ErrorStatus>,
+    conflict_status: Option<ErrorStatus>,
+    missing_status: Option<ErrorStatus>,
     errors: Option<ErrorShape>,
 }
 

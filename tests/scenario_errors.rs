@@ -203,3 +203,37 @@ fn an_agent_placeholder_that_names_nothing_is_located_and_gets_a_hint() {
         "bad.toml:6:1: agents.researcher.behaviors[0].message: `{{revison}}` names nothing; did you mean `revision`? (an A2A agent's texts can use canary, task.id, context.id, revision, agent, message.text)",
     );
 }
+
+/// A status doubleagent answers with must be one the wire can carry as that answer: an
+/// idempotency error status (a same-key request during a `delay` gets `conflict_status`, REC-4)
+/// is 4xx or 5xx, as a fate's error status is; a response's status is not an interim 1xx.
+#[test]
+fn idempotency_error_statuses_must_be_4xx_or_5xx_and_a_respond_status_not_1xx() {
+    let idem = |fields: &str| {
+        format!("[services.payments]\nidempotency = {{ preset = \"stripe\", {fields} }}\n")
+    };
+    golden(
+        &idem("conflict_status = 101"),
+        "bad.toml:2:54: services.payments.idempotency.conflict_status: expected an HTTP error status between 400 and 599, found 101",
+    );
+    golden(
+        &idem("mismatch_status = 200, missing_status = 204"),
+        "bad.toml:2:54: services.payments.idempotency.mismatch_status: expected an HTTP error status between 400 and 599, found 200\n\
+         bad.toml:2:59: services.payments.idempotency.missing_status: expected an HTTP error status between 400 and 599, found 204",
+    );
+    golden(
+        &route("idempotency = { conflict_status = 999 }"),
+        "bad.toml:7:35: services.payments.routes[0].idempotency.conflict_status: expected an HTTP error status between 400 and 599, found 999",
+    );
+    golden(
+        &route("respond = { status = 101 }"),
+        "bad.toml:7:22: services.payments.routes[0].respond.status: expected an HTTP status code between 200 and 599, found 101 (a 1xx status is interim, not an answer)",
+    );
+    // Every error status a response may take passes.
+    let (code, err) = check(&idem(
+        "mismatch_status = 409, conflict_status = 503, missing_status = 428",
+    ));
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = check(&route("respond = { status = 204 }"));
+    assert_eq!(code, 0, "{err}");
+}
