@@ -237,3 +237,21 @@ fn idempotency_error_statuses_must_be_4xx_or_5xx_and_a_respond_status_not_1xx() 
     let (code, err) = check(&route("respond = { status = 204 }"));
     assert_eq!(code, 0, "{err}");
 }
+
+/// A header value the server could not send (a control character) is refused at `check`, not
+/// left to fail the response: static text only, as a placeholder's value is the request's.
+#[test]
+fn a_header_value_with_a_control_character_is_rejected() {
+    golden(
+        &route(r#"respond = { headers = { "X-A" = "v\nw", "X-B" = "é", "X-C" = "{{body./h}}" } }"#),
+        r#"bad.toml:7:25: services.payments.routes[0].respond.headers.X-A: "v\nw" is not a valid HTTP header value"#,
+    );
+    golden(
+        &route(r#"respond = { headers = { "X-A" = "k={{key}}\r" } }"#),
+        r#"bad.toml:7:25: services.payments.routes[0].respond.headers.X-A: "k={{key}}\r" is not a valid HTTP header value"#,
+    );
+    golden(
+        &route(r#"match = { headers = { "X-Mode" = "a\u0000b" } }"#),
+        r#"bad.toml:7:23: services.payments.routes[0].match.headers.X-Mode: "a\0b" is not a valid HTTP header value"#,
+    );
+}

@@ -177,6 +177,21 @@ pub(crate) fn check_header(h: &str, path: &str, issues: &mut Issues) {
     }
 }
 
+/// A header value's static text (its placeholders are the request's, sent as they come) must
+/// be one the server can send: the `http` crate's `HeaderValue`, as the server builds it.
+pub(crate) fn check_header_value(v: &str, path: &str, issues: &mut Issues) {
+    struct Empty;
+    impl crate::template::Vars for Empty {
+        fn var(&self, _: &str) -> Option<Value> {
+            Some(Value::String(String::new()))
+        }
+    }
+    let text = crate::template::text(v, &Empty);
+    if hyper::header::HeaderValue::from_bytes(text.as_bytes()).is_err() {
+        issues.add(path, format!("{v:?} is not a valid HTTP header value"));
+    }
+}
+
 fn compile_route(
     r: RawRoute,
     rpath: &str,
@@ -213,8 +228,9 @@ fn compile_route(
     let error_shape = policy.errors;
     let matcher = match r.matcher {
         Some(m) => {
-            for h in m.headers.keys() {
+            for (h, v) in &m.headers {
                 check_header(h, &format!("{rpath}.match.headers"), issues);
+                check_header_value(v, &format!("{rpath}.match.headers.{h}"), issues);
             }
             Matcher {
                 headers: m.headers.into_iter().collect(),
@@ -300,8 +316,9 @@ fn compile_respond(respond: Option<RawRespond>, rpath: &str, issues: &mut Issues
             "give either `json` or `body`, not both",
         );
     }
-    for h in rr.headers.keys() {
+    for (h, v) in &rr.headers {
         check_header(h, &format!("{rpath}.respond.headers"), issues);
+        check_header_value(v, &format!("{rpath}.respond.headers.{h}"), issues);
     }
     let default = || serde_json::json!({"id": "{{action.id}}", "status": "succeeded"});
     Respond {
