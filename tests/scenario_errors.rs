@@ -255,3 +255,17 @@ fn a_header_value_with_a_control_character_is_rejected() {
         r#"bad.toml:7:23: services.payments.routes[0].match.headers.X-Mode: "a\0b" is not a valid HTTP header value"#,
     );
 }
+
+/// An `error` template's placeholder that names nothing is a `check` error with its key path,
+/// on a service and on a route, as a response's is.
+#[test]
+fn an_error_template_placeholder_that_names_nothing_is_located_and_gets_a_hint() {
+    golden(
+        "[services.payments]\nerror = { oops = \"{{error.nope}}\", ok = \"{{error.id}} {{error.message}}\" }\n",
+        "bad.toml:2:11: services.payments.error.oops: `{{error.nope}}` names nothing (an error template can use error.status, error.message, error.kind, error.id, error.state, error.closest, error.services)",
+    );
+    golden(
+        &route("error = { m = \"{{error.mesage}}\" }"),
+        "bad.toml:7:11: services.payments.routes[0].error.m: `{{error.mesage}}` names nothing; did you mean `error.message`? (an error template can use error.status, error.message, error.kind, error.id, error.state, error.closest, error.services)",
+    );
+}

@@ -44,6 +44,9 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
     } else {
         check_segment(&sname, &spath, "a service name", issues);
     }
+    if let Some(t) = &rs.error {
+        super::placeholders::check_error(t, format!("{spath}.error"), issues);
+    }
     let svc_idem = rs.idempotency.unwrap_or_default();
     let headers = [
         ("work_id_header", &rs.work_id_header),
@@ -224,6 +227,9 @@ fn compile_route(
         _ => (compile_respond(r.respond, rpath, issues), None),
     };
     super::placeholders::check_response(&respond, path.as_ref(), rpath, issues);
+    if let Some(t) = &r.error {
+        super::placeholders::check_error(t, format!("{rpath}.error"), issues);
+    }
     let policy = resolve_policy(svc_idem, r.idempotency.as_ref(), rpath, issues);
     let error_shape = policy.errors;
     let matcher = match r.matcher {

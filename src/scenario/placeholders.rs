@@ -1,6 +1,7 @@
 //! Placeholders a scenario's strings may use, checked at load: one that can name nothing (an
 //! unknown name, a path parameter the route lacks, `body.` without a pointer) is a `check`
-//! error with its key path, never text sent to a client.
+//! error with its key path, never text sent to a client. Responses, `error` templates and A2A
+//! agents' texts each have their own names.
 
 use serde_json::Value;
 
@@ -69,6 +70,31 @@ pub(super) fn json_strings<'v>(v: &'v Value, at: String, out: &mut Vec<(String, 
             }
         }
         _ => {}
+    }
+}
+
+/// What an `error` template can name (see `service::errors::Failure`'s placeholders): the
+/// failure's status, message and kind, and the facts some kinds carry.
+const ERROR_NAMES: &[&str] = &[
+    "error.status",
+    "error.message",
+    "error.kind",
+    "error.id",
+    "error.state",
+    "error.closest",
+    "error.services",
+];
+
+/// Every placeholder in an `error` template (at key path `at`) names one of [`ERROR_NAMES`].
+pub(super) fn check_error(template: &Value, at: String, issues: &mut Issues) {
+    let mut texts = Vec::new();
+    json_strings(template, at, &mut texts);
+    for (at, text) in texts {
+        for name in crate::template::names(text) {
+            if let Some(m) = unknown(name, ERROR_NAMES, "an error template", "") {
+                issues.add(at.clone(), m);
+            }
+        }
     }
 }
 
