@@ -164,14 +164,23 @@ impl<'de> Deserialize<'de> for RawFingerprint {
     }
 }
 
+/// A JSON pointer (RFC 6901): empty, or '/'-separated keys where a `~` is `~0` or `~1`.
 pub(crate) fn check_pointer(p: &str) -> Result<(), String> {
-    if p.is_empty() || p.starts_with('/') {
-        Ok(())
-    } else {
-        Err(format!(
+    if !p.is_empty() && !p.starts_with('/') {
+        return Err(format!(
             "\"{p}\" is not a JSON pointer; pointers start with '/', e.g. \"/{p}\""
-        ))
+        ));
     }
+    let escapes_ok = p
+        .split('~')
+        .skip(1)
+        .all(|after| after.starts_with(['0', '1']));
+    if !escapes_ok {
+        return Err(format!(
+            "\"{p}\" is not a valid JSON pointer: a `~` is written `~0`, and a `/` within a key `~1`"
+        ));
+    }
+    Ok(())
 }
 
 /// A JSON pointer (`/to`, `/items/0/id`).

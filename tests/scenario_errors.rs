@@ -269,3 +269,17 @@ fn an_error_template_placeholder_that_names_nothing_is_located_and_gets_a_hint()
         "bad.toml:7:11: services.payments.routes[0].error.m: `{{error.mesage}}` names nothing; did you mean `error.message`? (an error template can use error.status, error.message, error.kind, error.id, error.state, error.closest, error.services)",
     );
 }
+
+/// A JSON pointer whose `~` is not `~0` or `~1` (RFC 6901) points at nothing any body can
+/// have: refused at `check`, in a placeholder and wherever a scenario takes a pointer.
+#[test]
+fn a_json_pointer_with_an_invalid_escape_is_rejected() {
+    golden(
+        &route("respond = { json = { c = \"{{body./a~2}}\", d = \"{{body./a~0b~1c}}\" } }"),
+        "bad.toml:7:22: services.payments.routes[0].respond.json.c: `{{body./a~2}}`: \"/a~2\" is not a valid JSON pointer: a `~` is written `~0`, and a `/` within a key `~1`",
+    );
+    golden(
+        &route("intent = [\"/to\", \"/a~\"]"),
+        "bad.toml:7:10: services.payments.routes[0].intent[1]: \"/a~\" is not a valid JSON pointer: a `~` is written `~0`, and a `/` within a key `~1`",
+    );
+}

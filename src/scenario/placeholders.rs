@@ -37,9 +37,13 @@ pub(super) fn check_response(
     for (at, text) in texts {
         for name in crate::template::names(text) {
             let problem = if let Some(p) = name.strip_prefix("body.") {
-                (!p.is_empty() && !p.starts_with('/')).then(|| {
-                    format!("`{{{{{name}}}}}`: `body.` takes a JSON pointer, like `{{{{body./amount}}}}`")
-                })
+                if !p.is_empty() && !p.starts_with('/') {
+                    Some(format!("`{{{{{name}}}}}`: `body.` takes a JSON pointer, like `{{{{body./amount}}}}`"))
+                } else {
+                    super::check_pointer(p)
+                        .err()
+                        .map(|e| format!("`{{{{{name}}}}}`: {e}"))
+                }
             } else if let Some(param) = name.strip_prefix("path.") {
                 (!path.is_some_and(|p| p.has_param(param))).then(|| {
                     format!("`{{{{{name}}}}}`: the route's path has no parameter `{{{param}}}`")
