@@ -399,7 +399,7 @@ enum Segment {
 }
 
 impl PathTemplate {
-    /// Reads a path; a `{param}` fills a whole segment.
+    /// Reads a path; a `{param}` fills a whole segment, and names one segment only.
     pub fn parse(raw: &str) -> Result<PathTemplate, String> {
         if !raw.starts_with('/') {
             return Err(format!("a route path starts with '/', found \"{raw}\""));
@@ -410,6 +410,11 @@ impl PathTemplate {
                 if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                     return Err(format!(
                         "\"{seg}\" is not a valid path parameter; use {{name}}"
+                    ));
+                }
+                if segments.contains(&Segment::Param(name.to_string())) {
+                    return Err(format!(
+                        "\"{seg}\" is named twice in the path; give each parameter its own name"
                     ));
                 }
                 segments.push(Segment::Param(name.to_string()));

@@ -283,3 +283,13 @@ fn a_json_pointer_with_an_invalid_escape_is_rejected() {
         "bad.toml:7:10: services.payments.routes[0].intent[1]: \"/a~\" is not a valid JSON pointer: a `~` is written `~0`, and a `/` within a key `~1`",
     );
 }
+
+/// A path parameter named twice (`/x/{id}/{id}`) could fill `{{path.id}}` from either segment:
+/// refused at `check`.
+#[test]
+fn a_path_parameter_named_twice_is_rejected() {
+    golden(
+        "[services.payments]\n[[services.payments.routes]]\nname = \"a\"\nmethod = \"GET\"\npath = \"/x/{id}/{id}\"\nkind = \"lookup\"\n",
+        "bad.toml:5:1: services.payments.routes[0].path: \"{id}\" is named twice in the path; give each parameter its own name",
+    );
+}
