@@ -293,3 +293,22 @@ fn a_path_parameter_named_twice_is_rejected() {
         "bad.toml:5:1: services.payments.routes[0].path: \"{id}\" is named twice in the path; give each parameter its own name",
     );
 }
+
+/// When the only fate is invalid, only its problem is reported: the empty sequence left by
+/// dropping it is a consequence, not the user's (docs/cli.md).
+#[test]
+fn an_invalid_only_fate_is_reported_without_an_empty_sequence_error() {
+    golden(
+        &route("fates = [\"error-before-apply:999\"]"),
+        "bad.toml:7:9: services.payments.routes[0].fates[0]: error-before-apply needs an HTTP error status 400..=599, found \"999\"",
+    );
+    golden(
+        &route("fates = [\"delay:-1s\"]"),
+        "bad.toml:7:9: services.payments.routes[0].fates[0]: delay: expected a duration like \"250ms\", \"3s\", \"10m\", \"24h\" or \"1h30m\", found \"-1s\"",
+    );
+    // A sequence the user left empty is still refused.
+    golden(
+        &route("fates = []"),
+        "bad.toml:7:9: services.payments.routes[0].fates: a fate sequence needs at least one fate",
+    );
+}
