@@ -312,3 +312,22 @@ fn an_invalid_only_fate_is_reported_without_an_empty_sequence_error() {
         "bad.toml:7:9: services.payments.routes[0].fates: a fate sequence needs at least one fate",
     );
 }
+
+/// A bad header in a service's `idempotency` is reported once, at the service's key, not again
+/// for each route under a key path the file does not have.
+#[test]
+fn a_service_idempotency_header_problem_is_reported_once_at_its_own_key() {
+    let svc = "[services.payments]\nidempotency = { header = \"\", replay_header = \"a b\" }\n";
+    let routes = "[[services.payments.routes]]\nname = \"a\"\nmethod = \"POST\"\npath = \"/a\"\nkind = \"action\"\n\
+                  [[services.payments.routes]]\nname = \"b\"\nmethod = \"POST\"\npath = \"/b\"\nkind = \"action\"\n";
+    let expected = "bad.toml:2:17: services.payments.idempotency.header: \"\" is not a valid HTTP header name\n\
+                    bad.toml:2:30: services.payments.idempotency.replay_header: \"a b\" is not a valid HTTP header name (\"\" for none)";
+    golden(&format!("{svc}{routes}"), expected);
+    // A service without routes: its table is still checked.
+    golden(svc, expected);
+    // A route's own table is reported at the route's key.
+    golden(
+        &route("idempotency = { header = \"a b\" }"),
+        "bad.toml:7:17: services.payments.routes[0].idempotency.header: \"a b\" is not a valid HTTP header name",
+    );
+}

@@ -51,13 +51,13 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
     let headers = [
         ("work_id_header", &rs.work_id_header),
         ("revision_header", &rs.revision_header),
-        ("idempotency.header", &svc_idem.header),
     ];
     for (key, h) in headers {
         if let Some(h) = h {
             check_header(h, &format!("{spath}.{key}"), issues);
         }
     }
+    check_idempotency(&svc_idem, &format!("{spath}.idempotency"), issues);
     let mut routes: Vec<Route> = Vec::new();
     // Indexes by name and by (method, path), so checking a route against those before it costs
     // the same for the 100,000th route as for the first.
@@ -109,8 +109,7 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
         revision_header: header_name(rs.revision_header.as_deref(), "x-revision"),
         routes,
         errors: ErrorStyle {
-            // (Its problems are reported on each route.)
-            shape: resolve_policy(&svc_idem, None, &spath, &mut Issues::default()).errors,
+            shape: resolve_policy(&svc_idem, None).errors,
             template: rs.error,
         },
     }
@@ -230,7 +229,10 @@ fn compile_route(
     if let Some(t) = &r.error {
         super::placeholders::check_error(t, format!("{rpath}.error"), issues);
     }
-    let policy = resolve_policy(svc_idem, r.idempotency.as_ref(), rpath, issues);
+    if let Some(ri) = &r.idempotency {
+        check_idempotency(ri, &format!("{rpath}.idempotency"), issues);
+    }
+    let policy = resolve_policy(svc_idem, r.idempotency.as_ref());
     let error_shape = policy.errors;
     let matcher = match r.matcher {
         Some(m) => {
@@ -341,14 +343,23 @@ fn compile_respond(respond: Option<RawRespond>, rpath: &str, issues: &mut Issues
     }
 }
 
-/// Preset first (the route's, else the service's), then the service's fields, then the route's;
-/// a bad header in either is reported under the route's `idempotency`.
-fn resolve_policy(
-    svc: &RawIdempotency,
-    route: Option<&RawIdempotency>,
-    rpath: &str,
-    issues: &mut Issues,
-) -> Policy {
+/// One `idempotency` table's header names, reported at its own key path `at`: once, whether
+/// the table is a service's (which its routes inherit) or a route's.
+fn check_idempotency(layer: &RawIdempotency, at: &str, issues: &mut Issues) {
+    if let Some(h) = &layer.header {
+        check_header(h, &format!("{at}.header"), issues);
+    }
+    if let Some(h) = &layer.replay_header {
+        if !h.is_empty() && hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
+            let m = format!("\"{h}\" is not a valid HTTP header name (\"\" for none)");
+            issues.add(format!("{at}.replay_header"), m);
+        }
+    }
+}
+
+/// Preset first (the route's, else the service's), then the service's fields, then the route's.
+/// Their headers were checked by [`check_idempotency`]; a bad one leaves the preset's name.
+fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> Policy {
     let preset = route.and_then(|r| r.preset).or(svc.preset);
     let mut p = match preset {
         Some(preset) => preset.policy(),
@@ -362,23 +373,14 @@ fn resolve_policy(
         }
         None => Policy::default(),
     };
-    let at = |key: &str| format!("{rpath}.idempotency.{key}");
     for layer in std::iter::once(svc).chain(route) {
         if let Some(h) = &layer.header {
-            match hyper::header::HeaderName::from_bytes(h.as_bytes()) {
-                Ok(name) => p.header_name = name,
-                Err(_) => issues.add(
-                    at("header"),
-                    format!("\"{h}\" is not a valid HTTP header name"),
-                ),
+            if let Ok(name) = hyper::header::HeaderName::from_bytes(h.as_bytes()) {
+                p.header_name = name;
             }
             p.header = h.clone();
         }
         if let Some(h) = &layer.replay_header {
-            if !h.is_empty() && hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
-                let m = format!("\"{h}\" is not a valid HTTP header name (\"\" for none)");
-                issues.add(at("replay_header"), m);
-            }
             p.replay_header = (!h.is_empty()).then(|| h.clone().into());
         }
         p.mode = layer.mode.unwrap_or(p.mode);
