@@ -331,3 +331,14 @@ fn a_service_idempotency_header_problem_is_reported_once_at_its_own_key() {
         "bad.toml:7:17: services.payments.routes[0].idempotency.header: \"a b\" is not a valid HTTP header name",
     );
 }
+
+/// A lookup's `respond` (a template over the action found) is checked as an action's is: a
+/// placeholder that names nothing a lookup can name is a `check` error.
+#[test]
+fn a_lookup_response_placeholder_that_names_nothing_is_located_and_gets_a_hint() {
+    golden(
+        "[services.payments]\n[[services.payments.routes]]\nname = \"a\"\nmethod = \"GET\"\npath = \"/x/{id}\"\nkind = \"lookup\"\nrespond = { json = { id = \"{{id}}\", s = \"{{stat}}\", p = \"{{path.nope}} {{path.id}}\" } }\n",
+        "bad.toml:7:53: services.payments.routes[0].respond.json.p: `{{path.nope}}`: the route's path has no parameter `{nope}`\n\
+         bad.toml:7:37: services.payments.routes[0].respond.json.s: `{{stat}}` names nothing; did you mean `state`? (a lookup's answer can use id, action.id, action.seq, state, key, applied_at, received_at, now, intent, body./POINTER, path.NAME)",
+    );
+}

@@ -225,7 +225,10 @@ fn compile_route(
         ),
         _ => (compile_respond(r.respond, rpath, issues), None),
     };
-    super::placeholders::check_response(&respond, path.as_ref(), rpath, issues);
+    super::placeholders::check_response(&respond, path.as_ref(), rpath, false, issues);
+    if let Some(answer) = &lookup_respond {
+        super::placeholders::check_response(answer, path.as_ref(), rpath, true, issues);
+    }
     if let Some(t) = &r.error {
         super::placeholders::check_error(t, format!("{rpath}.error"), issues);
     }

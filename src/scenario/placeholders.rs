@@ -19,13 +19,33 @@ const RESPONSE_NAMES: &[&str] = &[
     "request.path",
 ];
 
-/// Every placeholder in an action's response names something it can name.
+/// What a lookup's answer can name, about the action found (see `service::target`'s `Found`).
+const LOOKUP_NAMES: &[&str] = &[
+    "id",
+    "action.id",
+    "action.seq",
+    "state",
+    "key",
+    "applied_at",
+    "received_at",
+    "now",
+    "intent",
+];
+
+/// Every placeholder in a route's response names something it can name: an action's
+/// response, or (`lookup`) a lookup's answer about the action found.
 pub(super) fn check_response(
     respond: &Respond,
     path: Option<&PathTemplate>,
     rpath: &str,
+    lookup: bool,
     issues: &mut Issues,
 ) {
+    let (known, who) = if lookup {
+        (LOOKUP_NAMES, "a lookup's answer")
+    } else {
+        (RESPONSE_NAMES, "a response")
+    };
     let mut texts: Vec<(String, &str)> = Vec::new();
     match &respond.body {
         RespondBody::Json(v, _) => json_strings(v, format!("{rpath}.respond.json"), &mut texts),
@@ -50,7 +70,7 @@ pub(super) fn check_response(
                 })
             } else {
                 let also = ", body./POINTER, path.NAME";
-                unknown(name, RESPONSE_NAMES, "a response", also)
+                unknown(name, known, who, also)
             };
             if let Some(m) = problem {
                 issues.add(at.clone(), m);
