@@ -51,18 +51,38 @@ impl<'de> Deserialize<'de> for Dur {
     }
 }
 
-/// An HTTP status code, 100..=599.
+/// A response's HTTP status code, 200..=599: a 1xx is an interim response, never an answer
+/// (hyper sends a 101 as "Switching Protocols" and turns any other into a 500).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Status(pub u16);
 
 impl<'de> Deserialize<'de> for Status {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Status, D::Error> {
         let n = i64::deserialize(d)?;
-        if (100..=599).contains(&n) {
-            Ok(Status(n as u16))
+        let message = match n {
+            200..=599 => return Ok(Status(n as u16)),
+            100..=199 => format!(
+                "expected an HTTP status code between 200 and 599, found {n} (a 1xx status is interim, not an answer)"
+            ),
+            _ => format!("expected an HTTP status code between 100 and 599, found {n}"),
+        };
+        Err(de::Error::custom(message))
+    }
+}
+
+/// An error status doubleagent answers with (an idempotency conflict, mismatch or missing key):
+/// 400..=599, as a fate's error status is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ErrorStatus(pub u16);
+
+impl<'de> Deserialize<'de> for ErrorStatus {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ErrorStatus, D::Error> {
+        let n = i64::deserialize(d)?;
+        if (400..=599).contains(&n) {
+            Ok(ErrorStatus(n as u16))
         } else {
             Err(de::Error::custom(format!(
-                "expected an HTTP status code between 100 and 599, found {n}"
+                "expected an HTTP error status between 400 and 599, found {n}"
             )))
         }
     }
@@ -110,9 +130,9 @@ struct RawIdempotency {
     cache: Option<Cache>,
     replay_header: Option<String>,
     echo_key: Option<bool>,
-    mismatch_status: Option<Status>,
-    conflict_status: Option<Status>,
-    missing_status: Option<Status>,
+    mismatch_status: Option<ErrorStatus>,
+    conflict_status: Option<ErrorStatus>,
+    missing_status: Option<ErrorStatus>,
     errors: Option<ErrorShape>,
 }
 
@@ -144,14 +164,23 @@ impl<'de> Deserialize<'de> for RawFingerprint {
     }
 }
 
+/// A JSON pointer (RFC 6901): empty, or '/'-separated keys where a `~` is `~0` or `~1`.
 pub(crate) fn check_pointer(p: &str) -> Result<(), String> {
-    if p.is_empty() || p.starts_with('/') {
-        Ok(())
-    } else {
-        Err(format!(
+    if !p.is_empty() && !p.starts_with('/') {
+        return Err(format!(
             "\"{p}\" is not a JSON pointer; pointers start with '/', e.g. \"/{p}\""
-        ))
+        ));
     }
+    let escapes_ok = p
+        .split('~')
+        .skip(1)
+        .all(|after| after.starts_with(['0', '1']));
+    if !escapes_ok {
+        return Err(format!(
+            "\"{p}\" is not a valid JSON pointer: a `~` is written `~0`, and a `/` within a key `~1`"
+        ));
+    }
+    Ok(())
 }
 
 /// A JSON pointer (`/to`, `/items/0/id`).
@@ -371,7 +400,7 @@ enum Segment {
 }
 
 impl PathTemplate {
-    /// Reads a path; a `{param}` fills a whole segment.
+    /// Reads a path; a `{param}` fills a whole segment, and names one segment only.
     pub fn parse(raw: &str) -> Result<PathTemplate, String> {
         if !raw.starts_with('/') {
             return Err(format!("a route path starts with '/', found \"{raw}\""));
@@ -382,6 +411,11 @@ impl PathTemplate {
                 if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                     return Err(format!(
                         "\"{seg}\" is not a valid path parameter; use {{name}}"
+                    ));
+                }
+                if segments.contains(&Segment::Param(name.to_string())) {
+                    return Err(format!(
+                        "\"{seg}\" is named twice in the path; give each parameter its own name"
                     ));
                 }
                 segments.push(Segment::Param(name.to_string()));

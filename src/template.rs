@@ -5,7 +5,8 @@
 //! A caller implements [`Vars`]; [`text`] interpolates into a string, [`json`] expands a JSON
 //! value's strings, and a string that is exactly one placeholder takes the value's own JSON type
 //! (`amount = "{{body./amount}}"` stays a number). An unknown placeholder is left as written,
-//! though scenarios never get that far: names are checked at load (`scenario::placeholders`).
+//! though scenarios never get that far: names are checked at load (`scenario::placeholders`);
+//! [`OrNull`] sends a known name without a value as `null`.
 //! [`Compiled`] is a fake service's response body compiled once at load. Imports nothing from
 //! the crate.
 
@@ -21,6 +22,20 @@ pub trait Vars {
     /// to [`Vars::var`].
     fn write(&self, _name: &str, _out: &mut Vec<u8>) -> bool {
         false
+    }
+}
+
+/// `vars` with every name it has no value for as `null`: for templates whose names were all
+/// checked at load, where a missing value means the request (or failure) lacks it.
+pub struct OrNull<'a>(pub &'a dyn Vars);
+
+impl Vars for OrNull<'_> {
+    fn var(&self, name: &str) -> Option<Value> {
+        Some(self.0.var(name).unwrap_or(Value::Null))
+    }
+
+    fn write(&self, name: &str, out: &mut Vec<u8>) -> bool {
+        self.0.write(name, out)
     }
 }
 

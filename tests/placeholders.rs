@@ -75,3 +75,28 @@ fn acc3_a_header_whose_value_from_the_request_no_header_can_hold_is_left_out_and
     let r = da.post_json("/payments/v1/transfers", &[], &fine).unwrap();
     assert_eq!(r.header("x-memo"), Some("rent"));
 }
+
+/// An `error` template's placeholder for a fact this failure does not have (`{{error.id}}` on a
+/// fate's error) is sent as JSON `null` (the text `null` inside a longer string), as a
+/// response's is, never as its own text (ACC-3: the scenario states what it lacks).
+#[test]
+fn acc3_an_error_template_fact_the_failure_lacks_is_sent_as_null() {
+    let da = Da::start(
+        r#"
+[services.p]
+error = { kind = "{{error.kind}}", id = "{{error.id}}", text = "id={{error.id}}", st = "{{error.status}}" }
+[[services.p.routes]]
+name = "a"
+method = "POST"
+path = "/x"
+kind = "action"
+fates = ["error-before-apply:503"]
+"#,
+    );
+    let r = da.post_json("/p/x", &[], &json!({"amount": 1})).unwrap();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert_eq!(
+        r.json(),
+        json!({"kind": "fate", "id": null, "text": "id=null", "st": 503})
+    );
+}

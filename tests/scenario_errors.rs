@@ -203,3 +203,142 @@ fn an_agent_placeholder_that_names_nothing_is_located_and_gets_a_hint() {
         "bad.toml:6:1: agents.researcher.behaviors[0].message: `{{revison}}` names nothing; did you mean `revision`? (an A2A agent's texts can use canary, task.id, context.id, revision, agent, message.text)",
     );
 }
+
+/// A status doubleagent answers with must be one the wire can carry as that answer: an
+/// idempotency error status (a same-key request during a `delay` gets `conflict_status`, REC-4)
+/// is 4xx or 5xx, as a fate's error status is; a response's status is not an interim 1xx.
+#[test]
+fn idempotency_error_statuses_must_be_4xx_or_5xx_and_a_respond_status_not_1xx() {
+    let idem = |fields: &str| {
+        format!("[services.payments]\nidempotency = {{ preset = \"stripe\", {fields} }}\n")
+    };
+    golden(
+        &idem("conflict_status = 101"),
+        "bad.toml:2:54: services.payments.idempotency.conflict_status: expected an HTTP error status between 400 and 599, found 101",
+    );
+    golden(
+        &idem("mismatch_status = 200, missing_status = 204"),
+        "bad.toml:2:54: services.payments.idempotency.mismatch_status: expected an HTTP error status between 400 and 599, found 200\n\
+         bad.toml:2:59: services.payments.idempotency.missing_status: expected an HTTP error status between 400 and 599, found 204",
+    );
+    golden(
+        &route("idempotency = { conflict_status = 999 }"),
+        "bad.toml:7:35: services.payments.routes[0].idempotency.conflict_status: expected an HTTP error status between 400 and 599, found 999",
+    );
+    golden(
+        &route("respond = { status = 101 }"),
+        "bad.toml:7:22: services.payments.routes[0].respond.status: expected an HTTP status code between 200 and 599, found 101 (a 1xx status is interim, not an answer)",
+    );
+    // Every error status a response may take passes.
+    let (code, err) = check(&idem(
+        "mismatch_status = 409, conflict_status = 503, missing_status = 428",
+    ));
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = check(&route("respond = { status = 204 }"));
+    assert_eq!(code, 0, "{err}");
+}
+
+/// A header value the server could not send (a control character) is refused at `check`, not
+/// left to fail the response: static text only, as a placeholder's value is the request's.
+#[test]
+fn a_header_value_with_a_control_character_is_rejected() {
+    golden(
+        &route(r#"respond = { headers = { "X-A" = "v\nw", "X-B" = "é", "X-C" = "{{body./h}}" } }"#),
+        r#"bad.toml:7:25: services.payments.routes[0].respond.headers.X-A: "v\nw" is not a valid HTTP header value"#,
+    );
+    golden(
+        &route(r#"respond = { headers = { "X-A" = "k={{key}}\r" } }"#),
+        r#"bad.toml:7:25: services.payments.routes[0].respond.headers.X-A: "k={{key}}\r" is not a valid HTTP header value"#,
+    );
+    golden(
+        &route(r#"match = { headers = { "X-Mode" = "a\u0000b" } }"#),
+        r#"bad.toml:7:23: services.payments.routes[0].match.headers.X-Mode: "a\0b" is not a valid HTTP header value"#,
+    );
+}
+
+/// An `error` template's placeholder that names nothing is a `check` error with its key path,
+/// on a service and on a route, as a response's is.
+#[test]
+fn an_error_template_placeholder_that_names_nothing_is_located_and_gets_a_hint() {
+    golden(
+        "[services.payments]\nerror = { oops = \"{{error.nope}}\", ok = \"{{error.id}} {{error.message}}\" }\n",
+        "bad.toml:2:11: services.payments.error.oops: `{{error.nope}}` names nothing (an error template can use error.status, error.message, error.kind, error.id, error.state, error.closest, error.services)",
+    );
+    golden(
+        &route("error = { m = \"{{error.mesage}}\" }"),
+        "bad.toml:7:11: services.payments.routes[0].error.m: `{{error.mesage}}` names nothing; did you mean `error.message`? (an error template can use error.status, error.message, error.kind, error.id, error.state, error.closest, error.services)",
+    );
+}
+
+/// A JSON pointer whose `~` is not `~0` or `~1` (RFC 6901) points at nothing any body can
+/// have: refused at `check`, in a placeholder and wherever a scenario takes a pointer.
+#[test]
+fn a_json_pointer_with_an_invalid_escape_is_rejected() {
+    golden(
+        &route("respond = { json = { c = \"{{body./a~2}}\", d = \"{{body./a~0b~1c}}\" } }"),
+        "bad.toml:7:22: services.payments.routes[0].respond.json.c: `{{body./a~2}}`: \"/a~2\" is not a valid JSON pointer: a `~` is written `~0`, and a `/` within a key `~1`",
+    );
+    golden(
+        &route("intent = [\"/to\", \"/a~\"]"),
+        "bad.toml:7:10: services.payments.routes[0].intent[1]: \"/a~\" is not a valid JSON pointer: a `~` is written `~0`, and a `/` within a key `~1`",
+    );
+}
+
+/// A path parameter named twice (`/x/{id}/{id}`) could fill `{{path.id}}` from either segment:
+/// refused at `check`.
+#[test]
+fn a_path_parameter_named_twice_is_rejected() {
+    golden(
+        "[services.payments]\n[[services.payments.routes]]\nname = \"a\"\nmethod = \"GET\"\npath = \"/x/{id}/{id}\"\nkind = \"lookup\"\n",
+        "bad.toml:5:1: services.payments.routes[0].path: \"{id}\" is named twice in the path; give each parameter its own name",
+    );
+}
+
+/// When the only fate is invalid, only its problem is reported: the empty sequence left by
+/// dropping it is a consequence, not the user's (docs/cli.md).
+#[test]
+fn an_invalid_only_fate_is_reported_without_an_empty_sequence_error() {
+    golden(
+        &route("fates = [\"error-before-apply:999\"]"),
+        "bad.toml:7:9: services.payments.routes[0].fates[0]: error-before-apply needs an HTTP error status 400..=599, found \"999\"",
+    );
+    golden(
+        &route("fates = [\"delay:-1s\"]"),
+        "bad.toml:7:9: services.payments.routes[0].fates[0]: delay: expected a duration like \"250ms\", \"3s\", \"10m\", \"24h\" or \"1h30m\", found \"-1s\"",
+    );
+    // A sequence the user left empty is still refused.
+    golden(
+        &route("fates = []"),
+        "bad.toml:7:9: services.payments.routes[0].fates: a fate sequence needs at least one fate",
+    );
+}
+
+/// A bad header in a service's `idempotency` is reported once, at the service's key, not again
+/// for each route under a key path the file does not have.
+#[test]
+fn a_service_idempotency_header_problem_is_reported_once_at_its_own_key() {
+    let svc = "[services.payments]\nidempotency = { header = \"\", replay_header = \"a b\" }\n";
+    let routes = "[[services.payments.routes]]\nname = \"a\"\nmethod = \"POST\"\npath = \"/a\"\nkind = \"action\"\n\
+                  [[services.payments.routes]]\nname = \"b\"\nmethod = \"POST\"\npath = \"/b\"\nkind = \"action\"\n";
+    let expected = "bad.toml:2:17: services.payments.idempotency.header: \"\" is not a valid HTTP header name\n\
+                    bad.toml:2:30: services.payments.idempotency.replay_header: \"a b\" is not a valid HTTP header name (\"\" for none)";
+    golden(&format!("{svc}{routes}"), expected);
+    // A service without routes: its table is still checked.
+    golden(svc, expected);
+    // A route's own table is reported at the route's key.
+    golden(
+        &route("idempotency = { header = \"a b\" }"),
+        "bad.toml:7:17: services.payments.routes[0].idempotency.header: \"a b\" is not a valid HTTP header name",
+    );
+}
+
+/// A lookup's `respond` (a template over the action found) is checked as an action's is: a
+/// placeholder that names nothing a lookup can name is a `check` error.
+#[test]
+fn a_lookup_response_placeholder_that_names_nothing_is_located_and_gets_a_hint() {
+    golden(
+        "[services.payments]\n[[services.payments.routes]]\nname = \"a\"\nmethod = \"GET\"\npath = \"/x/{id}\"\nkind = \"lookup\"\nrespond = { json = { id = \"{{id}}\", s = \"{{stat}}\", p = \"{{path.nope}} {{path.id}}\" } }\n",
+        "bad.toml:7:53: services.payments.routes[0].respond.json.p: `{{path.nope}}`: the route's path has no parameter `{nope}`\n\
+         bad.toml:7:37: services.payments.routes[0].respond.json.s: `{{stat}}` names nothing; did you mean `state`? (a lookup's answer can use id, action.id, action.seq, state, key, applied_at, received_at, now, intent, body./POINTER, path.NAME)",
+    );
+}

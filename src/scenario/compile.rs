@@ -44,17 +44,20 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
     } else {
         check_segment(&sname, &spath, "a service name", issues);
     }
+    if let Some(t) = &rs.error {
+        super::placeholders::check_error(t, format!("{spath}.error"), issues);
+    }
     let svc_idem = rs.idempotency.unwrap_or_default();
     let headers = [
         ("work_id_header", &rs.work_id_header),
         ("revision_header", &rs.revision_header),
-        ("idempotency.header", &svc_idem.header),
     ];
     for (key, h) in headers {
         if let Some(h) = h {
             check_header(h, &format!("{spath}.{key}"), issues);
         }
     }
+    check_idempotency(&svc_idem, &format!("{spath}.idempotency"), issues);
     let mut routes: Vec<Route> = Vec::new();
     // Indexes by name and by (method, path), so checking a route against those before it costs
     // the same for the 100,000th route as for the first.
@@ -106,8 +109,7 @@ fn compile_service(sname: String, rs: RawService, issues: &mut Issues) -> Servic
         revision_header: header_name(rs.revision_header.as_deref(), "x-revision"),
         routes,
         errors: ErrorStyle {
-            // (Its problems are reported on each route.)
-            shape: resolve_policy(&svc_idem, None, &spath, &mut Issues::default()).errors,
+            shape: resolve_policy(&svc_idem, None).errors,
             template: rs.error,
         },
     }
@@ -177,6 +179,21 @@ pub(crate) fn check_header(h: &str, path: &str, issues: &mut Issues) {
     }
 }
 
+/// A header value's static text (its placeholders are the request's, sent as they come) must
+/// be one the server can send: the `http` crate's `HeaderValue`, as the server builds it.
+pub(crate) fn check_header_value(v: &str, path: &str, issues: &mut Issues) {
+    struct Empty;
+    impl crate::template::Vars for Empty {
+        fn var(&self, _: &str) -> Option<Value> {
+            Some(Value::String(String::new()))
+        }
+    }
+    let text = crate::template::text(v, &Empty);
+    if hyper::header::HeaderValue::from_bytes(text.as_bytes()).is_err() {
+        issues.add(path, format!("{v:?} is not a valid HTTP header value"));
+    }
+}
+
 fn compile_route(
     r: RawRoute,
     rpath: &str,
@@ -208,13 +225,23 @@ fn compile_route(
         ),
         _ => (compile_respond(r.respond, rpath, issues), None),
     };
-    super::placeholders::check_response(&respond, path.as_ref(), rpath, issues);
-    let policy = resolve_policy(svc_idem, r.idempotency.as_ref(), rpath, issues);
+    super::placeholders::check_response(&respond, path.as_ref(), rpath, false, issues);
+    if let Some(answer) = &lookup_respond {
+        super::placeholders::check_response(answer, path.as_ref(), rpath, true, issues);
+    }
+    if let Some(t) = &r.error {
+        super::placeholders::check_error(t, format!("{rpath}.error"), issues);
+    }
+    if let Some(ri) = &r.idempotency {
+        check_idempotency(ri, &format!("{rpath}.idempotency"), issues);
+    }
+    let policy = resolve_policy(svc_idem, r.idempotency.as_ref());
     let error_shape = policy.errors;
     let matcher = match r.matcher {
         Some(m) => {
-            for h in m.headers.keys() {
+            for (h, v) in &m.headers {
                 check_header(h, &format!("{rpath}.match.headers"), issues);
+                check_header_value(v, &format!("{rpath}.match.headers.{h}"), issues);
             }
             Matcher {
                 headers: m.headers.into_iter().collect(),
@@ -300,8 +327,9 @@ fn compile_respond(respond: Option<RawRespond>, rpath: &str, issues: &mut Issues
             "give either `json` or `body`, not both",
         );
     }
-    for h in rr.headers.keys() {
+    for (h, v) in &rr.headers {
         check_header(h, &format!("{rpath}.respond.headers"), issues);
+        check_header_value(v, &format!("{rpath}.respond.headers.{h}"), issues);
     }
     let default = || serde_json::json!({"id": "{{action.id}}", "status": "succeeded"});
     Respond {
@@ -318,14 +346,23 @@ fn compile_respond(respond: Option<RawRespond>, rpath: &str, issues: &mut Issues
     }
 }
 
-/// Preset first (the route's, else the service's), then the service's fields, then the route's;
-/// a bad header in either is reported under the route's `idempotency`.
-fn resolve_policy(
-    svc: &RawIdempotency,
-    route: Option<&RawIdempotency>,
-    rpath: &str,
-    issues: &mut Issues,
-) -> Policy {
+/// One `idempotency` table's header names, reported at its own key path `at`: once, whether
+/// the table is a service's (which its routes inherit) or a route's.
+fn check_idempotency(layer: &RawIdempotency, at: &str, issues: &mut Issues) {
+    if let Some(h) = &layer.header {
+        check_header(h, &format!("{at}.header"), issues);
+    }
+    if let Some(h) = &layer.replay_header {
+        if !h.is_empty() && hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
+            let m = format!("\"{h}\" is not a valid HTTP header name (\"\" for none)");
+            issues.add(format!("{at}.replay_header"), m);
+        }
+    }
+}
+
+/// Preset first (the route's, else the service's), then the service's fields, then the route's.
+/// Their headers were checked by [`check_idempotency`]; a bad one leaves the preset's name.
+fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> Policy {
     let preset = route.and_then(|r| r.preset).or(svc.preset);
     let mut p = match preset {
         Some(preset) => preset.policy(),
@@ -339,23 +376,14 @@ fn resolve_policy(
         }
         None => Policy::default(),
     };
-    let at = |key: &str| format!("{rpath}.idempotency.{key}");
     for layer in std::iter::once(svc).chain(route) {
         if let Some(h) = &layer.header {
-            match hyper::header::HeaderName::from_bytes(h.as_bytes()) {
-                Ok(name) => p.header_name = name,
-                Err(_) => issues.add(
-                    at("header"),
-                    format!("\"{h}\" is not a valid HTTP header name"),
-                ),
+            if let Ok(name) = hyper::header::HeaderName::from_bytes(h.as_bytes()) {
+                p.header_name = name;
             }
             p.header = h.clone();
         }
         if let Some(h) = &layer.replay_header {
-            if !h.is_empty() && hyper::header::HeaderName::from_bytes(h.as_bytes()).is_err() {
-                let m = format!("\"{h}\" is not a valid HTTP header name (\"\" for none)");
-                issues.add(at("replay_header"), m);
-            }
             p.replay_header = (!h.is_empty()).then(|| h.clone().into());
         }
         p.mode = layer.mode.unwrap_or(p.mode);

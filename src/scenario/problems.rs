@@ -266,7 +266,8 @@ enum Step {
 /// Every shape problem of a document, not only the first: serde stops at the first failure,
 /// so the offending value is taken out of a copy and the copy read again, until it reads or
 /// nothing more can go. `first` is located by its span, the rest by path. A value a required
-/// key needed goes with its table; the "missing field" that causes is not reported.
+/// key needed goes with its table; the "missing field" that causes is not reported, nor is a
+/// problem of an array an element was taken out of.
 pub(super) fn every_shape_problem<T: serde::de::DeserializeOwned>(
     src: &str,
     first: Problem,
@@ -298,7 +299,7 @@ pub(super) fn every_shape_problem<T: serde::de::DeserializeOwned>(
             let mut p = at.clone();
             p.push(Step::Key(f.to_string()));
             taken.contains(&p)
-        });
+        }) || shrunk(&at, &taken);
         if !ours {
             let p = locate_serde_error(src, &steps_string(&at), &inner);
             if !problems
@@ -327,6 +328,14 @@ pub(super) fn every_shape_problem<T: serde::de::DeserializeOwned>(
     // Top to bottom, as a reader fixes them.
     problems.sort_by_key(|p| (p.line, p.col));
     problems
+}
+
+/// Whether `at` is an array an element was taken out of: what is wrong with it now (e.g. "needs
+/// at least one fate" once its only, invalid, fate went) is the copy's, not the document's.
+fn shrunk(at: &[Step], taken: &[Vec<Step>]) -> bool {
+    taken
+        .iter()
+        .any(|t| matches!(t.split_last(), Some((Step::Index(_), parent)) if parent == at))
 }
 
 /// One step of a serde path; `None` for a step serde could not name.

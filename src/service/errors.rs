@@ -67,7 +67,8 @@ impl Failure {
     /// The response in the route's style; `seq` makes a provider's request id (stable for a run).
     pub fn respond(self, style: &ErrorStyle, seq: u64) -> Response {
         if let Some(t) = &style.template {
-            return Response::json(self.status, &template::json(t, &self));
+            // A fact this kind lacks is `null`: the template's names were checked at load.
+            return Response::json(self.status, &template::json(t, &template::OrNull(&self)));
         }
         let status = self.status;
         let (mut body, content_type) = match style.shape {
