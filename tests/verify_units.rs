@@ -425,3 +425,33 @@ fn acc1_a_repeated_line_is_named_every_way_wherever_the_pieces_are_cut() {
         assert_eq!(e2, e3);
     }
 }
+
+#[test]
+fn acc1_a_verdict_over_entries_on_different_days_shows_their_dates() {
+    let intent = r#"{"/to":"a"}"#;
+    let first = executed(1, Some("k-1"), intent, 1, "respond", "sent");
+    let next_day = |seq: u64| {
+        executed(seq, Some(&format!("k-{seq}")), intent, 1, "respond", "sent")
+            .replace("2026-01-01T00:00:00.000Z", "2026-01-02T00:00:04.000Z")
+    };
+    // The same action a day apart: the dates tell them from 4 seconds apart.
+    let text = format!("{first}\n{}\n", next_day(2));
+    let full = parse_jsonl_with(&text, "t", &SMALL).unwrap();
+    let report = every_way(&text, None);
+    assert_eq!(report.findings[0].rule, "ACC-1");
+    let human = report.human(&full);
+    assert!(
+        human.contains("    #1 2026-01-01 00:00:00.000 POST"),
+        "{human}"
+    );
+    assert!(
+        human.contains("    #2 2026-01-02 00:00:04.000 POST"),
+        "{human}"
+    );
+    // On one day, the time alone.
+    let text = format!("{}\n{}\n", next_day(1), next_day(2));
+    let full = parse_jsonl_with(&text, "t", &SMALL).unwrap();
+    let human = every_way(&text, None).human(&full);
+    assert!(human.contains("    #1 00:00:04.000 POST"), "{human}");
+    assert!(human.contains("    #2 00:00:04.000 POST"), "{human}");
+}

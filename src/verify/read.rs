@@ -12,7 +12,7 @@ use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::report::{describe, Report};
+use super::report::{Described, Report};
 use super::rows::{Ledger, Row, Rows};
 use super::{run, Claims, Limits};
 use crate::hash::{FastMap as HashMap, FastSet as HashSet, FastState};
@@ -445,17 +445,17 @@ impl<'a> LeanLedger<'a> {
         // In text order, so that reading them back goes forward.
         lines.sort_unstable_by_key(|(_, at)| *at);
         let parts: Vec<&[(u64, u64)]> = lines.chunks(1000).collect();
-        let described: HashMap<u64, String> = run_pieces(
+        let described: HashMap<u64, Described> = run_pieces(
             parts.len(),
             || (),
-            |_, k| -> Vec<(u64, String)> {
+            |_, k| -> Vec<(u64, Described)> {
                 parts[k]
                     .iter()
                     .filter_map(|&(seq, at)| {
                         // Read once already: a line that no longer reads (the file changed
                         // meanwhile) is named by its seq alone.
                         let e = serde_json::from_str::<Entry>(&self.source.line(at)?).ok()?;
-                        Some((seq, describe(&e)))
+                        Some((seq, Described::of(&e)))
                     })
                     .collect()
             },
@@ -463,7 +463,7 @@ impl<'a> LeanLedger<'a> {
         .into_iter()
         .flatten()
         .collect();
-        report.human_by(|seq| described.get(&seq).cloned())
+        report.human_by(&described)
     }
 }
 
