@@ -270,13 +270,36 @@ fn read_claims(path: Option<&PathBuf>) -> Result<Option<Claims>, String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Why a `verify` or `report` has no ledger to read.
+#[derive(Debug, thiserror::Error)]
+enum LoadError {
+    /// The file named is not there or cannot be read: bad input (exit 2).
+    #[error("{0}")]
+    File(String),
+    /// The server could not be reached or did not give its ledger: a runtime failure (exit 1),
+    /// as for `probe`.
+    #[error("{0}")]
+    Server(String),
+}
+
+impl LoadError {
+    fn exit(&self) -> ExitCode {
+        let code = match self {
+            LoadError::File(_) => 2,
+            LoadError::Server(_) => 1,
+        };
+        error(code, self)
+    }
+}
+
 /// The ledger's JSONL text for a `verify` or `report`, and the name errors give it. Text fetched
 /// over HTTP that is not UTF-8 is read with replacement characters; a file that is not is an
 /// error (see [`not_utf8`]).
-async fn load(args: &VerifyArgs) -> Result<(Vec<u8>, String), String> {
+async fn load(args: &VerifyArgs) -> Result<(Vec<u8>, String), LoadError> {
     if let Some(path) = &args.ledger {
-        let text = std::fs::read(path)
-            .map_err(|e| format!("cannot read the ledger {}: {e}", path.display()))?;
+        let text = std::fs::read(path).map_err(|e| {
+            LoadError::File(format!("cannot read the ledger {}: {e}", path.display()))
+        })?;
         return Ok((text, path.display().to_string()));
     }
     // The running server's ledger, with its token and session.
@@ -292,9 +315,12 @@ async fn load(args: &VerifyArgs) -> Result<(Vec<u8>, String), String> {
         Ok(r) if r.status == 200 => r.body.to_vec(),
         Ok(r) => {
             let why = String::from_utf8_lossy(&r.body);
-            return Err(format!("{url} answered {}: {why}", r.status));
+            return Err(LoadError::Server(format!(
+                "{url} answered {}: {why}",
+                r.status
+            )));
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(LoadError::Server(e.to_string())),
     };
     let text = String::from_utf8(body)
         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
@@ -333,7 +359,7 @@ async fn verify_cmd(args: VerifyArgs) -> Exit {
             (LeanLedger::read(&file, &origin), origin)
         }
         _ => {
-            fetched = load(&args).await.map_err(fail)?;
+            fetched = load(&args).await.map_err(|e| e.exit())?;
             (LeanLedger::parse(&fetched.0, &fetched.1), fetched.1.clone())
         }
     };
@@ -355,7 +381,7 @@ async fn verify_cmd(args: VerifyArgs) -> Exit {
 async fn report_cmd(args: VerifyArgs, output: &std::path::Path) -> Exit {
     let fail = |e: String| error(2, e);
     let claims = read_claims(args.claims.as_ref()).map_err(fail)?;
-    let (bytes, origin) = load(&args).await.map_err(fail)?;
+    let (bytes, origin) = load(&args).await.map_err(|e| e.exit())?;
     let text = std::str::from_utf8(&bytes).map_err(|_| fail(not_utf8(&args, &origin)))?;
     let entries = parse_jsonl(text, &origin).map_err(fail)?;
     let report = verify(&entries, claims.as_ref());

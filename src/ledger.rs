@@ -371,15 +371,17 @@ pub fn parse_action_id(id: &str) -> Option<u64> {
     id.strip_prefix("act_")?.parse().ok()
 }
 
-/// The serialized ledger entry. Every field but `seq` has a default when read back, so hand-made
-/// ledgers (test fixtures, other tools' exports) need only the fields that matter to them.
+/// The serialized ledger entry. Read back, it needs the fields every entry has (`seq`, `service`,
+/// `received_at`, `disposition`); the others have defaults, so hand-made ledgers (test fixtures,
+/// other tools' exports) need only the fields that matter to them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
-#[serde(default)]
 pub struct Entry {
     pub seq: u64,
     pub service: String,
     pub route: Option<String>,
+    #[serde(default)]
     pub method: String,
+    #[serde(default)]
     pub path: String,
     pub received_at: String,
     pub idempotency_key: Option<String>,
@@ -387,6 +389,7 @@ pub struct Entry {
     pub intent: Option<Value>,
     pub work_id: Option<String>,
     pub revision: Option<Revision>,
+    #[serde(default)]
     pub body: Value,
     #[serde(default)]
     pub body_truncated: bool,
@@ -398,13 +401,16 @@ pub struct Entry {
     pub object_id: Option<String>,
     pub disposition: Disposition,
     pub replay_of: Option<u64>,
+    #[serde(default)]
     pub executed_after_expiry: bool,
     pub fate: Option<String>,
     pub action_id: Option<String>,
+    #[serde(default)]
     pub applied: bool,
     pub applied_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled_at: Option<String>,
+    #[serde(default)]
     pub response: EntryResponse,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,

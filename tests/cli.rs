@@ -157,6 +157,42 @@ fn an_address_that_cannot_be_bound_is_a_runtime_failure() {
 }
 
 #[test]
+fn verify_and_report_of_a_server_that_cannot_be_read_are_a_runtime_failure() {
+    // Nothing listens on port 1 (`probe` exits 1 there too); a server with a token answers 401
+    // without it.
+    let path = temp_file("s.toml", LOST_RESPONSE);
+    let da = Da::start_args(&[path.to_str().unwrap(), "--admin-token", "tok"]);
+    let none = "http://127.0.0.1:1";
+    for (url, says) in [(none, none), (da.url.as_str(), "401")] {
+        let mut cmds = vec![
+            vec!["verify", "--url", url],
+            vec!["report", "--url", url, "-o", "-"],
+        ];
+        if url == none {
+            cmds.push(vec!["probe", "--url", url]);
+        }
+        for cmd in cmds {
+            let out = Command::new(bin())
+                .args(&cmd)
+                .env_remove("DOUBLEAGENT_ADMIN_TOKEN")
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
+            if cmd[0] != "probe" {
+                assert!(err.contains(says), "{cmd:?}: {err}");
+            }
+        }
+    }
+    // A ledger file that is not there stays bad input.
+    let out = Command::new(bin())
+        .args(["verify", "--ledger", "/nonexistent/l.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn the_seed_flag_overrides_the_scenario_seed_and_is_reported_by_health() {
     let path = temp_file("s.toml", LOST_RESPONSE);
     let da = Da::start_args(&[path.to_str().unwrap(), "--seed", "99"]);

@@ -164,3 +164,49 @@ fn acc2_rec3_tasks_of_a_superseded_revision_and_cancels_without_claims_are_incom
     let (code, r) = verify(&lines, &["--claims", claims.to_str().unwrap()]);
     assert_eq!((code, r["state"].as_str()), (0, Some("clean")), "{r}");
 }
+
+#[test]
+fn acc1_actions_whose_intent_could_not_be_read_are_not_one_repeated_action() {
+    // Different text bodies to a route with intent pointers: nothing of the intent was read, so
+    // the ledger recorded every value null. Not the same action 15 times: not judged, said so.
+    let unread = |seq: u64| {
+        executed(seq, "")
+            .replace(
+                &format!(r#""intent": {{"/to": "acct-{seq}", "/amount": 100}}"#),
+                r#""intent": {"/amount": null, "/to": null}"#,
+            )
+            .replace(
+                &format!(r#""body": {{"to": "acct-{seq}", "amount": 100}}"#),
+                &format!(r#""body": "not json {seq}""#),
+            )
+    };
+    let lines: Vec<String> = (1..=9).map(unread).collect();
+    assert!(lines[0].contains(r#""/to": null"#), "{}", lines[0]);
+    let (code, r) = verify(&lines, &[]);
+    assert_eq!((code, r["state"].as_str()), (3, Some("incomplete")), "{r}");
+    assert_eq!(r["findings"], serde_json::json!([]), "{r}");
+    let notes = notes(&r);
+    assert!(
+        notes.contains(
+            "the intents of 9 actions (#1, #2, #3, #4, #5, #6, #7, #8, #9) could not be read"
+        ),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("ACC-1 and REC-4 could not judge them"),
+        "{notes}"
+    );
+    // One value read is an intent: the same one twice is still ACC-1.
+    let half = |seq: u64| {
+        executed(seq, "").replace(
+            &format!(r#""intent": {{"/to": "acct-{seq}", "/amount": 100}}"#),
+            r#""intent": {"/amount": 100, "/to": null}"#,
+        )
+    };
+    let (code, r) = verify(&[half(1), half(2)], &[]);
+    assert_eq!(
+        (code, r["findings"][0]["rule"].as_str()),
+        (1, Some("ACC-1")),
+        "{r}"
+    );
+}

@@ -175,7 +175,8 @@ fn acc3_near_miss_an_effect_under_a_superseded_revision_that_is_reported() {
 fn exit_codes_say_clean_findings_or_bad_input() {
     assert_eq!(verify("acc1_near_miss_repeatable_route", &[]).0, 0);
     assert_eq!(verify("acc1_same_intent_applied_twice", &[]).0, 1);
-    let bad = common::temp_file("bad.jsonl", "{\"seq\": 1}\nnot json\n");
+    let entry = r#"{"seq": 1, "service": "s", "received_at": "2026-11-30T10:00:01.000Z", "disposition": "executed"}"#;
+    let bad = common::temp_file("bad.jsonl", &format!("{entry}\nnot json\n"));
     let out = Command::new(bin())
         .args(["verify", "--ledger", bad.to_str().unwrap()])
         .output()
@@ -306,4 +307,86 @@ fn rec6_a_message_to_a_terminal_task_is_flagged() {
 #[test]
 fn rec4_resending_a_message_id_to_an_agent_that_does_not_dedupe_is_flagged() {
     assert_eq!(rules("rec4_resent_message_id"), vec![f("REC-4", &[1, 2])]);
+}
+
+/// Run `verify --ledger` and `report --ledger` on a ledger file holding `text`: the exit code
+/// and stderr of each.
+fn both_on(name: &str, text: &str) -> [(Option<i32>, String); 2] {
+    let path = common::temp_file(name, text);
+    let path = path.to_str().unwrap();
+    [
+        vec!["verify", "--ledger", path],
+        vec!["report", "--ledger", path, "-o", "-"],
+    ]
+    .map(|args| {
+        let out = Command::new(bin()).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), err)
+    })
+}
+
+/// A fixture's lines.
+fn fixture_lines(name: &str) -> Vec<String> {
+    let path = format!(
+        "{}/tests/fixtures/verify/{name}.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn a_line_without_the_fields_every_entry_has_is_bad_input_with_its_line() {
+    let first = &fixture_lines("acc1_same_intent_applied_twice")[0];
+    for (text, line, expected) in [
+        ("{}\n".to_string(), 1, "missing field `seq`"),
+        ("{\"seq\":1}\n".to_string(), 1, "missing field `service`"),
+        (
+            format!("{first}\n{{\"seq\":2,\"service\":\"payments\"}}\n"),
+            2,
+            "missing field `received_at`",
+        ),
+        (format!("{first}\n\n[]\n"), 3, "expected"),
+    ] {
+        for (code, err) in both_on("fields.jsonl", &text) {
+            assert_eq!(code, Some(2), "{text}: {err}");
+            let at = format!("fields.jsonl:{line}: not a ledger entry");
+            assert!(err.contains(&at) && err.contains(expected), "{text}: {err}");
+        }
+    }
+}
+
+#[test]
+fn the_admin_apis_entries_document_is_bad_input_that_names_the_jsonl_export() {
+    let lines = fixture_lines("acc1_near_miss_repeatable_route");
+    let doc = format!("{{\"entries\": [{}]}}\n", lines.join(","));
+    for (code, err) in both_on("l.json", &doc) {
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("l.json:1: not a ledger entry"), "{err}");
+        assert!(err.contains("GET /_admin/ledger.jsonl"), "{err}");
+    }
+}
+
+#[test]
+fn acc1_a_repeated_or_earlier_seq_is_bad_input_not_another_effect() {
+    let lines = fixture_lines("acc1_same_intent_applied_twice");
+    assert!(lines.len() >= 2);
+    // The first line again at the end (a line pasted twice), and the lines in reverse.
+    let mut repeated = lines.clone();
+    repeated.push(lines[0].clone());
+    let n = repeated.len();
+    let mut reversed = lines.clone();
+    reversed.reverse();
+    for (text, line, prev) in [
+        (repeated.join("\n"), n, n - 1),
+        (reversed.join("\n") + "\n", 2, 1),
+    ] {
+        for (code, err) in both_on("dup.jsonl", &text) {
+            assert_eq!(code, Some(2), "{err}");
+            let at = format!("dup.jsonl:{line}: not a ledger entry");
+            assert!(err.contains(&at), "{err}");
+            assert!(err.contains(&format!("(line {prev})")), "{err}");
+            assert!(err.contains("increasing"), "{err}");
+        }
+    }
 }

@@ -317,14 +317,22 @@ fn lines_longer_than_a_piece_and_pieces_cut_anywhere_are_read_whole() {
     // Pieces are 64 KiB in tests: lines of 200 KiB span several, and the cuts fall in
     // every kind of place over a couple of MiB.
     let (text, _) = busy_ledger();
-    let long = format!(
-        r#"{{"seq":1,"service":"pay","disposition":"agent","event":"message","detail":{{"message_id":"m","text":"{}"}}}}"#,
-        "x".repeat(200 << 10)
-    );
+    // In the place (and with the seq) of an entry: seqs increase line by line.
+    let long = |seq: u64| {
+        format!(
+            r#"{{"seq":{seq},"service":"pay","received_at":"2026-01-01T00:00:00.000Z","disposition":"agent","event":"message","detail":{{"message_id":"m","text":"{}"}}}}"#,
+            "x".repeat(200 << 10)
+        )
+    };
+    let seq_of = |l: &str| {
+        serde_json::from_str::<Value>(l).unwrap()["seq"]
+            .as_u64()
+            .unwrap()
+    };
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    lines.insert(3, long.clone());
-    lines.insert(1000, long.replace(r#""seq":1"#, r#""seq":2"#));
-    lines.push(long.replace(r#""seq":1"#, r#""seq":3"#));
+    lines[3] = long(seq_of(&lines[3]));
+    lines[1000] = long(seq_of(&lines[1000]));
+    lines.push(long(seq_of(lines.last().unwrap()) + 1));
     for sep in ["\n", "\r\n"] {
         for end in ["", sep] {
             every_way(&(lines.join(sep) + end), None);
@@ -370,4 +378,80 @@ fn intents_are_the_same_exactly_when_their_json_text_is() {
         .map(|e| format!("{}\n", serde_json::to_string(e).unwrap()))
         .collect();
     assert_eq!(every_way(&text, None), report);
+}
+
+#[test]
+fn acc1_a_repeated_line_is_named_every_way_wherever_the_pieces_are_cut() {
+    let (text, _) = busy_ledger();
+    let lines: Vec<&str> = text.lines().collect();
+    // Where each line starts; a line belongs to the piece it starts in.
+    let starts: Vec<usize> = lines
+        .iter()
+        .scan(0, |at, l| {
+            let s = *at;
+            *at += l.len() + 1;
+            Some(s)
+        })
+        .collect();
+    // The first line of each of the first pieces (64 KiB), and a few others.
+    let mut at: Vec<usize> = (1..4)
+        .map(|m| {
+            starts
+                .iter()
+                .position(|s| *s >= m * SMALL.piece as usize)
+                .unwrap()
+        })
+        .collect();
+    at.extend([1, 2, lines.len() / 2, lines.len()]);
+    for j in at {
+        // The last entry before `j` again at `j`: the copy starts where line `j` did.
+        let k = (0..j).rev().find(|k| !lines[*k].is_empty()).unwrap();
+        let mut twice = lines.clone();
+        twice.insert(j, lines[k]);
+        let twice = twice.join("\n");
+        let e1 = parse_jsonl_with(&twice, "f.jsonl", &SMALL).unwrap_err();
+        let Err(LeanError::Entry(e2)) = LeanLedger::parse_with(twice.as_bytes(), "f.jsonl", SMALL)
+        else {
+            panic!("{j}: accepted");
+        };
+        let file = temp_file(twice.as_bytes());
+        let Err(LeanError::Entry(e3)) = LeanLedger::read_with(&file, "f.jsonl", SMALL) else {
+            panic!("{j}: accepted from a file");
+        };
+        let expect = format!("f.jsonl:{}: not a ledger entry: seq ", j + 1);
+        assert!(e1.starts_with(&expect), "{e1}");
+        assert!(e1.contains(&format!("(line {})", k + 1)), "{e1}");
+        assert_eq!(e1, e2);
+        assert_eq!(e2, e3);
+    }
+}
+
+#[test]
+fn acc1_a_verdict_over_entries_on_different_days_shows_their_dates() {
+    let intent = r#"{"/to":"a"}"#;
+    let first = executed(1, Some("k-1"), intent, 1, "respond", "sent");
+    let next_day = |seq: u64| {
+        executed(seq, Some(&format!("k-{seq}")), intent, 1, "respond", "sent")
+            .replace("2026-01-01T00:00:00.000Z", "2026-01-02T00:00:04.000Z")
+    };
+    // The same action a day apart: the dates tell them from 4 seconds apart.
+    let text = format!("{first}\n{}\n", next_day(2));
+    let full = parse_jsonl_with(&text, "t", &SMALL).unwrap();
+    let report = every_way(&text, None);
+    assert_eq!(report.findings[0].rule, "ACC-1");
+    let human = report.human(&full);
+    assert!(
+        human.contains("    #1 2026-01-01 00:00:00.000 POST"),
+        "{human}"
+    );
+    assert!(
+        human.contains("    #2 2026-01-02 00:00:04.000 POST"),
+        "{human}"
+    );
+    // On one day, the time alone.
+    let text = format!("{}\n{}\n", next_day(1), next_day(2));
+    let full = parse_jsonl_with(&text, "t", &SMALL).unwrap();
+    let human = every_way(&text, None).human(&full);
+    assert!(human.contains("    #1 00:00:04.000 POST"), "{human}");
+    assert!(human.contains("    #2 00:00:04.000 POST"), "{human}");
 }

@@ -173,7 +173,8 @@ fn claimless_note(ix: &Index, incomplete: &mut bool) -> String {
     note
 }
 
-/// Notes on entries a rule could not read (unordered revisions, non-JSON bodies): `incomplete`.
+/// Notes on entries a rule could not read (unordered revisions, intents not read, non-JSON
+/// bodies): `incomplete`.
 fn unjudged_rows(l: &Ledger, incomplete: &mut bool) -> Vec<String> {
     let mut notes = Vec::new();
     let unordered = l.rows.iter().filter(|e| e.unordered_revision);
@@ -183,11 +184,19 @@ fn unjudged_rows(l: &Ledger, incomplete: &mut bool) -> Vec<String> {
             seqs(unordered.map(|e| e.seq), "entry")
         ));
     }
-    let unread = l.rows.iter().filter(|e| e.body_unread);
+    let unread = l.rows.iter().filter(|e| e.intent_unread);
     if unread.clone().next().is_some() {
         notes.push(format!(
-            "the bodies of {} are not JSON, so their intents could not be read: ACC-1 and REC-4 compared them by their recorded intents only",
+            "the intents of {} could not be read (their bodies are not JSON, or hold none of the intent's values): ACC-1 and REC-4 could not judge them, and did not take them for one repeated action",
             seqs(unread.map(|e| e.seq), "action")
+        ));
+    }
+    // A text body with an intent recorded all the same (a hand-made ledger).
+    let text = l.rows.iter().filter(|e| e.body_unread && !e.intent_unread);
+    if text.clone().next().is_some() {
+        notes.push(format!(
+            "the bodies of {} are not JSON, so their intents could not be read: ACC-1 and REC-4 compared them by their recorded intents only",
+            seqs(text.map(|e| e.seq), "action")
         ));
     }
     *incomplete |= !notes.is_empty();

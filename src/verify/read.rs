@@ -1,5 +1,5 @@
 //! Reading an exported JSONL ledger: one [`Entry`] a line through serde, blank lines skipped,
-//! the first bad line named by its number.
+//! seqs increasing line by line; the first bad line named by its number.
 //!
 //! - [`parse_jsonl`]: the entries themselves (`doubleagent report`).
 //! - [`LeanLedger`]: for verification only (`verify --ledger/--url`): each entry becomes a
@@ -12,7 +12,7 @@ use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::report::{describe, Report};
+use super::report::{Described, Report};
 use super::rows::{Ledger, Row, Rows};
 use super::{run, Claims, Limits};
 use crate::hash::{FastMap as HashMap, FastSet as HashSet, FastState};
@@ -173,41 +173,113 @@ pub enum LeanError {
 
 enum PieceError {
     NotUtf8,
-    /// The line (from 0 in its piece) and serde's message.
-    Line(usize, serde_json::Error),
     Io(io::Error),
 }
 
-/// What a piece became: one `T` per entry, and its line count (to number a later bad line).
-type Piece<T> = Result<(Vec<T>, usize), PieceError>;
+/// Why a line is not a ledger entry.
+enum LineError {
+    /// serde's message.
+    Json(serde_json::Error),
+    /// The admin API's `{"entries": [...]}` document, not its JSONL export.
+    Document,
+    /// A seq not above the one before it: `seq`, and the previous entry's line and seq (the line
+    /// from 0 in the piece while in a piece, from 1 in the text after).
+    Order { seq: u64, after: (usize, u64) },
+}
+
+/// What a piece became: one `T` per entry, its line count (to number a later bad line), its
+/// first and last entries' (line from 0, seq), and its first bad line, if any.
+struct Piece<T> {
+    items: Vec<T>,
+    lines: usize,
+    first: Option<(usize, u64)>,
+    last: Option<(usize, u64)>,
+    bad: Option<(usize, LineError)>,
+}
 
 type Parsed<T> = Result<T, serde_json::Error>;
 
-/// The entries of the piece at offset `at`, each line read by `read_line` with its offset.
-fn parse_piece<T>(bytes: &[u8], at: u64, read_line: &impl Fn(&str, u64) -> Parsed<T>) -> Piece<T> {
+/// The admin API's ledger document (`GET /_admin/ledger`), recognised to say what to read instead.
+#[derive(serde::Deserialize)]
+struct Document {
+    #[serde(rename = "entries")]
+    _entries: Vec<serde::de::IgnoredAny>,
+}
+
+/// The entries of the piece at offset `at`, each line read by `read_line` with its offset; `seq`
+/// gives an entry's seq, which must increase line by line.
+fn parse_piece<T>(
+    bytes: &[u8],
+    at: u64,
+    read_line: &impl Fn(&str, u64) -> Parsed<T>,
+    seq: impl Fn(&T) -> u64,
+) -> Result<Piece<T>, PieceError> {
     let text = std::str::from_utf8(bytes).map_err(|_| PieceError::NotUtf8)?;
     let base = text.as_ptr() as usize;
-    // Exported entries are ~600 bytes; a hand-made ledger is small anyway.
-    let mut out = Vec::with_capacity(text.len() / 512 + 1);
-    let mut lines = 0;
+    let mut p = Piece {
+        // Exported entries are ~600 bytes; a hand-made ledger is small anyway.
+        items: Vec::with_capacity(text.len() / 512 + 1),
+        lines: 0,
+        first: None,
+        last: None,
+        bad: None,
+    };
     for (i, l) in text.lines().enumerate() {
-        lines = i + 1;
+        p.lines = i + 1;
         if l.trim().is_empty() {
             continue;
         }
         let offset = at + (l.as_ptr() as usize - base) as u64;
-        out.push(read_line(l, offset).map_err(|e| PieceError::Line(i, e))?);
+        let item = match read_line(l, offset) {
+            Ok(item) => item,
+            // Read again only when it is not an entry, to say what it is instead.
+            Err(_) if serde_json::from_str::<Document>(l).is_ok() => {
+                p.bad = Some((i, LineError::Document));
+                break;
+            }
+            Err(e) => {
+                p.bad = Some((i, LineError::Json(e)));
+                break;
+            }
+        };
+        let s = seq(&item);
+        if let Some(after) = p.last.filter(|(_, last)| s <= *last) {
+            p.bad = Some((i, LineError::Order { seq: s, after }));
+            break;
+        }
+        p.first = p.first.or(Some((i, s)));
+        p.last = Some((i, s));
+        p.items.push(item);
     }
-    Ok((out, lines))
+    Ok(p)
+}
+
+/// `ORIGIN:LINE: not a ledger entry: WHY`, lines numbered from 1.
+fn bad_line(origin: &str, n: usize, e: LineError) -> LeanError {
+    let why = match e {
+        LineError::Json(e) => e.to_string(),
+        LineError::Document => "this is the admin API's {\"entries\": [...]} document; verify \
+             and report read the ledger as JSON lines, one entry a line: export it with \
+             GET /_admin/ledger.jsonl"
+            .to_string(),
+        LineError::Order { seq, after } => format!(
+            "seq {seq} after seq {} (line {}): a ledger's seqs are increasing (a line repeated, \
+             or ledgers joined?)",
+            after.1, after.0
+        ),
+    };
+    LeanError::Entry(format!("{origin}:{n}: not a ledger entry: {why}"))
 }
 
 /// Every line of a JSONL text read by `read_line` (given the line and its offset), in the
-/// pieces read; `origin` names the text in the error, which gives the first bad line's number.
+/// pieces read; `origin` names the text in the error, which gives the first bad line's number
+/// (a line that is no entry, or whose seq, given by `seq`, is not above the one before).
 fn read_all<T: Send>(
     src: Source<'_>,
     origin: &str,
     piece: u64,
     read_line: impl Fn(&str, u64) -> Parsed<T> + Sync,
+    seq: impl Fn(&T) -> u64 + Sync,
 ) -> Result<Vec<Vec<T>>, LeanError> {
     let pieces = usize::try_from(src.len().div_ceil(piece)).unwrap_or(usize::MAX);
     let results = run_pieces(pieces, Vec::new, |buf, k| {
@@ -215,7 +287,12 @@ fn read_all<T: Send>(
         let (at, range) = src
             .piece(from, (from + piece).min(src.len()), buf)
             .map_err(PieceError::Io)?;
-        parse_piece(&buf[range.clone()], at + range.start as u64, &read_line)
+        parse_piece(
+            &buf[range.clone()],
+            at + range.start as u64,
+            &read_line,
+            &seq,
+        )
     });
     // A text not UTF-8 anywhere is refused first, as when it is read whole as a string.
     if results
@@ -226,21 +303,34 @@ fn read_all<T: Send>(
     }
     let mut chunks = Vec::with_capacity(results.len());
     let mut lines_before = 0;
+    // The last entry so far: its line (from 1) and seq.
+    let mut last: Option<(usize, u64)> = None;
     for r in results {
-        match r {
-            Ok((items, lines)) => {
-                lines_before += lines;
-                chunks.push(items);
-            }
+        let p = match r {
+            Ok(p) => p,
             Err(PieceError::Io(e)) => return Err(LeanError::Io(e)),
-            Err(PieceError::Line(i, e)) => {
-                let n = lines_before + i + 1;
-                return Err(LeanError::Entry(format!(
-                    "{origin}:{n}: not a ledger entry: {e}"
-                )));
-            }
             Err(PieceError::NotUtf8) => return Err(LeanError::NotUtf8),
+        };
+        // Where the piece's first entry follows the previous piece's last.
+        if let (Some((n, seq)), Some(after)) = (p.first, last) {
+            if seq <= after.1 {
+                let e = LineError::Order { seq, after };
+                return Err(bad_line(origin, lines_before + n + 1, e));
+            }
         }
+        if let Some((i, e)) = p.bad {
+            let e = match e {
+                LineError::Order { seq, after } => LineError::Order {
+                    seq,
+                    after: (lines_before + after.0 + 1, after.1),
+                },
+                e => e,
+            };
+            return Err(bad_line(origin, lines_before + i + 1, e));
+        }
+        last = p.last.map(|(i, s)| (lines_before + i + 1, s)).or(last);
+        lines_before += p.lines;
+        chunks.push(p.items);
     }
     Ok(chunks)
 }
@@ -258,6 +348,7 @@ pub fn parse_jsonl_with(text: &str, origin: &str, limits: &Limits) -> Result<Vec
         origin,
         limits.piece,
         |l, _| serde_json::from_str::<Entry>(l),
+        |e| e.seq,
     );
     chunks
         .map(|c| c.into_iter().flatten().collect())
@@ -307,9 +398,13 @@ impl<'a> LeanLedger<'a> {
 
     fn of(source: Source<'a>, origin: &str, limits: Limits) -> Result<LeanLedger<'a>, LeanError> {
         let hash = FastState::default();
-        let chunks = read_all(source, origin, limits.piece, |l, at| {
-            Ok(Row::new(serde_json::from_str::<Entry>(l)?, at, &hash))
-        })?;
+        let chunks = read_all(
+            source,
+            origin,
+            limits.piece,
+            |l, at| Ok(Row::new(serde_json::from_str::<Entry>(l)?, at, &hash)),
+            |r| r.seq,
+        )?;
         let rows = Rows::new(chunks);
         Ok(LeanLedger {
             source,
@@ -350,17 +445,17 @@ impl<'a> LeanLedger<'a> {
         // In text order, so that reading them back goes forward.
         lines.sort_unstable_by_key(|(_, at)| *at);
         let parts: Vec<&[(u64, u64)]> = lines.chunks(1000).collect();
-        let described: HashMap<u64, String> = run_pieces(
+        let described: HashMap<u64, Described> = run_pieces(
             parts.len(),
             || (),
-            |_, k| -> Vec<(u64, String)> {
+            |_, k| -> Vec<(u64, Described)> {
                 parts[k]
                     .iter()
                     .filter_map(|&(seq, at)| {
                         // Read once already: a line that no longer reads (the file changed
                         // meanwhile) is named by its seq alone.
                         let e = serde_json::from_str::<Entry>(&self.source.line(at)?).ok()?;
-                        Some((seq, describe(&e)))
+                        Some((seq, Described::of(&e)))
                     })
                     .collect()
             },
@@ -368,7 +463,7 @@ impl<'a> LeanLedger<'a> {
         .into_iter()
         .flatten()
         .collect();
-        report.human_by(|seq| described.get(&seq).cloned())
+        report.human_by(&described)
     }
 }
 

@@ -53,11 +53,16 @@ impl Report {
     /// Readable without the docs: rule, what happened in order, what was expected.
     pub fn human(&self, entries: &[Entry]) -> String {
         let by_seq: HashMap<u64, &Entry> = entries.iter().map(|e| (e.seq, e)).collect();
-        self.human_by(|seq| by_seq.get(&seq).map(|e| describe(e)))
+        let described: HashMap<u64, Described> = (self.findings.iter())
+            .flat_map(|f| &f.entries)
+            .filter_map(|seq| Some((*seq, Described::of(by_seq.get(seq)?))))
+            .collect();
+        self.human_by(&described)
     }
 
-    /// [`Report::human`], each seq's entry described by `describe_seq` (`None`: not in the ledger).
-    pub(super) fn human_by(&self, mut describe_seq: impl FnMut(u64) -> Option<String>) -> String {
+    /// [`Report::human`], with the entries the findings name described (a seq not there: not in
+    /// the ledger).
+    pub(super) fn human_by(&self, described: &HashMap<u64, Described>) -> String {
         let n = self.entries;
         let mut out = if self.state == State::Incomplete {
             format!("doubleagent verify: incomplete: no findings over {n} ledger entries, but not everything could be judged (see the notes)\n")
@@ -67,10 +72,16 @@ impl Report {
             let found = self.findings.len();
             format!("doubleagent verify: {found} finding(s) over {n} ledger entries\n")
         };
+        // The time of day alone, unless the entries named are not all on one day (a manual
+        // clock advanced 24h would otherwise read as seconds apart).
+        let mut days = described.values().map(|d| &d.day);
+        let dated = days.next().is_some_and(|d| days.any(|o| o != d));
         for f in &self.findings {
             let _ = writeln!(out, "\n{}  {}", f.rule, f.summary);
             for &seq in &f.entries {
-                let d = describe_seq(seq).unwrap_or_else(|| format!("#{seq}"));
+                let d = described
+                    .get(&seq)
+                    .map_or_else(|| format!("#{seq}"), |d| d.line(dated));
                 let _ = writeln!(out, "    {d}");
             }
             let _ = writeln!(out, "    expected: {}", f.hint);
@@ -84,8 +95,41 @@ impl Report {
 
 /// `#3 12:00:01.250 POST /payments/v1/transfers key=k-2 rev=1 → executed, applied, 201`
 pub fn describe(e: &Entry) -> String {
-    let time = e.received_at.get(11..23).unwrap_or(&e.received_at);
-    let mut s = format!("#{} {time} ", e.seq);
+    Described::of(e).line(false)
+}
+
+/// An entry as the text report names it, its day apart: shown only when the entries named are
+/// not all on one day.
+pub(super) struct Described {
+    seq: u64,
+    /// `2026-12-06`.
+    day: String,
+    /// From the time of day on: `12:00:01.250 POST ...`.
+    rest: String,
+}
+
+impl Described {
+    pub(super) fn of(e: &Entry) -> Described {
+        let at = &e.received_at;
+        Described {
+            seq: e.seq,
+            day: at.get(..10).unwrap_or_default().to_string(),
+            rest: rest(e, at.get(11..23).unwrap_or(at)),
+        }
+    }
+
+    /// `#3 12:00:01.250 ...`, or `#3 2026-12-06 12:00:01.250 ...` when `dated`.
+    fn line(&self, dated: bool) -> String {
+        match (&self.day, dated) {
+            (day, true) if !day.is_empty() => format!("#{} {day} {}", self.seq, self.rest),
+            _ => format!("#{} {}", self.seq, self.rest),
+        }
+    }
+}
+
+/// What [`describe`] says of `e` from its `time` on.
+fn rest(e: &Entry, time: &str) -> String {
+    let mut s = format!("{time} ");
     if e.disposition == Disposition::Agent || e.disposition == Disposition::Declaration {
         let _ = write!(s, "{} {}", e.service, e.event.as_deref().unwrap_or("event"));
         if let Some(d) = &e.detail {

@@ -45,15 +45,26 @@ pub(super) struct Row {
     pub unordered_revision: bool,
     /// An execution whose body was recorded as text, not JSON: its intent could not be read.
     pub body_unread: bool,
+    /// An execution with no intent that could be read (see [`nothing_read`]): no rule groups it
+    /// with any other, and the verdict says it was not judged.
+    pub intent_unread: bool,
+}
+
+/// An intent none of whose values were found (every pointer `null`, as recorded for a body with
+/// no JSON model) is no intent: such actions are not the same action as one another.
+fn nothing_read(intent: &Option<Value>) -> bool {
+    matches!(intent, Some(Value::Object(m)) if !m.is_empty() && m.values().all(Value::is_null))
 }
 
 impl Row {
     /// The row of an entry found at `at`.
     pub fn new(e: Entry, at: u64, hash: &FastState) -> Row {
-        let intent = e.intent.as_ref().map(Value::to_string);
+        let unread = nothing_read(&e.intent);
+        let intent = e.intent.as_ref().filter(|_| !unread).map(Value::to_string);
         let unordered_revision = e.revision.as_ref().is_some_and(|r| r.ordinal().is_none());
-        let body_unread = e.disposition == Disposition::Executed
-            && matches!(&e.body, Value::String(s) if !s.is_empty());
+        let executed = e.disposition == Disposition::Executed;
+        let body_unread = executed && matches!(&e.body, Value::String(s) if !s.is_empty());
+        let intent_unread = executed && (unread || (body_unread && intent.is_none()));
         Row {
             seq: e.seq,
             replay_of: e.replay_of,
@@ -81,6 +92,7 @@ impl Row {
             error_after_apply: e.fate.is_some_and(|f| f.starts_with("error-after-apply")),
             unordered_revision,
             body_unread,
+            intent_unread,
         }
     }
 
