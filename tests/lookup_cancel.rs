@@ -414,3 +414,30 @@ fn rec4_a_key_that_urls_must_encode_is_found_by_its_encoded_lookup_and_cancel() 
         assert_eq!(found[0]["idempotency_key"], key, "{found}");
     }
 }
+
+#[test]
+fn acc3_a_lookup_answer_sends_a_missing_value_as_null_and_leaves_out_an_unfit_header() {
+    let lookup = r#"respond = { status = 200, headers = { "X-Memo" = "{{body./memo}}" }, json = { id = "{{id}}", key = "{{key}}", memo = "{{body./memo}}" } }"#;
+    let da = world("", lookup, "");
+    let injected = json!({"to": "acct-9", "amount": 1, "memo": "a\r\nSet-Cookie: evil=1"});
+    assert_eq!(da.post_json(CREATE, &[], &injected).unwrap().status, 201);
+    let r = da.get(&format!("{CREATE}/act_1"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.json()["key"],
+        Value::Null,
+        "no key was sent: {}",
+        r.text()
+    );
+    assert_eq!(r.json()["memo"], "a\r\nSet-Cookie: evil=1");
+    assert_eq!(r.header("x-memo"), None);
+    assert_eq!(r.header("set-cookie"), None);
+    let e = last(&da);
+    assert_eq!(e["response"]["status"], 200);
+    assert!(
+        e["detail"]["warnings"]
+            .to_string()
+            .contains("header `X-Memo`"),
+        "{e}"
+    );
+}

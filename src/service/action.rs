@@ -339,18 +339,7 @@ fn render_respond(
         .iter()
         .map(|(k, v)| (k.clone().into(), template::text(v, &ctx).into()))
         .collect();
-    // HTTP's rule for a field value: no control character but tab.
-    let unfit = |v: &str| v.bytes().any(|b| (b < 32 && b != b'\t') || b == 127);
-    let mut warnings = Vec::new();
-    headers.retain(|(k, v)| {
-        let fit = !unfit(v);
-        if !fit {
-            warnings.push(format!(
-                "header `{k}`: its value here holds a control character, so it was left out"
-            ));
-        }
-        fit
-    });
+    let mut warnings = keep_fit_headers(&mut headers);
     let body = match &route.respond.body {
         RespondBody::Json(_, compiled) => {
             if !headers
@@ -378,9 +367,29 @@ fn render_respond(
     (response, warnings)
 }
 
+/// Leave out the rendered headers no header can hold (a request's text with a line break in a
+/// placeholder), so the ledger keeps what the client got; a warning for each.
+pub(super) fn keep_fit_headers(
+    headers: &mut Vec<(Cow<'static, str>, Cow<'static, str>)>,
+) -> Vec<String> {
+    // HTTP's rule for a field value: no control character but tab.
+    let unfit = |v: &str| v.bytes().any(|b| (b < 32 && b != b'\t') || b == 127);
+    let mut warnings = Vec::new();
+    headers.retain(|(k, v)| {
+        let fit = !unfit(v);
+        if !fit {
+            warnings.push(format!(
+                "header `{k}`: its value here holds a control character, so it was left out"
+            ));
+        }
+        fit
+    });
+    warnings
+}
+
 /// The response's warnings in the entry: the client got something the scenario did not say,
 /// and whoever reads the ledger should know it.
-fn note_warnings(record: &mut Record, warnings: Vec<String>) {
+pub(super) fn note_warnings(record: &mut Record, warnings: Vec<String>) {
     if warnings.is_empty() {
         return;
     }

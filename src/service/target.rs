@@ -39,13 +39,15 @@ fn render_lookup(
     target: &Record,
     state: ActionState,
     params: &[(String, String)],
-) -> Response {
-    let vars = Found {
+) -> (Response, Vec<String>) {
+    let found = Found {
         world,
         target,
         state,
         params,
     };
+    // Every name was checked at load: one without a value here is sent as `null`.
+    let vars = template::OrNull(&found);
     let mut headers: Vec<(
         std::borrow::Cow<'static, str>,
         std::borrow::Cow<'static, str>,
@@ -54,6 +56,7 @@ fn render_lookup(
         .iter()
         .map(|(k, v)| (k.clone().into(), template::text(v, &vars).into()))
         .collect();
+    let warnings = super::action::keep_fit_headers(&mut headers);
     let body = match &respond.body {
         RespondBody::Json(v, _) => {
             if !headers
@@ -66,11 +69,12 @@ fn render_lookup(
         }
         RespondBody::Text(t) => template::text(t, &vars).into_bytes(),
     };
-    Response {
+    let response = Response {
         status: respond.status,
         headers,
         body,
-    }
+    };
+    (response, warnings)
 }
 
 /// Placeholders of a lookup's answer, about the action found: `{{action.id}}`,
@@ -157,7 +161,9 @@ pub(super) fn lookup(
         Some((rec, state)) => {
             record.detail = Some(json!({"id": id, "target": rec.seq, "answer": state}).into());
             if let Some(respond) = &route.lookup_respond {
-                return render_lookup(world, respond, &rec, state, params);
+                let (response, warnings) = render_lookup(world, respond, &rec, state, params);
+                super::action::note_warnings(record, warnings);
+                return response;
             }
             let mut v = action_view(world, &rec, Some(state));
             if state != ActionState::Applied {
