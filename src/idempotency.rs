@@ -71,6 +71,8 @@ pub struct Policy {
     pub missing_status: u16,
     /// How the errors doubleagent produces on this route are written.
     pub errors: ErrorShape,
+    /// The longest key taken, in characters (Stripe 255, Adyen 64); a longer one is refused.
+    pub max_key_length: Option<usize>,
 }
 
 /// The shape of an error body, as a provider writes it (see `service::errors`).
@@ -120,6 +122,7 @@ impl Preset {
             conflict_status: 409,
             missing_status: 400,
             errors: ErrorShape::Problem,
+            max_key_length: None,
         };
         match self {
             // The draft's codes: 409 in flight, 422 mismatch, 400 missing (when required).
@@ -128,12 +131,14 @@ impl Preset {
                 replay_header: Some(Cow::Borrowed("Idempotent-Replayed")),
                 mismatch_status: 400,
                 errors: ErrorShape::Stripe,
+                max_key_length: Some(255),
                 ..base
             },
             Preset::Adyen => Policy {
                 retention: Duration::from_secs(31 * 24 * 3600),
                 echo_key: true,
                 errors: ErrorShape::Adyen,
+                max_key_length: Some(64),
                 ..base
             },
             Preset::Paypal => Policy {
@@ -168,6 +173,14 @@ impl Default for Policy {
 }
 
 impl Policy {
+    /// Why `key` is refused before anything else: longer than the provider takes.
+    pub fn refuses_key(&self, key: &str) -> Option<String> {
+        let (max, n) = (self.max_key_length?, key.chars().count());
+        (n > max).then(|| {
+            format!("the idempotency key is {n} characters long; this API takes at most {max}")
+        })
+    }
+
     pub fn caches(&self, status: u16) -> bool {
         match self.cache {
             Cache::All | Cache::Latest => true,

@@ -134,6 +134,7 @@ struct RawIdempotency {
     conflict_status: Option<ErrorStatus>,
     missing_status: Option<ErrorStatus>,
     errors: Option<ErrorShape>,
+    max_key_length: Option<usize>,
 }
 
 /// `fingerprint = "body" | "none" | ["/pointer", ...]`.

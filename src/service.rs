@@ -216,11 +216,11 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         req.revision.take(),
     );
     // A body that declares JSON and is not: refused as a provider refuses it, not read as text.
-    let malformed = match (&json, service, req.too_large || req.incomplete) {
+    let mut refused = match (&json, service, req.too_large || req.incomplete) {
         (None, Some(_), false) => form::malformed(encoding, &req.body),
         _ => None,
     };
-    let found = match !req.too_large && !req.incomplete && malformed.is_none() {
+    let found = match !req.too_large && !req.incomplete && refused.is_none() {
         true => service.and_then(|s| route::find(s, &req, json.as_ref()).map(|(r, p)| (s, r, p))),
         false => None,
     };
@@ -233,6 +233,10 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         .filter(|(_, r, _)| r.kind == RouteKind::Action)
     {
         let p = action::Prepared::of(route, &req, json.as_ref(), text.as_ref());
+        refused = p
+            .key
+            .as_deref()
+            .and_then(|k| route.idempotency.refuses_key(k));
         record.idempotency_key = p.key;
         record.fingerprint = p.fingerprint;
         record.intent = p.intent;
@@ -270,8 +274,8 @@ pub fn admit(world: &World, mut req: Request<'_>) -> Outcome {
         record.detail = Some(json!({ "reason": reason }).into());
         let f = Failure::new(400, Kind::Incomplete, reason);
         (f.respond(shape, record.seq), Plan::Drop)
-    } else if let Some(reason) = malformed {
-        // Refused before routing, as `unmatched` with its reason: nothing is executed.
+    } else if let Some(reason) = refused {
+        // Refused before its route runs, as `unmatched` with its reason: nothing is executed.
         record.detail = Some(json!({ "reason": reason }).into());
         let f = Failure::new(400, Kind::Malformed, reason);
         (f.respond(shape, record.seq), Plan::Now)

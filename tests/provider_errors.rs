@@ -135,3 +135,35 @@ error = { fault = { code = "{{error.status}}", text = "{{error.message}}", kind 
         "the lookup route inherits the service's"
     );
 }
+
+#[test]
+fn rec4_a_key_longer_than_the_provider_takes_is_refused_in_its_shape_and_recorded() {
+    // Stripe takes keys of up to 255 characters, Adyen 64: a fake that took longer ones would
+    // hide a client whose keys the real provider refuses.
+    let da = scenario(r#"idempotency = { preset = "stripe" }"#, r#""respond""#);
+    assert_eq!(post(&da, &"k".repeat(255)).status, 201);
+    let r = post(&da, &"k".repeat(256));
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["type"], "invalid_request_error");
+    let e = da.ledger().last().unwrap().clone();
+    assert_eq!(e["disposition"], "unmatched");
+    assert_eq!(e["applied"], false);
+    assert!(
+        e["detail"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("at most 255"),
+        "{e}"
+    );
+    let adyen = scenario(r#"idempotency = { preset = "adyen" }"#, r#""respond""#);
+    assert_eq!(post(&adyen, &"k".repeat(64)).status, 201);
+    assert_eq!(post(&adyen, &"k".repeat(65)).status, 400);
+    // A scenario sets its own limit, or none (0).
+    let own = scenario(r#"idempotency = { max_key_length = 3 }"#, r#""respond""#);
+    assert_eq!(post(&own, "abcd").status, 400);
+    let none = scenario(
+        r#"idempotency = { preset = "stripe", max_key_length = 0 }"#,
+        r#""respond""#,
+    );
+    assert_eq!(post(&none, &"k".repeat(300)).status, 201);
+}

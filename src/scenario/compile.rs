@@ -396,6 +396,10 @@ fn resolve_policy(svc: &RawIdempotency, route: Option<&RawIdempotency>) -> Polic
         p.conflict_status = layer.conflict_status.map_or(p.conflict_status, |s| s.0);
         p.missing_status = layer.missing_status.map_or(p.missing_status, |s| s.0);
         p.errors = layer.errors.unwrap_or(p.errors);
+        // 0: no limit.
+        if let Some(n) = layer.max_key_length {
+            p.max_key_length = (n > 0).then_some(n);
+        }
     }
     p
 }
