@@ -175,7 +175,8 @@ impl Default for Policy {
 impl Policy {
     /// Why `key` is refused before anything else: longer than the provider takes.
     pub fn refuses_key(&self, key: &str) -> Option<String> {
-        let (max, n) = (self.max_key_length?, key.chars().count());
+        let max = self.max_key_length.filter(|max| key.len() > *max)?;
+        let n = key.chars().count();
         (n > max).then(|| {
             format!("the idempotency key is {n} characters long; this API takes at most {max}")
         })

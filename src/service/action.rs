@@ -372,11 +372,10 @@ fn render_respond(
 pub(super) fn keep_fit_headers(
     headers: &mut Vec<(Cow<'static, str>, Cow<'static, str>)>,
 ) -> Vec<String> {
-    // HTTP's rule for a field value: no control character but tab.
-    let unfit = |v: &str| v.bytes().any(|b| (b < 32 && b != b'\t') || b == 127);
     let mut warnings = Vec::new();
     headers.retain(|(k, v)| {
-        let fit = !unfit(v);
+        // As the server will build it (no control character but tab).
+        let fit = hyper::header::HeaderValue::from_str(v).is_ok();
         if !fit {
             warnings.push(format!(
                 "header `{k}`: its value here holds a control character, so it was left out"
