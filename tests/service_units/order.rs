@@ -41,13 +41,32 @@ fn transfer() -> Request<'static> {
     }
 }
 
+fn world() -> Arc<World> {
+    let scenario = Scenario::from_toml(SCENARIO, "order.toml").unwrap();
+    Arc::new(World::new(Arc::new(scenario), None))
+}
+
+/// Entries in seq order are in time order too.
+fn assert_times_follow_seqs(entries: &[doubleagent::Entry]) {
+    // RFC 3339 with milliseconds, all on one day: text order is time order.
+    for pair in entries.windows(2) {
+        assert!(
+            pair[0].received_at <= pair[1].received_at,
+            "seq {} received at {}, after seq {} at {}",
+            pair[0].seq,
+            pair[0].received_at,
+            pair[1].seq,
+            pair[1].received_at
+        );
+    }
+}
+
 /// REC-4: a retry with the key of an action that has completed is a replay, whoever raced whom
 /// to the world's lock. A request's time is read when it is admitted, so the ledger's times
 /// follow its seqs and no request admitted after the execution sees it still in progress (409).
 #[test]
 fn rec4_concurrent_retries_of_a_completed_action_all_replay_and_times_follow_seqs() {
-    let scenario = Scenario::from_toml(SCENARIO, "order.toml").unwrap();
-    let world = Arc::new(World::new(Arc::new(scenario), None));
+    let world = world();
     let threads: Vec<_> = (0..8)
         .map(|_| {
             let world = world.clone();
@@ -68,17 +87,7 @@ fn rec4_concurrent_retries_of_a_completed_action_all_replay_and_times_follow_seq
         .filter(|e| e.disposition == Disposition::Executed)
         .count();
     assert_eq!(executed, 1);
-    // RFC 3339 with milliseconds, all on one day: text order is time order.
-    for pair in entries.windows(2) {
-        assert!(
-            pair[0].received_at <= pair[1].received_at,
-            "seq {} received at {}, after seq {} at {}",
-            pair[0].seq,
-            pair[0].received_at,
-            pair[1].seq,
-            pair[1].received_at
-        );
-    }
+    assert_times_follow_seqs(&entries);
 }
 
 /// The same for entries of the world's own (an agent's step, an MCP server's task poll) appended
@@ -86,8 +95,7 @@ fn rec4_concurrent_retries_of_a_completed_action_all_replay_and_times_follow_seq
 /// (the verifier orders what happened by them: ACC-2, REC-3).
 #[test]
 fn acc2_agent_entries_among_admissions_are_timed_in_seq_order() {
-    let scenario = Scenario::from_toml(SCENARIO, "order.toml").unwrap();
-    let world = Arc::new(World::new(Arc::new(scenario), None));
+    let world = world();
     let threads: Vec<_> = (0..8)
         .map(|t| {
             let world = world.clone();
@@ -111,14 +119,5 @@ fn acc2_agent_entries_among_admissions_are_timed_in_seq_order() {
     }
     let entries = world.entries(&Filter::default());
     assert_eq!(entries.len(), 16_000);
-    for pair in entries.windows(2) {
-        assert!(
-            pair[0].received_at <= pair[1].received_at,
-            "seq {} received at {}, after seq {} at {}",
-            pair[0].seq,
-            pair[0].received_at,
-            pair[1].seq,
-            pair[1].received_at
-        );
-    }
+    assert_times_follow_seqs(&entries);
 }
