@@ -207,8 +207,13 @@ respond = { status = 201, json = { id = "{{action.id}}", status = "succeeded" } 
 
 /// The scenario with a `book` tool whose calls run as 2 s tasks.
 fn with_tasks() -> String {
+    with_tasks_that("")
+}
+
+/// [`with_tasks`] with more settings of the tasks (`cancel = "honor", `).
+fn with_tasks_that(settings: &str) -> String {
     format!(
-        "{SCENARIO}\n[[mcp.payments.tools]]\nname = \"book\"\ninput_schema = {{ type = \"object\" }}\ncall = {{ service = \"payments\", route = \"create-transfer\" }}\ntask = {{ duration = \"2s\" }}\n"
+        "{SCENARIO}\n[[mcp.payments.tools]]\nname = \"book\"\ninput_schema = {{ type = \"object\" }}\ncall = {{ service = \"payments\", route = \"create-transfer\" }}\ntask = {{ {settings}duration = \"2s\" }}\n"
     )
 }
 
@@ -384,4 +389,79 @@ fn rec_4_acc_1_a_session_that_expires_after_the_effect_and_a_blind_re_call_in_a_
     );
     assert_eq!(findings(&da, "ACC-1").len(), 1);
     assert_eq!(findings(&da, "REC-4").len(), 1);
+}
+
+#[test]
+fn rec_3_acc_3_claims_about_mcp_tasks_are_judged_by_their_cancel_and_their_effect() {
+    // Two `book` tasks: the first cancelled in time (honoured, its effect never lands), the
+    // second left to complete. True claims about both are no finding (REC-3, ACC-3)...
+    let da = Da::start(&with_tasks_that("cancel = \"honor\", "));
+    let first = call_on(&da, 1)["result"]["taskId"].clone();
+    let second = call_on(&da, 2)["result"]["taskId"].clone();
+    let cancelled = task_request(&da, 3, "tasks/cancel", json!({"taskId": first}), &[]);
+    assert!(cancelled["error"].is_null(), "{cancelled}");
+    da.advance("3s");
+    let done = task_request(&da, 4, "tasks/get", json!({"taskId": second}), &[]);
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    claim(
+        &da,
+        json!({"tasks": [{"task_id": first, "claim": "cancelled"},
+                         {"task_id": second, "claim": "completed"}]}),
+    );
+    assert!(
+        findings(&da, "REC-3").is_empty(),
+        "{:?}",
+        findings(&da, "REC-3")
+    );
+    assert!(
+        findings(&da, "ACC-3").is_empty(),
+        "{:?}",
+        findings(&da, "ACC-3")
+    );
+
+    // ...and the opposite claims are both found.
+    let da2 = Da::start(&with_tasks_that("cancel = \"honor\", "));
+    let first = call_on(&da2, 1)["result"]["taskId"].clone();
+    let second = call_on(&da2, 2)["result"]["taskId"].clone();
+    task_request(&da2, 3, "tasks/cancel", json!({"taskId": first}), &[]);
+    da2.advance("3s");
+    claim(
+        &da2,
+        json!({"tasks": [{"task_id": first, "claim": "completed"},
+                         {"task_id": second, "claim": "cancelled"}]}),
+    );
+    let acc3 = findings(&da2, "ACC-3");
+    assert_eq!(acc3.len(), 1, "{acc3:?}");
+    assert!(
+        acc3[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains(first.as_str().unwrap()),
+        "{acc3:?}"
+    );
+    let rec3 = findings(&da2, "REC-3");
+    assert_eq!(rec3.len(), 1, "{rec3:?}");
+    let summary = rec3[0]["summary"].as_str().unwrap();
+    assert!(summary.contains(second.as_str().unwrap()), "{summary}");
+    assert!(
+        summary.contains("no cancel was ever requested"),
+        "{summary}"
+    );
+
+    // A cancel the tool ignores does not stop the effect: claiming it cancelled is REC-3.
+    let da3 = Da::start(&with_tasks_that("cancel = \"ignore\", "));
+    let task = call_on(&da3, 1)["result"]["taskId"].clone();
+    task_request(&da3, 2, "tasks/cancel", json!({"taskId": task}), &[]);
+    da3.advance("3s");
+    claim(
+        &da3,
+        json!({"tasks": [{"task_id": task, "claim": "cancelled"}]}),
+    );
+    let rec3 = findings(&da3, "REC-3");
+    assert_eq!(rec3.len(), 1, "{rec3:?}");
+    let summary = rec3[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("the cancel was ignored and its action took effect"),
+        "{summary}"
+    );
 }

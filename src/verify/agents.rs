@@ -1,10 +1,11 @@
 //! Rules about the orchestrator's dealings with agents: a message id resent to an agent that
 //! does not de-duplicate (REC-4), a message to a task already finished (REC-6), and tasks
-//! claimed cancelled or completed against what the agent reported (REC-3, ACC-3).
+//! claimed cancelled or completed against what the agent reported (REC-3, ACC-3); an MCP
+//! task's claim against its action's effect.
 
 use serde_json::Value;
 
-use super::claims::{Claims, TaskOutcome};
+use super::claims::{Claims, TaskClaim, TaskOutcome};
 use super::index::Index;
 use super::report::Finding;
 use super::rows::{str_field, Row};
@@ -75,6 +76,10 @@ pub(super) fn rec3_cancel_claims(ix: &Index, claims: &Claims, out: &mut Vec<Find
             .rows()
             .filter(|e| e.disposition == Disposition::Agent && e.task_of() == Some(id))
             .collect();
+        if about.iter().any(|e| e.service.starts_with("mcp/")) {
+            mcp_task_claim(ix, t, &about, out);
+            continue;
+        }
         let cancels: Vec<&Row> = about
             .iter()
             .copied()
@@ -128,5 +133,53 @@ pub(super) fn rec3_cancel_claims(ix: &Index, claims: &Claims, out: &mut Vec<Find
             }
             _ => {}
         }
+    }
+}
+
+/// REC-3 and ACC-3 for an MCP task, whose truth is its action's effect: claimed cancelled, it
+/// must have been cancelled in time (honoured, the effect never landed); claimed completed, its
+/// effect must have landed.
+fn mcp_task_claim(ix: &Index, t: &TaskClaim, about: &[&Row], out: &mut Vec<Finding>) {
+    let id = t.task_id.as_str();
+    let started = super::effects::tasks_started(ix);
+    let action = started
+        .iter()
+        .find(|(_, task)| **task == id)
+        .map(|(s, _)| *s);
+    let action = action.and_then(|seq| ix.rows().find(|r| r.seq == seq));
+    let took_effect = action.is_some_and(|a| a.applied);
+    let effect = match took_effect {
+        true => "its action took effect",
+        false => "its action never took effect",
+    };
+    let cancels: Vec<&Row> = about
+        .iter()
+        .copied()
+        .filter(|e| e.agent_event("task-cancel").is_some())
+        .collect();
+    let entries = cancels.iter().map(|e| e.seq).chain(action.map(|a| a.seq));
+    let in_time = cancels
+        .iter()
+        .any(|c| c.detail_str("outcome") == Some("cancelled"));
+    match t.claim {
+        TaskOutcome::Cancelled if took_effect || !in_time => {
+            let why = match cancels.last() {
+                None => "no cancel was ever requested".to_string(),
+                Some(c) => format!("the cancel was {}", c.detail_str("outcome").unwrap_or("?")),
+            };
+            out.push(Finding {
+                rule: "REC-3".into(),
+                summary: format!("task {id} was claimed cancelled, but {why} and {effect}"),
+                entries: entries.collect(),
+                hint: "record \"stop requested\" until tasks/get shows the task cancelled; a cancel can be ignored or come too late".into(),
+            });
+        }
+        TaskOutcome::Completed if !took_effect => out.push(Finding {
+            rule: "ACC-3".into(),
+            summary: format!("task {id} was claimed completed, but {effect}"),
+            entries: entries.collect(),
+            hint: "report the status tasks/get shows (completed only once it does); unknown if it cannot be observed".into(),
+        }),
+        _ => {}
     }
 }

@@ -109,7 +109,7 @@ pub(super) fn rec4_blind_retries(ix: &Index, out: &mut Vec<Finding>) {
 /// The MCP task each tool call started, by the call's seq: its `task-created` entry names the
 /// call, or, for a task that asked first (created before its call was admitted), the call's own
 /// MCP facts name the task.
-fn tasks_started<'e>(ix: &Index<'e>) -> crate::hash::FastMap<u64, &'e str> {
+pub(super) fn tasks_started<'e>(ix: &Index<'e>) -> crate::hash::FastMap<u64, &'e str> {
     let mut m = crate::hash::FastMap::default();
     for e in ix.rows() {
         if let Some(d) = e.agent_event("task-created") {
