@@ -576,3 +576,45 @@ fn res6_state_and_answers_of_a_piecemeal_batch_carry_across_a_restart() {
     assert_eq!(r4.outcome(), "success");
     assert_eq!(transfers(&da).len(), 2);
 }
+
+#[test]
+fn rec4_a_run_streaming_at_the_crash_is_recorded_as_abandoned_not_sent_after_the_restart() {
+    // A slow first turn: the run has sent RUN_STARTED and waits when the server is killed.
+    let text = std::fs::read_to_string(shipped("agui-approval.toml"))
+        .unwrap()
+        .replacen(
+            "text = \"I will move 100 to acct-9.\"",
+            "text = \"I will move 100 to acct-9.\"\ndelay = \"5s\"",
+            1,
+        );
+    let scenario = temp_file("slow-start.toml", &text);
+    let journal = fresh_journal();
+    let da = serve(&scenario, &journal);
+    let body = Thread::new("approver", "t1").input(&[]);
+    let mut s = send(
+        &da.url,
+        "POST",
+        "/agents/approver",
+        &[
+            ("content-type", "application/json"),
+            ("accept", "text/event-stream"),
+        ],
+        body.to_string().as_bytes(),
+    );
+    read_until(&mut s, "RUN_STARTED");
+    kill9(da);
+    drop(s);
+
+    let da = serve(&scenario, &journal);
+    let fin = events_of(&da, "approver", "run-finished");
+    assert_eq!(fin.len(), 1);
+    assert_eq!(fin[0]["detail"]["cause"], "restart");
+    // The client never got RUN_FINISHED: the entry says so, as for a client that went away.
+    assert_eq!(fin[0]["response"]["delivery"], "abandoned", "{}", fin[0]);
+    // And it stays so across a second restart.
+    kill9(da);
+    let da = serve(&scenario, &journal);
+    let fin = events_of(&da, "approver", "run-finished");
+    assert_eq!(fin.len(), 1);
+    assert_eq!(fin[0]["response"]["delivery"], "abandoned");
+}

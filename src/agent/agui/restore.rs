@@ -159,6 +159,8 @@ pub fn restore(world: &Arc<World>) -> usize {
         }
         let mut rec = Record::agent_event(&s.agent, "run-finished", now, detail);
         rec.work_id = Some(s.run_id.clone());
+        // Its client never got RUN_FINISHED (REC-4), as for one that went away.
+        rec.abandon(now);
         world.lock().ledger.append(rec);
     }
 
