@@ -618,3 +618,32 @@ fn rec4_a_run_streaming_at_the_crash_is_recorded_as_abandoned_not_sent_after_the
     assert_eq!(fin.len(), 1);
     assert_eq!(fin[0]["response"]["delivery"], "abandoned");
 }
+
+#[test]
+fn acc1_a_retried_continuation_after_a_restart_never_runs_the_call_again() {
+    let journal = fresh_journal();
+    let scenario = shipped("agui-approval.toml");
+    let da = serve(&scenario, &journal);
+    let mut t = Thread::new("approver", "t1");
+    assert_eq!(t.run(&da, &[]).outcome(), "interrupt");
+    // The continuation succeeds, but its client never hears it (its messages keep the call
+    // without a result).
+    let lost = t.input(&[approve()]);
+    let heard = to_run(da.post_json("/agents/approver", &[], &lost).unwrap());
+    assert_eq!(heard.outcome(), "success");
+    kill9(da);
+
+    let da = serve(&scenario, &journal);
+    let r = to_run(
+        da.post_json("/agents/approver", &[], &t.input(&[approve()]))
+            .unwrap(),
+    );
+    assert_eq!(r.outcome(), "success", "not asked again: {:?}", r.types());
+    let results = r.of_type("TOOL_CALL_RESULT");
+    assert_eq!(results.len(), 1);
+    assert_eq!(
+        results[0]["content"],
+        heard.of_type("TOOL_CALL_RESULT")[0]["content"]
+    );
+    assert_eq!(transfers(&da).len(), 1, "exactly once");
+}

@@ -105,21 +105,53 @@ fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
-/// Per-world AG-UI state: open checkpoints by (agent, thread).
+/// Per-world AG-UI state, by (agent, thread): a stateful agent's open checkpoints and the tool
+/// calls it settled.
 #[derive(Default)]
 pub(crate) struct Threads {
-    open: Mutex<HashMap<(String, String), Checkpoint>>,
+    maps: Mutex<ThreadMaps>,
+}
+
+type ThreadKey = (String, String);
+
+#[derive(Default)]
+pub(crate) struct ThreadMaps {
+    pub open: HashMap<ThreadKey, Checkpoint>,
+    /// The calls each thread ran (or skipped with a result), with the result content once
+    /// known: a call id runs at most once per thread, whatever stale messages a retry carries.
+    pub settled: HashMap<ThreadKey, HashMap<String, Option<String>>>,
 }
 
 impl Threads {
-    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), Checkpoint>> {
-        // The map holds plain values; a panic elsewhere cannot leave one half-written.
-        unpoisoned(self.open.lock())
+    fn lock(&self) -> MutexGuard<'_, ThreadMaps> {
+        // The maps hold plain values; a panic elsewhere cannot leave one half-written.
+        unpoisoned(self.maps.lock())
     }
 
     pub(crate) fn store(&self, agent: &str, thread: &str, cp: Checkpoint) {
-        self.lock()
-            .insert((agent.to_string(), thread.to_string()), cp);
+        let key = (agent.to_string(), thread.to_string());
+        self.lock().open.insert(key, cp);
+    }
+
+    /// Take call `id` of the thread for running it: `None` if it is this run's now, else what
+    /// the run that settled it first got (`Some(None)` while its result is unknown).
+    pub(crate) fn claim(&self, agent: &str, thread: &str, id: &str) -> Option<Option<String>> {
+        let key = (agent.to_string(), thread.to_string());
+        let mut maps = self.lock();
+        let calls = maps.settled.entry(key).or_default();
+        if let Some(had) = calls.get(id) {
+            return Some(had.clone());
+        }
+        calls.insert(id.to_string(), None);
+        None
+    }
+
+    /// The result content call `id` of the thread got.
+    pub(crate) fn settle(&self, agent: &str, thread: &str, id: &str, result: &str) {
+        let key = (agent.to_string(), thread.to_string());
+        let mut maps = self.lock();
+        let calls = maps.settled.entry(key).or_default();
+        calls.insert(id.to_string(), Some(result.to_string()));
     }
 }
 

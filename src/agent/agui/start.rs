@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use super::admit::Settled;
 use super::input::RunAgentInput;
 use super::interrupt::Interrupt;
 use super::message::{Message, ToolCall};
@@ -118,14 +119,17 @@ fn calls_from_messages(
 }
 
 /// Where the run starts. A consumed checkpoint says it exactly; otherwise the first interrupt
-/// this continuation answers (or leaves open) that the script declares gives the boundary; an
-/// input answering the frontend tool calls of the latest scripted turn continues after it;
-/// anything else plays the script from the top.
+/// this continuation answers (or leaves open) that the script declares gives the boundary; a
+/// continuation whose messages show calls that already ran on the thread (`ran`: a retry whose
+/// client never heard their results) re-enters their tools step, where they are done; an input
+/// answering the frontend tool calls of the latest scripted turn continues after it; anything
+/// else plays the script from the top.
 pub(super) fn start_point(
     spec: &AgUiAgent,
     input: &RunAgentInput,
     checkpoint: Option<&Checkpoint>,
     j: &Judgement,
+    ran: &Settled,
 ) -> Start {
     let answered = answered_calls(&input.messages);
     if let Some(cp) = checkpoint {
@@ -156,6 +160,25 @@ pub(super) fn start_point(
             };
             return Start::At { boundary, calls };
         }
+    }
+    let ran_in = (input.messages.iter().rev().flat_map(Message::tool_calls))
+        .find(|c| ran.contains_key(&c.id))
+        .and_then(|c| parse_call_id(&c.id));
+    if let Some((iteration, _)) = ran_in.filter(|_| j.is_continuation) {
+        let calls = calls_from_messages(spec, &input.messages, iteration).map(|calls| {
+            let done = |mut c: Call| {
+                if let Some(result) = ran.get(&c.id) {
+                    (c.done, c.result) = (true, result.clone());
+                }
+                c
+            };
+            calls.into_iter().map(done).collect()
+        });
+        let boundary = Boundary {
+            iteration,
+            phase: Phase::BeforeTools,
+        };
+        return Start::At { boundary, calls };
     }
     // A frontend-tool pause answered: the latest assistant message with scripted calls has
     // frontend calls, all with results, and the user has not spoken since.
