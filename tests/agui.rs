@@ -620,6 +620,42 @@ fn acc1_concurrent_continuations_of_one_thread_run_the_call_at_most_once() {
 }
 
 #[test]
+fn int4_two_threads_reusing_run_ids_get_distinct_tool_calls_and_each_its_own_transfer() {
+    // The walkthrough's fixed run ids, on two threads; the tool's Idempotency-Key is the call id.
+    let da = Da::start_file("agui-approval.toml");
+    let pay = |thread: &str| {
+        let user = json!({"id": "u1", "role": "user", "content": "Pay acct-9 100"});
+        let input = json!({"threadId": thread, "runId": "r1", "messages": [user]});
+        let asked = post(&da, "approver", &input);
+        let call = asked.of_type("TOOL_CALL_START")[0].clone();
+        let proposed = json!({"id": call["parentMessageId"], "role": "assistant", "content": "",
+            "toolCalls": [{"id": call["toolCallId"], "type": "function",
+            "function": {"name": "transfer_funds", "arguments": "{}"}}]});
+        let input = json!({"threadId": thread, "runId": "r2", "messages": [user, proposed],
+            "resume": [resolved("approve-transfer", approve())]});
+        let done = post(&da, "approver", &input);
+        assert_eq!(done.outcome(), "success");
+        let result = done.of_type("TOOL_CALL_RESULT")[0].clone();
+        assert_eq!(result["toolCallId"], call["toolCallId"]);
+        (call["toolCallId"].clone(), result["content"].clone())
+    };
+    let (a_call, a_result) = pay("tA");
+    let (b_call, b_result) = pay("tB");
+    // The first thread keeps the plain form the walkthrough shows.
+    assert_eq!(a_call, "call-0-0-r1");
+    assert_ne!(a_call, b_call, "one call per thread");
+    assert_ne!(a_result, b_result, "tB heard its own transfer, not tA's");
+    let executed: Vec<Value> = (da.ledger().into_iter())
+        .filter(|e| e["service"] == "payments")
+        .collect();
+    assert_eq!(executed.len(), 2);
+    for (e, call) in executed.iter().zip([&a_call, &b_call]) {
+        assert_eq!(e["disposition"], "executed", "{e}");
+        assert_eq!(e["work_id"], *call);
+    }
+}
+
+#[test]
 fn int2_success_while_interrupted_happens_only_by_deliberate_violation() {
     let da = Da::start_file("agui-misbehaving.toml");
     let r = Client::new(&da, "liar", "t1").run(&[]);

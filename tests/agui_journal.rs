@@ -647,3 +647,20 @@ fn acc1_a_retried_continuation_after_a_restart_never_runs_the_call_again() {
     );
     assert_eq!(transfers(&da).len(), 1, "exactly once");
 }
+
+#[test]
+fn int4_a_run_id_reused_on_another_thread_after_a_restart_still_gets_its_own_tool_calls() {
+    let journal = fresh_journal();
+    let scenario = shipped("agui-approval.toml");
+    let da = serve(&scenario, &journal);
+    let user = json!({"id": "u1", "role": "user", "content": "Pay acct-9 100"});
+    let first = |da: &Da, thread: &str| {
+        let input = json!({"threadId": thread, "runId": "r1", "messages": [user]});
+        let r = to_run(da.post_json("/agents/approver", &[], &input).unwrap());
+        r.interrupts()[0]["toolCallId"].clone()
+    };
+    assert_eq!(first(&da, "tA"), "call-0-0-r1");
+    kill9(da);
+    let da = serve(&scenario, &journal);
+    assert_eq!(first(&da, "tB"), "call-0-0-r1@tB");
+}

@@ -30,6 +30,8 @@ pub(super) struct Admitted {
     pub started_at: std::time::Duration,
     /// The orchestrator's revision the run was started under (see [`run_revision`]).
     pub revision: Option<Revision>,
+    /// What its tool call ids end with ([`Threads::call_tag`]).
+    pub call_tag: String,
 }
 
 /// Calls already settled on the thread, by id, with their result content once known.
@@ -145,6 +147,8 @@ pub(super) fn admit(
     }
     let started_at = world.clock.now();
     let revision = run_revision(req, &input);
+    let threads = world.extension::<Threads>();
+    let call_tag = threads.call_tag(name, &input.run_id, &input.thread_id);
     let mut rec = Record::agent_event(name, "run-started", started_at, detail);
     rec.work_id = Some(input.run_id.clone());
     rec.revision = revision.clone();
@@ -163,6 +167,7 @@ pub(super) fn admit(
         notices,
         started_at,
         revision,
+        call_tag,
     })
 }
 

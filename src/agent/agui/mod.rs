@@ -120,6 +120,8 @@ pub(crate) struct ThreadMaps {
     /// The calls each thread ran (or skipped with a result), with the result content once
     /// known: a call id runs at most once per thread, whatever stale messages a retry carries.
     pub settled: HashMap<ThreadKey, HashMap<String, Option<String>>>,
+    /// The thread each run id was first admitted on, by (agent, run id) (see [`Threads::call_tag`]).
+    pub runs: HashMap<(String, String), String>,
 }
 
 impl Threads {
@@ -131,6 +133,20 @@ impl Threads {
     pub(crate) fn store(&self, agent: &str, thread: &str, cp: Checkpoint) {
         let key = (agent.to_string(), thread.to_string());
         self.lock().open.insert(key, cp);
+    }
+
+    /// What a run's tool call ids end with (`call-<i>-<k>-<tag>`): its run id, qualified with
+    /// its thread (`r1@tB`) when another thread of the agent was first to use that run id, so
+    /// that no two threads share a call id (nor the work id and key it lends the call's request).
+    pub(crate) fn call_tag(&self, agent: &str, run: &str, thread: &str) -> String {
+        let mut maps = self.lock();
+        let key = (agent.to_string(), run.to_string());
+        let first = maps.runs.entry(key).or_insert_with(|| thread.to_string());
+        if first == thread {
+            run.to_string()
+        } else {
+            [run, "@", thread].concat()
+        }
     }
 
     /// Take call `id` of the thread for running it: `None` if it is this run's now, else what

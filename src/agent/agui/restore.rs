@@ -171,6 +171,7 @@ pub fn restore(world: &Arc<World>) -> usize {
     *threads.lock() = ThreadMaps {
         open: rb.open,
         settled: rb.results,
+        runs: rb.runs,
     };
     if n > 0 || interrupted > 0 {
         tracing::info!(
@@ -193,6 +194,8 @@ struct Rebuild {
     awaiting: HashMap<(String, String, String), usize>,
     /// Result contents of calls that ran or were skipped, by (agent, thread) then call id.
     results: HashMap<(String, String), HashMap<String, Option<String>>>,
+    /// The thread each run id was first started on, by (agent, run id).
+    runs: HashMap<(String, String), String>,
     /// (agent, call id) of calls that reached a service.
     reached: HashSet<(String, String)>,
 }
@@ -229,6 +232,8 @@ impl Rebuild {
         let run = (agent.clone(), thread.clone(), run_id.clone());
         match event {
             "run-started" => {
+                let first = self.runs.entry((agent.clone(), run_id.clone()));
+                first.or_insert_with(|| thread.clone());
                 let mut consumed = None;
                 let ix = self.started.len();
                 if let Some(c) = str_of(d, "continues") {

@@ -23,16 +23,17 @@ pub(crate) fn plain_interrupt(d: &InterruptSpec) -> Interrupt {
     i
 }
 
-/// Tool call ids are `call-<iteration>-<k>-<runId>`: unique per thread (the run id), and
-/// readable back into a script position by an agent that keeps nothing.
-pub(crate) fn call_id(iteration: usize, k: usize, run_id: &str) -> String {
-    let mut id = String::with_capacity(run_id.len() + 12);
+/// Tool call ids are `call-<iteration>-<k>-<tag>`, the tag being the run id, qualified with the
+/// thread if another thread used that run id first ([`super::Threads::call_tag`]): unique per
+/// agent, and readable back into a script position by an agent that keeps nothing.
+pub(crate) fn call_id(iteration: usize, k: usize, tag: &str) -> String {
+    let mut id = String::with_capacity(tag.len() + 12);
     id.push_str("call-");
     push_index(&mut id, iteration);
     id.push('-');
     push_index(&mut id, k);
     id.push('-');
-    id.push_str(run_id);
+    id.push_str(tag);
     id
 }
 
