@@ -141,6 +141,7 @@ impl Threads {
     pub(crate) fn call_tag(&self, agent: &str, run: &str, thread: &str) -> String {
         let mut maps = self.lock();
         let key = (agent.to_string(), run.to_string());
+        forget_past_bound(&mut maps.runs, &key, KEPT);
         let first = maps.runs.entry(key).or_insert_with(|| thread.to_string());
         if first == thread {
             run.to_string()
@@ -154,6 +155,7 @@ impl Threads {
     pub(crate) fn claim(&self, agent: &str, thread: &str, id: &str) -> Option<Option<String>> {
         let key = (agent.to_string(), thread.to_string());
         let mut maps = self.lock();
+        forget_past_bound(&mut maps.settled, &key, KEPT);
         let calls = maps.settled.entry(key).or_default();
         if let Some(had) = calls.get(id) {
             return Some(had.clone());
@@ -168,6 +170,18 @@ impl Threads {
         let mut maps = self.lock();
         let calls = maps.settled.entry(key).or_default();
         calls.insert(id.to_string(), Some(result.to_string()));
+    }
+}
+
+/// Runs (and threads with settled calls) remembered at most: as many as a server's ledger keeps
+/// entries by default, so a long-lived sidecar's memory stays bounded. Past it, everything
+/// remembered is forgotten at once: only a run id reused, or a continuation retried, that long
+/// after could then be taken as new.
+const KEPT: usize = crate::world::DEFAULT_MAX_ENTRIES;
+
+fn forget_past_bound<K: std::hash::Hash + Eq, V>(m: &mut HashMap<K, V>, adding: &K, kept: usize) {
+    if m.len() >= kept && !m.contains_key(adding) {
+        m.clear();
     }
 }
 
@@ -275,5 +289,19 @@ fn play(world: Arc<World>, name: String, spec: &AgUiAgent, admitted: admit::Admi
             // only way to get here without one is to have ended with the whole body.
             body: whole.unwrap_or_default(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_threads_remember_is_bounded_and_a_known_key_keeps_it() {
+        let mut m: HashMap<u32, ()> = (0..2).map(|k| (k, ())).collect();
+        forget_past_bound(&mut m, &1, 2);
+        assert_eq!(m.len(), 2, "a key already known adds nothing");
+        forget_past_bound(&mut m, &7, 2);
+        assert!(m.is_empty(), "a new key past the bound forgets the rest");
     }
 }
