@@ -560,6 +560,102 @@ fn int2_an_aborted_continuation_leaves_its_interrupt_open_for_the_retry() {
 }
 
 #[test]
+fn acc1_a_retried_continuation_after_its_success_never_runs_the_call_again() {
+    // No Idempotency-Key on the tool: only the agent itself can keep the transfer single.
+    let da = Da::start(&world(APPROVER));
+    let mut c = Client::new(&da, "approver", "t1");
+    let call_id = c.run(&[]).interrupts()[0]["toolCallId"].clone();
+    // The client loses the stream of its continuation, so its messages still hold the call
+    // without a result, and it sends the same answer again under new run ids.
+    let lost = c.input(&[resolved("approve-transfer", approve())]);
+    assert_eq!(post(&da, "approver", &lost).outcome(), "success");
+    let first = applied(&da, "payments");
+    assert_eq!(first.len(), 1);
+    for _ in 0..2 {
+        let r = post(
+            &da,
+            "approver",
+            &c.input(&[resolved("approve-transfer", approve())]),
+        );
+        assert_eq!(r.outcome(), "success", "not asked again: {:?}", r.types());
+        let result = r.of_type("TOOL_CALL_RESULT");
+        assert_eq!(result.len(), 1, "the result it had is sent again");
+        assert_eq!(result[0]["toolCallId"], call_id);
+        let content: Value = serde_json::from_str(result[0]["content"].as_str().unwrap()).unwrap();
+        assert_eq!(content["id"], first[0]["action_id"]);
+        assert_eq!(r.texts(), vec!["Done."]);
+    }
+    assert_eq!(applied(&da, "payments").len(), 1, "exactly once");
+    let ran = events_of(&da, "approver", "tool-call");
+    assert_eq!(ran.len(), 1, "{ran:?}");
+}
+
+#[test]
+fn acc1_concurrent_continuations_of_one_thread_run_the_call_at_most_once() {
+    let da = Da::start(&world(APPROVER));
+    let mut c = Client::new(&da, "approver", "t1");
+    c.run(&[]);
+    let bodies: Vec<Value> = (0..5)
+        .map(|_| c.input(&[resolved("approve-transfer", approve())]))
+        .collect();
+    let runs: Vec<Run> = std::thread::scope(|s| {
+        let handles: Vec<_> = (bodies.iter())
+            .map(|b| s.spawn(|| post(&da, "approver", b)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in &runs {
+        assert_eq!(r.status, 200);
+        assert!(r.of_type("RUN_FINISHED").len() == 1, "{:?}", r.types());
+    }
+    assert_eq!(
+        applied(&da, "payments").len(),
+        1,
+        "a call id runs at most once per thread"
+    );
+    let gates: Vec<Value> = (events_of(&da, "approver", "tool-call").iter())
+        .map(|e| e["detail"]["gate"].clone())
+        .collect();
+    assert_eq!(gates, vec![json!("run")]);
+}
+
+#[test]
+fn int4_two_threads_reusing_run_ids_get_distinct_tool_calls_and_each_its_own_transfer() {
+    // The walkthrough's fixed run ids, on two threads; the tool's Idempotency-Key is the call id.
+    let da = Da::start_file("agui-approval.toml");
+    let pay = |thread: &str| {
+        let user = json!({"id": "u1", "role": "user", "content": "Pay acct-9 100"});
+        let input = json!({"threadId": thread, "runId": "r1", "messages": [user]});
+        let asked = post(&da, "approver", &input);
+        let call = asked.of_type("TOOL_CALL_START")[0].clone();
+        let proposed = json!({"id": call["parentMessageId"], "role": "assistant", "content": "",
+            "toolCalls": [{"id": call["toolCallId"], "type": "function",
+            "function": {"name": "transfer_funds", "arguments": "{}"}}]});
+        let input = json!({"threadId": thread, "runId": "r2", "messages": [user, proposed],
+            "resume": [resolved("approve-transfer", approve())]});
+        let done = post(&da, "approver", &input);
+        assert_eq!(done.outcome(), "success");
+        let result = done.of_type("TOOL_CALL_RESULT")[0].clone();
+        assert_eq!(result["toolCallId"], call["toolCallId"]);
+        (call["toolCallId"].clone(), result["content"].clone())
+    };
+    let (a_call, a_result) = pay("tA");
+    let (b_call, b_result) = pay("tB");
+    // The first thread keeps the plain form the walkthrough shows.
+    assert_eq!(a_call, "call-0-0-r1");
+    assert_ne!(a_call, b_call, "one call per thread");
+    assert_ne!(a_result, b_result, "tB heard its own transfer, not tA's");
+    let executed: Vec<Value> = (da.ledger().into_iter())
+        .filter(|e| e["service"] == "payments")
+        .collect();
+    assert_eq!(executed.len(), 2);
+    for (e, call) in executed.iter().zip([&a_call, &b_call]) {
+        assert_eq!(e["disposition"], "executed", "{e}");
+        assert_eq!(e["work_id"], *call);
+    }
+}
+
+#[test]
 fn int2_success_while_interrupted_happens_only_by_deliberate_violation() {
     let da = Da::start_file("agui-misbehaving.toml");
     let r = Client::new(&da, "liar", "t1").run(&[]);

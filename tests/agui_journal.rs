@@ -576,3 +576,91 @@ fn res6_state_and_answers_of_a_piecemeal_batch_carry_across_a_restart() {
     assert_eq!(r4.outcome(), "success");
     assert_eq!(transfers(&da).len(), 2);
 }
+
+#[test]
+fn rec4_a_run_streaming_at_the_crash_is_recorded_as_abandoned_not_sent_after_the_restart() {
+    // A slow first turn: the run has sent RUN_STARTED and waits when the server is killed.
+    let text = std::fs::read_to_string(shipped("agui-approval.toml"))
+        .unwrap()
+        .replacen(
+            "text = \"I will move 100 to acct-9.\"",
+            "text = \"I will move 100 to acct-9.\"\ndelay = \"5s\"",
+            1,
+        );
+    let scenario = temp_file("slow-start.toml", &text);
+    let journal = fresh_journal();
+    let da = serve(&scenario, &journal);
+    let body = Thread::new("approver", "t1").input(&[]);
+    let mut s = send(
+        &da.url,
+        "POST",
+        "/agents/approver",
+        &[
+            ("content-type", "application/json"),
+            ("accept", "text/event-stream"),
+        ],
+        body.to_string().as_bytes(),
+    );
+    read_until(&mut s, "RUN_STARTED");
+    kill9(da);
+    drop(s);
+
+    let da = serve(&scenario, &journal);
+    let fin = events_of(&da, "approver", "run-finished");
+    assert_eq!(fin.len(), 1);
+    assert_eq!(fin[0]["detail"]["cause"], "restart");
+    // The client never got RUN_FINISHED: the entry says so, as for a client that went away.
+    assert_eq!(fin[0]["response"]["delivery"], "abandoned", "{}", fin[0]);
+    // And it stays so across a second restart.
+    kill9(da);
+    let da = serve(&scenario, &journal);
+    let fin = events_of(&da, "approver", "run-finished");
+    assert_eq!(fin.len(), 1);
+    assert_eq!(fin[0]["response"]["delivery"], "abandoned");
+}
+
+#[test]
+fn acc1_a_retried_continuation_after_a_restart_never_runs_the_call_again() {
+    let journal = fresh_journal();
+    let scenario = shipped("agui-approval.toml");
+    let da = serve(&scenario, &journal);
+    let mut t = Thread::new("approver", "t1");
+    assert_eq!(t.run(&da, &[]).outcome(), "interrupt");
+    // The continuation succeeds, but its client never hears it (its messages keep the call
+    // without a result).
+    let lost = t.input(&[approve()]);
+    let heard = to_run(da.post_json("/agents/approver", &[], &lost).unwrap());
+    assert_eq!(heard.outcome(), "success");
+    kill9(da);
+
+    let da = serve(&scenario, &journal);
+    let r = to_run(
+        da.post_json("/agents/approver", &[], &t.input(&[approve()]))
+            .unwrap(),
+    );
+    assert_eq!(r.outcome(), "success", "not asked again: {:?}", r.types());
+    let results = r.of_type("TOOL_CALL_RESULT");
+    assert_eq!(results.len(), 1);
+    assert_eq!(
+        results[0]["content"],
+        heard.of_type("TOOL_CALL_RESULT")[0]["content"]
+    );
+    assert_eq!(transfers(&da).len(), 1, "exactly once");
+}
+
+#[test]
+fn int4_a_run_id_reused_on_another_thread_after_a_restart_still_gets_its_own_tool_calls() {
+    let journal = fresh_journal();
+    let scenario = shipped("agui-approval.toml");
+    let da = serve(&scenario, &journal);
+    let user = json!({"id": "u1", "role": "user", "content": "Pay acct-9 100"});
+    let first = |da: &Da, thread: &str| {
+        let input = json!({"threadId": thread, "runId": "r1", "messages": [user]});
+        let r = to_run(da.post_json("/agents/approver", &[], &input).unwrap());
+        r.interrupts()[0]["toolCallId"].clone()
+    };
+    assert_eq!(first(&da, "tA"), "call-0-0-r1");
+    kill9(da);
+    let da = serve(&scenario, &journal);
+    assert_eq!(first(&da, "tB"), "call-0-0-r1@tB");
+}

@@ -3,7 +3,7 @@
 //! [`Refusal`] is an HTTP 4xx with a JSON body and no stream, recorded as `run-rejected`.
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -30,7 +30,12 @@ pub(super) struct Admitted {
     pub started_at: std::time::Duration,
     /// The orchestrator's revision the run was started under (see [`run_revision`]).
     pub revision: Option<Revision>,
+    /// What its tool call ids end with ([`Threads::call_tag`]).
+    pub call_tag: String,
 }
+
+/// Calls already settled on the thread, by id, with their result content once known.
+pub(super) type Settled = BTreeMap<String, Option<String>>;
 
 /// A request refused before any stream.
 pub(super) struct Refusal {
@@ -125,9 +130,9 @@ pub(super) fn admit(
     check_request(name, req)?;
     let mut input = read_input(req, body)?;
     let mut notices = input_notices(spec, &mut input)?;
-    let (judgement, checkpoint) = judge_resume(world, name, spec, &input)?;
+    let (judgement, checkpoint, ran) = judge_resume(world, name, spec, &input)?;
     notices.extend(judgement_notices(&judgement, checkpoint.as_ref(), &input));
-    let start = start_point(spec, &input, checkpoint.as_ref(), &judgement);
+    let start = start_point(spec, &input, checkpoint.as_ref(), &judgement, &ran);
     let detail = started_detail(&input, &judgement, checkpoint.as_ref(), &start);
     if let Decision::Reject {
         status,
@@ -142,6 +147,8 @@ pub(super) fn admit(
     }
     let started_at = world.clock.now();
     let revision = run_revision(req, &input);
+    let threads = world.extension::<Threads>();
+    let call_tag = threads.call_tag(name, &input.run_id, &input.thread_id);
     let mut rec = Record::agent_event(name, "run-started", started_at, detail);
     rec.work_id = Some(input.run_id.clone());
     rec.revision = revision.clone();
@@ -160,6 +167,7 @@ pub(super) fn admit(
         notices,
         started_at,
         revision,
+        call_tag,
     })
 }
 
@@ -270,12 +278,14 @@ fn tanstack_habit(input: &RunAgentInput, path: &str) -> bool {
 /// Judge the resume list against what this agent knows about the thread: with
 /// `resume = "stateful"` its open checkpoint, with `"stateless"` only the script and the
 /// messages (PROD-1). A run that goes ahead consumes the checkpoint, under the same lock.
+/// Also the calls of the messages a stateful agent already settled on the thread, with their
+/// results: a client that never heard them still shows them open.
 fn judge_resume(
     world: &World,
     name: &str,
     spec: &AgUiAgent,
     input: &RunAgentInput,
-) -> Result<(Judgement, Option<Checkpoint>), Refusal> {
+) -> Result<(Judgement, Option<Checkpoint>, Settled), Refusal> {
     let threads = world.extension::<Threads>();
     let now_ms = world.clock.wall_ms(world.clock.now()) as i64;
     // What a stateless agent recognizes resume entries by: only entries need it.
@@ -290,7 +300,15 @@ fn judge_resume(
     let stateful = spec.resume == ResumeMode::Stateful;
     let key = (name.to_string(), input.thread_id.clone());
     let mut open = stateful.then(|| threads.lock());
-    let checkpoint = open.as_ref().and_then(|open| open.get(&key).cloned());
+    let checkpoint = open.as_ref().and_then(|m| m.open.get(&key).cloned());
+    let ran: Settled = match open.as_ref().and_then(|m| m.settled.get(&key)) {
+        Some(done) => (input.messages.iter().flat_map(Message::tool_calls))
+            .filter_map(|c| Some((c.id.clone(), done.get(&c.id)?.clone())))
+            .collect(),
+        None => Settled::new(),
+    };
+    // A call that already ran on this thread is not open, whatever the messages say.
+    from_messages.retain(|i| !i.tool_call_id.as_ref().is_some_and(|c| ran.contains_key(c)));
     if let Some(cp) = &checkpoint {
         // A call the messages show open may be gated by an approval given earlier in a
         // piecemeal batch: that one is answered, the checkpoint says which are not.
@@ -328,10 +346,10 @@ fn judge_resume(
         Decision::Proceed | Decision::Reinterrupt { .. }
     ) {
         if let Some(open) = &mut open {
-            open.remove(&key);
+            open.open.remove(&key);
         }
     }
-    Ok((judgement, checkpoint))
+    Ok((judgement, checkpoint, ran))
 }
 
 /// The judgement's warnings, RES-6's continuity checks, and why each still-open interrupt of a

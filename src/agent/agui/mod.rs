@@ -105,21 +105,83 @@ fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
-/// Per-world AG-UI state: open checkpoints by (agent, thread).
+/// Per-world AG-UI state, by (agent, thread): a stateful agent's open checkpoints and the tool
+/// calls it settled.
 #[derive(Default)]
 pub(crate) struct Threads {
-    open: Mutex<HashMap<(String, String), Checkpoint>>,
+    maps: Mutex<ThreadMaps>,
+}
+
+type ThreadKey = (String, String);
+
+#[derive(Default)]
+pub(crate) struct ThreadMaps {
+    pub open: HashMap<ThreadKey, Checkpoint>,
+    /// The calls each thread ran (or skipped with a result), with the result content once
+    /// known: a call id runs at most once per thread, whatever stale messages a retry carries.
+    pub settled: HashMap<ThreadKey, HashMap<String, Option<String>>>,
+    /// The thread each run id was first admitted on, by (agent, run id) (see [`Threads::call_tag`]).
+    pub runs: HashMap<(String, String), String>,
 }
 
 impl Threads {
-    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), Checkpoint>> {
-        // The map holds plain values; a panic elsewhere cannot leave one half-written.
-        unpoisoned(self.open.lock())
+    fn lock(&self) -> MutexGuard<'_, ThreadMaps> {
+        // The maps hold plain values; a panic elsewhere cannot leave one half-written.
+        unpoisoned(self.maps.lock())
     }
 
     pub(crate) fn store(&self, agent: &str, thread: &str, cp: Checkpoint) {
-        self.lock()
-            .insert((agent.to_string(), thread.to_string()), cp);
+        let key = (agent.to_string(), thread.to_string());
+        self.lock().open.insert(key, cp);
+    }
+
+    /// What a run's tool call ids end with (`call-<i>-<k>-<tag>`): its run id, qualified with
+    /// its thread (`r1@tB`) when another thread of the agent was first to use that run id, so
+    /// that no two threads share a call id (nor the work id and key it lends the call's request).
+    pub(crate) fn call_tag(&self, agent: &str, run: &str, thread: &str) -> String {
+        let mut maps = self.lock();
+        let key = (agent.to_string(), run.to_string());
+        forget_past_bound(&mut maps.runs, &key, KEPT);
+        let first = maps.runs.entry(key).or_insert_with(|| thread.to_string());
+        if first == thread {
+            run.to_string()
+        } else {
+            [run, "@", thread].concat()
+        }
+    }
+
+    /// Take call `id` of the thread for running it: `None` if it is this run's now, else what
+    /// the run that settled it first got (`Some(None)` while its result is unknown).
+    pub(crate) fn claim(&self, agent: &str, thread: &str, id: &str) -> Option<Option<String>> {
+        let key = (agent.to_string(), thread.to_string());
+        let mut maps = self.lock();
+        forget_past_bound(&mut maps.settled, &key, KEPT);
+        let calls = maps.settled.entry(key).or_default();
+        if let Some(had) = calls.get(id) {
+            return Some(had.clone());
+        }
+        calls.insert(id.to_string(), None);
+        None
+    }
+
+    /// The result content call `id` of the thread got.
+    pub(crate) fn settle(&self, agent: &str, thread: &str, id: &str, result: &str) {
+        let key = (agent.to_string(), thread.to_string());
+        let mut maps = self.lock();
+        let calls = maps.settled.entry(key).or_default();
+        calls.insert(id.to_string(), Some(result.to_string()));
+    }
+}
+
+/// Runs (and threads with settled calls) remembered at most: as many as a server's ledger keeps
+/// entries by default, so a long-lived sidecar's memory stays bounded. Past it, everything
+/// remembered is forgotten at once: only a run id reused, or a continuation retried, that long
+/// after could then be taken as new.
+const KEPT: usize = crate::world::DEFAULT_MAX_ENTRIES;
+
+fn forget_past_bound<K: std::hash::Hash + Eq, V>(m: &mut HashMap<K, V>, adding: &K, kept: usize) {
+    if m.len() >= kept && !m.contains_key(adding) {
+        m.clear();
     }
 }
 
@@ -227,5 +289,19 @@ fn play(world: Arc<World>, name: String, spec: &AgUiAgent, admitted: admit::Admi
             // only way to get here without one is to have ended with the whole body.
             body: whole.unwrap_or_default(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_threads_remember_is_bounded_and_a_known_key_keeps_it() {
+        let mut m: HashMap<u32, ()> = (0..2).map(|k| (k, ())).collect();
+        forget_past_bound(&mut m, &1, 2);
+        assert_eq!(m.len(), 2, "a key already known adds nothing");
+        forget_past_bound(&mut m, &7, 2);
+        assert!(m.is_empty(), "a new key past the bound forgets the rest");
     }
 }

@@ -12,7 +12,8 @@
 //!   (or, if its `run-finished` comes later in the ledger — the two are not written under one
 //!   lock — marked taken for when it does);
 //! - `tool-call` gives each call's result (`result` for one that ran, `not-run` for a skipped
-//!   one), and any entry of the agent's own calls to a service says the call reached it.
+//!   one): the calls each thread settled; any entry of the agent's own calls to a service says
+//!   the call reached it.
 //!
 //! A run still streaming at the crash cannot be continued: it ends as if its client had gone
 //! away (`run-finished`, `outcome: "cancelled"`, `cause: "restart"`), putting back the
@@ -27,7 +28,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::start::parse_call_id;
-use super::{Checkpoint, Threads};
+use super::{Checkpoint, ThreadMaps, Threads};
 use crate::ledger::{Disposition, Record};
 use crate::scenario::agui::AgUiAgent;
 use crate::scenario::AgentSpec;
@@ -106,7 +107,7 @@ pub fn restore(world: &Arc<World>) -> usize {
         return 0;
     }
     let threads = world.extension::<Threads>();
-    if !threads.lock().is_empty() {
+    if !threads.lock().open.is_empty() {
         return 0;
     }
 
@@ -144,13 +145,15 @@ pub fn restore(world: &Arc<World>) -> usize {
             "message": "doubleagent restarted while this run was in progress: it ended there, as if its client had gone away",
         });
         if let Some(mut cp) = s.consumed.take() {
-            let results = rb.results.get(&s.agent);
+            let results = rb.results.entry((s.agent.clone(), s.thread.clone()));
+            let results = results.or_default();
             for c in cp.calls.iter_mut().filter(|c| !c.done) {
-                if let Some(result) = results.and_then(|m| m.get(&c.id)) {
+                if let Some(result) = results.get(&c.id) {
                     c.done = true;
                     c.result = result.clone();
                 } else if rb.reached.contains(&(s.agent.clone(), c.id.clone())) {
                     c.done = true;
+                    results.insert(c.id.clone(), None);
                 }
             }
             detail["restored_checkpoint"] = json!(cp.run_id);
@@ -159,11 +162,17 @@ pub fn restore(world: &Arc<World>) -> usize {
         }
         let mut rec = Record::agent_event(&s.agent, "run-finished", now, detail);
         rec.work_id = Some(s.run_id.clone());
+        // Its client never got RUN_FINISHED (REC-4), as for one that went away.
+        rec.abandon(now);
         world.lock().ledger.append(rec);
     }
 
     let n = rb.open.len();
-    *threads.lock() = rb.open;
+    *threads.lock() = ThreadMaps {
+        open: rb.open,
+        settled: rb.results,
+        runs: rb.runs,
+    };
     if n > 0 || interrupted > 0 {
         tracing::info!(
             session = world.session.as_deref().unwrap_or("default"),
@@ -183,8 +192,10 @@ struct Rebuild {
     running: HashMap<(String, String, String), VecDeque<usize>>,
     /// Runs waiting for the checkpoint they consumed, by (agent, thread, its run).
     awaiting: HashMap<(String, String, String), usize>,
-    /// Result contents of calls that ran or were skipped, by agent then call id.
-    results: HashMap<String, HashMap<String, Option<String>>>,
+    /// Result contents of calls that ran or were skipped, by (agent, thread) then call id.
+    results: HashMap<(String, String), HashMap<String, Option<String>>>,
+    /// The thread each run id was first started on, by (agent, run id).
+    runs: HashMap<(String, String), String>,
     /// (agent, call id) of calls that reached a service.
     reached: HashSet<(String, String)>,
 }
@@ -197,7 +208,7 @@ impl Rebuild {
     fn apply(&mut self, spec: &AgUiAgent, event: &str, r: &Record, d: &Value) {
         let agent = r.service.clone();
         if event == "tool-call" {
-            let Some(call) = r.work_id.clone() else {
+            let (Some(call), Some(thread)) = (r.work_id.clone(), str_of(d, "thread_id")) else {
                 return;
             };
             let result = match str_of(d, "gate") {
@@ -207,7 +218,11 @@ impl Rebuild {
                 }
                 _ => return,
             };
-            self.results.entry(agent).or_default().insert(call, result);
+            let thread = thread.to_string();
+            self.results
+                .entry((agent, thread))
+                .or_default()
+                .insert(call, result);
             return;
         }
         let (Some(thread), Some(run_id)) = (str_of(d, "thread_id"), str_of(d, "run_id")) else {
@@ -217,6 +232,8 @@ impl Rebuild {
         let run = (agent.clone(), thread.clone(), run_id.clone());
         match event {
             "run-started" => {
+                let first = self.runs.entry((agent.clone(), run_id.clone()));
+                first.or_insert_with(|| thread.clone());
                 let mut consumed = None;
                 let ix = self.started.len();
                 if let Some(c) = str_of(d, "continues") {
@@ -241,9 +258,11 @@ impl Rebuild {
                 if let Some(ix) = self.running.get_mut(&run).and_then(VecDeque::pop_front) {
                     self.started[ix].finished = true;
                 }
-                let Some(cp) = d.get("checkpoint").and_then(|v| {
-                    Checkpoint::from_ledger(spec, v, self.results.entry(agent.clone()).or_default())
-                }) else {
+                let results = self.results.entry((agent.clone(), thread.clone()));
+                let Some(cp) = d
+                    .get("checkpoint")
+                    .and_then(|v| Checkpoint::from_ledger(spec, v, results.or_default()))
+                else {
                     return;
                 };
                 let taken = (agent.clone(), thread.clone(), cp.run_id.clone());
@@ -420,7 +439,8 @@ tool_call = "pay"
 
         assert_eq!(restore(&world), 1);
         let threads = world.extension::<Threads>();
-        let open = threads.lock();
+        let maps = threads.lock();
+        let open = &maps.open;
         assert!(!open.contains_key(&("a".to_string(), "t2".to_string())));
         let cp = &open[&("a".to_string(), "t1".to_string())];
         assert_eq!(cp.run_id, "r1");
@@ -428,7 +448,7 @@ tool_call = "pay"
             cp.calls[0].done,
             "the call that reached the service is not made again"
         );
-        drop(open);
+        drop(maps);
         let ended = restarts(&world);
         assert_eq!(ended.len(), 1);
         assert_eq!(ended[0].work_id.as_deref(), Some("r2"));
@@ -436,11 +456,11 @@ tool_call = "pay"
         assert_eq!(d["restored_checkpoint"], "r1");
         assert_eq!(d["checkpoint"]["calls"][0]["done"], true);
         // Nothing more to do a second time.
-        threads.lock().clear();
+        threads.lock().open.clear();
         restore(&world);
         assert_eq!(restarts(&world).len(), 1);
         assert_eq!(
-            threads.lock()[&("a".to_string(), "t1".to_string())].run_id,
+            threads.lock().open[&("a".to_string(), "t1".to_string())].run_id,
             "r1"
         );
     }

@@ -100,6 +100,8 @@ pub(super) struct Run {
     notices: Vec<Notice>,
     /// Stated on every entry of the run, as A2A tasks state theirs.
     revision: Option<Revision>,
+    /// What its tool call ids end with.
+    call_tag: String,
 }
 
 /// Where a run puts its stream's receiver once it opens the channel (see [`Run::sender`]).
@@ -146,6 +148,7 @@ impl Run {
             start: Some(admitted.start),
             notices: admitted.notices,
             revision: admitted.revision,
+            call_tag: admitted.call_tag,
         }
     }
 
@@ -377,7 +380,7 @@ impl Run {
         };
         let mut out = Vec::with_capacity(scripted.len());
         for (k, c) in scripted.iter().enumerate() {
-            let id = call_id(i, k, &self.input.run_id);
+            let id = call_id(i, k, &self.call_tag);
             let name = &spec.tools[c.tool].name;
             self.emit(Event::tool_call_start(&id, name, Some(&parent)));
             self.emit(Event::tool_call_args(&id, c.args_json.as_str()));

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use super::admit::Settled;
 use super::input::RunAgentInput;
 use super::interrupt::Interrupt;
 use super::message::{Message, ToolCall};
@@ -22,16 +23,17 @@ pub(crate) fn plain_interrupt(d: &InterruptSpec) -> Interrupt {
     i
 }
 
-/// Tool call ids are `call-<iteration>-<k>-<runId>`: unique per thread (the run id), and
-/// readable back into a script position by an agent that keeps nothing.
-pub(crate) fn call_id(iteration: usize, k: usize, run_id: &str) -> String {
-    let mut id = String::with_capacity(run_id.len() + 12);
+/// Tool call ids are `call-<iteration>-<k>-<tag>`, the tag being the run id, qualified with the
+/// thread if another thread used that run id first ([`super::Threads::call_tag`]): unique per
+/// agent, and readable back into a script position by an agent that keeps nothing.
+pub(crate) fn call_id(iteration: usize, k: usize, tag: &str) -> String {
+    let mut id = String::with_capacity(tag.len() + 12);
     id.push_str("call-");
     push_index(&mut id, iteration);
     id.push('-');
     push_index(&mut id, k);
     id.push('-');
-    id.push_str(run_id);
+    id.push_str(tag);
     id
 }
 
@@ -118,14 +120,17 @@ fn calls_from_messages(
 }
 
 /// Where the run starts. A consumed checkpoint says it exactly; otherwise the first interrupt
-/// this continuation answers (or leaves open) that the script declares gives the boundary; an
-/// input answering the frontend tool calls of the latest scripted turn continues after it;
-/// anything else plays the script from the top.
+/// this continuation answers (or leaves open) that the script declares gives the boundary; a
+/// continuation whose messages show calls that already ran on the thread (`ran`: a retry whose
+/// client never heard their results) re-enters their tools step, where they are done; an input
+/// answering the frontend tool calls of the latest scripted turn continues after it; anything
+/// else plays the script from the top.
 pub(super) fn start_point(
     spec: &AgUiAgent,
     input: &RunAgentInput,
     checkpoint: Option<&Checkpoint>,
     j: &Judgement,
+    ran: &Settled,
 ) -> Start {
     let answered = answered_calls(&input.messages);
     if let Some(cp) = checkpoint {
@@ -156,6 +161,25 @@ pub(super) fn start_point(
             };
             return Start::At { boundary, calls };
         }
+    }
+    let ran_in = (input.messages.iter().rev().flat_map(Message::tool_calls))
+        .find(|c| ran.contains_key(&c.id))
+        .and_then(|c| parse_call_id(&c.id));
+    if let Some((iteration, _)) = ran_in.filter(|_| j.is_continuation) {
+        let calls = calls_from_messages(spec, &input.messages, iteration).map(|calls| {
+            let done = |mut c: Call| {
+                if let Some(result) = ran.get(&c.id) {
+                    (c.done, c.result) = (true, result.clone());
+                }
+                c
+            };
+            calls.into_iter().map(done).collect()
+        });
+        let boundary = Boundary {
+            iteration,
+            phase: Phase::BeforeTools,
+        };
+        return Start::At { boundary, calls };
     }
     // A frontend-tool pause answered: the latest assistant message with scripted calls has
     // frontend calls, all with results, and the user has not spoken since.

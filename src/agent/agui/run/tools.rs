@@ -12,8 +12,8 @@ use serde_json::{json, Map, Value};
 use super::{End, Run};
 use crate::agent::agui::event::Event;
 use crate::agent::agui::resume::{gate_for, Gate, SkipReason};
-use crate::agent::agui::Call;
-use crate::scenario::agui::{InterruptSpec, Phase, ToolKind};
+use crate::agent::agui::{Call, Threads};
+use crate::scenario::agui::{InterruptSpec, Phase, ResumeMode, ToolKind};
 use crate::service::{self, Plan, Request, Response};
 
 impl Run {
@@ -32,9 +32,7 @@ impl Run {
             }
             if call.done {
                 // It ran in a run whose client went away before hearing the result.
-                let content = call.result.clone().unwrap_or_else(|| {
-                    json!({"error": "the result was lost: the client went away while the service answered", "delivery": "unknown"}).to_string()
-                });
+                let content = call.result.clone().unwrap_or_else(lost_result);
                 self.deliver(call, content);
                 continue;
             }
@@ -55,9 +53,13 @@ impl Run {
                 "args": *call.args,
                 "gated_by": gates.iter().map(|g| g.key.as_str()).collect::<Vec<_>>(),
             });
-            let reason = match self.verdict(&gates, held) {
-                // Held by a re-raised interrupt: it waits for the next continuation.
-                Gate::Blocked if !held.is_empty() => continue,
+            let verdict = self.verdict(&gates, held);
+            // Held by a re-raised interrupt: it waits for the next continuation.
+            let waits = matches!(verdict, Gate::Blocked) && !held.is_empty();
+            if waits || self.settled_elsewhere(call) {
+                continue;
+            }
+            let reason = match verdict {
                 Gate::Blocked => "blocked",
                 Gate::Skip(SkipReason::Discarded) => "discarded",
                 Gate::Skip(SkipReason::NotApproved) => "not-approved",
@@ -145,8 +147,28 @@ impl Run {
         Ok(())
     }
 
-    /// A call's `TOOL_CALL_RESULT`; the call is done from now on.
+    /// A stateful agent settles a call once per thread: take it, or, if another run of the
+    /// thread has it (a retry or a concurrent continuation), send the result that one got.
+    fn settled_elsewhere(&mut self, call: &mut Call) -> bool {
+        if self.spec.resume != ResumeMode::Stateful
+            || matches!(self.spec.tools[call.tool].kind, ToolKind::Frontend)
+        {
+            return false;
+        }
+        let threads = self.world.extension::<Threads>();
+        let Some(had) = threads.claim(&self.agent, &self.input.thread_id, &call.id) else {
+            return false;
+        };
+        self.deliver(call, had.unwrap_or_else(lost_result));
+        true
+    }
+
+    /// A call's `TOOL_CALL_RESULT`; the call is done from now on (on the thread too).
     fn deliver(&mut self, call: &mut Call, content: String) {
+        if self.spec.resume == ResumeMode::Stateful {
+            let threads = self.world.extension::<Threads>();
+            threads.settle(&self.agent, &self.input.thread_id, &call.id, &content);
+        }
         call.done = true;
         call.result = Some(content.clone());
         self.executed.insert(call.id.clone(), Some(content.clone()));
@@ -256,6 +278,11 @@ impl Run {
         };
         Ok((content, facts))
     }
+}
+
+/// The content sent for a call that ran when its result is not known.
+fn lost_result() -> String {
+    json!({"error": "the result was lost: the client went away while the service answered", "delivery": "unknown"}).to_string()
 }
 
 /// A service response as tool-result content: the body of a 2xx as is; otherwise an error
