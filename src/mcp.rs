@@ -23,12 +23,14 @@ use crate::world::World;
 mod call;
 mod era;
 mod mrtr;
+mod restore;
 mod rpc;
 mod session;
 mod task;
 mod task_result;
 mod task_rpc;
 
+pub use restore::restore;
 pub use task_result::Later;
 
 use era::{Era, SESSION_HEADER};

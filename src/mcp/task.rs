@@ -8,7 +8,7 @@
 //! first, when the answer comes) with its effect deferred to the end of the task's work, so the
 //! ledger holds the effect exactly when it lands; an honoured `tasks/cancel` stops it there, an
 //! ignored one lets it land. Tasks are a world extension like sessions, not journaled: after a
-//! restart a client polling an old task gets "not found".
+//! restart they are rebuilt from their entries (`super::restore`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -57,6 +57,16 @@ impl Status {
 pub(crate) enum Answer {
     Result(Value),
     Error(Value),
+}
+
+impl Answer {
+    /// As the `task-created` entry keeps it, for a restart.
+    pub(crate) fn to_json(&self) -> Value {
+        match self {
+            Answer::Result(r) => json!({"result": r}),
+            Answer::Error(e) => json!({"error": e}),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -261,6 +271,11 @@ impl Tasks {
             t.made
         };
         seeded_token(world, &format!("{server}/{n}"))
+    }
+
+    /// Count a task made before a restart, so that new ids do not repeat its.
+    pub(crate) fn count_made(&self) {
+        unpoisoned(self.table.lock()).made += 1;
     }
 
     pub(crate) fn insert(&self, task: Task) {
