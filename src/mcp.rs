@@ -43,6 +43,8 @@ pub struct McpRequest {
     pub method: hyper::Method,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// The body was longer than the scenario's `max_body_bytes` (`body` holds its start).
+    pub too_large: bool,
 }
 
 /// The answer and how it is delivered: a `tools/call` carries its action's plan and seq; every
@@ -139,6 +141,10 @@ pub fn handle(world: &World, name: &str, req: McpRequest) -> Reply {
         ));
     };
     if let Err(e) = origin_allowed(server, &req.headers) {
+        return refuse(world, server, None, None, e, false);
+    }
+    if req.too_large {
+        let e = McpError::TooLarge(scenario.max_body_bytes);
         return refuse(world, server, None, None, e, false);
     }
     match req.method {

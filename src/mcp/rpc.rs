@@ -110,6 +110,9 @@ pub(crate) enum McpError {
     Parse(String),
     #[error("Invalid Request: {0}")]
     InvalidRequest(String),
+    /// A body over the scenario's `max_body_bytes` (that many): -32600 on 413.
+    #[error("Invalid Request: the request body is over {0} bytes (the scenario's max_body_bytes)")]
+    TooLarge(usize),
     /// Unknown method; `modern` puts it on 404, as 2026-07-28 says (its body tells it apart
     /// from an unknown endpoint).
     #[error("Method not found: {method}")]
@@ -167,6 +170,7 @@ impl McpError {
             Parse(_) => (-32700, 400),
             InvalidRequest(_) | NoSession(_) => (-32600, 400),
             UnknownSession(_) => (-32600, 404),
+            TooLarge(_) => (-32600, 413),
             MethodNotFound { modern: true, .. } => (-32601, 404),
             MethodNotFound { modern: false, .. } | TaskSupport(_) => (-32601, 200),
             InvalidParams(_) | UnsupportedVersion { modern: false, .. } | Key { .. } => {
