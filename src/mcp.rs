@@ -422,21 +422,34 @@ fn resume(world: &World, server: &McpServer, headers: &HeaderMap) -> Reply {
         .get("last-event-id")
         .map(crate::service::header_text)
         .unwrap_or_default();
-    // Event ids are `SEQ-N`: the stream is the action's.
-    let target = last.split('-').next().and_then(|s| s.parse::<u64>().ok());
+    // Event ids are `SEQ-N`: the stream is the action's (one of this session's calls), N its
+    // place: 0 the priming event, 1 the answer, after which nothing follows.
+    let (seq, n) = last.split_once('-').unwrap_or((&last, ""));
     let sessions = world.extension::<Sessions>();
+    let target = seq
+        .parse::<u64>()
+        .ok()
+        .filter(|seq| sessions.made(&server.name, &id, *seq));
+    let after_answer = n.parse::<u64>().is_ok_and(|n| n >= 1);
     let kept = match (server.resume, target) {
-        (Resume::Replay, Some(seq)) => sessions.stream_of(&server.name, &id, seq),
+        (Resume::Replay, Some(seq)) if !after_answer => sessions.stream_of(&server.name, &id, seq),
         _ => None,
     };
     let outcome = match (&kept, server.resume) {
         (Some(_), _) => "replayed",
+        (None, _) if after_answer && target.is_some() => "nothing-after",
         (None, Resume::Lost) => "lost",
         (None, _) => "unknown",
     };
     let detail =
         json!({"session": id, "last_event_id": last, "target": target, "outcome": outcome});
     log(world, server, "resumed", detail);
+    if outcome == "nothing-after" {
+        // The stream ended with the answer the client names: an empty one says so.
+        let mut r = answer(200, Value::Null, true);
+        r.body.clear();
+        return Reply::now(r);
+    }
     let (Some((due, body)), Some(seq)) = (kept, target) else {
         return Reply::now(Response::own_error(
             404,

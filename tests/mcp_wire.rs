@@ -57,3 +57,67 @@ fn acct_an_oversized_body_is_a_recorded_json_rpc_refusal_on_413() {
     assert_eq!(refused.len(), 1);
     assert_eq!(refused[0]["detail"]["http_status"], 413);
 }
+
+/// A legacy session of `version`.
+fn session(da: &Da, version: &str) -> String {
+    let init = rpc(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let r = da.post_json("/mcp/payments", &[ACCEPT], &init).unwrap();
+    r.header("mcp-session-id").unwrap().to_string()
+}
+
+fn legacy(da: &Da, sid: &str, body: &Value) -> Resp {
+    let h = [
+        ACCEPT,
+        ("mcp-session-id", sid),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    da.post_json("/mcp/payments", &h, body).unwrap()
+}
+
+fn resume(da: &Da, sid: &str, last: &str) -> Resp {
+    let h = [ACCEPT, ("mcp-session-id", sid), ("last-event-id", last)];
+    da.call("GET", "/mcp/payments", &h, "")
+}
+
+#[test]
+fn rec4_a_resumption_replays_only_what_follows_the_last_event_and_only_its_own_sessions() {
+    let src = scenario("", "responses = \"sse\"\nresume = \"replay\"")
+        .replace("fates = [\"respond\"]", "fates = [\"drop-after-apply\"]");
+    let da = Da::start(&src);
+    let sid = session(&da, "2025-11-25");
+    let call = rpc(
+        json!(1),
+        "tools/call",
+        json!({"name": "create_transfer", "arguments": {}}),
+    );
+    legacy(&da, &sid, &call);
+    let seq = da
+        .ledger()
+        .into_iter()
+        .find(|e| e["route"] == "create-transfer")
+        .unwrap()["seq"]
+        .as_u64()
+        .unwrap();
+    // After the priming event: the answer is replayed.
+    let r = resume(&da, &sid, &format!("{seq}-0"));
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains(&format!("id: {seq}-1")), "{}", r.text());
+    // After the answer itself: nothing follows it.
+    let r = resume(&da, &sid, &format!("{seq}-1"));
+    assert!(!r.text().contains("event: message"), "{}", r.text());
+    let resumed = events(&da, "resumed");
+    assert_eq!(
+        resumed[1]["detail"]["outcome"], "nothing-after",
+        "{resumed:?}"
+    );
+    // Another session naming this stream: not its own, so no target and nothing replayed.
+    let other = session(&da, "2025-11-25");
+    let r = resume(&da, &other, &format!("{seq}-0"));
+    assert_eq!(r.status, 404, "{}", r.text());
+    let resumed = events(&da, "resumed");
+    assert_eq!(resumed[2]["detail"]["target"], Value::Null, "{resumed:?}");
+}

@@ -129,6 +129,14 @@ impl Sessions {
             .map(|(_, seq)| *seq)
     }
 
+    /// Whether session `id` of `server` made the call that became action `seq` (among those
+    /// it remembers).
+    pub(crate) fn made(&self, server: &str, id: &str, seq: u64) -> bool {
+        let t = unpoisoned(self.0.lock());
+        t.of(server, id)
+            .is_some_and(|o| o.calls.iter().any(|(_, s)| *s == seq))
+    }
+
     /// The version open session `id` of `server` speaks (another server's is unknown here).
     pub(crate) fn version(&self, server: &str, id: &str) -> Option<&'static str> {
         unpoisoned(self.0.lock()).of(server, id).map(|o| o.version)
