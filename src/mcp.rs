@@ -193,8 +193,74 @@ fn origin_allowed(server: &McpServer, headers: &HeaderMap) -> Result<(), McpErro
 }
 
 fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
+    if let Some(reply) = batch(world, server, req) {
+        return reply;
+    }
     let sse = wants_sse(server, &req.headers);
-    let incoming = match rpc::parse(&req.body) {
+    one(world, server, &req.headers, rpc::parse(&req.body), sse)
+}
+
+/// A batch (a JSON array) in a 2025-03-26 session, the one version that has them: each message
+/// served in turn, the answers to its requests in one JSON array (202 when it held none). The
+/// batch's HTTP answer goes as the first call whose delivery is not immediate says (a drop
+/// loses them all). `initialize` (as 2025-03-26 says) and `tasks/result` (whose answer may
+/// wait on its task) cannot be batched.
+fn batch(world: &World, server: &McpServer, req: &McpRequest) -> Option<Reply> {
+    let first = req.body.iter().find(|b| !b.is_ascii_whitespace());
+    let session = req
+        .headers
+        .get(SESSION_HEADER)
+        .map(crate::service::header_text)?;
+    let version = world
+        .extension::<Sessions>()
+        .version(&server.name, &session);
+    if first != Some(&b'[') || version != Some("2025-03-26") {
+        return None;
+    }
+    let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(&req.body) else {
+        return None;
+    };
+    if items.is_empty() {
+        let e = McpError::InvalidRequest("an empty batch".into());
+        return Some(refuse(world, server, None, None, e, false));
+    }
+    let (mut answers, mut plan, mut seq) = (Vec::new(), Plan::Now, 0);
+    for item in items {
+        let parsed = rpc::parse_value(item);
+        let r = match &parsed {
+            Ok(Incoming::Request { id, method, .. })
+                if method == "tasks/result" || method == "initialize" =>
+            {
+                let e = McpError::InvalidRequest(format!("{method} cannot be batched"));
+                refuse(world, server, Some(method), Some(id), e, false)
+            }
+            _ => one(world, server, &req.headers, parsed, false),
+        };
+        if plan == Plan::Now {
+            (plan, seq) = (r.plan, r.seq);
+        }
+        if let Ok(v) = serde_json::from_slice::<Value>(&r.response.body) {
+            answers.push(v);
+        }
+    }
+    let mut reply = Reply::now(if answers.is_empty() {
+        empty(202)
+    } else {
+        Response::json(200, &Value::Array(answers))
+    });
+    (reply.plan, reply.seq) = (plan, seq);
+    Some(reply)
+}
+
+/// One JSON-RPC message, as read (or refused).
+fn one(
+    world: &World,
+    server: &McpServer,
+    headers: &HeaderMap,
+    parsed: Result<Incoming, (Option<Id>, McpError)>,
+    sse: bool,
+) -> Reply {
+    let incoming = match parsed {
         Ok(m) => m,
         Err((id, e)) => return refuse(world, server, None, id.as_ref(), e, sse),
     };
@@ -203,18 +269,18 @@ fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
             // The answer to a legacy task's question; any other response is accepted and
             // ignored.
             if let Some(id) = id {
-                task_result::answered(world, server, &req.headers, &id, reply.as_ref());
+                task_result::answered(world, server, headers, &id, reply.as_ref());
             }
             Reply::now(empty(202))
         }
         Incoming::Notification { method, params } => {
             if method == "notifications/cancelled" {
-                cancelled(world, server, &req.headers, &params);
+                cancelled(world, server, headers, &params);
             }
             Reply::now(empty(202))
         }
         Incoming::Request { id, method, params } => {
-            match request(world, server, &req.headers, &id, &method, &params, sse) {
+            match request(world, server, headers, &id, &method, &params, sse) {
                 Ok(reply) => reply,
                 Err(e) => refuse(world, server, Some(&method), Some(&id), e, sse),
             }

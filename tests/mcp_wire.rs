@@ -121,3 +121,48 @@ fn rec4_a_resumption_replays_only_what_follows_the_last_event_and_only_its_own_s
     let resumed = events(&da, "resumed");
     assert_eq!(resumed[2]["detail"]["target"], Value::Null, "{resumed:?}");
 }
+
+#[test]
+fn acct_a_2025_03_26_session_may_batch_and_later_ones_may_not() {
+    let da = Da::start(&scenario("", "versions = [\"2025-03-26\", \"2025-11-25\"]"));
+    let old = session(&da, "2025-03-26");
+    let batch = json!([
+        rpc(json!(1), "tools/list", json!({})),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        rpc(json!(2), "ping", json!({})),
+        rpc(json!(3), "tools/call", json!({"name": "create_transfer", "arguments": {"to": "a"}})),
+    ]);
+    let h = [
+        ACCEPT,
+        ("mcp-session-id", old.as_str()),
+        ("mcp-protocol-version", "2025-03-26"),
+    ];
+    let r = da.post_json("/mcp/payments", &h, &batch).unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    let answers = v.as_array().expect("an array of answers");
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [&json!(1), &json!(2), &json!(3)], "{v}");
+    assert_eq!(answers[0]["result"]["tools"][0]["name"], "create_transfer");
+    assert_eq!(answers[2]["result"]["isError"], false, "{v}");
+    // Only notifications: 202. Empty: one -32600.
+    let notes = json!([{"jsonrpc": "2.0", "method": "notifications/initialized"}]);
+    assert_eq!(
+        da.post_json("/mcp/payments", &h, &notes).unwrap().status,
+        202
+    );
+    let r = da.post_json("/mcp/payments", &h, &json!([])).unwrap();
+    assert_eq!(r.json()["error"]["code"], -32600, "{}", r.text());
+    // 2025-06-18 removed batching: a 2025-11-25 session is refused.
+    let new = session(&da, "2025-11-25");
+    let h = [
+        ACCEPT,
+        ("mcp-session-id", new.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let r = da.post_json("/mcp/payments", &h, &batch).unwrap();
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_i64()),
+        (400, Some(-32600))
+    );
+}

@@ -1,5 +1,5 @@
-//! The JSON-RPC 2.0 envelope as MCP uses it over Streamable HTTP: one message per POST (no
-//! batches since 2025-06-18), request ids that are strings or integers (never null), and the
+//! The JSON-RPC 2.0 envelope as MCP uses it over Streamable HTTP: one message per POST (batches
+//! only in 2025-03-26, which introduced them; 2025-06-18 removed them), request ids that are strings or integers (never null), and the
 //! errors this server answers with, each carrying the HTTP status it travels with.
 
 use serde::{Deserialize, Serialize};
@@ -58,9 +58,14 @@ pub(crate) fn parse(body: &[u8]) -> Result<Incoming, (Option<Id>, McpError)> {
     let v: Value =
         serde_json::from_slice(body).map_err(|e| (None, McpError::Parse(without_position(&e))))?;
     if v.is_array() {
-        let e = "batches are not supported: send one JSON-RPC message per POST";
+        let e = "batches are not supported: send one JSON-RPC message per POST (only a 2025-03-26 session may batch)";
         return Err((None, McpError::InvalidRequest(e.into())));
     }
+    parse_value(v)
+}
+
+/// One message of a batch (or a whole body), already JSON.
+pub(crate) fn parse_value(v: Value) -> Result<Incoming, (Option<Id>, McpError)> {
     let m: Message = serde_json::from_value(v).map_err(|e| {
         let e = format!("not a JSON-RPC message: {e}");
         (None, McpError::InvalidRequest(e))
