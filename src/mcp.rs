@@ -147,20 +147,23 @@ pub fn handle(world: &World, name: &str, req: McpRequest) -> Reply {
         let e = McpError::TooLarge(scenario.max_body_bytes);
         return refuse(world, server, None, None, e, false);
     }
+    // Only the legacy era has sessions to end and streams to resume; a modern-only server
+    // takes POST alone (2026-07-28: GET and DELETE get 405, `Last-Event-ID` is ignored).
+    let legacy = server.legacy_versions().next().is_some();
     match req.method {
         hyper::Method::POST => post(world, server, &req),
-        hyper::Method::DELETE if server.legacy_versions().next().is_some() => {
-            Reply::now(delete(world, server, &req.headers))
-        }
-        hyper::Method::GET if req.headers.contains_key("last-event-id") => {
+        hyper::Method::DELETE if legacy => Reply::now(delete(world, server, &req.headers)),
+        hyper::Method::GET if legacy && req.headers.contains_key("last-event-id") => {
             resume(world, server, &req.headers)
         }
         _ => {
-            let mut r = Response::own_error(
-                405,
-                "this MCP endpoint takes POST (and DELETE to end a session); it offers no GET stream",
-            );
-            r.headers.push(("allow".into(), "POST, DELETE".into()));
+            let (allow, text) = if legacy {
+                ("POST, DELETE", "this MCP endpoint takes POST (and DELETE to end a session); it offers no GET stream")
+            } else {
+                ("POST", "this MCP endpoint (2026-07-28 only) takes POST alone: no sessions, no GET stream")
+            };
+            let mut r = Response::own_error(405, text);
+            r.headers.push(("allow".into(), allow.into()));
             Reply::now(r)
         }
     }

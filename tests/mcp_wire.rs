@@ -166,3 +166,22 @@ fn acct_a_2025_03_26_session_may_batch_and_later_ones_may_not() {
         (400, Some(-32600))
     );
 }
+
+#[test]
+fn acct_a_modern_only_server_answers_get_and_delete_with_a_consistent_405() {
+    let da = Da::start(&scenario("", "versions = [\"2026-07-28\"]"));
+    for (method, headers) in [
+        ("GET", vec![ACCEPT, ("last-event-id", "2-0")]),
+        ("GET", vec![ACCEPT]),
+        ("DELETE", vec![("mcp-session-id", "payments-1")]),
+    ] {
+        let r = da.call(method, "/mcp/payments", &headers, "");
+        assert_eq!(r.status, 405, "{method}: {}", r.text());
+        assert_eq!(r.header("allow"), Some("POST"), "{method}");
+        assert!(!r.text().contains("DELETE"), "{method}: {}", r.text());
+    }
+    // A server that also serves a legacy version takes DELETE.
+    let da = Da::start(&scenario("", ""));
+    let r = da.call("PUT", "/mcp/payments", &[], "");
+    assert_eq!(r.header("allow"), Some("POST, DELETE"));
+}
