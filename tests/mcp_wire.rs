@@ -185,3 +185,47 @@ fn acct_a_modern_only_server_answers_get_and_delete_with_a_consistent_405() {
     let r = da.call("PUT", "/mcp/payments", &[], "");
     assert_eq!(r.header("allow"), Some("POST, DELETE"));
 }
+
+#[test]
+fn rec3_an_id_still_in_flight_is_not_reused_and_a_cancel_reaches_the_call_in_flight() {
+    let src = scenario("", "cancel = \"honor\"").replace(
+        "fates = [\"respond\"]",
+        "fates = [\"delay:30s\", \"respond\"]",
+    );
+    let da = Da::start(&src);
+    let sid = session(&da, "2025-11-25");
+    let call = rpc(
+        json!(5),
+        "tools/call",
+        json!({"name": "create_transfer", "arguments": {"to": "a"}}),
+    );
+    let h = [
+        ACCEPT,
+        ("content-type", "application/json"),
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let body = serde_json::to_vec(&call).unwrap();
+    // The first call's answer waits 30 s on the scenario clock; its client waits too.
+    let _held = send(&da.url, "POST", "/mcp/payments", &h, &body);
+    da.wait_for("route=create-transfer", 1);
+    let again = rpc(
+        json!(5),
+        "tools/call",
+        json!({"name": "create_transfer", "arguments": {"to": "b"}}),
+    );
+    let v = legacy(&da, &sid, &again).json();
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+    let seqs: Vec<u64> = da
+        .ledger()
+        .into_iter()
+        .filter(|e| e["route"] == "create-transfer")
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs.len(), 1, "the repeated id executed nothing");
+    let note =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}});
+    assert_eq!(legacy(&da, &sid, &note).status, 202);
+    let c = &events(&da, "cancelled")[0]["detail"];
+    assert_eq!(c["target"], seqs[0], "{c}");
+}
