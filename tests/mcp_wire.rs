@@ -229,3 +229,43 @@ fn rec3_an_id_still_in_flight_is_not_reused_and_a_cancel_reaches_the_call_in_fli
     let c = &events(&da, "cancelled")[0]["detail"];
     assert_eq!(c["target"], seqs[0], "{c}");
 }
+
+#[test]
+fn acct_a_task_method_without_mcp_name_is_served_but_recorded() {
+    let server = "versions = [\"2026-07-28\"]\n\n[[mcp.payments.tools]]\nname = \"book\"\ninput_schema = { type = \"object\" }\ncall = { service = \"payments\", route = \"create-transfer\" }\ntask = { duration = \"1s\" }";
+    let da = Da::start(&scenario("", server));
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let post = |method: &str, name: Option<&str>, params: Value| {
+        let mut h = vec![
+            ACCEPT,
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", method),
+        ];
+        if let Some(n) = name {
+            h.push(("mcp-name", n));
+        }
+        da.post_json("/mcp/payments", &h, &rpc(json!(method), method, params))
+            .unwrap()
+            .json()
+    };
+    let v = post(
+        "tools/call",
+        Some("book"),
+        json!({"name": "book", "arguments": {}, "_meta": meta}),
+    );
+    let task = v["result"]["taskId"].as_str().unwrap().to_string();
+    let v = post("tasks/get", None, json!({"taskId": task, "_meta": meta}));
+    assert_eq!(v["result"]["status"], "working", "{v}");
+    let noted = events(&da, "header-violation");
+    assert_eq!(noted.len(), 1, "{noted:?}");
+    assert_eq!(noted[0]["detail"]["method"], "tasks/get");
+    assert_eq!(noted[0]["detail"]["code"], -32020);
+    // Naming another task is refused (strict, the default).
+    let v = post(
+        "tasks/get",
+        Some("other"),
+        json!({"taskId": task, "_meta": meta}),
+    );
+    assert_eq!(v["error"]["code"], -32020, "{v}");
+}
