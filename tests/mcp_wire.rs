@@ -269,3 +269,28 @@ fn acct_a_task_method_without_mcp_name_is_served_but_recorded() {
     );
     assert_eq!(v["error"]["code"], -32020, "{v}");
 }
+
+#[test]
+fn rec4_legacy_task_methods_reach_the_same_tasks_from_any_session() {
+    let server = "[[mcp.payments.tools]]\nname = \"book\"\ninput_schema = { type = \"object\" }\ncall = { service = \"payments\", route = \"create-transfer\" }\ntask = { duration = \"1s\" }";
+    let da = Da::start(&scenario("", server));
+    let a = session(&da, "2025-11-25");
+    let call = rpc(
+        json!(1),
+        "tools/call",
+        json!({"name": "book", "arguments": {}, "task": {}}),
+    );
+    let v = legacy(&da, &a, &call).json();
+    let task = v["result"]["task"]["taskId"].clone();
+    // A client that re-initialized (its session expired) looks for it from its new session.
+    let b = session(&da, "2025-11-25");
+    let v = legacy(
+        &da,
+        &b,
+        &rpc(json!(2), "tasks/get", json!({"taskId": task})),
+    )
+    .json();
+    assert_eq!(v["result"]["taskId"], task, "{v}");
+    let v = legacy(&da, &b, &rpc(json!(3), "tasks/list", json!({}))).json();
+    assert_eq!(v["result"]["tasks"][0]["taskId"], task, "{v}");
+}

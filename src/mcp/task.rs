@@ -310,18 +310,14 @@ impl Tasks {
         self.changed.notify_waiters();
     }
 
-    /// The live tasks of `server` a legacy session made, oldest first.
-    pub(crate) fn of_session(
-        &self,
-        server: &str,
-        session: Option<&str>,
-        now: Duration,
-    ) -> Vec<Task> {
+    /// The live legacy tasks of `server`, whichever session made them (as `tasks/get` reaches
+    /// any), oldest first.
+    pub(crate) fn legacy_of(&self, server: &str, now: Duration) -> Vec<Task> {
         let t = unpoisoned(self.table.lock());
         let mut out: Vec<Task> = t
             .tasks
             .values()
-            .filter(|x| &*x.server == server && !x.modern && x.session.as_deref() == session)
+            .filter(|x| &*x.server == server && !x.modern)
             .filter(|x| !x.expired(now))
             .cloned()
             .collect();

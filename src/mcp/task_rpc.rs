@@ -475,12 +475,11 @@ pub(super) fn take_answer(
     });
 }
 
-/// Legacy `tasks/list`: the session's live tasks.
+/// Legacy `tasks/list`: the server's live legacy tasks, from any session (a client that
+/// re-initialized finds the task whose creation answer it lost).
 fn list(world: &World, server: &McpServer, c: &Call<'_>) -> Reply {
     let now = world.clock.now();
-    let tasks = world
-        .extension::<Tasks>()
-        .of_session(&server.name, c.era.session(), now);
+    let tasks = world.extension::<Tasks>().legacy_of(&server.name, now);
     let targets: Vec<Option<u64>> = tasks.iter().map(|t| t.action).collect();
     let wire: Vec<Value> = tasks
         .iter()
