@@ -294,3 +294,21 @@ fn rec4_legacy_task_methods_reach_the_same_tasks_from_any_session() {
     let v = legacy(&da, &b, &rpc(json!(3), "tasks/list", json!({}))).json();
     assert_eq!(v["result"]["tasks"][0]["taskId"], task, "{v}");
 }
+
+#[test]
+fn acct_a_request_id_is_a_string_or_an_integer_and_a_refusal_says_which_it_was() {
+    let da = Da::start(&scenario("", ""));
+    for (id, says) in [
+        (json!({"a": 1}), "an object"),
+        (json!(1.5), "1.5"),
+        (Value::Null, "null"),
+    ] {
+        let body = rpc(id.clone(), "tools/list", json!({}));
+        let r = da.post_json("/mcp/payments", &[ACCEPT], &body).unwrap();
+        assert_eq!(r.status, 400, "{id}: {}", r.text());
+        let v = r.json();
+        assert_eq!(v["error"]["code"], -32600, "{id}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{id}: {message}");
+    }
+}

@@ -70,12 +70,20 @@ pub(crate) fn parse_value(v: Value) -> Result<Incoming, (Option<Id>, McpError)> 
         let e = format!("not a JSON-RPC message: {e}");
         (None, McpError::InvalidRequest(e))
     })?;
-    let id = match m.id.map(serde_json::from_value::<Id>) {
-        Some(Err(_)) => {
-            let e = "the request id must be a string or an integer (MCP forbids null)";
-            return Err((None, McpError::InvalidRequest(e.into())));
+    let id = match m.id {
+        None => None,
+        Some(Value::String(s)) => Some(Id::String(s)),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(Id::Number(n)),
+        Some(other) => {
+            let sent = match &other {
+                Value::Null => "null (MCP forbids it)".to_string(),
+                Value::Object(_) => "an object".into(),
+                Value::Array(_) => "an array".into(),
+                v => v.to_string(),
+            };
+            let e = format!("the request id must be a string or an integer, not {sent}");
+            return Err((None, McpError::InvalidRequest(e)));
         }
-        id => id.and_then(Result::ok),
     };
     if m.jsonrpc.as_deref() != Some("2.0") {
         let e = "`jsonrpc` must be \"2.0\"".to_string();
