@@ -196,6 +196,9 @@ fn origin_allowed(server: &McpServer, headers: &HeaderMap) -> Result<(), McpErro
 }
 
 fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
+    if let Err(e) = media_fits(&req.headers) {
+        return refuse(world, server, None, None, e, false);
+    }
     if let Some(reply) = batch(world, server, req) {
         return reply;
     }
@@ -606,6 +609,42 @@ fn empty(status: u16) -> Response {
 fn wants_sse(server: &McpServer, headers: &HeaderMap) -> bool {
     let json = || accepts(headers, "application/json");
     accepts(headers, "text/event-stream") && (server.responses == Responses::Sse || !json())
+}
+
+/// A POST's `Accept`, if sent, must take JSON or an event stream (the answer is one of them),
+/// and its `Content-Type`, if sent, must be JSON; an absent header is let be.
+fn media_fits(headers: &HeaderMap) -> Result<(), McpError> {
+    let media = |v: &hyper::header::HeaderValue| {
+        let text = crate::service::header_text(v).to_ascii_lowercase();
+        let ranges: Vec<String> = text
+            .split(',')
+            .map(|r| r.split(';').next().unwrap_or_default().trim().to_string())
+            .collect();
+        (text, ranges)
+    };
+    if let Some((text, ranges)) = headers.get(hyper::header::ACCEPT).map(media) {
+        let takes = [
+            "application/json",
+            "text/event-stream",
+            "application/*",
+            "text/*",
+            "*/*",
+        ];
+        if !ranges.iter().any(|r| takes.contains(&r.as_str())) {
+            return Err(McpError::Media(406, format!("Not Acceptable: the answer is application/json or text/event-stream, and Accept is {text}")));
+        }
+    }
+    if let Some((text, ranges)) = headers.get(hyper::header::CONTENT_TYPE).map(media) {
+        if ranges.first().map(String::as_str) != Some("application/json") {
+            return Err(McpError::Media(
+                415,
+                format!(
+                    "Unsupported Media Type: the body is JSON-RPC (application/json), not {text}"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Whether the client's `Accept` takes `media`.

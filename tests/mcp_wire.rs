@@ -312,3 +312,51 @@ fn acct_a_request_id_is_a_string_or_an_integer_and_a_refusal_says_which_it_was()
         assert!(message.contains(says), "{id}: {message}");
     }
 }
+
+#[test]
+fn acct_a_post_that_accepts_neither_answer_or_is_not_json_is_refused_and_recorded() {
+    let da = Da::start(&scenario("", ""));
+    let init = rpc(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let body = serde_json::to_string(&init).unwrap();
+    let cases = [
+        (
+            ("accept", "text/html"),
+            ("content-type", "application/json"),
+            406,
+        ),
+        (ACCEPT, ("content-type", "text/plain"), 415),
+        // What a plain client sends is served.
+        (
+            ("accept", "*/*"),
+            ("content-type", "application/json; charset=utf-8"),
+            200,
+        ),
+        (
+            ("accept", "text/event-stream"),
+            ("content-type", "application/json"),
+            200,
+        ),
+    ];
+    for (accept, content_type, status) in cases {
+        let r = da.call("POST", "/mcp/payments", &[accept, content_type], &body);
+        assert_eq!(
+            r.status,
+            status,
+            "{accept:?} {content_type:?}: {}",
+            r.text()
+        );
+        if status != 200 {
+            assert_eq!(r.json()["error"]["code"], -32600, "{}", r.text());
+        }
+    }
+    let refused = events(&da, "rpc-error");
+    let statuses: Vec<&Value> = refused
+        .iter()
+        .map(|e| &e["detail"]["http_status"])
+        .collect();
+    assert_eq!(statuses, [&json!(406), &json!(415)]);
+}

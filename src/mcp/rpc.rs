@@ -123,6 +123,10 @@ pub(crate) enum McpError {
     Parse(String),
     #[error("Invalid Request: {0}")]
     InvalidRequest(String),
+    /// A POST whose `Accept` takes neither JSON nor an event stream (406), or whose
+    /// `Content-Type` is not JSON (415): -32600.
+    #[error("Invalid Request: {1}")]
+    Media(u16, String),
     /// A body over the scenario's `max_body_bytes` (that many): -32600 on 413.
     #[error("Invalid Request: the request body is over {0} bytes (the scenario's max_body_bytes)")]
     TooLarge(usize),
@@ -184,6 +188,7 @@ impl McpError {
             InvalidRequest(_) | NoSession(_) => (-32600, 400),
             UnknownSession(_) => (-32600, 404),
             TooLarge(_) => (-32600, 413),
+            Media(status, _) => (-32600, *status),
             MethodNotFound { modern: true, .. } => (-32601, 404),
             MethodNotFound { modern: false, .. } | TaskSupport(_) => (-32601, 200),
             InvalidParams(_) | UnsupportedVersion { modern: false, .. } | Key { .. } => {
