@@ -649,6 +649,7 @@ fn open_host(args: &ServeArgs, scenario: Scenario) -> Result<Host, ExitCode> {
     // (World does not know about agents), before anything is served.
     for world in host.worlds() {
         crate::agent::restore(&world);
+        crate::mcp::restore(&world);
     }
     Ok(host)
 }

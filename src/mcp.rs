@@ -23,12 +23,14 @@ use crate::world::World;
 mod call;
 mod era;
 mod mrtr;
+mod restore;
 mod rpc;
 mod session;
 mod task;
 mod task_result;
 mod task_rpc;
 
+pub use restore::restore;
 pub use task_result::Later;
 
 use era::{Era, SESSION_HEADER};
@@ -41,6 +43,8 @@ pub struct McpRequest {
     pub method: hyper::Method,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// The body was longer than the scenario's `max_body_bytes` (`body` holds its start).
+    pub too_large: bool,
 }
 
 /// The answer and how it is delivered: a `tools/call` carries its action's plan and seq; every
@@ -139,20 +143,27 @@ pub fn handle(world: &World, name: &str, req: McpRequest) -> Reply {
     if let Err(e) = origin_allowed(server, &req.headers) {
         return refuse(world, server, None, None, e, false);
     }
+    if req.too_large {
+        let e = McpError::TooLarge(scenario.max_body_bytes);
+        return refuse(world, server, None, None, e, false);
+    }
+    // Only the legacy era has sessions to end and streams to resume; a modern-only server
+    // takes POST alone (2026-07-28: GET and DELETE get 405, `Last-Event-ID` is ignored).
+    let legacy = server.legacy_versions().next().is_some();
     match req.method {
         hyper::Method::POST => post(world, server, &req),
-        hyper::Method::DELETE if server.legacy_versions().next().is_some() => {
-            Reply::now(delete(world, server, &req.headers))
-        }
-        hyper::Method::GET if req.headers.contains_key("last-event-id") => {
+        hyper::Method::DELETE if legacy => Reply::now(delete(world, server, &req.headers)),
+        hyper::Method::GET if legacy && req.headers.contains_key("last-event-id") => {
             resume(world, server, &req.headers)
         }
         _ => {
-            let mut r = Response::own_error(
-                405,
-                "this MCP endpoint takes POST (and DELETE to end a session); it offers no GET stream",
-            );
-            r.headers.push(("allow".into(), "POST, DELETE".into()));
+            let (allow, text) = if legacy {
+                ("POST, DELETE", "this MCP endpoint takes POST (and DELETE to end a session); it offers no GET stream")
+            } else {
+                ("POST", "this MCP endpoint (2026-07-28 only) takes POST alone: no sessions, no GET stream")
+            };
+            let mut r = Response::own_error(405, text);
+            r.headers.push(("allow".into(), allow.into()));
             Reply::now(r)
         }
     }
@@ -185,8 +196,77 @@ fn origin_allowed(server: &McpServer, headers: &HeaderMap) -> Result<(), McpErro
 }
 
 fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
+    if let Err(e) = media_fits(&req.headers) {
+        return refuse(world, server, None, None, e, false);
+    }
+    if let Some(reply) = batch(world, server, req) {
+        return reply;
+    }
     let sse = wants_sse(server, &req.headers);
-    let incoming = match rpc::parse(&req.body) {
+    one(world, server, &req.headers, rpc::parse(&req.body), sse)
+}
+
+/// A batch (a JSON array) in a 2025-03-26 session, the one version that has them: each message
+/// served in turn, the answers to its requests in one JSON array (202 when it held none). The
+/// batch's HTTP answer goes as the first call whose delivery is not immediate says (a drop
+/// loses them all). `initialize` (as 2025-03-26 says) and `tasks/result` (whose answer may
+/// wait on its task) cannot be batched.
+fn batch(world: &World, server: &McpServer, req: &McpRequest) -> Option<Reply> {
+    let first = req.body.iter().find(|b| !b.is_ascii_whitespace());
+    let session = req
+        .headers
+        .get(SESSION_HEADER)
+        .map(crate::service::header_text)?;
+    let version = world
+        .extension::<Sessions>()
+        .version(&server.name, &session);
+    if first != Some(&b'[') || version != Some("2025-03-26") {
+        return None;
+    }
+    let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(&req.body) else {
+        return None;
+    };
+    if items.is_empty() {
+        let e = McpError::InvalidRequest("an empty batch".into());
+        return Some(refuse(world, server, None, None, e, false));
+    }
+    let (mut answers, mut plan, mut seq) = (Vec::new(), Plan::Now, 0);
+    for item in items {
+        let parsed = rpc::parse_value(item);
+        let r = match &parsed {
+            Ok(Incoming::Request { id, method, .. })
+                if method == "tasks/result" || method == "initialize" =>
+            {
+                let e = McpError::InvalidRequest(format!("{method} cannot be batched"));
+                refuse(world, server, Some(method), Some(id), e, false)
+            }
+            _ => one(world, server, &req.headers, parsed, false),
+        };
+        if plan == Plan::Now {
+            (plan, seq) = (r.plan, r.seq);
+        }
+        if let Ok(v) = serde_json::from_slice::<Value>(&r.response.body) {
+            answers.push(v);
+        }
+    }
+    let mut reply = Reply::now(if answers.is_empty() {
+        empty(202)
+    } else {
+        Response::json(200, &Value::Array(answers))
+    });
+    (reply.plan, reply.seq) = (plan, seq);
+    Some(reply)
+}
+
+/// One JSON-RPC message, as read (or refused).
+fn one(
+    world: &World,
+    server: &McpServer,
+    headers: &HeaderMap,
+    parsed: Result<Incoming, (Option<Id>, McpError)>,
+    sse: bool,
+) -> Reply {
+    let incoming = match parsed {
         Ok(m) => m,
         Err((id, e)) => return refuse(world, server, None, id.as_ref(), e, sse),
     };
@@ -195,18 +275,18 @@ fn post(world: &World, server: &McpServer, req: &McpRequest) -> Reply {
             // The answer to a legacy task's question; any other response is accepted and
             // ignored.
             if let Some(id) = id {
-                task_result::answered(world, server, &req.headers, &id, reply.as_ref());
+                task_result::answered(world, server, headers, &id, reply.as_ref());
             }
             Reply::now(empty(202))
         }
         Incoming::Notification { method, params } => {
             if method == "notifications/cancelled" {
-                cancelled(world, server, &req.headers, &params);
+                cancelled(world, server, headers, &params);
             }
             Reply::now(empty(202))
         }
         Incoming::Request { id, method, params } => {
-            match request(world, server, &req.headers, &id, &method, &params, sse) {
+            match request(world, server, headers, &id, &method, &params, sse) {
                 Ok(reply) => reply,
                 Err(e) => refuse(world, server, Some(&method), Some(&id), e, sse),
             }
@@ -414,21 +494,34 @@ fn resume(world: &World, server: &McpServer, headers: &HeaderMap) -> Reply {
         .get("last-event-id")
         .map(crate::service::header_text)
         .unwrap_or_default();
-    // Event ids are `SEQ-N`: the stream is the action's.
-    let target = last.split('-').next().and_then(|s| s.parse::<u64>().ok());
+    // Event ids are `SEQ-N`: the stream is the action's (one of this session's calls), N its
+    // place: 0 the priming event, 1 the answer, after which nothing follows.
+    let (seq, n) = last.split_once('-').unwrap_or((&last, ""));
     let sessions = world.extension::<Sessions>();
+    let target = seq
+        .parse::<u64>()
+        .ok()
+        .filter(|seq| sessions.made(&server.name, &id, *seq));
+    let after_answer = n.parse::<u64>().is_ok_and(|n| n >= 1);
     let kept = match (server.resume, target) {
-        (Resume::Replay, Some(seq)) => sessions.stream_of(&server.name, &id, seq),
+        (Resume::Replay, Some(seq)) if !after_answer => sessions.stream_of(&server.name, &id, seq),
         _ => None,
     };
     let outcome = match (&kept, server.resume) {
         (Some(_), _) => "replayed",
+        (None, _) if after_answer && target.is_some() => "nothing-after",
         (None, Resume::Lost) => "lost",
         (None, _) => "unknown",
     };
     let detail =
         json!({"session": id, "last_event_id": last, "target": target, "outcome": outcome});
     log(world, server, "resumed", detail);
+    if outcome == "nothing-after" {
+        // The stream ended with the answer the client names: an empty one says so.
+        let mut r = answer(200, Value::Null, true);
+        r.body.clear();
+        return Reply::now(r);
+    }
     let (Some((due, body)), Some(seq)) = (kept, target) else {
         return Reply::now(Response::own_error(
             404,
@@ -516,6 +609,42 @@ fn empty(status: u16) -> Response {
 fn wants_sse(server: &McpServer, headers: &HeaderMap) -> bool {
     let json = || accepts(headers, "application/json");
     accepts(headers, "text/event-stream") && (server.responses == Responses::Sse || !json())
+}
+
+/// A POST's `Accept`, if sent, must take JSON or an event stream (the answer is one of them),
+/// and its `Content-Type`, if sent, must be JSON; an absent header is let be.
+fn media_fits(headers: &HeaderMap) -> Result<(), McpError> {
+    let media = |v: &hyper::header::HeaderValue| {
+        let text = crate::service::header_text(v).to_ascii_lowercase();
+        let ranges: Vec<String> = text
+            .split(',')
+            .map(|r| r.split(';').next().unwrap_or_default().trim().to_string())
+            .collect();
+        (text, ranges)
+    };
+    if let Some((text, ranges)) = headers.get(hyper::header::ACCEPT).map(media) {
+        let takes = [
+            "application/json",
+            "text/event-stream",
+            "application/*",
+            "text/*",
+            "*/*",
+        ];
+        if !ranges.iter().any(|r| takes.contains(&r.as_str())) {
+            return Err(McpError::Media(406, format!("Not Acceptable: the answer is application/json or text/event-stream, and Accept is {text}")));
+        }
+    }
+    if let Some((text, ranges)) = headers.get(hyper::header::CONTENT_TYPE).map(media) {
+        if ranges.first().map(String::as_str) != Some("application/json") {
+            return Err(McpError::Media(
+                415,
+                format!(
+                    "Unsupported Media Type: the body is JSON-RPC (application/json), not {text}"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Whether the client's `Accept` takes `media`.

@@ -15,7 +15,7 @@ use super::era::Era;
 use super::rpc::{self, Id, McpError};
 use super::task::Answer;
 use super::{answer, complete, log, task_rpc, Reply};
-use crate::ledger::Disposition;
+use crate::ledger::{Delivery, Disposition};
 use crate::scenario::mcp::{KeySource, McpServer, Resume, Tool};
 use crate::service::{self, Plan, Request, Via};
 use crate::world::World;
@@ -38,6 +38,20 @@ pub(super) fn call(
     let Some(tool) = server.tool(name) else {
         return Err(McpError::InvalidParams(format!("Unknown tool: {name}")));
     };
+    // A request id must not repeat one still awaiting its answer (a cancel could not tell
+    // them apart).
+    if let Some(seq) = era.session().and_then(|s| {
+        let text = serde_json::to_string(id).unwrap_or_default();
+        let sessions = world.extension::<super::session::Sessions>();
+        sessions.call_of(&server.name, s, &text)
+    }) {
+        if in_flight(world, seq) {
+            return Err(McpError::InvalidRequest(format!(
+                "request id {} is still in flight in this session (action {seq}): use a new id",
+                serde_json::to_string(id).unwrap_or_default()
+            )));
+        }
+    }
     // A server must not rely on capabilities the client did not declare (SEP-2575).
     if let (Era::Modern, Some(missing)) = (era, super::era::undeclared(params, &tool.requires)) {
         let names: Vec<&String> = missing
@@ -122,6 +136,19 @@ pub(super) fn call(
     }
     let message = message(id, era, server, answer_of(world, (server, tool), era, &out));
     Ok(deliver(world, server, (era, params, sse), &out, message))
+}
+
+/// Whether action `seq`'s answer is still to be sent (held, or hung).
+fn in_flight(world: &World, seq: u64) -> bool {
+    let now = world.clock.now();
+    let st = world.lock();
+    st.ledger
+        .get(seq)
+        .is_some_and(|r| match r.response.delivery {
+            Delivery::Pending | Delivery::Hung => true,
+            Delivery::Sent => r.response.at.is_some_and(|at| at > now),
+            _ => false,
+        })
 }
 
 /// Whether this call is the one after which its legacy session expires (`expire_session`):

@@ -147,20 +147,26 @@ fn check_modern(
     }
     let version = version.as_str().unwrap_or_default();
     // The name-shaped field a router reads (SEP-2243). SEP-2663 adds the task methods' task
-    // id; there a missing (or empty) header is let be, since the official Python client
-    // (mcp 2.3.0) sends none, and only one naming another task is refused.
+    // id; there a missing (or empty) header is let pass in either mode, since the official
+    // Python client (mcp 2.3.0) sends none, but recorded; only one naming another task is
+    // refused.
     let named = headers.get("mcp-name").is_some_and(|v| !v.is_empty());
+    let task_method = matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel");
     let name = match method {
         "tools/call" => params.get("name"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" if named => params.get("taskId"),
+        _ if task_method && named => params.get("taskId"),
         _ => None,
     };
+    let mut let_pass = Vec::new();
+    if let (true, false, Some(id)) = (task_method, named, params.get("taskId")) {
+        let e = format!("the Mcp-Name header is missing; for {method} it names the task ({id}), let pass as clients omit it");
+        let_pass.push(McpError::HeaderMismatch(e));
+    }
     let checks = [
         ("MCP-Protocol-Version", Some(version)),
         ("Mcp-Method", Some(method)),
         ("Mcp-Name", name.and_then(Value::as_str)),
     ];
-    let mut let_pass = Vec::new();
     for (header, body) in checks {
         match same_header(headers, header, body) {
             Err(e) if server.headers == HeaderPolicy::Lenient => let_pass.push(e),

@@ -1,5 +1,5 @@
-//! The JSON-RPC 2.0 envelope as MCP uses it over Streamable HTTP: one message per POST (no
-//! batches since 2025-06-18), request ids that are strings or integers (never null), and the
+//! The JSON-RPC 2.0 envelope as MCP uses it over Streamable HTTP: one message per POST (batches
+//! only in 2025-03-26, which introduced them; 2025-06-18 removed them), request ids that are strings or integers (never null), and the
 //! errors this server answers with, each carrying the HTTP status it travels with.
 
 use serde::{Deserialize, Serialize};
@@ -58,19 +58,32 @@ pub(crate) fn parse(body: &[u8]) -> Result<Incoming, (Option<Id>, McpError)> {
     let v: Value =
         serde_json::from_slice(body).map_err(|e| (None, McpError::Parse(without_position(&e))))?;
     if v.is_array() {
-        let e = "batches are not supported: send one JSON-RPC message per POST";
+        let e = "batches are not supported: send one JSON-RPC message per POST (only a 2025-03-26 session may batch)";
         return Err((None, McpError::InvalidRequest(e.into())));
     }
+    parse_value(v)
+}
+
+/// One message of a batch (or a whole body), already JSON.
+pub(crate) fn parse_value(v: Value) -> Result<Incoming, (Option<Id>, McpError)> {
     let m: Message = serde_json::from_value(v).map_err(|e| {
         let e = format!("not a JSON-RPC message: {e}");
         (None, McpError::InvalidRequest(e))
     })?;
-    let id = match m.id.map(serde_json::from_value::<Id>) {
-        Some(Err(_)) => {
-            let e = "the request id must be a string or an integer (MCP forbids null)";
-            return Err((None, McpError::InvalidRequest(e.into())));
+    let id = match m.id {
+        None => None,
+        Some(Value::String(s)) => Some(Id::String(s)),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(Id::Number(n)),
+        Some(other) => {
+            let sent = match &other {
+                Value::Null => "null (MCP forbids it)".to_string(),
+                Value::Object(_) => "an object".into(),
+                Value::Array(_) => "an array".into(),
+                v => v.to_string(),
+            };
+            let e = format!("the request id must be a string or an integer, not {sent}");
+            return Err((None, McpError::InvalidRequest(e)));
         }
-        id => id.and_then(Result::ok),
     };
     if m.jsonrpc.as_deref() != Some("2.0") {
         let e = "`jsonrpc` must be \"2.0\"".to_string();
@@ -110,6 +123,13 @@ pub(crate) enum McpError {
     Parse(String),
     #[error("Invalid Request: {0}")]
     InvalidRequest(String),
+    /// A POST whose `Accept` takes neither JSON nor an event stream (406), or whose
+    /// `Content-Type` is not JSON (415): -32600.
+    #[error("Invalid Request: {1}")]
+    Media(u16, String),
+    /// A body over the scenario's `max_body_bytes` (that many): -32600 on 413.
+    #[error("Invalid Request: the request body is over {0} bytes (the scenario's max_body_bytes)")]
+    TooLarge(usize),
     /// Unknown method; `modern` puts it on 404, as 2026-07-28 says (its body tells it apart
     /// from an unknown endpoint).
     #[error("Method not found: {method}")]
@@ -167,6 +187,8 @@ impl McpError {
             Parse(_) => (-32700, 400),
             InvalidRequest(_) | NoSession(_) => (-32600, 400),
             UnknownSession(_) => (-32600, 404),
+            TooLarge(_) => (-32600, 413),
+            Media(status, _) => (-32600, *status),
             MethodNotFound { modern: true, .. } => (-32601, 404),
             MethodNotFound { modern: false, .. } | TaskSupport(_) => (-32601, 200),
             InvalidParams(_) | UnsupportedVersion { modern: false, .. } | Key { .. } => {

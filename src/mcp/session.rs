@@ -1,8 +1,8 @@
 //! Legacy-era sessions (`Mcp-Session-Id`): opened by `initialize`, ended by `DELETE`, one table
 //! per world (a world extension, so reset and named sessions cover it). Ids are counted, not
 //! drawn: the same run gives the same ids, and a fake has nothing to protect with unguessable
-//! ones. Not journaled: after a restart a client gets 404 and re-initializes, as the spec says a
-//! client of an expired session must.
+//! ones. Not journaled themselves: after a restart they are rebuilt from the ledger
+//! (`super::restore`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -67,6 +67,20 @@ impl Sessions {
         id
     }
 
+    /// Session `id` of `server`, opened before a restart, open again (the count of sessions
+    /// opened goes past its number).
+    pub(crate) fn reopen(&self, server: &Arc<str>, id: &str, version: &'static str) {
+        let mut t = unpoisoned(self.0.lock());
+        let n = id.rsplit('-').next().and_then(|n| n.parse().ok());
+        t.opened = t.opened.max(n.unwrap_or(0));
+        let open = Open {
+            server: server.clone(),
+            version,
+            ..Open::default()
+        };
+        t.open.insert(id.to_string(), open);
+    }
+
     /// Remember that call `request_id` (JSON text) of session `id` is action `seq`.
     pub(crate) fn note_call(&self, id: &str, request_id: String, seq: u64) {
         let mut t = unpoisoned(self.0.lock());
@@ -113,6 +127,14 @@ impl Sessions {
             .rev()
             .find(|(r, _)| r == request_id)
             .map(|(_, seq)| *seq)
+    }
+
+    /// Whether session `id` of `server` made the call that became action `seq` (among those
+    /// it remembers).
+    pub(crate) fn made(&self, server: &str, id: &str, seq: u64) -> bool {
+        let t = unpoisoned(self.0.lock());
+        t.of(server, id)
+            .is_some_and(|o| o.calls.iter().any(|(_, s)| *s == seq))
     }
 
     /// The version open session `id` of `server` speaks (another server's is unknown here).

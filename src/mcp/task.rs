@@ -8,7 +8,7 @@
 //! first, when the answer comes) with its effect deferred to the end of the task's work, so the
 //! ledger holds the effect exactly when it lands; an honoured `tasks/cancel` stops it there, an
 //! ignored one lets it land. Tasks are a world extension like sessions, not journaled: after a
-//! restart a client polling an old task gets "not found".
+//! restart they are rebuilt from their entries (`super::restore`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -57,6 +57,16 @@ impl Status {
 pub(crate) enum Answer {
     Result(Value),
     Error(Value),
+}
+
+impl Answer {
+    /// As the `task-created` entry keeps it, for a restart.
+    pub(crate) fn to_json(&self) -> Value {
+        match self {
+            Answer::Result(r) => json!({"result": r}),
+            Answer::Error(e) => json!({"error": e}),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -263,6 +273,11 @@ impl Tasks {
         seeded_token(world, &format!("{server}/{n}"))
     }
 
+    /// Count a task made before a restart, so that new ids do not repeat its.
+    pub(crate) fn count_made(&self) {
+        unpoisoned(self.table.lock()).made += 1;
+    }
+
     pub(crate) fn insert(&self, task: Task) {
         let mut t = unpoisoned(self.table.lock());
         while t.order.len() >= TASKS_KEPT {
@@ -295,18 +310,14 @@ impl Tasks {
         self.changed.notify_waiters();
     }
 
-    /// The live tasks of `server` a legacy session made, oldest first.
-    pub(crate) fn of_session(
-        &self,
-        server: &str,
-        session: Option<&str>,
-        now: Duration,
-    ) -> Vec<Task> {
+    /// The live legacy tasks of `server`, whichever session made them (as `tasks/get` reaches
+    /// any), oldest first.
+    pub(crate) fn legacy_of(&self, server: &str, now: Duration) -> Vec<Task> {
         let t = unpoisoned(self.table.lock());
         let mut out: Vec<Task> = t
             .tasks
             .values()
-            .filter(|x| &*x.server == server && !x.modern && x.session.as_deref() == session)
+            .filter(|x| &*x.server == server && !x.modern)
             .filter(|x| !x.expired(now))
             .cloned()
             .collect();

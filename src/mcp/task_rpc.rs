@@ -176,7 +176,8 @@ pub(super) fn create(
     let mut task = Task::new(id, who, (modern, c.era.session()), spec, requested_ttl, now);
     if task.waiting() {
         let detail = json!({"task_id": task.id, "tool": tool.name, "id": c.id, "target": null,
-            "asks_input": true, "revision": req_revision(world, &req)});
+            "asks_input": true, "revision": req_revision(world, &req),
+            "session": task.session, "ttl_ms": ttl_ms(&task)});
         log(world, server, "task-created", detail);
         task.prepared = Some(req.into_owned());
         let msg = created(world, server, &c, &task);
@@ -196,14 +197,20 @@ pub(super) fn create(
         return call::deliver(world, server, (c.era, c.params, c.sse), &out, msg);
     }
     task.action = Some(out.seq);
-    task.answer = Some(answer);
     task.done_at = Some(if started { now + task.remaining() } else { now });
+    // What a restart rebuilds the task from (`super::restore`).
     let detail = json!({"task_id": task.id, "tool": tool.name, "id": c.id, "target": out.seq,
-        "done_at_ms": task.done_at.map(|d| d.as_millis() as u64), "revision": revision});
+        "done_at_ms": task.done_at.map(|d| d.as_millis() as u64), "revision": revision,
+        "session": task.session, "ttl_ms": ttl_ms(&task), "answer": answer.to_json()});
+    task.answer = Some(answer);
     log(world, server, "task-created", detail);
     let msg = created(world, server, &c, &task);
     tasks.insert(task);
     call::deliver(world, server, (c.era, c.params, c.sse), &out, msg)
+}
+
+fn ttl_ms(task: &Task) -> Option<u64> {
+    task.ttl.map(|t| t.as_millis() as u64)
 }
 
 /// The revision the call was made under (the service's revision header, as the action reads
@@ -468,12 +475,11 @@ pub(super) fn take_answer(
     });
 }
 
-/// Legacy `tasks/list`: the session's live tasks.
+/// Legacy `tasks/list`: the server's live legacy tasks, from any session (a client that
+/// re-initialized finds the task whose creation answer it lost).
 fn list(world: &World, server: &McpServer, c: &Call<'_>) -> Reply {
     let now = world.clock.now();
-    let tasks = world
-        .extension::<Tasks>()
-        .of_session(&server.name, c.era.session(), now);
+    let tasks = world.extension::<Tasks>().legacy_of(&server.name, now);
     let targets: Vec<Option<u64>> = tasks.iter().map(|t| t.action).collect();
     let wire: Vec<Value> = tasks
         .iter()

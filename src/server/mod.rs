@@ -376,14 +376,14 @@ async fn mcp_request(
     name: &str,
     body: Incoming,
 ) -> hyper::Response<HttpBody> {
-    let body = match read_capped_body(&world, body, ctl).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+    // A body over the cap is the MCP server's to refuse, in JSON-RPC's shape and recorded.
+    let cap = world.scenario.max_body_bytes;
+    let (body, too_large) = read_incoming(body, cap, ctl).await.unwrap_or_default();
     let req = crate::mcp::McpRequest {
         method,
         headers,
         body,
+        too_large,
     };
     let mut reply = crate::mcp::handle(&world, name, req);
     if let Some(later) = reply.later.take() {
@@ -542,7 +542,7 @@ async fn deliver(
     }
 }
 
-/// An agent's or MCP server's request body, or the 413 when it is too large. A client that went
+/// An agent's request body, or the 413 when it is too large. A client that went
 /// away mid-body reads no answer: the body is empty, answered as a bad request nobody reads.
 async fn read_capped_body(
     world: &World,
