@@ -45,7 +45,13 @@ pub(super) fn rec6_messages_to_terminal_tasks(ix: &Index, out: &mut Vec<Finding>
         let Some(d) = e.agent_event("rpc-error") else {
             continue;
         };
-        if d.get("code").and_then(Value::as_i64) != Some(-32004) {
+        // A message sent to it; subscribing to a finished task is a read (also -32004). An
+        // entry that names no method (a hand-made ledger) is taken as a message.
+        let sent = matches!(
+            str_field(d, "method"),
+            None | Some("SendMessage" | "SendStreamingMessage")
+        );
+        if d.get("code").and_then(Value::as_i64) != Some(-32004) || !sent {
             continue;
         }
         let message = str_field(d, "message").unwrap_or("");
@@ -85,15 +91,26 @@ pub(super) fn rec3_cancel_claims(ix: &Index, claims: &Claims, out: &mut Vec<Find
             .copied()
             .filter(|e| e.agent_event("cancel").is_some())
             .collect();
-        // The state the latest of these events names.
-        let last = |events: &[&str]| {
-            about.iter().rev().find_map(|e| {
-                let d = events.iter().find_map(|ev| e.agent_event(ev))?;
-                str_field(d, "state")
-            })
+        // A task's end: its last terminal state (a result, a cancel's status, a failure by a
+        // doubleagent restart), else the last state it reported (an interrupt, working).
+        let events = ["result", "task-interrupted", "status"];
+        let terminal = |s: &&str| {
+            matches!(
+                *s,
+                "TASK_STATE_COMPLETED"
+                    | "TASK_STATE_CANCELED"
+                    | "TASK_STATE_FAILED"
+                    | "TASK_STATE_REJECTED"
+            )
         };
-        // A task's end: its result, or its failure by a doubleagent restart.
-        let last_state = last(&["result", "task-interrupted"]).or_else(|| last(&["status"]));
+        let states = about.iter().rev().filter_map(|e| {
+            let d = events.iter().find_map(|ev| e.agent_event(ev))?;
+            str_field(d, "state")
+        });
+        let last_state = states
+            .clone()
+            .find(terminal)
+            .or_else(|| states.clone().next());
         let ended = last_state.unwrap_or("in no final state");
         match t.claim {
             TaskOutcome::Cancelled => {

@@ -49,6 +49,16 @@ fn canaries_in(text: &str) -> Vec<&str> {
     out
 }
 
+/// Every string in a JSON value, keys aside.
+fn strings_in<'v>(v: Option<&'v Value>, out: &mut Vec<&'v str>) {
+    match v {
+        Some(Value::String(s)) => out.push(s),
+        Some(Value::Array(a)) => a.iter().for_each(|x| strings_in(Some(x), out)),
+        Some(Value::Object(o)) => o.values().for_each(|x| strings_in(Some(x), out)),
+        _ => {}
+    }
+}
+
 /// ACC-2: a canary of a result produced under a revision that has since been superseded, found
 /// in a later request.
 pub(super) fn acc2_stale_results(ix: &Index, out: &mut Vec<Finding>) {
@@ -65,10 +75,15 @@ pub(super) fn acc2_stale_results(ix: &Index, out: &mut Vec<Finding>) {
         }
         let carried: Vec<&str> = if e.disposition == Disposition::Agent {
             // What the orchestrator told an agent counts as a request too.
-            e.agent_event("message")
-                .and_then(|d| str_field(d, "text"))
-                .map(canaries_in)
-                .unwrap_or_default()
+            // Its text, and any part or metadata (a result's data part forwarded as data).
+            let mut texts = Vec::new();
+            if let Some(d) = e.agent_event("message") {
+                texts.extend(str_field(d, "text"));
+                for k in ["parts", "metadata"] {
+                    strings_in(d.get(k), &mut texts);
+                }
+            }
+            texts.into_iter().flat_map(canaries_in).collect()
         } else if e.by_client() {
             e.detail
                 .as_ref()
