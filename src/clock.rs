@@ -54,6 +54,9 @@ struct Inner {
     state: Mutex<State>,
     /// Flips to true when the world is closed (reset, scenario replaced, shutdown).
     closed: watch::Sender<bool>,
+    /// Held for a whole advance: one that overlaps another (waiting on an ordered sleeper's
+    /// step) starts from where that one ends, so no acknowledged advance is lost.
+    advancing: tokio::sync::Mutex<()>,
 }
 
 #[derive(Default)]
@@ -109,6 +112,7 @@ impl Clock {
                 ..State::default()
             }),
             closed: watch::channel(false).0,
+            advancing: tokio::sync::Mutex::new(()),
         };
         Clock {
             inner: Arc::new(inner),
@@ -235,6 +239,7 @@ impl Clock {
         if self.inner.kind != ClockKind::Manual {
             return Err(ClockError::NotManual);
         }
+        let _one_at_a_time = self.inner.advancing.lock().await;
         let target = self
             .state()
             .now

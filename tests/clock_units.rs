@@ -194,3 +194,45 @@ async fn a_manual_clock_stops_at_its_horizon_instead_of_overflowing() {
     );
     assert!(clock.rfc3339(clock.now()).ends_with('Z'));
 }
+
+#[tokio::test]
+async fn concurrent_advances_add_up_while_an_ordered_sleeper_holds_its_tick() {
+    // Each acknowledged advance moves the clock by its own amount: two advances that overlap
+    // (one waiting for an ordered sleeper to finish its step) must not both start from the same
+    // `now` and lose one of them.
+    let clock = Clock::new(ClockKind::Manual);
+    let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+    let sleeper = {
+        let clock = clock.clone();
+        tokio::spawn(async move {
+            let tick = clock.sleep_until(Duration::from_millis(50)).await;
+            assert!(tick.is_some());
+            // Hold the tick (the step is running) until told to finish.
+            let _ = release_rx.await;
+            drop(tick);
+        })
+    };
+    while clock.pending_sleepers() < 1 {
+        tokio::task::yield_now().await;
+    }
+    let first = tokio::spawn({
+        let clock = clock.clone();
+        async move { clock.advance(Duration::from_millis(100)).await }
+    });
+    // The first advance is now waiting on the sleeper's step.
+    while clock.pending_sleepers() > 0 {
+        tokio::task::yield_now().await;
+    }
+    let second = tokio::spawn({
+        let clock = clock.clone();
+        async move { clock.advance(Duration::from_millis(100)).await }
+    });
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    release_tx.send(()).unwrap();
+    sleeper.await.unwrap();
+    first.await.unwrap().unwrap();
+    second.await.unwrap().unwrap();
+    assert_eq!(clock.now(), Duration::from_millis(200));
+}
