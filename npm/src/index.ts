@@ -305,6 +305,7 @@ export interface ServeOptions {
   binary?: string;
   /** More `serve` options, e.g. `["--journal", "ledger.jsonl"]`. */
   args?: string[];
+  /** Default: DOUBLEAGENT_ADMIN_TOKEN (of `env`, else of this process), which the server reads too. */
   adminToken?: string;
   env?: Record<string, string>;
   startupTimeoutMs?: number;
@@ -363,10 +364,10 @@ export async function serve(scenario: string, opts: ServeOptions = {}): Promise<
   }
   const args = ["serve", path, "--listen", "127.0.0.1:0", ...(opts.args ?? [])];
   if (opts.adminToken) args.push("--admin-token", opts.adminToken);
-  const child = spawn(program, args, {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn", ...opts.env },
-  });
+  const env: NodeJS.ProcessEnv = { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn", ...opts.env };
+  // Without adminToken the server takes DOUBLEAGENT_ADMIN_TOKEN from its environment.
+  const token = opts.adminToken || env.DOUBLEAGENT_ADMIN_TOKEN || undefined;
+  const child = spawn(program, args, { stdio: ["ignore", "pipe", "pipe"], env });
   let early = "";
   const collect = (d: Buffer) => (early += d.toString());
   child.stderr.on("data", collect);
@@ -400,6 +401,5 @@ export async function serve(scenario: string, opts: ServeOptions = {}): Promise<
     });
   });
   child.stderr.off("data", collect);
-  const server = new Server(ready, child, path, opts.adminToken, tmp);
-  return server;
+  return new Server(ready, child, path, token, tmp);
 }

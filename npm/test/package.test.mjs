@@ -111,6 +111,29 @@ test("an admin token is sent on every call", async () => {
   }
 });
 
+test("the admin token in the environment is the client's default, as it is the server's", async () => {
+  // The spawned server takes DOUBLEAGENT_ADMIN_TOKEN from the environment it inherits (as
+  // docs/staging.md says to set it); the client must send the same token.
+  process.env.DOUBLEAGENT_ADMIN_TOKEN = "env-tok";
+  try {
+    const server = await serve(SCENARIO);
+    try {
+      assert.deepEqual(await (await server.session()).ledger(), []);
+      assert.equal((await fetch(`${server.url}/_admin/ledger`)).status, 401);
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    delete process.env.DOUBLEAGENT_ADMIN_TOKEN;
+  }
+  const server = await serve(SCENARIO, { env: { DOUBLEAGENT_ADMIN_TOKEN: "given-tok" } });
+  try {
+    assert.deepEqual(await (await server.session()).ledger(), []);
+  } finally {
+    await server.stop();
+  }
+});
+
 test("the binary: the option first, then DOUBLEAGENT_BIN", () => {
   assert.equal(findBinary("/opt/x/doubleagent"), "/opt/x/doubleagent");
   const was = process.env.DOUBLEAGENT_BIN;

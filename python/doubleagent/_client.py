@@ -39,6 +39,9 @@ __all__ = [
 # `ledger(**filters)` is compared with the entry's field of that name here.
 SERVER_FILTERS = ("service", "route", "key", "work_id", "since", "disposition", "event", "actor")
 
+# The admin token a server takes from its environment when not given --admin-token.
+TOKEN_ENV = "DOUBLEAGENT_ADMIN_TOKEN"
+
 
 class AdminError(Exception):
     """The admin API answered with an error: `{"error": ..., "status": N}`."""
@@ -397,15 +400,18 @@ class Server(_World):
         cmd = [program, "serve", str(path), "--listen", "127.0.0.1:0", *args]
         if admin_token:
             cmd += ["--admin-token", admin_token]
+        env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn"), **(env or {})}
+        # Without admin_token the server takes DOUBLEAGENT_ADMIN_TOKEN from its environment.
+        token = admin_token or env.get(TOKEN_ENV) or None
         self.process = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
-            env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn"), **(env or {})},
+            env=env,
         )
         ready = self._read_ready(startup_timeout)
-        super().__init__(ready["url"], ready, admin_token)
+        super().__init__(ready["url"], ready, token)
         self.ready = ready
         """The ready line, parsed: url, scenario, services, agents."""
 
@@ -485,6 +491,6 @@ def _scenario_path(scenario: Union[str, os.PathLike]) -> Optional[Path]:
 
 def serve(scenario: Union[str, os.PathLike], **kwargs: Any) -> Server:
     """Start `doubleagent serve` on 127.0.0.1 port 0 with `scenario` (a path, or TOML text) and
-    wait for its ready line. Keyword arguments: binary, args (extra CLI flags), admin_token,
-    env, startup_timeout. Use as `with doubleagent.serve(...) as server:`."""
+    wait for its ready line. Keyword arguments: binary, args (extra CLI flags), admin_token
+    (default: DOUBLEAGENT_ADMIN_TOKEN, which the server reads too), env, startup_timeout. Use as `with doubleagent.serve(...) as server:`."""
     return Server(scenario, **kwargs)

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+import urllib.error
 import urllib.request
 import json
 
@@ -117,3 +118,18 @@ def test_a_server_that_cannot_start_says_why(tmp_path):
     bad.write_text("name = 3\n")
     with pytest.raises(RuntimeError, match="did not start"):
         doubleagent.serve(bad)
+
+
+def test_the_admin_token_in_the_environment_is_the_clients_default(monkeypatch):
+    # The spawned server takes DOUBLEAGENT_ADMIN_TOKEN from the environment it inherits (as
+    # docs/staging.md says to set it); the client must send the same token.
+    monkeypatch.setenv("DOUBLEAGENT_ADMIN_TOKEN", "env-tok")
+    with doubleagent.serve(TOML) as server:
+        t = server.session()
+        assert t.ledger() == [] and t.verify().clean
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(server.url + "/_admin/ledger")
+        assert refused.value.code == 401
+    monkeypatch.delenv("DOUBLEAGENT_ADMIN_TOKEN")
+    with doubleagent.serve(TOML, env={"DOUBLEAGENT_ADMIN_TOKEN": "given-tok"}) as server:
+        assert server.session().ledger() == []
