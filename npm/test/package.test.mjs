@@ -158,6 +158,27 @@ describe("useDoubleagent gives every test a fresh session", () => {
   }
 });
 
+describe("useDoubleagent gives concurrent tests their own sessions", { concurrency: true }, () => {
+  const da = useDoubleagent(SCENARIO);
+  const names = ["a", "b", "c"];
+  let arrived = 0;
+  let release;
+  const together = new Promise((r) => (release = r));
+  for (const name of names) {
+    test(`concurrent test ${name}`, async (t) => {
+      const s = da.sessionOf(t);
+      if (++arrived === names.length) release();
+      await together;
+      // Every test is running: which one `da.session` means is ambiguous, and it says so.
+      assert.throws(() => da.session, /3 tests are running at once[\s\S]*da\.sessionOf\(t\)/);
+      await transfer(da.sessionOf(t).serviceUrl("payments"), `k-${name}`);
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(da.sessionOf(t), s);
+      assert.equal((await s.ledger()).length, 1, `session ${s.name}`);
+    });
+  }
+});
+
 test("globalSetup hands the server to workers through the environment", async () => {
   const teardown = await globalSetup(SCENARIO)();
   try {
