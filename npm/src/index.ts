@@ -259,6 +259,10 @@ export class Session extends World {
     readonly root: World,
     readonly name: string,
   ) {
+    // The server's rule for session names (they go into URLs as they are).
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(name)) {
+      throw new RangeError(`bad session name ${JSON.stringify(name)}: use 1 to 64 letters, digits, '-', '_' or '.'`);
+    }
     super(`${root.url}/_s/${name}`, root.ready, (root as Session).token);
   }
 
@@ -270,10 +274,11 @@ export class Session extends World {
 
 /** A server already running (say, started by a globalSetup): its ready line and token. */
 export class Connection extends World {
-  /** An isolated world: a fresh one under a new unique name unless `name` is given. */
+  /** An isolated world: a fresh one under a new unique name unless `name` is given (1 to 64
+   *  letters, digits, '-', '_' or '.'; a RangeError otherwise). */
   async session(name?: string): Promise<Session> {
     const s = new Session(this, name ?? `t-${randomUUID().replaceAll("-", "").slice(0, 16)}`);
-    await s.health(); // validates the name and creates the session now
+    await s.health(); // the server is up; the session itself is made by its first use
     return s;
   }
 }

@@ -134,6 +134,21 @@ test("the admin token in the environment is the client's default, as it is the s
   }
 });
 
+test("a session name is checked by the server's rule before it goes into a URL", async () => {
+  const server = await serve(SCENARIO);
+  try {
+    // "x?y" reset nothing and "a/b" made session "a".
+    for (const bad of ["x?y", "a/b", "bad name", "\u00e9", "", "x".repeat(65), "x#y", "x\n"]) {
+      await assert.rejects(server.session(bad), (e) => e instanceof RangeError && /bad session name .*: use 1 to 64 letters/.test(e.message));
+    }
+    assert.match((await server.session("A-b_c.9")).url, /\/_s\/A-b_c\.9$/);
+    const names = (await server.admin("GET", "/sessions")).sessions;
+    assert.ok(!names.includes("a") && !names.includes("x"), names.join(","));
+  } finally {
+    await server.stop();
+  }
+});
+
 test("the binary: the option first, then DOUBLEAGENT_BIN", () => {
   assert.equal(findBinary("/opt/x/doubleagent"), "/opt/x/doubleagent");
   const was = process.env.DOUBLEAGENT_BIN;

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -339,10 +340,16 @@ def _split_filters(filters: Mapping[str, Any]):
     return query, local
 
 
+# The server's rule for session names (they go into URLs as they are).
+_SESSION_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
 class Session(_World):
     """A named session: its own ledger, keys, fates and clock, behind `/_s/NAME`."""
 
     def __init__(self, server: "Server", name: str):
+        if not _SESSION_NAME.fullmatch(name):
+            raise ValueError(f"bad session name {name!r}: use 1 to 64 letters, digits, '-', '_' or '.'")
         super().__init__(f"{server.url}/_s/{name}", server.ready, server._token)
         self.name = name
         self.server = server
@@ -447,11 +454,12 @@ class Server(_World):
 
     def session(self, name: Optional[str] = None) -> Session:
         """An isolated world: a fresh one under a new unique name when `name` is None; the
-        session NAME as it stands otherwise (created on first use)."""
+        session NAME as it stands otherwise (created on first use). A name is 1 to 64 letters,
+        digits, '-', '_' or '.' (ValueError otherwise)."""
         if name is None:
             name = f"t-{uuid.uuid4().hex[:16]}"
         s = Session(self, name)
-        s.health()  # validates the name and creates the session now
+        s.health()  # the server is up; the session itself is made by its first use
         return s
 
     def sessions(self) -> List[str]:

@@ -133,3 +133,12 @@ def test_the_admin_token_in_the_environment_is_the_clients_default(monkeypatch):
     monkeypatch.delenv("DOUBLEAGENT_ADMIN_TOKEN")
     with doubleagent.serve(TOML, env={"DOUBLEAGENT_ADMIN_TOKEN": "given-tok"}) as server:
         assert server.session().ledger() == []
+
+
+def test_a_session_name_is_checked_by_the_servers_rule_before_it_goes_into_a_url(server):
+    # "x?y" reset nothing, "a/b" made session "a", "bad name" and "é" raised from http.client.
+    for bad in ["x?y", "a/b", "bad name", "\u00e9", "", "x" * 65, "x#y", "x\n"]:
+        with pytest.raises(ValueError, match="bad session name .*: use 1 to 64 letters"):
+            server.session(bad)
+    assert server.session("A-b_c.9").url.endswith("/_s/A-b_c.9")
+    assert "a" not in server.sessions() and "x" not in server.sessions()
