@@ -380,7 +380,10 @@ export async function serve(scenario: string, opts: ServeOptions = {}): Promise<
     const lines = createInterface({ input: child.stdout });
     const fail = (why: string) => {
       child.kill("SIGKILL");
-      reject(new Error(`doubleagent did not start (${why}); stderr:\n${early}`));
+      // TOML text's file is removed with the server: name what it held instead.
+      const log = tmp ? early.replaceAll(path, "<inline scenario>") : early;
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
+      reject(new Error(`doubleagent did not start (${why}); stderr:\n${log}`));
     };
     const timer = setTimeout(() => fail("no ready line in time"), opts.startupTimeoutMs ?? 30_000);
     child.once("error", (e) => {

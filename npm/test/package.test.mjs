@@ -52,6 +52,8 @@ test("serve starts on port 0 from TOML text, and stop ends it", async () => {
 
 test("a bad scenario is refused with the server's own error", async () => {
   await assert.rejects(serve("[services.x]\nnope = 1\n"), /did not start[\s\S]*nope/);
+  // Named as the inline scenario, not as the temporary file it was written to (gone by now).
+  await assert.rejects(serve("[services.x]\nnope = 1\n"), (e) => /<inline scenario>:2:1: /.test(e.message) && !/doubleagent-/.test(e.message));
 });
 
 test("acc1_rec4 a blind retry is found, and assertClean throws the CLI's report", async () => {

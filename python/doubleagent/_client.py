@@ -174,6 +174,14 @@ def _duration(d: Union[str, int, float, timedelta]) -> str:
     return f"{ms}ms"
 
 
+def _seconds(d: Union[str, int, float, timedelta]) -> float:
+    """How long a wait may take, in seconds: a string is the server's to read, and it waits
+    at most 300 s."""
+    if isinstance(d, str):
+        return 300.0
+    return d.total_seconds() if isinstance(d, timedelta) else float(d)
+
+
 class _World:
     """What a server's default session and a named session share: URLs and admin calls."""
 
@@ -250,9 +258,11 @@ class _World:
         entries = [Entry.from_json(e) for e in doc["entries"]]
         return [e for e in entries if all(e.get(k) == v for k, v in local.items())]
 
-    def wait_for(self, count: int = 1, timeout: float = 10.0, **filters: Any) -> List[Entry]:
+    def wait_for(
+        self, count: int = 1, timeout: Union[str, int, float, timedelta] = 10.0, **filters: Any
+    ) -> List[Entry]:
         """Block until at least `count` entries match (server-side filters only), then return
-        them; TimeoutError after `timeout` seconds of wall-clock time."""
+        them; TimeoutError after `timeout` (seconds, a timedelta or "2s") of wall-clock time."""
         query, local = _split_filters(filters)
         if local:
             raise TypeError(
@@ -260,7 +270,7 @@ class _World:
             )
         query += [("count", str(count)), ("timeout", _duration(timeout))]
         try:
-            doc = self._admin("GET", "/ledger/wait", query, timeout=timeout + 30)
+            doc = self._admin("GET", "/ledger/wait", query, timeout=_seconds(timeout) + 30)
         except AdminError as e:
             if e.status == 408:
                 raise TimeoutError(e.message) from None
@@ -442,9 +452,12 @@ class Server(_World):
                 raise ValueError(line)
             return ready
         except (queue.Empty, ValueError):
+            log = self.stderr()
+            if self._tmp is not None:  # the file is gone after stop(): name what it held
+                log = log.replace(str(self.scenario_path), "<inline scenario>")
             self.stop()
             raise RuntimeError(
-                f"doubleagent did not start (exit {self.process.returncode}); stderr:\n{self.stderr()}"
+                f"doubleagent did not start (exit {self.process.returncode}); stderr:\n{log}"
             ) from None
 
     def stderr(self) -> str:
@@ -485,6 +498,8 @@ class Server(_World):
         self.stop()
 
     def __repr__(self) -> str:
+        if not hasattr(self, "ready"):  # not started (yet, or ever)
+            return f"Server(not running, scenario_path={getattr(self, 'scenario_path', None)!r})"
         return f"Server(url={self.url!r}, scenario={self.ready.get('scenario')!r})"
 
 
