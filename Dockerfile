@@ -28,9 +28,13 @@ RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin doub
 COPY --from=build /src/target/release/doubleagent /usr/local/bin/doubleagent
 COPY scenarios /scenarios
 USER doubleagent
-EXPOSE 7070 7071
+# The default command's HTTP port. gRPC (A2A) listens only when an agent serves it, at a free port
+# unless given `--grpc-listen 0.0.0.0:7071` (then publish 7071 too).
+EXPOSE 7070
 VOLUME ["/scenarios", "/var/lib/doubleagent"]
-# The binary probes itself: no extra HTTP client in the image.
+# The binary probes itself: no extra HTTP client in the image. It probes port 7070: serving on
+# another --listen port, override it (`docker run --health-cmd 'doubleagent probe --url
+# http://127.0.0.1:PORT'`, or `healthcheck:` in compose).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=2s --retries=3 \
   CMD ["doubleagent", "probe", "--url", "http://127.0.0.1:7070"]
 ENTRYPOINT ["doubleagent"]

@@ -166,3 +166,22 @@ fn bad_or_conflicting_session_prefixes_get_a_400_json_error() {
         "no session was made for a refused request"
     );
 }
+
+#[test]
+fn the_root_answers_get_only_and_other_methods_get_405_and_allow() {
+    let da = Da::start(LOST_RESPONSE);
+    for path in ["/", "/_s/x/", "/_s/x"] {
+        assert_eq!(da.get(path).status, 200, "{path}");
+        for method in ["POST", "DELETE", "PUT"] {
+            let r = da.call(method, path, &[], "{}");
+            assert_eq!(r.status, 405, "{method} {path}: {}", r.text());
+            assert_eq!(r.header("allow"), Some("GET, HEAD"), "{method} {path}");
+            assert!(r.json()["error"].as_str().unwrap().contains("takes GET"));
+        }
+    }
+    assert_eq!(
+        da.get("/_admin/sessions").json()["sessions"],
+        json!([]),
+        "the root describes a session and creates none"
+    );
+}

@@ -431,6 +431,20 @@ fn the_dockerfile_builds_locked_runs_unprivileged_and_probes_itself() {
 }
 
 #[test]
+fn the_staging_doc_names_the_ports_the_image_exposes_and_lets_its_user_write_the_data_volume() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let docker = std::fs::read_to_string(format!("{root}/Dockerfile")).unwrap();
+    let doc = std::fs::read_to_string(format!("{root}/docs/staging.md")).unwrap();
+    let exposed = docker.lines().find(|l| l.starts_with("EXPOSE ")).unwrap();
+    assert!(
+        doc.contains(&format!("`{exposed}`")),
+        "docs/staging.md should say `{exposed}`"
+    );
+    // The Kubernetes example's data volume is writable by the image's user.
+    assert!(docker.contains("--uid 10001") && doc.contains("fsGroup: 10001"));
+}
+
+#[test]
 fn sigterm_lets_a_pending_delayed_response_finish_within_the_drain_timeout() {
     let scenario =
         payments("", "fates = [\"delay:300ms\"]").replace("clock = \"manual\"", "clock = \"real\"");

@@ -259,6 +259,10 @@ export class Session extends World {
     readonly root: World,
     readonly name: string,
   ) {
+    // The server's rule for session names (they go into URLs as they are).
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(name)) {
+      throw new RangeError(`bad session name ${JSON.stringify(name)}: use 1 to 64 letters, digits, '-', '_' or '.'`);
+    }
     super(`${root.url}/_s/${name}`, root.ready, (root as Session).token);
   }
 
@@ -270,10 +274,11 @@ export class Session extends World {
 
 /** A server already running (say, started by a globalSetup): its ready line and token. */
 export class Connection extends World {
-  /** An isolated world: a fresh one under a new unique name unless `name` is given. */
+  /** An isolated world: a fresh one under a new unique name unless `name` is given (1 to 64
+   *  letters, digits, '-', '_' or '.'; a RangeError otherwise). */
   async session(name?: string): Promise<Session> {
     const s = new Session(this, name ?? `t-${randomUUID().replaceAll("-", "").slice(0, 16)}`);
-    await s.health(); // validates the name and creates the session now
+    await s.health(); // the server is up; the session itself is made by its first use
     return s;
   }
 }
@@ -305,6 +310,7 @@ export interface ServeOptions {
   binary?: string;
   /** More `serve` options, e.g. `["--journal", "ledger.jsonl"]`. */
   args?: string[];
+  /** Default: DOUBLEAGENT_ADMIN_TOKEN (of `env`, else of this process), which the server reads too. */
   adminToken?: string;
   env?: Record<string, string>;
   startupTimeoutMs?: number;
@@ -363,10 +369,10 @@ export async function serve(scenario: string, opts: ServeOptions = {}): Promise<
   }
   const args = ["serve", path, "--listen", "127.0.0.1:0", ...(opts.args ?? [])];
   if (opts.adminToken) args.push("--admin-token", opts.adminToken);
-  const child = spawn(program, args, {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn", ...opts.env },
-  });
+  const env: NodeJS.ProcessEnv = { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn", ...opts.env };
+  // Without adminToken the server takes DOUBLEAGENT_ADMIN_TOKEN from its environment.
+  const token = opts.adminToken || env.DOUBLEAGENT_ADMIN_TOKEN || undefined;
+  const child = spawn(program, args, { stdio: ["ignore", "pipe", "pipe"], env });
   let early = "";
   const collect = (d: Buffer) => (early += d.toString());
   child.stderr.on("data", collect);
@@ -374,7 +380,10 @@ export async function serve(scenario: string, opts: ServeOptions = {}): Promise<
     const lines = createInterface({ input: child.stdout });
     const fail = (why: string) => {
       child.kill("SIGKILL");
-      reject(new Error(`doubleagent did not start (${why}); stderr:\n${early}`));
+      // TOML text's file is removed with the server: name what it held instead.
+      const log = tmp ? early.replaceAll(path, "<inline scenario>") : early;
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
+      reject(new Error(`doubleagent did not start (${why}); stderr:\n${log}`));
     };
     const timer = setTimeout(() => fail("no ready line in time"), opts.startupTimeoutMs ?? 30_000);
     child.once("error", (e) => {
@@ -400,6 +409,5 @@ export async function serve(scenario: string, opts: ServeOptions = {}): Promise<
     });
   });
   child.stderr.off("data", collect);
-  const server = new Server(ready, child, path, opts.adminToken, tmp);
-  return server;
+  return new Server(ready, child, path, token, tmp);
 }

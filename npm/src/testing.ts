@@ -1,8 +1,9 @@
 // Test-runner helpers: a fresh doubleagent session per test, over one server per run.
 //
 // node:test — `const da = useDoubleagent("scenarios/x.toml")` at the top of a file (or a
-// `describe`): the server starts before its tests and stops after them; `da.session` is a fresh
-// session in every test, dropped after it.
+// `describe`): the server starts before its tests and stops after them; every test gets a fresh
+// session, dropped after it: `da.session` while one test runs at a time, `da.sessionOf(t)` (t: the
+// test's context) in tests that run concurrently.
 //
 // vitest / jest — a globalSetup module `export default globalSetup("scenarios/x.toml")` (jest:
 // and `export { globalTeardown }` from a globalTeardown module) starts one server for the run and
@@ -17,14 +18,17 @@ import { Connection, serve, type Ready, type ServeOptions, type Server, type Ses
 export interface Handle {
   /** The server (the default session's world). */
   readonly server: Server;
-  /** This test's own session. */
+  /** The running test's own session, while one test runs at a time (else use `sessionOf`). */
   readonly session: Session;
+  /** The own session of the test whose context is `t`: for tests that run concurrently. */
+  sessionOf(t: object): Session;
 }
 
 /** node:test: one server for the file (or suite), a fresh session per test. */
 export function useDoubleagent(scenario: string, opts: ServeOptions = {}): Handle {
   let server: Server | undefined;
-  let session: Session | undefined;
+  // Keyed by each test's context: concurrent tests each have their own.
+  const sessions = new Map<object, Session>();
   let n = 0;
   before(async () => {
     server = await serve(scenario, opts);
@@ -32,14 +36,14 @@ export function useDoubleagent(scenario: string, opts: ServeOptions = {}): Handl
   after(async () => {
     await server?.stop();
   });
-  beforeEach(async () => {
+  beforeEach(async (t) => {
     n += 1;
-    session = await server!.session(`t${n}-${process.pid}`);
+    sessions.set(t, await server!.session(`t${n}-${process.pid}`));
   });
-  afterEach(async () => {
+  afterEach(async (t) => {
     // The server may be gone already (a test stopped it): the session dies with it.
-    await session?.drop().catch(() => undefined);
-    session = undefined;
+    await sessions.get(t)?.drop().catch(() => undefined);
+    sessions.delete(t);
   });
   return {
     get server() {
@@ -47,8 +51,17 @@ export function useDoubleagent(scenario: string, opts: ServeOptions = {}): Handl
       return server;
     },
     get session() {
-      if (!session) throw new Error("a doubleagent session exists only inside a test");
-      return session;
+      if (sessions.size > 1) {
+        throw new Error(`${sessions.size} tests are running at once, each with its own doubleagent session: take yours with da.sessionOf(t), t being the test's context`);
+      }
+      const [only] = sessions.values();
+      if (!only) throw new Error("a doubleagent session exists only inside a test");
+      return only;
+    },
+    sessionOf(t: object) {
+      const s = sessions.get(t);
+      if (!s) throw new Error("no doubleagent session for this context: pass the test's own context, inside the test");
+      return s;
     },
   };
 }

@@ -52,6 +52,8 @@ test("serve starts on port 0 from TOML text, and stop ends it", async () => {
 
 test("a bad scenario is refused with the server's own error", async () => {
   await assert.rejects(serve("[services.x]\nnope = 1\n"), /did not start[\s\S]*nope/);
+  // Named as the inline scenario, not as the temporary file it was written to (gone by now).
+  await assert.rejects(serve("[services.x]\nnope = 1\n"), (e) => /<inline scenario>:2:1: /.test(e.message) && !/doubleagent-/.test(e.message));
 });
 
 test("acc1_rec4 a blind retry is found, and assertClean throws the CLI's report", async () => {
@@ -111,6 +113,44 @@ test("an admin token is sent on every call", async () => {
   }
 });
 
+test("the admin token in the environment is the client's default, as it is the server's", async () => {
+  // The spawned server takes DOUBLEAGENT_ADMIN_TOKEN from the environment it inherits (as
+  // docs/staging.md says to set it); the client must send the same token.
+  process.env.DOUBLEAGENT_ADMIN_TOKEN = "env-tok";
+  try {
+    const server = await serve(SCENARIO);
+    try {
+      assert.deepEqual(await (await server.session()).ledger(), []);
+      assert.equal((await fetch(`${server.url}/_admin/ledger`)).status, 401);
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    delete process.env.DOUBLEAGENT_ADMIN_TOKEN;
+  }
+  const server = await serve(SCENARIO, { env: { DOUBLEAGENT_ADMIN_TOKEN: "given-tok" } });
+  try {
+    assert.deepEqual(await (await server.session()).ledger(), []);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("a session name is checked by the server's rule before it goes into a URL", async () => {
+  const server = await serve(SCENARIO);
+  try {
+    // "x?y" reset nothing and "a/b" made session "a".
+    for (const bad of ["x?y", "a/b", "bad name", "\u00e9", "", "x".repeat(65), "x#y", "x\n"]) {
+      await assert.rejects(server.session(bad), (e) => e instanceof RangeError && /bad session name .*: use 1 to 64 letters/.test(e.message));
+    }
+    assert.match((await server.session("A-b_c.9")).url, /\/_s\/A-b_c\.9$/);
+    const names = (await server.admin("GET", "/sessions")).sessions;
+    assert.ok(!names.includes("a") && !names.includes("x"), names.join(","));
+  } finally {
+    await server.stop();
+  }
+});
+
 test("the binary: the option first, then DOUBLEAGENT_BIN", () => {
   assert.equal(findBinary("/opt/x/doubleagent"), "/opt/x/doubleagent");
   const was = process.env.DOUBLEAGENT_BIN;
@@ -131,6 +171,27 @@ describe("useDoubleagent gives every test a fresh session", () => {
       assert.deepEqual(await da.session.ledger(), []);
       assert.equal(await transfer(da.session.serviceUrl("payments"), "k-1"), 0);
       assert.equal((await da.session.ledger()).length, 1);
+    });
+  }
+});
+
+describe("useDoubleagent gives concurrent tests their own sessions", { concurrency: true }, () => {
+  const da = useDoubleagent(SCENARIO);
+  const names = ["a", "b", "c"];
+  let arrived = 0;
+  let release;
+  const together = new Promise((r) => (release = r));
+  for (const name of names) {
+    test(`concurrent test ${name}`, async (t) => {
+      const s = da.sessionOf(t);
+      if (++arrived === names.length) release();
+      await together;
+      // Every test is running: which one `da.session` means is ambiguous, and it says so.
+      assert.throws(() => da.session, /3 tests are running at once[\s\S]*da\.sessionOf\(t\)/);
+      await transfer(da.sessionOf(t).serviceUrl("payments"), `k-${name}`);
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(da.sessionOf(t), s);
+      assert.equal((await s.ledger()).length, 1, `session ${s.name}`);
     });
   }
 });

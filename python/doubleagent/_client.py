@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -38,6 +39,9 @@ __all__ = [
 # Ledger filters the server applies itself (GET /_admin/ledger); any other keyword of
 # `ledger(**filters)` is compared with the entry's field of that name here.
 SERVER_FILTERS = ("service", "route", "key", "work_id", "since", "disposition", "event", "actor")
+
+# The admin token a server takes from its environment when not given --admin-token.
+TOKEN_ENV = "DOUBLEAGENT_ADMIN_TOKEN"
 
 
 class AdminError(Exception):
@@ -170,6 +174,14 @@ def _duration(d: Union[str, int, float, timedelta]) -> str:
     return f"{ms}ms"
 
 
+def _seconds(d: Union[str, int, float, timedelta]) -> float:
+    """How long a wait may take, in seconds: a string is the server's to read, and it waits
+    at most 300 s."""
+    if isinstance(d, str):
+        return 300.0
+    return d.total_seconds() if isinstance(d, timedelta) else float(d)
+
+
 class _World:
     """What a server's default session and a named session share: URLs and admin calls."""
 
@@ -246,9 +258,11 @@ class _World:
         entries = [Entry.from_json(e) for e in doc["entries"]]
         return [e for e in entries if all(e.get(k) == v for k, v in local.items())]
 
-    def wait_for(self, count: int = 1, timeout: float = 10.0, **filters: Any) -> List[Entry]:
+    def wait_for(
+        self, count: int = 1, timeout: Union[str, int, float, timedelta] = 10.0, **filters: Any
+    ) -> List[Entry]:
         """Block until at least `count` entries match (server-side filters only), then return
-        them; TimeoutError after `timeout` seconds of wall-clock time."""
+        them; TimeoutError after `timeout` (seconds, a timedelta or "2s") of wall-clock time."""
         query, local = _split_filters(filters)
         if local:
             raise TypeError(
@@ -256,7 +270,7 @@ class _World:
             )
         query += [("count", str(count)), ("timeout", _duration(timeout))]
         try:
-            doc = self._admin("GET", "/ledger/wait", query, timeout=timeout + 30)
+            doc = self._admin("GET", "/ledger/wait", query, timeout=_seconds(timeout) + 30)
         except AdminError as e:
             if e.status == 408:
                 raise TimeoutError(e.message) from None
@@ -336,10 +350,16 @@ def _split_filters(filters: Mapping[str, Any]):
     return query, local
 
 
+# The server's rule for session names (they go into URLs as they are).
+_SESSION_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
 class Session(_World):
     """A named session: its own ledger, keys, fates and clock, behind `/_s/NAME`."""
 
     def __init__(self, server: "Server", name: str):
+        if not _SESSION_NAME.fullmatch(name):
+            raise ValueError(f"bad session name {name!r}: use 1 to 64 letters, digits, '-', '_' or '.'")
         super().__init__(f"{server.url}/_s/{name}", server.ready, server._token)
         self.name = name
         self.server = server
@@ -397,15 +417,18 @@ class Server(_World):
         cmd = [program, "serve", str(path), "--listen", "127.0.0.1:0", *args]
         if admin_token:
             cmd += ["--admin-token", admin_token]
+        env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn"), **(env or {})}
+        # Without admin_token the server takes DOUBLEAGENT_ADMIN_TOKEN from its environment.
+        token = admin_token or env.get(TOKEN_ENV) or None
         self.process = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
-            env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn"), **(env or {})},
+            env=env,
         )
         ready = self._read_ready(startup_timeout)
-        super().__init__(ready["url"], ready, admin_token)
+        super().__init__(ready["url"], ready, token)
         self.ready = ready
         """The ready line, parsed: url, scenario, services, agents."""
 
@@ -429,9 +452,12 @@ class Server(_World):
                 raise ValueError(line)
             return ready
         except (queue.Empty, ValueError):
+            log = self.stderr()
+            if self._tmp is not None:  # the file is gone after stop(): name what it held
+                log = log.replace(str(self.scenario_path), "<inline scenario>")
             self.stop()
             raise RuntimeError(
-                f"doubleagent did not start (exit {self.process.returncode}); stderr:\n{self.stderr()}"
+                f"doubleagent did not start (exit {self.process.returncode}); stderr:\n{log}"
             ) from None
 
     def stderr(self) -> str:
@@ -441,11 +467,12 @@ class Server(_World):
 
     def session(self, name: Optional[str] = None) -> Session:
         """An isolated world: a fresh one under a new unique name when `name` is None; the
-        session NAME as it stands otherwise (created on first use)."""
+        session NAME as it stands otherwise (created on first use). A name is 1 to 64 letters,
+        digits, '-', '_' or '.' (ValueError otherwise)."""
         if name is None:
             name = f"t-{uuid.uuid4().hex[:16]}"
         s = Session(self, name)
-        s.health()  # validates the name and creates the session now
+        s.health()  # the server is up; the session itself is made by its first use
         return s
 
     def sessions(self) -> List[str]:
@@ -471,6 +498,8 @@ class Server(_World):
         self.stop()
 
     def __repr__(self) -> str:
+        if not hasattr(self, "ready"):  # not started (yet, or ever)
+            return f"Server(not running, scenario_path={getattr(self, 'scenario_path', None)!r})"
         return f"Server(url={self.url!r}, scenario={self.ready.get('scenario')!r})"
 
 
@@ -485,6 +514,6 @@ def _scenario_path(scenario: Union[str, os.PathLike]) -> Optional[Path]:
 
 def serve(scenario: Union[str, os.PathLike], **kwargs: Any) -> Server:
     """Start `doubleagent serve` on 127.0.0.1 port 0 with `scenario` (a path, or TOML text) and
-    wait for its ready line. Keyword arguments: binary, args (extra CLI flags), admin_token,
-    env, startup_timeout. Use as `with doubleagent.serve(...) as server:`."""
+    wait for its ready line. Keyword arguments: binary, args (extra CLI flags), admin_token
+    (default: DOUBLEAGENT_ADMIN_TOKEN, which the server reads too), env, startup_timeout. Use as `with doubleagent.serve(...) as server:`."""
     return Server(scenario, **kwargs)

@@ -114,7 +114,7 @@ def _scenario_of(request: pytest.FixtureRequest) -> str:
     for base in bases:
         if (base / path).is_file():
             return str((base / path).resolve())
-    tried = ", ".join(str(b / path) for b in bases)
+    tried = ", ".join(dict.fromkeys(str(b / path) for b in bases))  # each place once
     raise pytest.UsageError(f"doubleagent scenario {given!r} not found (looked at {tried})")
 
 

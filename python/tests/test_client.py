@@ -1,8 +1,10 @@
 """The Python client against the real binary: URLs, sessions, the ledger, the clock, the verdict."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import urllib.error
 import urllib.request
 import json
 
@@ -77,6 +79,12 @@ def test_wait_for_returns_matching_entries_or_times_out(server):
     assert len(t.wait_for(1, service="payments", timeout=5)) == 1
     with pytest.raises(TimeoutError, match="1 of 2"):
         t.wait_for(2, timeout=0.05)
+    # A duration string, as advance() takes, and a timedelta.
+    assert len(t.wait_for(1, timeout="2s", service="payments")) == 1
+    with pytest.raises(TimeoutError, match="1 of 2"):
+        t.wait_for(2, timeout="50ms")
+    with pytest.raises(TimeoutError, match="1 of 2"):
+        t.wait_for(2, timeout=timedelta(milliseconds=50))
 
 
 def test_the_clock_advances_per_session(server):
@@ -117,3 +125,37 @@ def test_a_server_that_cannot_start_says_why(tmp_path):
     bad.write_text("name = 3\n")
     with pytest.raises(RuntimeError, match="did not start"):
         doubleagent.serve(bad)
+
+
+def test_the_admin_token_in_the_environment_is_the_clients_default(monkeypatch):
+    # The spawned server takes DOUBLEAGENT_ADMIN_TOKEN from the environment it inherits (as
+    # docs/staging.md says to set it); the client must send the same token.
+    monkeypatch.setenv("DOUBLEAGENT_ADMIN_TOKEN", "env-tok")
+    with doubleagent.serve(TOML) as server:
+        t = server.session()
+        assert t.ledger() == [] and t.verify().clean
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(server.url + "/_admin/ledger")
+        assert refused.value.code == 401
+    monkeypatch.delenv("DOUBLEAGENT_ADMIN_TOKEN")
+    with doubleagent.serve(TOML, env={"DOUBLEAGENT_ADMIN_TOKEN": "given-tok"}) as server:
+        assert server.session().ledger() == []
+
+
+def test_a_session_name_is_checked_by_the_servers_rule_before_it_goes_into_a_url(server):
+    # "x?y" reset nothing, "a/b" made session "a", "bad name" and "é" raised from http.client.
+    for bad in ["x?y", "a/b", "bad name", "\u00e9", "", "x" * 65, "x#y", "x\n"]:
+        with pytest.raises(ValueError, match="bad session name .*: use 1 to 64 letters"):
+            server.session(bad)
+    assert server.session("A-b_c.9").url.endswith("/_s/A-b_c.9")
+    assert "a" not in server.sessions() and "x" not in server.sessions()
+
+
+def test_a_failed_start_names_inline_toml_as_such_and_its_server_still_has_a_repr():
+    with pytest.raises(RuntimeError, match="did not start") as failed:
+        doubleagent.serve("name = 3\n")
+    message = str(failed.value)
+    # Not the temporary file it was written to, which is gone by now.
+    assert "<inline scenario>:1:" in message and "doubleagent-" not in message, message
+    servers = [e.locals["self"] for e in failed.traceback if isinstance(e.locals.get("self"), doubleagent.Server)]
+    assert servers and repr(servers[0]).startswith("Server(not running"), servers

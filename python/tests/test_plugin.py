@@ -62,3 +62,13 @@ def test_no_scenario_is_a_usage_error_that_says_how_to_give_one(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*pytest.mark.doubleagent(*"])
+
+
+def test_a_missing_scenario_is_a_usage_error_naming_each_place_looked_at_once(pytester):
+    pytester.makepyfile(
+        test_inner='import pytest\n\n@pytest.mark.doubleagent("missing.toml")\ndef test_x(doubleagent):\n    pass\n'
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    line = next(l for l in result.stdout.lines if l.startswith("E ") and "not found (looked at" in l)
+    assert line.count("missing.toml") == 2, line  # the name given, and the one place looked at

@@ -248,6 +248,17 @@ async fn handle(
         Err(r) => return to_hyper(r),
     };
     if path == "/" {
+        if !matches!(parts.method, hyper::Method::GET | hyper::Method::HEAD) {
+            let mut r = Response::own_error(
+                405,
+                format_args!(
+                    "the root (the ready JSON) does not take {}; it takes GET",
+                    parts.method
+                ),
+            );
+            r.headers.push(("allow".into(), "GET, HEAD".into()));
+            return to_hyper(r);
+        }
         return to_hyper(Response::json_of(200, &app.ready(&world)));
     }
     if let Some(rest) = path.strip_prefix("/agents/") {
