@@ -351,3 +351,31 @@ fn a_scenario_with_no_bindings_or_an_unknown_one_is_rejected_with_its_location()
         assert!(err.contains(":5:"), "the line of the key: {err}");
     }
 }
+
+#[test]
+fn a_scenario_serving_grpc_is_refused_by_a_server_without_a_grpc_listener_and_nothing_changes() {
+    // Started with a scenario whose only agent leaves gRPC out: no gRPC listener.
+    let da = Da::start(
+        r#"
+name = "rest-only"
+
+[agents.clerk]
+protocol = "a2a"
+bindings = ["HTTP+JSON"]
+"#,
+    );
+    assert!(da.ready.get("grpc").is_none(), "{}", da.ready);
+    let grpc_only = "name = \"grpc-only\"\n[agents.g]\nprotocol = \"a2a\"\nbindings = [\"GRPC\"]\n";
+    let r = da.call("POST", "/_admin/scenario", &[], grpc_only);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("--grpc-listen"), "{}", r.text());
+    // Nothing changed: the old agent still answers, the new one does not exist.
+    let r = da.call("GET", "/agents/clerk/tasks", &[("A2A-Version", "1.0")], "");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(da.get("/agents/g/.well-known/agent-card.json").status, 404);
+    // A server with a listener takes it, and the answer says where gRPC is.
+    let da = Da::start(SCENARIO);
+    let r = da.call("POST", "/_admin/scenario", &[], grpc_only);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["grpc"], da.ready["grpc"], "{}", r.text());
+}

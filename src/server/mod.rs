@@ -309,7 +309,7 @@ async fn admin_request(
         authenticated,
         session: prefix,
     };
-    to_hyper(admin::handle(&app.host, &app.base_url, areq).await)
+    to_hyper(admin::handle(&app.host, (&app.base_url, app.grpc.as_deref()), areq).await)
 }
 
 /// The world a fake-service or agent request belongs to, by its `/_s/NAME` prefix or header.
