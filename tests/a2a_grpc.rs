@@ -379,3 +379,70 @@ bindings = ["HTTP+JSON"]
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["grpc"], da.ready["grpc"], "{}", r.text());
 }
+
+#[test]
+fn calls_waiting_on_a_task_at_shutdown_are_told_the_server_stopped_not_that_it_was_reset() {
+    let path = temp_file("scenario.toml", SCENARIO);
+    let da = Da::start_args(&[path.to_str().unwrap(), "--drain-timeout", "300ms"]);
+    let url = da.url.clone();
+    // A blocking SendMessage: the manual clock never moves, so it waits until the server stops.
+    let blocking = std::thread::spawn(move || {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": {"messageId": "b-1", "role": "ROLE_USER",
+                "parts": [{"text": "research"}]}}});
+        let head = [("content-type", "application/json")];
+        let s = send(
+            &url,
+            "POST",
+            "/agents/researcher",
+            &head,
+            body.to_string().as_bytes(),
+        );
+        read_response(s).map(|r| r.json())
+    });
+    let rt = runtime();
+    let ended = rt.block_on(async {
+        let mut c = client(&da).await;
+        let sent = c
+            .send_message(Request::new(send_request("researcher", "s-1", true)))
+            .await
+            .expect("SendMessage");
+        let id = task_of(sent.into_inner()).id;
+        let sub = pb::SubscribeToTaskRequest {
+            tenant: "researcher".into(),
+            id,
+        };
+        let mut events = c
+            .subscribe_to_task(Request::new(sub))
+            .await
+            .unwrap()
+            .into_inner();
+        events
+            .message()
+            .await
+            .unwrap()
+            .expect("the task as it stands");
+        da.wait_for("service=researcher&event=message", 2);
+        let pid = da.child.id().to_string();
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        loop {
+            match events.message().await {
+                Ok(Some(_)) => {}
+                other => break other.map(|_| ()),
+            }
+        }
+    });
+    // The task is still working: the stream ends with an error, not with status OK.
+    let e = ended.expect_err("a subscription cut by shutdown ends with an error status");
+    assert!(e.message().contains("server stopped"), "{e:?}");
+    let answer = blocking
+        .join()
+        .unwrap()
+        .expect("the waiting call is answered");
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("server stopped"), "{answer}");
+}

@@ -330,9 +330,7 @@ async fn answer_when_stopped(ctx: &Ctx<'_>, mut w: Wait) -> Reply {
                 }
                 Err(broadcast::error::RecvError::Closed) => break Ok(()),
             },
-            _ = world.clock.closed() => {
-                break Err(RpcError::internal("the world was reset while the task was running"));
-            }
+            _ = world.clock.closed() => break Err(stream::world_closed(world)),
         }
     };
     let task = stopped.and_then(|()| {
