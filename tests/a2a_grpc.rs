@@ -381,6 +381,31 @@ bindings = ["HTTP+JSON"]
 }
 
 #[test]
+fn a_grpc_message_over_max_body_bytes_is_refused_and_recorded() {
+    let da = Da::start(&format!("max_body_bytes = 1024\n{SCENARIO}"));
+    let rt = runtime();
+    rt.block_on(async {
+        let mut c = client(&da).await;
+        let mut req = send_request("researcher", "m-big", true);
+        if let Some(m) = req.message.as_mut() {
+            m.parts[0].content = Some(pb::part::Content::Text("x".repeat(4000)));
+        }
+        let err = c.send_message(Request::new(req)).await.unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+        assert!(err.message().contains("max_body_bytes"), "{err:?}");
+        // 5 MiB: over tonic's default limit too, still refused by the scenario's and recorded.
+        let mut req = send_request("researcher", "m-huge", true);
+        if let Some(m) = req.message.as_mut() {
+            m.parts[0].content = Some(pb::part::Content::Text("x".repeat(5 << 20)));
+        }
+        let err = c.send_message(Request::new(req)).await.unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    });
+    assert_eq!(entries(&da, "researcher", "rpc-error").len(), 2);
+    assert!(entries(&da, "researcher", "message").is_empty());
+}
+
+#[test]
 fn calls_waiting_on_a_task_at_shutdown_are_told_the_server_stopped_not_that_it_was_reset() {
     let path = temp_file("scenario.toml", SCENARIO);
     let da = Da::start_args(&[path.to_str().unwrap(), "--drain-timeout", "300ms"]);

@@ -43,6 +43,16 @@ pub use self::task::restore;
 pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
     let path = req.path.trim_end_matches('/');
     let card_path = card::AGENT_CARD_PATH;
+    if req.too_large {
+        return too_large(
+            &ctx,
+            if path.is_empty() {
+                RpcId::Null
+            } else {
+                RpcId::Rest
+            },
+        );
+    }
     match (req.method.as_str(), path) {
         ("GET", card::AGENT_CARD_PATH) => Reply::Full(card::serve(
             &card::agent_card(ctx.name, &spec.description, card_interfaces(&ctx, spec)),
@@ -124,6 +134,9 @@ pub(crate) async fn grpc_call(
     method: &str,
     params: String,
 ) -> Reply {
+    if req.too_large {
+        return too_large(ctx, RpcId::Grpc);
+    }
     let read = Method::from_name(method)
         .map(|m| (m, params))
         .ok_or_else(|| RpcError::method_not_found(method));
@@ -164,6 +177,17 @@ async fn rpc(
         Step::Done(reply) => reply,
         Step::Wait(w) => Box::pin(answer_when_stopped(ctx, w)).await,
     }
+}
+
+/// A body over the scenario's `max_body_bytes`: refused unread, with 413 whatever the binding
+/// (as the fake services answer it), recorded.
+fn too_large(ctx: &Ctx<'_>, id: RpcId) -> Reply {
+    let max = ctx.world.scenario.max_body_bytes;
+    let e = RpcError::invalid_request(format!(
+        "request body too large: the scenario's max_body_bytes is {max}"
+    ));
+    detail::log_error(&ctx.world, ctx.name, "", &e);
+    json_body(413, rpc::error_body(&id, &e))
 }
 
 /// A failed call's answer, recorded.

@@ -1,0 +1,61 @@
+//! A2A agents at their edges, against the real binary: what is refused (an oversized body, an
+//! unknown filter or role, a push target at the server's own listeners) is refused in the
+//! binding's error shape and recorded.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+const SCENARIO: &str = r#"
+name = "a2a-edges"
+clock = "manual"
+
+[agents.ack]
+protocol = "a2a"
+work = "3s"
+"#;
+
+/// The ledger's agent entries of `event`.
+fn entries(da: &Da, agent: &str, event: &str) -> Vec<Value> {
+    let q = format!("/_admin/ledger?service={agent}&event={event}&disposition=agent");
+    da.get(&q).json()["entries"].as_array().unwrap().clone()
+}
+
+#[test]
+fn an_oversized_body_is_refused_in_the_bindings_error_shape_and_recorded() {
+    let da = Da::start(&format!(
+        "max_body_bytes = 1024\n{SCENARIO}\n[agents.chat]\nprotocol = \"ag-ui\"\n[[agents.chat.iterations]]\ntext = \"hi\"\n"
+    ));
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"messageId": "m", "role": "ROLE_USER",
+            "parts": [{"text": "x".repeat(4000)}]}}});
+    let json = [("content-type", "application/json"), ("A2A-Version", "1.0")];
+    // JSON-RPC: a JSON-RPC error (Invalid Request), with 413.
+    let r = da.call("POST", "/agents/ack", &json, &big.to_string());
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert_eq!(r.json()["jsonrpc"], "2.0", "{}", r.text());
+    assert_eq!(r.json()["error"]["code"], -32600, "{}", r.text());
+    // HTTP+JSON: the binding's error object, with 413.
+    let r = da.call(
+        "POST",
+        "/agents/ack/message:send",
+        &json,
+        &big["params"].to_string(),
+    );
+    assert_eq!(r.status, 413, "{}", r.text());
+    let e = &r.json()["error"];
+    assert_eq!(e["details"][0]["reason"], "INVALID_REQUEST", "{}", r.text());
+    // Both recorded; nothing was sent.
+    let refused = entries(&da, "ack", "rpc-error");
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(entries(&da, "ack", "message").is_empty());
+    // AG-UI: refused and recorded as a rejected run.
+    let headers = [
+        ("content-type", "application/json"),
+        ("accept", "text/event-stream"),
+    ];
+    let r = da.call("POST", "/agents/chat", &headers, &"x".repeat(4000));
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert_eq!(entries(&da, "chat", "run-rejected").len(), 1);
+}
