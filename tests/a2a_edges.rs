@@ -59,3 +59,42 @@ fn an_oversized_body_is_refused_in_the_bindings_error_shape_and_recorded() {
     assert_eq!(r.status, 413, "{}", r.text());
     assert_eq!(entries(&da, "chat", "run-rejected").len(), 1);
 }
+
+/// One JSON-RPC call's answer (HTTP 200 always).
+fn rpc(da: &Da, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    let r = da
+        .post_json("/agents/ack", &[("A2A-Version", "1.0")], &body)
+        .unwrap();
+    assert_eq!(r.status, 200, "{method}: {}", r.text());
+    r.json()
+}
+
+#[test]
+fn a_push_target_on_the_servers_own_grpc_listener_is_refused_even_with_any_port() {
+    let da = Da::start(&format!("{SCENARIO}push_ports = \"any\"\n"));
+    let grpc = da.ready["grpc"]
+        .as_str()
+        .expect("a gRPC listener")
+        .to_string();
+    let m = json!({"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]});
+    let sent = rpc(
+        &da,
+        "SendMessage",
+        json!({"message": m, "configuration": {"returnImmediately": true}}),
+    );
+    let task = sent["result"]["task"]["id"].as_str().unwrap().to_string();
+    let port = grpc.rsplit(':').next().unwrap();
+    for own in [grpc.clone(), format!("localhost:{port}")] {
+        let cfg = json!({"taskId": task, "url": format!("http://{own}/x")});
+        let r = rpc(&da, "CreateTaskPushNotificationConfig", cfg);
+        assert_eq!(r["error"]["code"], -32602, "{own}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("own listener"),
+            "{r}"
+        );
+    }
+}

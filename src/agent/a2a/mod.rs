@@ -293,7 +293,7 @@ fn dispatch(
             let Some(task_id) = p.task_id.clone().filter(|t| !t.is_empty()) else {
                 return Err(RpcError::invalid_params("taskId is required"));
             };
-            let cfg = push::check(spec, p, ctx.base_url)?;
+            let cfg = push::check(spec, p, (ctx.base_url, ctx.grpc))?;
             ok(call, &task::add_push(ctx, spec, &task_id, cfg)?)
         }
         Method::GetTaskPushNotificationConfig => {
