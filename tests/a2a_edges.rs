@@ -98,3 +98,31 @@ fn a_push_target_on_the_servers_own_grpc_listener_is_refused_even_with_any_port(
         );
     }
 }
+
+#[test]
+fn rest_paths_answer_a_wrong_method_with_405_and_an_unknown_path_with_404_in_the_bindings_error_shape(
+) {
+    let da = Da::start(SCENARIO);
+    let v = [("A2A-Version", "1.0")];
+    // A known path, another method: 405 with Allow.
+    let r = da.call("DELETE", "/agents/ack/message:send", &v, "");
+    assert_eq!(r.status, 405, "{}", r.text());
+    assert_eq!(r.header("allow"), Some("POST"), "{:?}", r.headers);
+    assert_eq!(r.json()["error"]["code"], 405, "{}", r.text());
+    let r = da.call("PUT", "/agents/ack/tasks", &v, "");
+    assert_eq!(
+        (r.status, r.header("allow")),
+        (405, Some("GET")),
+        "{}",
+        r.text()
+    );
+    // No such path: 404, the same shape.
+    let r = da.call("GET", "/agents/ack/nothing/here", &v, "");
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(r.json()["error"]["status"], "NOT_FOUND", "{}", r.text());
+    assert!(r.json()["error"]["details"].is_array(), "{}", r.text());
+    // The card answers HEAD as GET does, without a body.
+    let r = da.call("HEAD", "/agents/ack/.well-known/agent-card.json", &[], "");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.body.is_empty());
+}

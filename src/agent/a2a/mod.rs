@@ -54,7 +54,8 @@ pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
         );
     }
     match (req.method.as_str(), path) {
-        ("GET", card::AGENT_CARD_PATH) => Reply::Full(card::serve(
+        // HEAD as GET: hyper leaves the body out.
+        ("GET" | "HEAD", card::AGENT_CARD_PATH) => Reply::Full(card::serve(
             &card::agent_card(ctx.name, &spec.description, card_interfaces(&ctx, spec)),
             ctx.world.clock.epoch_ms(),
             req.headers.get(hyper::header::IF_NONE_MATCH),
@@ -69,13 +70,22 @@ pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
                     "status": 405,
                 }),
             )),
-            None => Reply::Full(Response::json(
-                404,
-                &json!({
-                    "error": format!("agent \"{}\" serves no {m} {p}: GET {}{card_path} for the agent card, POST {} for JSON-RPC, {}/message:send and the other HTTP+JSON paths", ctx.name, ctx.url(), ctx.url(), ctx.url()),
-                    "status": 404,
-                }),
-            )),
+            // In the HTTP+JSON binding's error shape: a client of that binding reads it.
+            None => {
+                let allow = rest::methods_at(p).join(", ");
+                let (status, name) = if allow.is_empty() {
+                    (404, "NOT_FOUND")
+                } else {
+                    (405, "UNIMPLEMENTED")
+                };
+                let message = format!("agent \"{}\" serves no {m} {p}: GET {}{card_path} for the agent card, POST {} for JSON-RPC, {}/message:send and the other HTTP+JSON paths", ctx.name, ctx.url(), ctx.url(), ctx.url());
+                let body = json!({"error": {"code": status, "status": name, "message": message, "details": []}});
+                let mut r = Response::json(status, &body);
+                if status == 405 {
+                    r.headers.push(("allow".into(), allow.into()));
+                }
+                Reply::Full(r)
+            }
         },
     }
 }

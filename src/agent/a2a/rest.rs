@@ -54,6 +54,23 @@ pub(super) fn call_of(req: &AgentRequest) -> Option<Result<(Method, String), Rpc
     Some(Ok((m, Value::Object(params).to_string())))
 }
 
+/// The methods the binding serves at `path` (none: it is not one of the binding's paths).
+pub(super) fn methods_at(path: &str) -> Vec<&'static str> {
+    let methods = [("GET", hyper::Method::GET), ("POST", hyper::Method::POST)];
+    let methods = methods
+        .into_iter()
+        .chain([("DELETE", hyper::Method::DELETE)]);
+    let served = methods.filter(|(_, m)| {
+        let req = AgentRequest {
+            method: m.clone(),
+            path: path.to_string(),
+            ..AgentRequest::default()
+        };
+        call_of(&req).is_some()
+    });
+    served.map(|(name, _)| name).collect()
+}
+
 /// The method a path names, whether it takes a body, and the params its path holds.
 fn route(method: &str, path: &str) -> Option<(Method, bool, Map<String, Value>)> {
     let mut params = Map::new();
