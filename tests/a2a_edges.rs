@@ -126,3 +126,37 @@ fn rest_paths_answer_a_wrong_method_with_405_and_an_unknown_path_with_404_in_the
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.body.is_empty());
 }
+
+fn start_task(da: &Da, id: &str) -> String {
+    let m = json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": "hi"}]});
+    let params = json!({"message": m, "configuration": {"returnImmediately": true}});
+    let sent = rpc(da, "SendMessage", params);
+    sent["result"]["task"]["id"].as_str().unwrap().to_string()
+}
+
+fn ids(page: &Value) -> Vec<String> {
+    let tasks = page["result"]["tasks"].as_array().unwrap();
+    tasks
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn list_tasks_pages_neither_repeat_nor_skip_a_task_when_tasks_are_made_between_pages() {
+    let da = Da::start(SCENARIO);
+    let made: Vec<String> = (1..=3)
+        .map(|n| start_task(&da, &format!("m-{n}")))
+        .collect();
+    let first = rpc(&da, "ListTasks", json!({"pageSize": 2}));
+    assert_eq!(ids(&first), [made[2].clone(), made[1].clone()], "{first}");
+    // A task made between the pages goes to the front: the next page still starts after the
+    // last task handed out.
+    start_task(&da, "m-4");
+    let token = first["result"]["nextPageToken"].clone();
+    let second = rpc(&da, "ListTasks", json!({"pageSize": 2, "pageToken": token}));
+    assert_eq!(ids(&second), [made[0].clone()], "{second}");
+    assert_eq!(second["result"]["nextPageToken"], "", "{second}");
+    let bad = rpc(&da, "ListTasks", json!({"pageToken": "nonsense"}));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+}
