@@ -160,3 +160,39 @@ fn list_tasks_pages_neither_repeat_nor_skip_a_task_when_tasks_are_made_between_p
     let bad = rpc(&da, "ListTasks", json!({"pageToken": "nonsense"}));
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
 }
+
+#[test]
+fn list_task_push_notification_configs_pages_by_page_size() {
+    let da = Da::start(&format!("{SCENARIO}push_ports = [9]\n"));
+    let task = start_task(&da, "m-1");
+    for n in 1..=3 {
+        let cfg = json!({"taskId": task, "id": format!("c-{n}"), "url": "http://127.0.0.1:9/hook"});
+        let r = rpc(&da, "CreateTaskPushNotificationConfig", cfg);
+        assert!(r.get("error").is_none(), "{r}");
+    }
+    let config_ids = |page: &Value| -> Vec<String> {
+        let configs = page["result"]["configs"].as_array().unwrap();
+        configs
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let first = rpc(
+        &da,
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": task, "pageSize": 2}),
+    );
+    assert_eq!(config_ids(&first), ["c-1", "c-2"], "{first}");
+    let token = first["result"]["nextPageToken"].clone();
+    let params = json!({"taskId": task, "pageSize": 2, "pageToken": token});
+    let second = rpc(&da, "ListTaskPushNotificationConfigs", params);
+    assert_eq!(config_ids(&second), ["c-3"], "{second}");
+    let last = second["result"]["nextPageToken"].as_str().unwrap_or("");
+    assert_eq!(last, "", "{second}");
+    let all = rpc(
+        &da,
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": task}),
+    );
+    assert_eq!(config_ids(&all).len(), 3, "{all}");
+}

@@ -319,11 +319,7 @@ fn dispatch(
             let configs = task::with_push(ctx, &p.task_id, |targets| {
                 targets.iter().map(|t| t.config.clone()).collect()
             })?;
-            let page = ListTaskPushNotificationConfigsResponse {
-                configs,
-                next_page_token: String::new(),
-            };
-            ok(call, &page)
+            ok(call, &configs_page(configs, &p)?)
         }
         Method::DeleteTaskPushNotificationConfig => {
             let p: TaskPushNotificationConfigRef = call.params()?;
@@ -340,6 +336,37 @@ fn dispatch(
 fn unknown_config(task_id: &str, id: &str) -> RpcError {
     let message = format!("Push notification config {id} not found for task {task_id}");
     RpcError::new(ErrorKind::TaskNotFound, message)
+}
+
+/// One page of a task's push configs: `pageSize` of them (all when unset) from the offset the
+/// page token gives (a task has few, and they change rarely).
+fn configs_page(
+    mut configs: Vec<TaskPushNotificationConfig>,
+    p: &ListTaskPushNotificationConfigsRequest,
+) -> Result<ListTaskPushNotificationConfigsResponse, RpcError> {
+    let size = match p.page_size {
+        Some(n) if n < 0 => return Err(RpcError::invalid_params("pageSize must be positive")),
+        None | Some(0) => usize::MAX,
+        Some(n) => n as usize,
+    };
+    let from: usize = match p.page_token.as_deref().filter(|t| !t.is_empty()) {
+        None => 0,
+        Some(t) => t
+            .parse()
+            .map_err(|_| RpcError::invalid_params(format!("invalid pageToken \"{t}\"")))?,
+    };
+    let total = configs.len();
+    let end = from.saturating_add(size).min(total);
+    let configs = configs.drain(from.min(end)..end).collect();
+    let next_page_token = if end < total {
+        end.to_string()
+    } else {
+        String::new()
+    };
+    Ok(ListTaskPushNotificationConfigsResponse {
+        configs,
+        next_page_token,
+    })
 }
 
 struct Wait {
