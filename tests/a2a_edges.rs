@@ -196,3 +196,36 @@ fn list_task_push_notification_configs_pages_by_page_size() {
     );
     assert_eq!(config_ids(&all).len(), 3, "{all}");
 }
+
+#[test]
+fn reads_carry_the_tasks_revision_and_refusals_name_their_task_as_work_id() {
+    let da = Da::start(&format!(
+        "{SCENARIO}revision_key = \"revision\"\ncancel = \"too-late\"\n"
+    ));
+    let m = json!({"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}],
+        "metadata": {"revision": 1}});
+    let params = json!({"message": m, "configuration": {"returnImmediately": true}});
+    let task = rpc(&da, "SendMessage", params)["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    rpc(&da, "GetTask", json!({"id": task}));
+    let read = entries(&da, "ack", "get-task");
+    assert_eq!(read.len(), 1, "{read:?}");
+    assert_eq!(read[0]["revision"], 1, "{}", read[0]);
+    assert_eq!(read[0]["work_id"], task.as_str(), "{}", read[0]);
+    // A refused cancel and an unknown push config: rpc-error entries naming the task.
+    let r = rpc(&da, "CancelTask", json!({"id": task}));
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    let r = rpc(
+        &da,
+        "GetTaskPushNotificationConfig",
+        json!({"taskId": task, "id": "nope"}),
+    );
+    assert_eq!(r["error"]["code"], -32001, "{r}");
+    let refused = entries(&da, "ack", "rpc-error");
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    for e in &refused {
+        assert_eq!(e["work_id"], task.as_str(), "{e}");
+    }
+}

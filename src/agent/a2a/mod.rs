@@ -171,7 +171,7 @@ async fn bare_call(
     });
     match params {
         Ok((m, raw)) => rpc(ctx, spec, req, Some(RpcRequest::bare(id, m, &raw))).await,
-        Err(e) => error_reply(ctx, &id, name, e),
+        Err(e) => error_reply(ctx, &id, (name, None), e),
     }
 }
 
@@ -196,13 +196,13 @@ fn too_large(ctx: &Ctx<'_>, id: RpcId) -> Reply {
     let e = RpcError::invalid_request(format!(
         "request body too large: the scenario's max_body_bytes is {max}"
     ));
-    detail::log_error(&ctx.world, ctx.name, "", &e);
+    detail::log_error(&ctx.world, ctx.name, ("", None), &e);
     json_body(413, rpc::error_body(&id, &e))
 }
 
 /// A failed call's answer, recorded.
-fn error_reply(ctx: &Ctx<'_>, id: &RpcId, method: &str, e: RpcError) -> Reply {
-    detail::log_error(&ctx.world, ctx.name, method, &e);
+fn error_reply(ctx: &Ctx<'_>, id: &RpcId, named: (&str, Option<&str>), e: RpcError) -> Reply {
+    detail::log_error(&ctx.world, ctx.name, named, &e);
     // JSON-RPC errors travel with HTTP 200; the HTTP+JSON binding's with their own status.
     let status = if id.bare() {
         rest::status_of(e.code).0
@@ -225,10 +225,26 @@ fn rpc_now(
     };
     let call = match parsed {
         Ok(call) => call,
-        Err((id, e)) => return Step::Done(error_reply(ctx, &id, "", e)),
+        Err((id, e)) => return Step::Done(error_reply(ctx, &id, ("", None), e)),
     };
     let answered = method(spec, req, &call).and_then(|m| dispatch(ctx, spec, &call, m));
-    answered.unwrap_or_else(|e| Step::Done(error_reply(ctx, &call.id, &call.method, e)))
+    answered.unwrap_or_else(|e| {
+        let task = task_named(&call);
+        let named = (call.method.as_ref(), task.as_deref());
+        Step::Done(error_reply(ctx, &call.id, named, e))
+    })
+}
+
+/// The task a call names, if any: its refusal's entry carries it as work id.
+fn task_named(call: &RpcRequest<'_>) -> Option<String> {
+    let params: Value = call.params().ok()?;
+    let id = match Method::from_name(&call.method)? {
+        Method::SendMessage | Method::SendStreamingMessage => params.pointer("/message/taskId"),
+        Method::GetTask | Method::CancelTask | Method::SubscribeToTask => params.get("id"),
+        Method::ListTasks | Method::GetExtendedAgentCard => None,
+        _ => params.get("taskId"),
+    };
+    id?.as_str().filter(|t| !t.is_empty()).map(str::to_string)
 }
 
 /// JSON-RPC requests are `application/json` (parameters such as `charset` aside); a request
@@ -275,8 +291,6 @@ fn dispatch(
         Method::SendStreamingMessage => send(ctx, spec, call, true),
         Method::GetTask => {
             let p: GetTaskRequest = call.params()?;
-            let detail = json!({"task_id": p.id});
-            detail::log(&ctx.world, ctx.name, "get-task", Some(&p.id), None, detail);
             ok(call, &task::get(ctx, &p.id, p.history_length)?)
         }
         Method::ListTasks => {
@@ -400,7 +414,12 @@ async fn answer_when_stopped(ctx: &Ctx<'_>, mut w: Wait) -> Reply {
     });
     match task {
         Ok(task) => json_body(200, stopped_answer(&w.id, &task, w.history_length)),
-        Err(e) => error_reply(ctx, &w.id, Method::SendMessage.as_str(), e),
+        Err(e) => error_reply(
+            ctx,
+            &w.id,
+            (Method::SendMessage.as_str(), Some(&w.task_id)),
+            e,
+        ),
     }
 }
 

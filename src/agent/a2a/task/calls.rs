@@ -79,6 +79,7 @@ pub(crate) fn get(
     history_length: Option<i32>,
 ) -> Result<Task, RpcError> {
     with_task(ctx, task_id, |e| {
+        e.log(&ctx.world, "get-task", json!({"task_id": task_id}));
         e.task.clone().with_history_length(history_length)
     })
 }
