@@ -229,3 +229,14 @@ fn reads_carry_the_tasks_revision_and_refusals_name_their_task_as_work_id() {
         assert_eq!(e["work_id"], task.as_str(), "{e}");
     }
 }
+
+#[test]
+fn a_malformed_rest_body_is_refused_with_an_error_info_as_every_other_rest_error() {
+    let da = Da::start(SCENARIO);
+    let head = [("content-type", "application/json"), ("A2A-Version", "1.0")];
+    let r = da.call("POST", "/agents/ack/message:send", &head, "{not json");
+    assert_eq!(r.status, 400, "{}", r.text());
+    let e = &r.json()["error"];
+    assert_eq!(e["status"], "INVALID_ARGUMENT", "{e}");
+    assert_eq!(e["details"][0]["reason"], "INVALID_REQUEST", "{e}");
+}

@@ -30,7 +30,12 @@ pub(super) fn call_of(req: &AgentRequest) -> Option<Result<(Method, String), Rpc
                     "the body must be a JSON object",
                 )))
             }
-            Err(e) => return Some(Err(RpcError::parse_error(e.to_string()))),
+            // With the ErrorInfo the reference server gives this binding's parse errors.
+            Err(e) => {
+                let info = RpcError::invalid_request("").data;
+                let e = RpcError::parse_error(e.to_string());
+                return Some(Err(RpcError { data: info, ..e }));
+            }
         };
         for (k, v) in body {
             params.entry(k).or_insert(v);
