@@ -353,7 +353,8 @@ fn a_scenario_with_no_bindings_or_an_unknown_one_is_rejected_with_its_location()
 }
 
 #[test]
-fn a_scenario_serving_grpc_is_refused_by_a_server_without_a_grpc_listener_and_nothing_changes() {
+fn a_scenario_naming_grpc_is_refused_by_a_server_without_a_grpc_listener_and_a_default_one_is_served_without_it(
+) {
     // Started with a scenario whose only agent leaves gRPC out: no gRPC listener.
     let da = Da::start(
         r#"
@@ -373,6 +374,19 @@ bindings = ["HTTP+JSON"]
     let r = da.call("GET", "/agents/clerk/tasks", &[("A2A-Version", "1.0")], "");
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(da.get("/agents/g/.well-known/agent-card.json").status, 404);
+    // An agent that serves every binding by default is taken and served over the other two,
+    // its card listing only those.
+    let default = "name = \"default-bindings\"\n[agents.d]\nprotocol = \"a2a\"\n";
+    let r = da.call("POST", "/_admin/scenario", &[], default);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let card = da.get("/agents/d/.well-known/agent-card.json").json();
+    let bindings: Vec<&str> = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["protocolBinding"].as_str().unwrap())
+        .collect();
+    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON"], "{card}");
     // A server with a listener takes it, and the answer says where gRPC is.
     let da = Da::start(SCENARIO);
     let r = da.call("POST", "/_admin/scenario", &[], grpc_only);

@@ -327,10 +327,11 @@ async fn replace_scenario(
                 AdminError::BadRequest(format!("the scenario could not be validated: {e}"))
             })?
             .map_err(|e| AdminError::BadRequest(e.to_string()))?;
-    // The gRPC listener is opened at start only: an agent serving gRPC on a server without one
-    // would be unreachable there while its card left the binding out.
-    if grpc.is_none() && scenario.serves_grpc() {
-        return Err(AdminError::BadRequest("an A2A agent of this scenario serves the GRPC binding (the default), but this server has no gRPC listener: its startup scenario served no gRPC. Start the server with --grpc-listen HOST:PORT, or give the agents bindings = [\"JSONRPC\", \"HTTP+JSON\"]; nothing changed".into()));
+    // The gRPC listener is opened at start only. Without one, an agent serving every binding
+    // (the default) is served over the other two, its card saying so; one that names GRPC in its
+    // bindings would not be served as asked.
+    if grpc.is_none() && scenario.names_grpc() {
+        return Err(AdminError::BadRequest("an A2A agent of this scenario names the GRPC binding, but this server has no gRPC listener: its startup scenario served no gRPC. Start the server with --grpc-listen HOST:PORT, or leave GRPC out of the agent's bindings; nothing changed".into()));
     }
     let w = host.replace(session, scenario.into())?;
     let ready = Ready {
