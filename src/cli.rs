@@ -419,8 +419,42 @@ pub fn env_name(name: &str) -> String {
     format!("DOUBLEAGENT_{up}_URL")
 }
 
+/// The variables `run` gives the command, each with the URL it names; two names that would
+/// share a variable (`a-b` and `a_b`) are refused, as one would silently hide the other.
+fn run_env(scenario: &Scenario, base_url: &str) -> Result<Vec<(String, String)>, String> {
+    let services = scenario
+        .services
+        .iter()
+        .map(|s| (s.name.to_string(), format!("{base_url}/{}", s.name)));
+    let agents = scenario
+        .agents
+        .iter()
+        .map(|a| (a.name.to_string(), format!("{base_url}/agents/{}", a.name)));
+    // Prefixed: an MCP server often shares its name with the service its tools call.
+    let mcp = scenario.mcp.iter().map(|m| {
+        (
+            format!("mcp_{}", m.name),
+            format!("{base_url}/mcp/{}", m.name),
+        )
+    });
+    let mut named: std::collections::BTreeMap<String, (String, String)> = Default::default();
+    for (name, url) in services.chain(agents).chain(mcp) {
+        let var = env_name(&name);
+        if let Some((other, _)) = named.insert(var.clone(), (name.clone(), url)) {
+            return Err(format!(
+                "\"{other}\" and \"{name}\" would both be {var}: rename one of them"
+            ));
+        }
+    }
+    Ok(named
+        .into_iter()
+        .map(|(var, (_, url))| (var, url))
+        .collect())
+}
+
 async fn run_cmd(args: RunArgs) -> Exit {
     let scenario = scenario_of(&args.scenario)?;
+    run_env(&scenario, "").map_err(|e| error(2, e))?;
     let listener = crate::server::bind("127.0.0.1:0")
         .await
         .map_err(|e| error(1, format_args!("cannot listen on 127.0.0.1:0: {e}")))?;
@@ -435,20 +469,7 @@ async fn run_cmd(args: RunArgs) -> Exit {
         // The verdict alone on stdout, so `run --json -- CMD | jq` reads one JSON document.
         cmd.stdout(std::process::Stdio::from(std::io::stderr()));
     }
-    for s in &world.scenario.services {
-        cmd.env(env_name(&s.name), format!("{}/{}", app.base_url, s.name));
-    }
-    for a in &world.scenario.agents {
-        cmd.env(
-            env_name(&a.name),
-            format!("{}/agents/{}", app.base_url, a.name),
-        );
-    }
-    // Prefixed: an MCP server often shares its name with the service its tools call.
-    for m in &world.scenario.mcp {
-        let url = format!("{}/mcp/{}", app.base_url, m.name);
-        cmd.env(env_name(&format!("mcp_{}", m.name)), url);
-    }
+    cmd.envs(run_env(&world.scenario, &app.base_url).unwrap_or_default());
     eprintln!(
         "doubleagent: serving \"{}\" at {} (DOUBLEAGENT_URL) for: {}",
         world.scenario.name,

@@ -558,6 +558,14 @@ impl Scenario {
             .iter()
             .any(|a| matches!(&a.spec, AgentSpec::A2a(s) if s.serves(a2a::Binding::Grpc)))
     }
+
+    /// Whether an A2A agent names the gRPC binding in its `bindings` (not by default).
+    pub fn names_grpc(&self) -> bool {
+        let named = |s: &a2a::A2aAgent| s.bindings.contains(&a2a::Binding::Grpc);
+        self.agents
+            .iter()
+            .any(|a| matches!(&a.spec, AgentSpec::A2a(s) if named(s)))
+    }
 }
 
 /// The service and route a step or tool names, or an issue (with the nearest name) at `path`.

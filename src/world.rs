@@ -45,6 +45,9 @@ pub struct World {
     /// type, created on first use. It lives and dies with the world, so reset covers it.
     extensions: Extensions,
     journal: Option<Arc<Journal>>,
+    /// Set when the world closes because the server stops (not reset or replaced): what a call
+    /// the close cut short tells its client.
+    server_stopped: std::sync::atomic::AtomicBool,
 }
 
 /// A world's extensions, one value per type; an append-only map, so references stay valid.
@@ -108,6 +111,7 @@ impl World {
             }),
             extensions: Extensions::default(),
             journal: journal.cloned(),
+            server_stopped: Default::default(),
         }
     }
 
@@ -161,6 +165,12 @@ impl World {
     /// Close the world: sleepers wake, hung connections are released.
     pub fn close(&self) {
         self.clock.close();
+    }
+
+    /// Whether the world was closed because the server stopped.
+    pub fn server_stopped(&self) -> bool {
+        self.server_stopped
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Ledger entries matching a filter, as of now.
@@ -504,6 +514,8 @@ impl Host {
     /// Close every world (at shutdown).
     pub fn close_all(&self) {
         for w in self.worlds() {
+            w.server_stopped
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             w.close();
         }
     }

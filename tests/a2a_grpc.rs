@@ -351,3 +351,137 @@ fn a_scenario_with_no_bindings_or_an_unknown_one_is_rejected_with_its_location()
         assert!(err.contains(":5:"), "the line of the key: {err}");
     }
 }
+
+#[test]
+fn a_scenario_naming_grpc_is_refused_by_a_server_without_a_grpc_listener_and_a_default_one_is_served_without_it(
+) {
+    // Started with a scenario whose only agent leaves gRPC out: no gRPC listener.
+    let da = Da::start(
+        r#"
+name = "rest-only"
+
+[agents.clerk]
+protocol = "a2a"
+bindings = ["HTTP+JSON"]
+"#,
+    );
+    assert!(da.ready.get("grpc").is_none(), "{}", da.ready);
+    let grpc_only = "name = \"grpc-only\"\n[agents.g]\nprotocol = \"a2a\"\nbindings = [\"GRPC\"]\n";
+    let r = da.call("POST", "/_admin/scenario", &[], grpc_only);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("--grpc-listen"), "{}", r.text());
+    // Nothing changed: the old agent still answers, the new one does not exist.
+    let r = da.call("GET", "/agents/clerk/tasks", &[("A2A-Version", "1.0")], "");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(da.get("/agents/g/.well-known/agent-card.json").status, 404);
+    // An agent that serves every binding by default is taken and served over the other two,
+    // its card listing only those.
+    let default = "name = \"default-bindings\"\n[agents.d]\nprotocol = \"a2a\"\n";
+    let r = da.call("POST", "/_admin/scenario", &[], default);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let card = da.get("/agents/d/.well-known/agent-card.json").json();
+    let bindings: Vec<&str> = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["protocolBinding"].as_str().unwrap())
+        .collect();
+    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON"], "{card}");
+    // A server with a listener takes it, and the answer says where gRPC is.
+    let da = Da::start(SCENARIO);
+    let r = da.call("POST", "/_admin/scenario", &[], grpc_only);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["grpc"], da.ready["grpc"], "{}", r.text());
+}
+
+#[test]
+fn a_grpc_message_over_max_body_bytes_is_refused_and_recorded() {
+    let da = Da::start(&format!("max_body_bytes = 1024\n{SCENARIO}"));
+    let rt = runtime();
+    rt.block_on(async {
+        let mut c = client(&da).await;
+        let mut req = send_request("researcher", "m-big", true);
+        if let Some(m) = req.message.as_mut() {
+            m.parts[0].content = Some(pb::part::Content::Text("x".repeat(4000)));
+        }
+        let err = c.send_message(Request::new(req)).await.unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+        assert!(err.message().contains("max_body_bytes"), "{err:?}");
+        // 5 MiB: over tonic's default limit too, still refused by the scenario's and recorded.
+        let mut req = send_request("researcher", "m-huge", true);
+        if let Some(m) = req.message.as_mut() {
+            m.parts[0].content = Some(pb::part::Content::Text("x".repeat(5 << 20)));
+        }
+        let err = c.send_message(Request::new(req)).await.unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    });
+    assert_eq!(entries(&da, "researcher", "rpc-error").len(), 2);
+    assert!(entries(&da, "researcher", "message").is_empty());
+}
+
+#[test]
+fn calls_waiting_on_a_task_at_shutdown_are_told_the_server_stopped_not_that_it_was_reset() {
+    let path = temp_file("scenario.toml", SCENARIO);
+    let da = Da::start_args(&[path.to_str().unwrap(), "--drain-timeout", "300ms"]);
+    let url = da.url.clone();
+    // A blocking SendMessage: the manual clock never moves, so it waits until the server stops.
+    let blocking = std::thread::spawn(move || {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": {"messageId": "b-1", "role": "ROLE_USER",
+                "parts": [{"text": "research"}]}}});
+        let head = [("content-type", "application/json")];
+        let s = send(
+            &url,
+            "POST",
+            "/agents/researcher",
+            &head,
+            body.to_string().as_bytes(),
+        );
+        read_response(s).map(|r| r.json())
+    });
+    let rt = runtime();
+    let ended = rt.block_on(async {
+        let mut c = client(&da).await;
+        let sent = c
+            .send_message(Request::new(send_request("researcher", "s-1", true)))
+            .await
+            .expect("SendMessage");
+        let id = task_of(sent.into_inner()).id;
+        let sub = pb::SubscribeToTaskRequest {
+            tenant: "researcher".into(),
+            id,
+        };
+        let mut events = c
+            .subscribe_to_task(Request::new(sub))
+            .await
+            .unwrap()
+            .into_inner();
+        events
+            .message()
+            .await
+            .unwrap()
+            .expect("the task as it stands");
+        da.wait_for("service=researcher&event=message", 2);
+        let pid = da.child.id().to_string();
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        loop {
+            match events.message().await {
+                Ok(Some(_)) => {}
+                other => break other.map(|_| ()),
+            }
+        }
+    });
+    // The task is still working: the stream ends with an error, not with status OK.
+    let e = ended.expect_err("a subscription cut by shutdown ends with an error status");
+    assert!(e.message().contains("server stopped"), "{e:?}");
+    let answer = blocking
+        .join()
+        .unwrap()
+        .expect("the waiting call is answered");
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("server stopped"), "{answer}");
+}

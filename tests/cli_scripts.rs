@@ -214,3 +214,18 @@ fn report_to_a_closed_stdout_ends_quietly_and_to_an_open_one_writes_the_page() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("<html"));
 }
+
+#[test]
+fn run_refuses_two_names_that_would_share_an_environment_variable() {
+    let scenario = temp_file(
+        "clash.toml",
+        "name = \"clash\"\n[agents.a-b]\nprotocol = \"a2a\"\n[agents.a_b]\nprotocol = \"a2a\"\n",
+    );
+    let out = Command::new(bin())
+        .args(["run", scenario.to_str().unwrap(), "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("DOUBLEAGENT_A_B_URL"), "{stderr}");
+}

@@ -96,14 +96,15 @@ impl From<ClockError> for AdminError {
 }
 
 /// Serve one admin request.
-pub async fn handle(host: &Host, base_url: &str, req: AdminRequest<'_>) -> Response {
-    let routed = route(host, base_url, &req).await;
+/// `urls` are the server's base URL and its gRPC listener's address, if it has one.
+pub async fn handle(host: &Host, urls: (&str, Option<&str>), req: AdminRequest<'_>) -> Response {
+    let routed = route(host, urls, &req).await;
     routed.unwrap_or_else(|e| e.to_response())
 }
 
 async fn route(
     host: &Host,
-    base_url: &str,
+    (base_url, grpc): (&str, Option<&str>),
     req: &AdminRequest<'_>,
 ) -> Result<Response, AdminError> {
     let mut params = parse_query(req.query.unwrap_or(""))?;
@@ -178,7 +179,7 @@ async fn route(
         }
         ("GET", "/clock") => Ok(Response::json(200, &clock_view(&world))),
         ("POST", "/clock/advance") => advance(&world, req.body).await,
-        ("POST", "/scenario") => replace_scenario(host, session, base_url, req.body).await,
+        ("POST", "/scenario") => replace_scenario(host, session, (base_url, grpc), req.body).await,
         ("POST", "/revision") => declare_revision(&world, req.body),
         ("POST", "/claims") => declare_claims(&world, req.body),
         ("GET", "/verify") => Ok(Response::json_of(200, &verdict(host, &world).1)),
@@ -306,7 +307,7 @@ async fn advance(world: &World, body: &[u8]) -> Result<Response, AdminError> {
 async fn replace_scenario(
     host: &Host,
     session: Option<&str>,
-    base_url: &str,
+    (base_url, grpc): (&str, Option<&str>),
     body: &[u8],
 ) -> Result<Response, AdminError> {
     let text = std::str::from_utf8(body)
@@ -326,8 +327,18 @@ async fn replace_scenario(
                 AdminError::BadRequest(format!("the scenario could not be validated: {e}"))
             })?
             .map_err(|e| AdminError::BadRequest(e.to_string()))?;
+    // The gRPC listener is opened at start only. Without one, an agent serving every binding
+    // (the default) is served over the other two, its card saying so; one that names GRPC in its
+    // bindings would not be served as asked.
+    if grpc.is_none() && scenario.names_grpc() {
+        return Err(AdminError::BadRequest("an A2A agent of this scenario names the GRPC binding, but this server has no gRPC listener: its startup scenario served no gRPC. Start the server with --grpc-listen HOST:PORT, or leave GRPC out of the agent's bindings; nothing changed".into()));
+    }
     let w = host.replace(session, scenario.into())?;
-    Ok(Response::json_of(200, &Ready::of(&w, base_url)))
+    let ready = Ready {
+        grpc: grpc.map(str::to_string),
+        ..Ready::of(&w, base_url)
+    };
+    Ok(Response::json_of(200, &ready))
 }
 
 /// The orchestrator's own account, kept as a ledger entry for the verifier.

@@ -31,6 +31,9 @@ pub struct AgentRequest {
     pub query: Option<String>,
     pub headers: HeaderMap,
     pub body: hyper::body::Bytes,
+    /// The body was over the scenario's `max_body_bytes` (`body` holds its start): the agent
+    /// refuses it in its protocol's shape, recorded.
+    pub too_large: bool,
 }
 
 pub enum Reply {
@@ -117,7 +120,7 @@ pub async fn a2a_grpc_call(
     (base_url, grpc): (&str, Option<&str>),
     name: &str,
     (method, params): (&str, String),
-    headers: HeaderMap,
+    (headers, too_large): (HeaderMap, bool),
 ) -> Reply {
     let scenario = world.scenario.clone();
     let Some((name, AgentSpec::A2a(spec))) = scenario.agent(name).map(|a| (&a.name, &a.spec))
@@ -135,6 +138,7 @@ pub async fn a2a_grpc_call(
     let req = AgentRequest {
         method: hyper::Method::POST,
         headers,
+        too_large,
         ..AgentRequest::default()
     };
     a2a::grpc_call(&ctx, spec, &req, method, params).await

@@ -39,7 +39,9 @@ pub struct Grpc {
 
 /// The tonic service for `app`, to be served on the gRPC listener.
 pub fn service(app: Arc<App>) -> A2aServiceServer<Grpc> {
-    A2aServiceServer::new(Grpc { app })
+    // The scenario's `max_body_bytes` is the limit, refused by the engine and recorded; tonic's
+    // own (4 MiB by default, unrecorded) only guards memory, as the admin API's 16 MiB does.
+    A2aServiceServer::new(Grpc { app }).max_decoding_message_size(16 << 20)
 }
 
 /// Serve the A2A gRPC service on `listener` until `shutdown` resolves; calls in flight then
@@ -74,8 +76,13 @@ type Events = Pin<Box<dyn Stream<Item = Result<pb::StreamResponse, Status>> + Se
 
 impl Grpc {
     /// Run `method` with `req`; the engine's reply as it came.
-    async fn call<Req: Serialize>(&self, method: &str, req: Request<Req>) -> Result<Reply, Status> {
+    async fn call<Req: Serialize + prost::Message>(
+        &self,
+        method: &str,
+        req: Request<Req>,
+    ) -> Result<Reply, Status> {
         let (meta, _, msg) = req.into_parts();
+        let size = msg.encoded_len();
         let params = serde_json::to_value(&msg).map_err(|e| Status::internal(e.to_string()))?;
         let mut headers = meta.into_headers();
         // `application/grpc` framed the call; the engine reads JSON made from it.
@@ -110,10 +117,12 @@ impl Grpc {
             tenant.to_string()
         };
         let urls = (self.app.base_url.as_str(), self.app.grpc.as_deref());
-        Ok(agent::a2a_grpc_call(world, urls, &name, (method, params.to_string()), headers).await)
+        let too_large = size > world.scenario.max_body_bytes;
+        let call = (method, params.to_string());
+        Ok(agent::a2a_grpc_call(world, urls, &name, call, (headers, too_large)).await)
     }
 
-    async fn unary<Req: Serialize, Resp: DeserializeOwned>(
+    async fn unary<Req: Serialize + prost::Message, Resp: DeserializeOwned>(
         &self,
         method: &str,
         req: Request<Req>,
@@ -125,7 +134,7 @@ impl Grpc {
         }
     }
 
-    async fn streaming<Req: Serialize>(
+    async fn streaming<Req: Serialize + prost::Message>(
         &self,
         method: &str,
         req: Request<Req>,
@@ -151,7 +160,7 @@ impl Grpc {
 
     /// `DeleteTaskPushNotificationConfig`: the engine answers `null`, the protobuf answer is
     /// `Empty`.
-    async fn empty<Req: Serialize>(
+    async fn empty<Req: Serialize + prost::Message>(
         &self,
         method: &str,
         req: Request<Req>,

@@ -320,7 +320,7 @@ async fn admin_request(
         authenticated,
         session: prefix,
     };
-    to_hyper(admin::handle(&app.host, &app.base_url, areq).await)
+    to_hyper(admin::handle(&app.host, (&app.base_url, app.grpc.as_deref()), areq).await)
 }
 
 /// The world a fake-service or agent request belongs to, by its `/_s/NAME` prefix or header.
@@ -351,16 +351,16 @@ async fn agent_request(
     body: Incoming,
 ) -> hyper::Response<HttpBody> {
     let (name, sub) = first_segment(rest, "");
-    let body = match read_capped_body(&world, body, ctl).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+    // A body over the cap is the agent's to refuse, in its protocol's shape and recorded.
+    let cap = world.scenario.max_body_bytes;
+    let (body, too_large) = read_incoming(body, cap, ctl).await.unwrap_or_default();
     let areq = AgentRequest {
         method: method.clone(),
         path: sub.to_string(),
         query: query.map(str::to_string),
         headers,
         body,
+        too_large,
     };
     match agent::handle(world, (&app.base_url, app.grpc.as_deref()), name, areq).await {
         Reply::Full(r) => to_hyper(r),
@@ -550,19 +550,6 @@ async fn deliver(
             std::mem::forget(guard);
             sabotage(DROP)
         }
-    }
-}
-
-/// An agent's request body, or the 413 when it is too large. A client that went
-/// away mid-body reads no answer: the body is empty, answered as a bad request nobody reads.
-async fn read_capped_body(
-    world: &World,
-    body: Incoming,
-    ctl: &ConnCtl,
-) -> Result<Bytes, hyper::Response<HttpBody>> {
-    match read_incoming(body, world.scenario.max_body_bytes, ctl).await {
-        Ok((_, true)) => Err(to_hyper(Response::own_error(413, "request body too large"))),
-        read => Ok(read.unwrap_or_default().0),
     }
 }
 

@@ -58,10 +58,11 @@ fn entry(
     rec
 }
 
-/// Record a protocol error an orchestrator got (malformed call, unknown method...).
-pub fn log_error(world: &World, agent: &str, method: &str, err: &RpcError) {
+/// Record a protocol error an orchestrator got (malformed call, unknown method...), with the
+/// task the call named as its work id.
+pub fn log_error(world: &World, agent: &str, (method, task): (&str, Option<&str>), err: &RpcError) {
     let detail = json!({"method": method, "code": err.code, "message": err.message});
-    log(world, agent, "rpc-error", None, None, detail);
+    log(world, agent, "rpc-error", task, None, detail);
 }
 
 /// How a message was taken, for its `message` entry.

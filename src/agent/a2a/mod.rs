@@ -43,8 +43,19 @@ pub use self::task::restore;
 pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
     let path = req.path.trim_end_matches('/');
     let card_path = card::AGENT_CARD_PATH;
+    if req.too_large {
+        return too_large(
+            &ctx,
+            if path.is_empty() {
+                RpcId::Null
+            } else {
+                RpcId::Rest
+            },
+        );
+    }
     match (req.method.as_str(), path) {
-        ("GET", card::AGENT_CARD_PATH) => Reply::Full(card::serve(
+        // HEAD as GET: hyper leaves the body out.
+        ("GET" | "HEAD", card::AGENT_CARD_PATH) => Reply::Full(card::serve(
             &card::agent_card(ctx.name, &spec.description, card_interfaces(&ctx, spec)),
             ctx.world.clock.epoch_ms(),
             req.headers.get(hyper::header::IF_NONE_MATCH),
@@ -59,13 +70,22 @@ pub async fn handle(ctx: Ctx<'_>, spec: &A2aAgent, req: AgentRequest) -> Reply {
                     "status": 405,
                 }),
             )),
-            None => Reply::Full(Response::json(
-                404,
-                &json!({
-                    "error": format!("agent \"{}\" serves no {m} {p}: GET {}{card_path} for the agent card, POST {} for JSON-RPC, {}/message:send and the other HTTP+JSON paths", ctx.name, ctx.url(), ctx.url(), ctx.url()),
-                    "status": 404,
-                }),
-            )),
+            // In the HTTP+JSON binding's error shape: a client of that binding reads it.
+            None => {
+                let allow = rest::methods_at(p).join(", ");
+                let (status, name) = if allow.is_empty() {
+                    (404, "NOT_FOUND")
+                } else {
+                    (405, "UNIMPLEMENTED")
+                };
+                let message = format!("agent \"{}\" serves no {m} {p}: GET {}{card_path} for the agent card, POST {} for JSON-RPC, {}/message:send and the other HTTP+JSON paths", ctx.name, ctx.url(), ctx.url(), ctx.url());
+                let body = json!({"error": {"code": status, "status": name, "message": message, "details": []}});
+                let mut r = Response::json(status, &body);
+                if status == 405 {
+                    r.headers.push(("allow".into(), allow.into()));
+                }
+                Reply::Full(r)
+            }
         },
     }
 }
@@ -124,6 +144,9 @@ pub(crate) async fn grpc_call(
     method: &str,
     params: String,
 ) -> Reply {
+    if req.too_large {
+        return too_large(ctx, RpcId::Grpc);
+    }
     let read = Method::from_name(method)
         .map(|m| (m, params))
         .ok_or_else(|| RpcError::method_not_found(method));
@@ -148,7 +171,7 @@ async fn bare_call(
     });
     match params {
         Ok((m, raw)) => rpc(ctx, spec, req, Some(RpcRequest::bare(id, m, &raw))).await,
-        Err(e) => error_reply(ctx, &id, name, e),
+        Err(e) => error_reply(ctx, &id, (name, None), e),
     }
 }
 
@@ -166,9 +189,20 @@ async fn rpc(
     }
 }
 
+/// A body over the scenario's `max_body_bytes`: refused unread, with 413 whatever the binding
+/// (as the fake services answer it), recorded.
+fn too_large(ctx: &Ctx<'_>, id: RpcId) -> Reply {
+    let max = ctx.world.scenario.max_body_bytes;
+    let e = RpcError::invalid_request(format!(
+        "request body too large: the scenario's max_body_bytes is {max}"
+    ));
+    detail::log_error(&ctx.world, ctx.name, ("", None), &e);
+    json_body(413, rpc::error_body(&id, &e))
+}
+
 /// A failed call's answer, recorded.
-fn error_reply(ctx: &Ctx<'_>, id: &RpcId, method: &str, e: RpcError) -> Reply {
-    detail::log_error(&ctx.world, ctx.name, method, &e);
+fn error_reply(ctx: &Ctx<'_>, id: &RpcId, named: (&str, Option<&str>), e: RpcError) -> Reply {
+    detail::log_error(&ctx.world, ctx.name, named, &e);
     // JSON-RPC errors travel with HTTP 200; the HTTP+JSON binding's with their own status.
     let status = if id.bare() {
         rest::status_of(e.code).0
@@ -191,10 +225,26 @@ fn rpc_now(
     };
     let call = match parsed {
         Ok(call) => call,
-        Err((id, e)) => return Step::Done(error_reply(ctx, &id, "", e)),
+        Err((id, e)) => return Step::Done(error_reply(ctx, &id, ("", None), e)),
     };
     let answered = method(spec, req, &call).and_then(|m| dispatch(ctx, spec, &call, m));
-    answered.unwrap_or_else(|e| Step::Done(error_reply(ctx, &call.id, &call.method, e)))
+    answered.unwrap_or_else(|e| {
+        let task = task_named(&call);
+        let named = (call.method.as_ref(), task.as_deref());
+        Step::Done(error_reply(ctx, &call.id, named, e))
+    })
+}
+
+/// The task a call names, if any: its refusal's entry carries it as work id.
+fn task_named(call: &RpcRequest<'_>) -> Option<String> {
+    let params: Value = call.params().ok()?;
+    let id = match Method::from_name(&call.method)? {
+        Method::SendMessage | Method::SendStreamingMessage => params.pointer("/message/taskId"),
+        Method::GetTask | Method::CancelTask | Method::SubscribeToTask => params.get("id"),
+        Method::ListTasks | Method::GetExtendedAgentCard => None,
+        _ => params.get("taskId"),
+    };
+    id?.as_str().filter(|t| !t.is_empty()).map(str::to_string)
 }
 
 /// JSON-RPC requests are `application/json` (parameters such as `charset` aside); a request
@@ -241,8 +291,6 @@ fn dispatch(
         Method::SendStreamingMessage => send(ctx, spec, call, true),
         Method::GetTask => {
             let p: GetTaskRequest = call.params()?;
-            let detail = json!({"task_id": p.id});
-            detail::log(&ctx.world, ctx.name, "get-task", Some(&p.id), None, detail);
             ok(call, &task::get(ctx, &p.id, p.history_length)?)
         }
         Method::ListTasks => {
@@ -269,7 +317,7 @@ fn dispatch(
             let Some(task_id) = p.task_id.clone().filter(|t| !t.is_empty()) else {
                 return Err(RpcError::invalid_params("taskId is required"));
             };
-            let cfg = push::check(spec, p, ctx.base_url)?;
+            let cfg = push::check(spec, p, (ctx.base_url, ctx.grpc))?;
             ok(call, &task::add_push(ctx, spec, &task_id, cfg)?)
         }
         Method::GetTaskPushNotificationConfig => {
@@ -285,11 +333,7 @@ fn dispatch(
             let configs = task::with_push(ctx, &p.task_id, |targets| {
                 targets.iter().map(|t| t.config.clone()).collect()
             })?;
-            let page = ListTaskPushNotificationConfigsResponse {
-                configs,
-                next_page_token: String::new(),
-            };
-            ok(call, &page)
+            ok(call, &configs_page(configs, &p)?)
         }
         Method::DeleteTaskPushNotificationConfig => {
             let p: TaskPushNotificationConfigRef = call.params()?;
@@ -306,6 +350,37 @@ fn dispatch(
 fn unknown_config(task_id: &str, id: &str) -> RpcError {
     let message = format!("Push notification config {id} not found for task {task_id}");
     RpcError::new(ErrorKind::TaskNotFound, message)
+}
+
+/// One page of a task's push configs: `pageSize` of them (all when unset) from the offset the
+/// page token gives (a task has few, and they change rarely).
+fn configs_page(
+    mut configs: Vec<TaskPushNotificationConfig>,
+    p: &ListTaskPushNotificationConfigsRequest,
+) -> Result<ListTaskPushNotificationConfigsResponse, RpcError> {
+    let size = match p.page_size {
+        Some(n) if n < 0 => return Err(RpcError::invalid_params("pageSize must be positive")),
+        None | Some(0) => usize::MAX,
+        Some(n) => n as usize,
+    };
+    let from: usize = match p.page_token.as_deref().filter(|t| !t.is_empty()) {
+        None => 0,
+        Some(t) => t
+            .parse()
+            .map_err(|_| RpcError::invalid_params(format!("invalid pageToken \"{t}\"")))?,
+    };
+    let total = configs.len();
+    let end = from.saturating_add(size).min(total);
+    let configs = configs.drain(from.min(end)..end).collect();
+    let next_page_token = if end < total {
+        end.to_string()
+    } else {
+        String::new()
+    };
+    Ok(ListTaskPushNotificationConfigsResponse {
+        configs,
+        next_page_token,
+    })
 }
 
 struct Wait {
@@ -330,9 +405,7 @@ async fn answer_when_stopped(ctx: &Ctx<'_>, mut w: Wait) -> Reply {
                 }
                 Err(broadcast::error::RecvError::Closed) => break Ok(()),
             },
-            _ = world.clock.closed() => {
-                break Err(RpcError::internal("the world was reset while the task was running"));
-            }
+            _ = world.clock.closed() => break Err(stream::world_closed(world)),
         }
     };
     let task = stopped.and_then(|()| {
@@ -341,7 +414,12 @@ async fn answer_when_stopped(ctx: &Ctx<'_>, mut w: Wait) -> Reply {
     });
     match task {
         Ok(task) => json_body(200, stopped_answer(&w.id, &task, w.history_length)),
-        Err(e) => error_reply(ctx, &w.id, Method::SendMessage.as_str(), e),
+        Err(e) => error_reply(
+            ctx,
+            &w.id,
+            (Method::SendMessage.as_str(), Some(&w.task_id)),
+            e,
+        ),
     }
 }
 

@@ -109,16 +109,16 @@ fn is_loopback(host: &str) -> bool {
 pub(crate) fn check(
     spec: &A2aAgent,
     cfg: TaskPushNotificationConfig,
-    base_url: &str,
+    (base_url, grpc): (&str, Option<&str>),
 ) -> Result<TaskPushNotificationConfig, RpcError> {
     let (host, port) = webhook_host(&cfg.url).map_err(RpcError::invalid_params)?;
     if is_loopback(&host) {
-        if base_url
+        let http = base_url
             .parse::<hyper::Uri>()
             .ok()
-            .and_then(|u| u.port_u16())
-            == Some(port)
-        {
+            .and_then(|u| u.port_u16());
+        let grpc = grpc.and_then(|a| a.parse::<std::net::SocketAddr>().ok());
+        if http == Some(port) || grpc.map(|a| a.port()) == Some(port) {
             return Err(RpcError::invalid_params(format!(
                 "push url \"{}\" is doubleagent's own listener: refused",
                 cfg.url

@@ -30,7 +30,12 @@ pub(super) fn call_of(req: &AgentRequest) -> Option<Result<(Method, String), Rpc
                     "the body must be a JSON object",
                 )))
             }
-            Err(e) => return Some(Err(RpcError::parse_error(e.to_string()))),
+            // With the ErrorInfo the reference server gives this binding's parse errors.
+            Err(e) => {
+                let info = RpcError::invalid_request("").data;
+                let e = RpcError::parse_error(e.to_string());
+                return Some(Err(RpcError { data: info, ..e }));
+            }
         };
         for (k, v) in body {
             params.entry(k).or_insert(v);
@@ -52,6 +57,23 @@ pub(super) fn call_of(req: &AgentRequest) -> Option<Result<(Method, String), Rpc
         }
     }
     Some(Ok((m, Value::Object(params).to_string())))
+}
+
+/// The methods the binding serves at `path` (none: it is not one of the binding's paths).
+pub(super) fn methods_at(path: &str) -> Vec<&'static str> {
+    let methods = [("GET", hyper::Method::GET), ("POST", hyper::Method::POST)];
+    let methods = methods
+        .into_iter()
+        .chain([("DELETE", hyper::Method::DELETE)]);
+    let served = methods.filter(|(_, m)| {
+        let req = AgentRequest {
+            method: m.clone(),
+            path: path.to_string(),
+            ..AgentRequest::default()
+        };
+        call_of(&req).is_some()
+    });
+    served.map(|(name, _)| name).collect()
 }
 
 /// The method a path names, whether it takes a body, and the params its path holds.

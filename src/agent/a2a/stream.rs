@@ -148,10 +148,23 @@ async fn pump(
                     return Err(sent);
                 }
             }
-            _ = world.clock.closed() => return Ok(()),
+            _ = world.clock.closed() => {
+                // An error, not a clean end: the task has not ended (over gRPC, not status OK).
+                let _ = tx.send(error_frame(&id, &world_closed(world))).await;
+                return Ok(());
+            }
             _ = tx.closed() => return Err(sent),
         }
     }
+}
+
+/// Why a call still waiting on its task is cut short when its world closes.
+pub(super) fn world_closed(world: &World) -> RpcError {
+    RpcError::internal(if world.server_stopped() {
+        "the server stopped while the task was running"
+    } else {
+        "the world was reset while the task was running"
+    })
 }
 
 #[cfg(test)]

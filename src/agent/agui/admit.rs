@@ -189,6 +189,10 @@ fn run_revision(req: &AgentRequest, input: &RunAgentInput) -> Option<Revision> {
 
 /// The HTTP side: the agent's own path, `POST`, and an `Accept` that admits the stream.
 fn check_request(name: &str, req: &AgentRequest) -> Result<(), Refusal> {
+    if req.too_large {
+        let message = "request body too large: over the scenario's max_body_bytes";
+        return Err(Refusal::new(413, "too_large", message.into()));
+    }
     if !(req.path.is_empty() || req.path == "/") {
         return Err(Refusal::new(
             404,

@@ -79,6 +79,7 @@ pub(crate) fn get(
     history_length: Option<i32>,
 ) -> Result<Task, RpcError> {
     with_task(ctx, task_id, |e| {
+        e.log(&ctx.world, "get-task", json!({"task_id": task_id}));
         e.task.clone().with_history_length(history_length)
     })
 }
@@ -89,11 +90,15 @@ pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksRes
         Some(n) if n < 0 => return Err(RpcError::invalid_params("pageSize must be positive")),
         Some(n) => n.min(LIST_TASKS_MAX_PAGE_SIZE),
     };
-    let offset: usize = match req.page_token.as_deref().filter(|t| !t.is_empty()) {
-        None => 0,
-        Some(t) => t
-            .parse()
-            .map_err(|_| RpcError::invalid_params(format!("invalid pageToken \"{t}\"")))?,
+    // A page token is the sort key (status time, creation number) of the last task handed out:
+    // the next page starts below it, so tasks made or moved to the front meanwhile shift nothing.
+    let below: Option<(i64, u64)> = match req.page_token.as_deref().filter(|t| !t.is_empty()) {
+        None => None,
+        Some(t) => Some(
+            t.split_once('.')
+                .and_then(|(ts, i)| Some((ts.parse().ok()?, i.parse().ok()?)))
+                .ok_or_else(|| RpcError::invalid_params(format!("invalid pageToken \"{t}\"")))?,
+        ),
     };
     let after = (req.status_timestamp_after.as_deref())
         .map(|s| {
@@ -132,9 +137,9 @@ pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksRes
     found.sort_by_key(|(ts, i, _)| std::cmp::Reverse((*ts, *i)));
     let total = found.len();
     let include = req.include_artifacts.unwrap_or(false);
-    let page: Vec<Task> = found
+    let rest = below.map_or(0, |b| found.partition_point(|(ts, i, _)| (*ts, *i) >= b));
+    let page: Vec<Task> = found[rest..]
         .iter()
-        .skip(offset)
         .take(page_size as usize)
         .map(|(_, _, e)| {
             let t = e.task.clone().with_history_length(req.history_length);
@@ -145,13 +150,12 @@ pub(crate) fn list(ctx: &Ctx<'_>, req: &ListTasksRequest) -> Result<ListTasksRes
             }
         })
         .collect();
-    let end = offset + page.len();
+    let end = rest + page.len();
     Ok(ListTasksResponse {
         tasks: page,
-        next_page_token: if end < total {
-            end.to_string()
-        } else {
-            String::new()
+        next_page_token: match found.get(end.wrapping_sub(1)) {
+            Some((ts, i, _)) if end < total && end > 0 => format!("{ts}.{i}"),
+            _ => String::new(),
         },
         page_size,
         total_size: i32::try_from(total).unwrap_or(i32::MAX),

@@ -82,7 +82,7 @@ pub(crate) fn send(
         ));
     }
     let push_config = (req.push_config().cloned())
-        .map(|c| push::check(spec, c, ctx.base_url))
+        .map(|c| push::check(spec, c, (ctx.base_url, ctx.grpc)))
         .transpose()?;
     // The message's own metadata first, then the request's (SendMessageRequest.metadata): SDKs
     // put it in either. Kept as sent, to be echoed as sent; read as a `Revision` where compared.
