@@ -72,6 +72,9 @@ pub enum Line {
         seq: u64,
         at: Duration,
     },
+    /// The delayed answer of `seq` was due and is being sent. A delayed answer with neither this
+    /// nor `Abandoned` was cut by the end of its process: [`load`] restores it abandoned (REC-4).
+    Delivered { session: Option<String>, seq: u64 },
     /// A key record on its own line (journals written before keys rode on their record).
     Key {
         session: Option<String>,

@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{encode, io_err, Framed, JournalError, Line};
+use crate::ledger::{Delivery, ResponsePlan};
 
 /// What a start resumes from.
 #[derive(Default)]
@@ -123,12 +124,48 @@ pub fn load(path: &Path, recover: bool) -> Result<Loaded, JournalError> {
             .and_then(|f| f.set_len(whole as u64).and_then(|()| f.sync_all()))
             .map_err(io_err(path))?;
     }
+    never_sent(&mut lines);
     let lost = if damaged.is_empty() {
         None
     } else {
         Some(set_aside(path, &bytes, &lines, &damaged)?)
     };
     Ok(Loaded { lines, lost })
+}
+
+/// Mark abandoned each delayed answer to an outside client that the journal never saw sent
+/// (`Delivered`) nor given up (`Abandoned`): its process ended (killed, or its drain cut it)
+/// first, so the client got nothing (REC-4). When is not known: no `at`.
+fn never_sent(lines: &mut [Line]) {
+    let mut waiting: HashMap<(Option<String>, u64), usize> = HashMap::new();
+    for (i, line) in lines.iter().enumerate() {
+        match line {
+            Line::Record {
+                session, record, ..
+            } if record.actor.is_none()
+                && record.response.delivery == Delivery::Sent
+                && record.response.at > Some(record.received_at) =>
+            {
+                waiting.insert((session.clone(), record.seq), i);
+            }
+            Line::Delivered { session, seq } | Line::Abandoned { session, seq, .. } => {
+                waiting.remove(&(session.clone(), *seq));
+            }
+            // A world begun again (or ended) takes its entries with it.
+            Line::World { session, .. } => waiting.retain(|(s, _), _| s != session),
+            Line::Drop { session } => waiting.retain(|(s, _), _| s.as_ref() != Some(session)),
+            _ => {}
+        }
+    }
+    for i in waiting.into_values() {
+        if let Line::Record { record, .. } = &mut lines[i] {
+            record.response = ResponsePlan {
+                delivery: Delivery::Abandoned,
+                status: None,
+                at: None,
+            };
+        }
+    }
 }
 
 /// Keep the damaged original beside the journal and rewrite the journal with the readable

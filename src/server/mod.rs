@@ -31,6 +31,7 @@ use conn::{Conn, ConnCtl, DROP, RESET};
 
 use crate::admin::{self, AdminRequest};
 use crate::agent::{self, AgentRequest, Reply};
+use crate::journal::Line;
 use crate::service::{self, Plan, Request, Response};
 use crate::world::{Host, World};
 
@@ -436,7 +437,11 @@ async fn mcp_request(
                 tokio::select! {
                     // A closed world ends the stream without its answer.
                     due = mcp_wait(&world, (start, t), progress.as_ref(), &tx) => {
-                        if due && tx.send(body.into()).await.is_err() {
+                        // Journaled before it is sent (see `Line::Delivered`); unsent if that fails.
+                        let sent = due
+                            && world.note(|session| Line::Delivered { session, seq })
+                            && tx.send(body.into()).await.is_ok();
+                        if due && !sent {
                             world.abandon(seq);
                         }
                     }
@@ -519,12 +524,19 @@ async fn deliver(
         // hyper drops this future first, the client closed its connection: abandoned.
         Plan::At(t) => {
             let guard = Abandon(world, seq);
-            let out = match world.clock.wait_until(t).await {
-                true => to_hyper(response),
-                false => sabotage(DROP),
-            };
-            std::mem::forget(guard);
-            out
+            let due = world.clock.wait_until(t).await;
+            // Journaled before it is sent, as every answer is (see `Line::Delivered`); if that
+            // fails, it is not sent: abandoned, as a restart would find it.
+            if due && world.note(|session| Line::Delivered { session, seq }) {
+                std::mem::forget(guard);
+                return to_hyper(response);
+            }
+            // A world reset or replaced takes its entry with it; a server stopping (the drain
+            // timeout) leaves it unsent: abandoned.
+            if !due && !app.host.is_stopping() {
+                std::mem::forget(guard);
+            }
+            sabotage(DROP)
         }
         Plan::Drop => sabotage(DROP),
         Plan::Reset => sabotage(RESET),
