@@ -350,6 +350,16 @@ impl Record {
         };
     }
 
+    /// The placeholder of entry `seq`, whose journal line was lost (`--journal-recover`); `at`
+    /// is the time of the entry after it.
+    pub fn journal_lost(seq: u64, at: Duration) -> Record {
+        let reason = "this entry's journal line was lost: damaged or missing and left out at a restart (--journal-recover), or never written (answered 503)";
+        Record {
+            seq,
+            ..Record::declaration("journal-lost", at, serde_json::json!({ "reason": reason }))
+        }
+    }
+
     /// A declaration made through the admin API (`service` is `_admin`, no actor).
     pub fn declaration(event: &str, at: Duration, detail: impl Serialize) -> Record {
         Record {
@@ -614,15 +624,7 @@ impl Ledger {
             self.first_seq = record.seq;
         }
         for seq in self.next_seq()..record.seq {
-            let lost = Record {
-                seq,
-                ..Record::declaration(
-                    "journal-lost",
-                    record.received_at,
-                    serde_json::json!({"reason": "this entry's journal line was damaged and left out at a restart (--journal-recover)"}),
-                )
-            };
-            self.push_restored(lost);
+            self.push_restored(Record::journal_lost(seq, record.received_at));
         }
         self.push_restored(record);
     }

@@ -83,10 +83,7 @@ impl World {
         let mut ledger = Ledger::bounded(limits.max_entries);
         let clock = resume.clone().unwrap_or_else(|| Clock::new(scenario.clock));
         if let Some(j) = journal {
-            ledger.set_sink(Box::new(RecordSink {
-                journal: j.clone(),
-                session: session.clone(),
-            }));
+            ledger.set_sink(Box::new(RecordSink::new(j.clone(), session.clone())));
             if resume.is_none() {
                 j.write(&Line::World {
                     session: session.clone(),
@@ -632,7 +629,8 @@ fn replay(
             }
             Line::Clock { session, now } => world_of(&mut worlds, &session).clock.restore_now(now),
             // Read by `journal::load`, which marks the delayed answers that have none.
-            Line::Delivered { .. } => {}
+            // Read by `journal::load`: the ledger puts placeholders where records are missing.
+            Line::Delivered { .. } | Line::Unwritten { .. } => {}
             Line::Drop { session } => {
                 if let Some(old) = worlds.remove(&Some(session)) {
                     old.close();

@@ -124,3 +124,152 @@ fn a_delayed_response_that_was_sent_is_restored_sent() {
     assert_eq!(entry["response"]["delivery"], "sent", "{entry}");
     assert_eq!(entry["response"]["status"], 201, "{entry}");
 }
+
+fn keyed_payments() -> (std::path::PathBuf, std::path::PathBuf) {
+    let scenario = temp_file(
+        "s.toml",
+        &payments("idempotency = { preset = \"stripe\" }", ""),
+    );
+    let journal = scenario.with_file_name("j.jsonl");
+    (scenario, journal)
+}
+
+fn transfer_keyed(da: &Da, key: &str) -> Resp {
+    let r = da
+        .post_json(
+            "/payments/v1/transfers",
+            &[("Idempotency-Key", key)],
+            &serde_json::json!({"to": key, "amount": 1}),
+        )
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.text());
+    r
+}
+
+/// The journal with the line of record `seq` changed by `edit` (`None`: removed).
+fn edit_record_line(journal: &std::path::Path, seq: u64, edit: impl Fn(&str) -> Option<String>) {
+    let text = std::fs::read_to_string(journal).unwrap();
+    let needle = format!("\"record\":{{\"seq\":{seq},");
+    let mut found = false;
+    let lines: Vec<String> = text
+        .lines()
+        .filter_map(
+            |l| match l.contains("\"t\":\"record\"") && l.contains(&needle) {
+                true => {
+                    found = true;
+                    edit(l)
+                }
+                false => Some(l.to_string()),
+            },
+        )
+        .collect();
+    assert!(found, "no record line of seq {seq} in {text}");
+    std::fs::write(journal, lines.join("\n") + "\n").unwrap();
+}
+
+/// `serve` expected to refuse to start: its exit code and stderr.
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(bin())
+        .arg("serve")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.stdout.is_empty(), "it served: {stdout}");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn stderr_of(mut da: Da) -> String {
+    use std::io::Read;
+    let _ = da.child.kill();
+    let mut err = String::new();
+    da.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    err
+}
+
+/// ACC-1: a journal missing a whole middle line is damage like a broken one: the start stops
+/// (its lost key would execute again), and `--journal-recover` keeps a placeholder in its place.
+#[test]
+fn a_journal_missing_a_whole_line_stops_the_start_acc_1() {
+    let (scenario, journal) = keyed_payments();
+    let (s, j) = (scenario.to_str().unwrap(), journal.to_str().unwrap());
+    let da = Da::start_args(&[s, "--journal", j]);
+    for k in ["k1", "k2", "k3", "k4"] {
+        transfer_keyed(&da, k);
+    }
+    assert!(da.terminate().success());
+    edit_record_line(&journal, 3, |_| None);
+
+    let (code, err) = refused(&[s, "--journal", j]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("seq 3 of the default session") && err.contains("--journal-recover"),
+        "{err}"
+    );
+
+    let da = Da::start_args(&[s, "--journal", j, "--journal-recover"]);
+    let ledger = da.ledger();
+    assert_eq!(ledger.len(), 4, "{ledger:?}");
+    assert_eq!(ledger[2]["event"], "journal-lost", "{}", ledger[2]);
+    let report = da.get("/_admin/verify").json();
+    assert_ne!(report["state"], "clean", "{report}");
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("#3") && notes.contains("journal-lost"),
+        "{notes}"
+    );
+    let err = stderr_of(da);
+    assert!(err.contains("seq 3 of the default session"), "{err}");
+    // Rewritten with the placeholder: the next start needs no flag, and no seq is reused.
+    let da = Da::start_args(&[s, "--journal", j]);
+    assert_eq!(da.ledger().len(), 4);
+    assert_eq!(transfer_keyed(&da, "k5").json()["id"], "act_5");
+}
+
+/// ACC-3: over a ledger with a lost entry, a claim naming only that entry is not judged (no
+/// false "never executed"); the notes say the entry was lost. Losing seq 1 leaves a placeholder
+/// too, not a note blaming --max-entries.
+#[test]
+fn a_verdict_over_lost_entries_says_so_instead_of_asserting_acc_3() {
+    let (scenario, journal) = keyed_payments();
+    let (s, j) = (scenario.to_str().unwrap(), journal.to_str().unwrap());
+    let da = Da::start_args(&[s, "--journal", j]);
+    for k in ["k0", "k1", "k2"] {
+        transfer_keyed(&da, k);
+    }
+    assert!(da.terminate().success());
+    let damage = |l: &str| Some(l.replacen("\"amount\":1", "\"amount\":2", 1));
+    edit_record_line(&journal, 1, damage);
+    edit_record_line(&journal, 2, damage);
+
+    let da = Da::start_args(&[s, "--journal", j, "--journal-recover"]);
+    let ledger = da.ledger();
+    assert_eq!(ledger[0]["seq"], 1, "{}", ledger[0]);
+    assert_eq!(ledger[0]["event"], "journal-lost", "{}", ledger[0]);
+    let r = da.call(
+        "POST",
+        "/_admin/claims",
+        &[("content-type", "application/json")],
+        r#"{"actions": [{"key": "k1", "claim": "succeeded"}, {"key": "k2", "claim": "succeeded"}]}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let report = da.get("/_admin/verify").json();
+    assert_eq!(report["findings"], serde_json::json!([]), "{report}");
+    assert_eq!(report["state"], "incomplete", "{report}");
+    let notes = report["notes"].to_string();
+    assert!(notes.contains("2 entries (#1, #2)"), "{notes}");
+    assert!(!notes.contains("evicted"), "{notes}");
+    assert!(notes.contains("claims naming no entry"), "{notes}");
+    let err = stderr_of(da);
+    assert!(!err.contains("seq=it claims"), "{err}");
+}

@@ -244,6 +244,19 @@ pub(super) struct Ledger {
 }
 
 impl Ledger {
+    /// The placeholders of entries whose journal lines were lost (`--journal-recover`).
+    pub fn lost(&self) -> impl Iterator<Item = &Row> + Clone {
+        self.rows.iter().filter(|e| {
+            e.disposition == Disposition::Declaration && e.event() == Some("journal-lost")
+        })
+    }
+
+    /// Whether entries are missing (evicted, or lost from the journal): a claim naming none of
+    /// the entries left cannot be judged.
+    pub fn missing_entries(&self) -> bool {
+        self.rows.first().is_some_and(|e| e.seq > 1) || self.lost().next().is_some()
+    }
+
     /// Rows over full entries (`/_admin/verify`, `run -- CMD`, hand-made slices of entries).
     pub fn of_entries(entries: &[Entry]) -> Self {
         let hash = FastState::default();
