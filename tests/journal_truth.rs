@@ -273,3 +273,33 @@ fn a_verdict_over_lost_entries_says_so_instead_of_asserting_acc_3() {
     let err = stderr_of(da);
     assert!(!err.contains("seq=it claims"), "{err}");
 }
+
+/// A torn last line's warning says which line it was (the seq it followed), not only its bytes.
+#[test]
+fn a_torn_tail_is_named_by_the_seq_it_followed() {
+    let (scenario, journal) = keyed_payments();
+    let (s, j) = (scenario.to_str().unwrap(), journal.to_str().unwrap());
+    let da = Da::start_args(&[s, "--journal", j]);
+    transfer_keyed(&da, "k1");
+    transfer_keyed(&da, "k2");
+    assert!(da.terminate().success());
+    let mut text = std::fs::read(&journal).unwrap();
+    text.extend_from_slice(br#"{"line":{"t":"record","session":null,"record":{"seq":3,"#);
+    std::fs::write(&journal, text).unwrap();
+    let da = Da::start_args(&[s, "--journal", j]);
+    assert_eq!(da.ledger().len(), 2);
+    let err = stderr_of(da);
+    assert!(
+        err.contains("1 line") && err.contains("follows seq 2 of the default session"),
+        "{err}"
+    );
+}
+
+/// A file whose line never ends is refused with a clear error, not read without bound.
+#[test]
+fn a_journal_line_that_never_ends_is_refused() {
+    let (scenario, _) = keyed_payments();
+    let (code, err) = refused(&[scenario.to_str().unwrap(), "--journal", "/dev/zero"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("line 1 is longer than 256 MiB"), "{err}");
+}
