@@ -149,6 +149,10 @@ pub struct Record {
     pub event: Option<String>,
     /// Kind-specific facts: a lookup's answer, a cancel's outcome, an unmatched request's reason.
     pub detail: Option<JsonText>,
+    /// Executed because its key had been forgotten to keep `--max-keys` (last: the store's
+    /// positional encoding reads records without it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub key_forgotten: bool,
 }
 
 /// A JSON value kept as the text serde_json writes for it: a record's `body`, `intent` and
@@ -286,6 +290,7 @@ impl Record {
             disposition: self.disposition,
             replay_of: self.replay_of,
             executed_after_expiry: self.executed_after_expiry,
+            key_forgotten: self.key_forgotten,
             fate: self.fate.map(|f| f.to_string()),
             action_id: self.is_action().then(|| self.action_id()),
             applied: applied_at.is_some(),
@@ -413,6 +418,9 @@ pub struct Entry {
     pub replay_of: Option<u64>,
     #[serde(default)]
     pub executed_after_expiry: bool,
+    /// Executed because the service had forgotten its key to keep `--max-keys`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub key_forgotten: bool,
     pub fate: Option<String>,
     pub action_id: Option<String>,
     #[serde(default)]

@@ -303,3 +303,26 @@ fn a_journal_line_that_never_ends_is_refused() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("line 1 is longer than 256 MiB"), "{err}");
 }
+
+/// ACC-1: a same-key retry that executes again because --max-keys forgot the key is marked so,
+/// and the verifier does not blame the client for it (a note says what happened).
+#[test]
+fn a_retry_whose_key_was_forgotten_for_capacity_is_marked_not_blamed_acc_1() {
+    let (scenario, _) = keyed_payments();
+    let da = Da::start_args(&[scenario.to_str().unwrap(), "--max-keys", "2"]);
+    for k in ["k1", "k2", "k3"] {
+        transfer_keyed(&da, k);
+    }
+    let again = transfer_keyed(&da, "k1");
+    assert_eq!(again.json()["id"], "act_4");
+    let ledger = da.ledger();
+    assert_eq!(ledger[3]["key_forgotten"], true, "{}", ledger[3]);
+    assert!(ledger[0].get("key_forgotten").is_none(), "{}", ledger[0]);
+    let report = da.get("/_admin/verify").json();
+    assert_eq!(report["findings"], serde_json::json!([]), "{report}");
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("1 action (#4)") && notes.contains("--max-keys"),
+        "{notes}"
+    );
+}

@@ -112,6 +112,13 @@ fn run(l: &Ledger, extra: Option<&Claims>, limits: &Limits) -> Report {
             first.seq - 1
         ));
     }
+    let forgotten = l.rows.iter().filter(|e| e.key_forgotten);
+    if forgotten.clone().next().is_some() {
+        notes.push(format!(
+            "{} executed again although retried with the same key: the service had forgotten the key to keep --max-keys, so they are not counted as the client's duplicates (ACC-1); raise --max-keys to judge them",
+            seqs(forgotten.map(|e| e.seq), "action")
+        ));
+    }
     let lost = l.lost();
     if lost.clone().next().is_some() {
         incomplete = true;

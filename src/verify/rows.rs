@@ -37,6 +37,8 @@ pub(super) struct Row {
     pub delivery: Delivery,
     pub applied: bool,
     pub executed_after_expiry: bool,
+    /// Executed again because the service had forgotten its key (`--max-keys`).
+    pub key_forgotten: bool,
     /// Its fate answered with an error although the effect happened (`error-after-apply:*`).
     pub error_after_apply: bool,
     /// The status the client was answered with, if any.
@@ -89,6 +91,7 @@ impl Row {
             status: e.response.status,
             applied: e.applied,
             executed_after_expiry: e.executed_after_expiry,
+            key_forgotten: e.key_forgotten,
             error_after_apply: e.fate.is_some_and(|f| f.starts_with("error-after-apply")),
             unordered_revision,
             body_unread,
