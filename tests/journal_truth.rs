@@ -326,3 +326,31 @@ fn a_retry_whose_key_was_forgotten_for_capacity_is_marked_not_blamed_acc_1() {
         "{notes}"
     );
 }
+
+/// A `ledger/wait` long-poll open at SIGTERM is answered at once (503), not held for the whole
+/// --drain-timeout.
+#[test]
+fn a_ledger_wait_open_at_sigterm_is_answered_at_once() {
+    let (scenario, _) = keyed_payments();
+    let da = Da::start_args(&[scenario.to_str().unwrap(), "--drain-timeout", "10s"]);
+    let url = da.url.clone();
+    let waiter = std::thread::spawn(move || {
+        request(
+            &url,
+            "GET",
+            "/_admin/ledger/wait?count=5&timeout=60s",
+            &[],
+            b"",
+        )
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    assert!(da.terminate().success());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let r = waiter.join().unwrap().expect("the wait is answered");
+    assert_eq!(r.status, 503, "{}", r.text());
+}

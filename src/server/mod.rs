@@ -310,7 +310,14 @@ async fn admin_request(
         authenticated,
         session: prefix,
     };
-    to_hyper(admin::handle(&app.host, &app.base_url, areq).await)
+    if rest != "/ledger/wait" {
+        return to_hyper(admin::handle(&app.host, &app.base_url, areq).await);
+    }
+    // A long-poll is released as the server stops, not held for the whole drain.
+    tokio::select! {
+        r = admin::handle(&app.host, &app.base_url, areq) => to_hyper(r),
+        _ = app.host.stopping() => to_hyper(Response::own_error(503, "the server is stopping: this ledger/wait ended before its entries arrived")),
+    }
 }
 
 /// The world a fake-service or agent request belongs to, by its `/_s/NAME` prefix or header.
