@@ -73,7 +73,7 @@ pub enum Line {
         at: Duration,
     },
     /// The delayed answer of `seq` was due and is being sent. A delayed answer with neither this
-    /// nor `Abandoned` was cut by the end of its process: [`load`] restores it abandoned (REC-4).
+    /// nor `Abandoned` was cut by the end of its process: loading restores it abandoned (REC-4).
     Delivered { session: Option<String>, seq: u64 },
     /// The records `from..=to` could not be written (answered 503): not missing by damage.
     Unwritten {
