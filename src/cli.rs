@@ -158,7 +158,8 @@ pub struct ServeArgs {
     /// `0`: unbounded (memory grows with every request).
     #[arg(long, default_value_t = crate::world::DEFAULT_MAX_ENTRIES)]
     pub max_entries: usize,
-    /// Idempotency keys kept per session; the oldest are forgotten beyond it.
+    /// Idempotency keys kept per session; the oldest are forgotten beyond it (0 keeps one). A
+    /// retry whose key was forgotten executes again, its entry marked `key_forgotten`.
     #[arg(long, default_value_t = 100_000)]
     pub max_keys: usize,
     /// Append ledger entries and resumable state to this file, and restore from it at start.

@@ -15,7 +15,7 @@ use hyper::header::HeaderName;
 use serde_json::Value;
 
 use crate::chunks::Chunks;
-use crate::hash::{FastMap, FastState};
+use crate::hash::{FastMap, FastSet, FastState};
 
 /// Whether keys de-duplicate at all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -305,6 +305,9 @@ pub struct KeyStore {
     state: FastState,
     /// The slots' texts, in the same order: a chunk goes once no slot points into it.
     chunks: Chunks,
+    /// Hashes of the keys forgotten to keep `max` (the latest `max` of them), so a retry with
+    /// one is marked `key_forgotten` rather than taken for a new request.
+    forgotten: (VecDeque<u64>, FastSet<u64>),
 }
 
 /// Full size of a text chunk; a store keeping few keys (a test's session) starts at 4 KB.
@@ -383,7 +386,13 @@ impl KeyStore {
             max: max.max(1),
             state: FastState::default(),
             chunks: Chunks::new(TEXT_CHUNK, 4 << 10),
+            forgotten: Default::default(),
         }
+    }
+
+    /// Whether `key` is not remembered because it was forgotten to keep `max` (`--max-keys`).
+    pub fn forgot(&self, service: &str, key: &str) -> bool {
+        self.find(service, key).is_none() && self.forgotten.1.contains(&self.hash(service, key))
     }
 
     fn hash(&self, service: &str, key: &str) -> u64 {
@@ -532,6 +541,13 @@ impl KeyStore {
                     self.index.remove(&slot.hash);
                 }
                 self.live -= 1;
+                let (order, set) = &mut self.forgotten;
+                if set.insert(slot.hash) {
+                    order.push_back(slot.hash);
+                }
+                if order.len() > self.max {
+                    order.pop_front().map(|h| set.remove(&h));
+                }
                 return;
             }
         }

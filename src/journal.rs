@@ -72,6 +72,15 @@ pub enum Line {
         seq: u64,
         at: Duration,
     },
+    /// The delayed answer of `seq` was due and is being sent. A delayed answer with neither this
+    /// nor `Abandoned` was cut by the end of its process: loading restores it abandoned (REC-4).
+    Delivered { session: Option<String>, seq: u64 },
+    /// The records `from..=to` could not be written (answered 503): not missing by damage.
+    Unwritten {
+        session: Option<String>,
+        from: u64,
+        to: u64,
+    },
     /// A key record on its own line (journals written before keys rode on their record).
     Key {
         session: Option<String>,
@@ -108,6 +117,25 @@ pub enum JournalError {
         /// Which seq it was (as far as can be told).
         seq: String,
         reason: String,
+    },
+    /// Whole records are missing (lines removed): the keys they held would execute again.
+    #[error(
+        "journal {}: ledger entries are missing: {seqs} (their lines are not in the file, though \
+         every line in it is whole).\n\
+         Nothing was served. Fix the file, or start with --journal-recover to keep every entry \
+         left (the missing ones become journal-lost entries, their seqs are not reused)",
+        path.display()
+    )]
+    Missing { path: PathBuf, seqs: String },
+    #[error(
+        "journal {}: line {line} is longer than {max_mib} MiB without ending: this is not a \
+         journal doubleagent wrote. Nothing was served",
+        path.display()
+    )]
+    TooLong {
+        path: PathBuf,
+        line: usize,
+        max_mib: u64,
     },
 }
 
@@ -296,16 +324,48 @@ impl Journal {
 
 /// The ledger sink of one world: its appended records go to the journal.
 pub struct RecordSink {
-    pub journal: Arc<Journal>,
-    pub session: Option<String>,
+    journal: Arc<Journal>,
+    session: Option<String>,
+    /// The seqs whose records could not be written (answered 503), until a line says so.
+    unwritten: Mutex<Option<(u64, u64)>>,
+}
+
+impl RecordSink {
+    pub fn new(journal: Arc<Journal>, session: Option<String>) -> RecordSink {
+        RecordSink {
+            journal,
+            session,
+            unwritten: Mutex::new(None),
+        }
+    }
 }
 
 impl Sink for RecordSink {
     fn appended(&self, record: &Record, key: Option<&KeyRecord>) -> bool {
-        self.journal.write(&Line::Record {
-            session: self.session.clone(),
+        let session = self.session.clone();
+        let mut unwritten = unpoisoned(self.unwritten.lock());
+        // Said before the next record, so a seq missing from the journal is damage.
+        if let Some((from, to)) = *unwritten {
+            let said = self.journal.write(&Line::Unwritten {
+                session: session.clone(),
+                from,
+                to,
+            });
+            if !said {
+                *unwritten = Some((from, record.seq));
+                return false;
+            }
+        }
+        let written = self.journal.write(&Line::Record {
+            session,
             record: Box::new(record.clone()),
             key: key.map(|k| Box::new(k.clone())),
-        })
+        });
+        *unwritten = match (written, *unwritten) {
+            (true, _) => None,
+            (false, Some((from, _))) => Some((from, record.seq)),
+            (false, None) => Some((record.seq, record.seq)),
+        };
+        written
     }
 }

@@ -149,6 +149,10 @@ pub struct Record {
     pub event: Option<String>,
     /// Kind-specific facts: a lookup's answer, a cancel's outcome, an unmatched request's reason.
     pub detail: Option<JsonText>,
+    /// Executed because its key had been forgotten to keep `--max-keys` (last: the store's
+    /// positional encoding reads records without it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub key_forgotten: bool,
 }
 
 /// A JSON value kept as the text serde_json writes for it: a record's `body`, `intent` and
@@ -286,6 +290,7 @@ impl Record {
             disposition: self.disposition,
             replay_of: self.replay_of,
             executed_after_expiry: self.executed_after_expiry,
+            key_forgotten: self.key_forgotten,
             fate: self.fate.map(|f| f.to_string()),
             action_id: self.is_action().then(|| self.action_id()),
             applied: applied_at.is_some(),
@@ -350,6 +355,16 @@ impl Record {
         };
     }
 
+    /// The placeholder of entry `seq`, whose journal line was lost (`--journal-recover`); `at`
+    /// is the time of the entry after it.
+    pub fn journal_lost(seq: u64, at: Duration) -> Record {
+        let reason = "this entry's journal line was lost: damaged or missing and left out at a restart (--journal-recover), or never written (answered 503)";
+        Record {
+            seq,
+            ..Record::declaration("journal-lost", at, serde_json::json!({ "reason": reason }))
+        }
+    }
+
     /// A declaration made through the admin API (`service` is `_admin`, no actor).
     pub fn declaration(event: &str, at: Duration, detail: impl Serialize) -> Record {
         Record {
@@ -403,6 +418,9 @@ pub struct Entry {
     pub replay_of: Option<u64>,
     #[serde(default)]
     pub executed_after_expiry: bool,
+    /// Executed because the service had forgotten its key to keep `--max-keys`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub key_forgotten: bool,
     pub fate: Option<String>,
     pub action_id: Option<String>,
     #[serde(default)]
@@ -614,15 +632,7 @@ impl Ledger {
             self.first_seq = record.seq;
         }
         for seq in self.next_seq()..record.seq {
-            let lost = Record {
-                seq,
-                ..Record::declaration(
-                    "journal-lost",
-                    record.received_at,
-                    serde_json::json!({"reason": "this entry's journal line was damaged and left out at a restart (--journal-recover)"}),
-                )
-            };
-            self.push_restored(lost);
+            self.push_restored(Record::journal_lost(seq, record.received_at));
         }
         self.push_restored(record);
     }

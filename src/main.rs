@@ -23,6 +23,13 @@ static MALLOC_CONF: &u8 = &b"tcache_gc_incr_bytes:1048576\0"[0];
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A file-size limit (`ulimit -f`) would kill the process at the journal's next write; ignored,
+    // the write fails with EFBIG and is answered 503 like any journal that cannot write.
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to "ignore" before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     // By default, a line per request only in the JSON format (one object per request, for
     // machines); in the pretty format it would cost a formatted line per request for a person
     // to scroll past. RUST_LOG, when set, decides alone (RUST_LOG=info shows them again).

@@ -86,10 +86,7 @@ impl World {
         let mut ledger = Ledger::bounded(limits.max_entries);
         let clock = resume.clone().unwrap_or_else(|| Clock::new(scenario.clock));
         if let Some(j) = journal {
-            ledger.set_sink(Box::new(RecordSink {
-                journal: j.clone(),
-                session: session.clone(),
-            }));
+            ledger.set_sink(Box::new(RecordSink::new(j.clone(), session.clone())));
             if resume.is_none() {
                 j.write(&Line::World {
                     session: session.clone(),
@@ -119,11 +116,11 @@ impl World {
         self.journal.is_some()
     }
 
-    /// Journal a fact about this world (no-op without a journal).
-    pub fn note(&self, line: impl FnOnce(Option<String>) -> Line) {
-        if let Some(j) = &self.journal {
-            j.write(&line(self.session.clone()));
-        }
+    /// Journal a fact about this world (no-op without a journal); false if the write failed.
+    pub fn note(&self, line: impl FnOnce(Option<String>) -> Line) -> bool {
+        self.journal
+            .as_ref()
+            .is_none_or(|j| j.write(&line(self.session.clone())))
     }
 
     /// Record and journal that the client of `seq` left before its response (REC-4).
@@ -506,6 +503,10 @@ impl Host {
         self.stopping.send_replace(true);
     }
 
+    pub fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
     pub async fn stopping(&self) {
         let mut rx = self.stopping.subscribe();
         let _ = rx.wait_for(|s| *s).await;
@@ -639,6 +640,9 @@ fn replay(
                 w.lock().keys.remember(&service, &key, *record);
             }
             Line::Clock { session, now } => world_of(&mut worlds, &session).clock.restore_now(now),
+            // Read by `journal::load`, which marks the delayed answers that have none.
+            // Read by `journal::load`: the ledger puts placeholders where records are missing.
+            Line::Delivered { .. } | Line::Unwritten { .. } => {}
             Line::Drop { session } => {
                 if let Some(old) = worlds.remove(&Some(session)) {
                     old.close();

@@ -187,6 +187,14 @@ fn a_journal_that_cannot_write_answers_503_and_loses_no_acknowledged_entry_acc_1
     );
 }
 
+/// The same without the shell ignoring SIGXFSZ: the server ignores it itself, so the limit is a
+/// failed write answered 503 (docs/staging.md), not a process killed by the signal (ACC-1).
+#[test]
+fn a_file_size_limit_answers_503_without_trapping_sigxfsz_acc_1() {
+    let (scenario, journal) = scenario_and_journal();
+    full_journal_is_503_and_loses_nothing("ulimit -f 64;", &journal, &scenario, || false);
+}
+
 /// The same on a real 64 KiB tmpfs (ENOSPC), where the machine lets the test mount one.
 #[test]
 fn a_full_tmpfs_answers_503_and_loses_no_acknowledged_entry_acc_1() {

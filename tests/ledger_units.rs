@@ -132,6 +132,7 @@ fn full(seq: u64) -> Record {
         actor: Some("agent:x".into()),
         event: Some("message".into()),
         detail: Some(json!({"a": {"b": 1}}).into()),
+        key_forgotten: true,
     }
 }
 

@@ -31,6 +31,7 @@ use conn::{Conn, ConnCtl, DROP, RESET};
 
 use crate::admin::{self, AdminRequest};
 use crate::agent::{self, AgentRequest, Reply};
+use crate::journal::Line;
 use crate::service::{self, Plan, Request, Response};
 use crate::world::{Host, World};
 
@@ -320,7 +321,15 @@ async fn admin_request(
         authenticated,
         session: prefix,
     };
-    to_hyper(admin::handle(&app.host, (&app.base_url, app.grpc.as_deref()), areq).await)
+    let urls = (app.base_url.as_str(), app.grpc.as_deref());
+    if rest != "/ledger/wait" {
+        return to_hyper(admin::handle(&app.host, urls, areq).await);
+    }
+    // A long-poll is released as the server stops, not held for the whole drain.
+    tokio::select! {
+        r = admin::handle(&app.host, urls, areq) => to_hyper(r),
+        _ = app.host.stopping() => to_hyper(Response::own_error(503, "the server is stopping: this ledger/wait ended before its entries arrived")),
+    }
 }
 
 /// The world a fake-service or agent request belongs to, by its `/_s/NAME` prefix or header.
@@ -447,7 +456,11 @@ async fn mcp_request(
                 tokio::select! {
                     // A closed world ends the stream without its answer.
                     due = mcp_wait(&world, (start, t), progress.as_ref(), &tx) => {
-                        if due && tx.send(body.into()).await.is_err() {
+                        // Journaled before it is sent (see `Line::Delivered`); unsent if that fails.
+                        let sent = due
+                            && world.note(|session| Line::Delivered { session, seq })
+                            && tx.send(body.into()).await.is_ok();
+                        if due && !sent {
                             world.abandon(seq);
                         }
                     }
@@ -530,12 +543,19 @@ async fn deliver(
         // hyper drops this future first, the client closed its connection: abandoned.
         Plan::At(t) => {
             let guard = Abandon(world, seq);
-            let out = match world.clock.wait_until(t).await {
-                true => to_hyper(response),
-                false => sabotage(DROP),
-            };
-            std::mem::forget(guard);
-            out
+            let due = world.clock.wait_until(t).await;
+            // Journaled before it is sent, as every answer is (see `Line::Delivered`); if that
+            // fails, it is not sent: abandoned, as a restart would find it.
+            if due && world.note(|session| Line::Delivered { session, seq }) {
+                std::mem::forget(guard);
+                return to_hyper(response);
+            }
+            // A world reset or replaced takes its entry with it; a server stopping (the drain
+            // timeout) leaves it unsent: abandoned.
+            if !due && !app.host.is_stopping() {
+                std::mem::forget(guard);
+            }
+            sabotage(DROP)
         }
         Plan::Drop => sabotage(DROP),
         Plan::Reset => sabotage(RESET),

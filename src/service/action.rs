@@ -98,6 +98,8 @@ pub(super) fn action(
         Decision::Execute { after_expiry } => {
             record.disposition = Disposition::Executed;
             record.executed_after_expiry = after_expiry;
+            record.key_forgotten = (record.idempotency_key.as_deref())
+                .is_some_and(|k| !after_expiry && st.keys.forgot(&svc.name, k));
             let (response, plan, key) = execute(world, st, svc, route, req, json, record);
             journaled = key;
             (response, plan)

@@ -43,8 +43,10 @@ fn is_repeatable(e: &Row) -> bool {
 
 /// ACC-1: the same intent applied more than once.
 pub(super) fn acc1_duplicate_effects(ix: &Index, out: &mut Vec<Finding>) {
+    // A same-key retry the service executed again because it had forgotten the key is not the
+    // client's duplicate (the verdict's notes name it).
     let groups = intent_groups(ix, |e| {
-        e.disposition == Disposition::Executed && e.applied && !is_repeatable(e)
+        e.disposition == Disposition::Executed && e.applied && !is_repeatable(e) && !e.key_forgotten
     });
     for group in &groups {
         let first = group[0];

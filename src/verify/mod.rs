@@ -112,6 +112,24 @@ fn run(l: &Ledger, extra: Option<&Claims>, limits: &Limits) -> Report {
             first.seq - 1
         ));
     }
+    let forgotten = l.rows.iter().filter(|e| e.key_forgotten);
+    if forgotten.clone().next().is_some() {
+        notes.push(format!(
+            "{} executed again although retried with the same key: the service had forgotten the key to keep --max-keys, so they are not counted as the client's duplicates (ACC-1); raise --max-keys to judge them",
+            seqs(forgotten.map(|e| e.seq), "action")
+        ));
+    }
+    let lost = l.lost();
+    if lost.clone().next().is_some() {
+        incomplete = true;
+        notes.push(format!(
+            "the ledger is incomplete: {} lost from the journal at a restart (journal-lost, --journal-recover), so findings involving them cannot be seen",
+            seqs(lost.map(|e| e.seq), "entry")
+        ));
+    }
+    if ix.claims.is_some() && l.missing_entries() {
+        notes.push("claims naming no entry left in the ledger were not judged (ACC-3): their entries may be among those missing".into());
+    }
     findings.sort_by(|a, b| {
         a.entries
             .first()

@@ -37,6 +37,8 @@ pub(super) struct Row {
     pub delivery: Delivery,
     pub applied: bool,
     pub executed_after_expiry: bool,
+    /// Executed again because the service had forgotten its key (`--max-keys`).
+    pub key_forgotten: bool,
     /// Its fate answered with an error although the effect happened (`error-after-apply:*`).
     pub error_after_apply: bool,
     /// The status the client was answered with, if any.
@@ -89,6 +91,7 @@ impl Row {
             status: e.response.status,
             applied: e.applied,
             executed_after_expiry: e.executed_after_expiry,
+            key_forgotten: e.key_forgotten,
             error_after_apply: e.fate.is_some_and(|f| f.starts_with("error-after-apply")),
             unordered_revision,
             body_unread,
@@ -244,6 +247,19 @@ pub(super) struct Ledger {
 }
 
 impl Ledger {
+    /// The placeholders of entries whose journal lines were lost (`--journal-recover`).
+    pub fn lost(&self) -> impl Iterator<Item = &Row> + Clone {
+        self.rows.iter().filter(|e| {
+            e.disposition == Disposition::Declaration && e.event() == Some("journal-lost")
+        })
+    }
+
+    /// Whether entries are missing (evicted, or lost from the journal): a claim naming none of
+    /// the entries left cannot be judged.
+    pub fn missing_entries(&self) -> bool {
+        self.rows.first().is_some_and(|e| e.seq > 1) || self.lost().next().is_some()
+    }
+
     /// Rows over full entries (`/_admin/verify`, `run -- CMD`, hand-made slices of entries).
     pub fn of_entries(entries: &[Entry]) -> Self {
         let hash = FastState::default();
