@@ -38,9 +38,11 @@ mod wire;
 
 pub use restore::restore;
 
+use crate::hash::{FastMap, FastState};
 use crate::sync::unpoisoned;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
+use std::hash::{BuildHasher, Hash};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
@@ -120,8 +122,15 @@ pub(crate) struct ThreadMaps {
     /// The calls each thread ran (or skipped with a result), with the result content once
     /// known: a call id runs at most once per thread, whatever stale messages a retry carries.
     pub settled: HashMap<ThreadKey, HashMap<String, Option<String>>>,
-    /// The thread each run id was first admitted on, by (agent, run id) (see [`Threads::call_tag`]).
-    pub runs: HashMap<(String, String), String>,
+    /// The thread each run id was first admitted on, by (agent, run id) (see [`Threads::call_tag`]):
+    /// hashes ([`run_hashes`]), as it only tells whether another thread came first.
+    pub runs: FastMap<u64, u64>,
+}
+
+/// A run's key in [`ThreadMaps::runs`], the hash of (agent, run id), and its thread's hash.
+pub(crate) fn run_hashes(agent: &str, run: &str, thread: &str) -> (u64, u64) {
+    let h = FastState::default();
+    (h.hash_one((agent, run)), h.hash_one(thread))
 }
 
 impl Threads {
@@ -139,11 +148,13 @@ impl Threads {
     /// its thread (`r1@tB`) when another thread of the agent was first to use that run id, so
     /// that no two threads share a call id (nor the work id and key it lends the call's request).
     pub(crate) fn call_tag(&self, agent: &str, run: &str, thread: &str) -> String {
-        let mut maps = self.lock();
-        let key = (agent.to_string(), run.to_string());
-        forget_past_bound(&mut maps.runs, &key, KEPT);
-        let first = maps.runs.entry(key).or_insert_with(|| thread.to_string());
-        if first == thread {
+        let (key, this) = run_hashes(agent, run, thread);
+        let first = {
+            let mut maps = self.lock();
+            forget_past_bound(&mut maps.runs, &key, KEPT);
+            *maps.runs.entry(key).or_insert(this)
+        };
+        if first == this {
             run.to_string()
         } else {
             [run, "@", thread].concat()
@@ -179,7 +190,11 @@ impl Threads {
 /// after could then be taken as new.
 const KEPT: usize = crate::world::DEFAULT_MAX_ENTRIES;
 
-fn forget_past_bound<K: std::hash::Hash + Eq, V>(m: &mut HashMap<K, V>, adding: &K, kept: usize) {
+fn forget_past_bound<K: Hash + Eq, V, S: BuildHasher>(
+    m: &mut HashMap<K, V, S>,
+    adding: &K,
+    kept: usize,
+) {
     if m.len() >= kept && !m.contains_key(adding) {
         m.clear();
     }

@@ -28,7 +28,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::start::parse_call_id;
-use super::{Checkpoint, ThreadMaps, Threads};
+use super::{run_hashes, Checkpoint, ThreadMaps, Threads};
 use crate::ledger::{Disposition, Record};
 use crate::scenario::agui::AgUiAgent;
 use crate::scenario::AgentSpec;
@@ -194,8 +194,8 @@ struct Rebuild {
     awaiting: HashMap<(String, String, String), usize>,
     /// Result contents of calls that ran or were skipped, by (agent, thread) then call id.
     results: HashMap<(String, String), HashMap<String, Option<String>>>,
-    /// The thread each run id was first started on, by (agent, run id).
-    runs: HashMap<(String, String), String>,
+    /// The thread each run id was first started on, by (agent, run id), as hashes (`run_hashes`).
+    runs: crate::hash::FastMap<u64, u64>,
     /// (agent, call id) of calls that reached a service.
     reached: HashSet<(String, String)>,
 }
@@ -232,8 +232,8 @@ impl Rebuild {
         let run = (agent.clone(), thread.clone(), run_id.clone());
         match event {
             "run-started" => {
-                let first = self.runs.entry((agent.clone(), run_id.clone()));
-                first.or_insert_with(|| thread.clone());
+                let (key, first) = run_hashes(&agent, &run_id, &thread);
+                self.runs.entry(key).or_insert(first);
                 let mut consumed = None;
                 let ix = self.started.len();
                 if let Some(c) = str_of(d, "continues") {
