@@ -411,16 +411,7 @@ fn acc1_a_continuation_streaming_at_the_crash_ends_with_the_restart_and_its_retr
     let mut t = Thread::new("approver", "t1");
     assert_eq!(t.run(&da, &[]).outcome(), "interrupt");
     let body = t.input(&[approve()]);
-    let mut s = send(
-        &da.url,
-        "POST",
-        "/agents/approver",
-        &[
-            ("content-type", "application/json"),
-            ("accept", "text/event-stream"),
-        ],
-        body.to_string().as_bytes(),
-    );
+    let mut s = open_stream(&da, &body);
     read_until(&mut s, "TOOL_CALL_RESULT");
     assert_eq!(transfers(&da).len(), 1, "the transfer ran before the crash");
     kill9(da);
@@ -490,16 +481,7 @@ fn acc1_a_transfer_whose_response_was_pending_at_the_crash_is_never_made_again()
     let mut t = Thread::new("approver", "t1");
     assert_eq!(t.run(&da, &[]).outcome(), "interrupt");
     let body = t.input(&[approve()]);
-    let s = send(
-        &da.url,
-        "POST",
-        "/agents/approver",
-        &[
-            ("content-type", "application/json"),
-            ("accept", "text/event-stream"),
-        ],
-        body.to_string().as_bytes(),
-    );
+    let s = open_stream(&da, &body);
     da.wait_for("service=payments", 1);
     kill9(da);
     drop(s);
@@ -591,16 +573,7 @@ fn rec4_a_run_streaming_at_the_crash_is_recorded_as_abandoned_not_sent_after_the
     let journal = fresh_journal();
     let da = serve(&scenario, &journal);
     let body = Thread::new("approver", "t1").input(&[]);
-    let mut s = send(
-        &da.url,
-        "POST",
-        "/agents/approver",
-        &[
-            ("content-type", "application/json"),
-            ("accept", "text/event-stream"),
-        ],
-        body.to_string().as_bytes(),
-    );
+    let mut s = open_stream(&da, &body);
     read_until(&mut s, "RUN_STARTED");
     kill9(da);
     drop(s);
@@ -663,4 +636,14 @@ fn int4_a_run_id_reused_on_another_thread_after_a_restart_still_gets_its_own_too
     kill9(da);
     let da = serve(&scenario, &journal);
     assert_eq!(first(&da, "tB"), "call-0-0-r1@tB");
+}
+
+/// A run sent to the approver with its event stream left open (to cut it mid-run).
+fn open_stream(da: &Da, body: &Value) -> std::net::TcpStream {
+    let headers = [
+        ("content-type", "application/json"),
+        ("accept", "text/event-stream"),
+    ];
+    let path = "/agents/approver";
+    send(&da.url, "POST", path, &headers, body.to_string().as_bytes())
 }
