@@ -614,15 +614,9 @@ fn wants_sse(server: &McpServer, headers: &HeaderMap) -> bool {
 /// A POST's `Accept`, if sent, must take JSON or an event stream (the answer is one of them),
 /// and its `Content-Type`, if sent, must be JSON; an absent header is let be.
 fn media_fits(headers: &HeaderMap) -> Result<(), McpError> {
-    let media = |v: &hyper::header::HeaderValue| {
-        let text = crate::service::header_text(v).to_ascii_lowercase();
-        let ranges: Vec<String> = text
-            .split(',')
-            .map(|r| r.split(';').next().unwrap_or_default().trim().to_string())
-            .collect();
-        (text, ranges)
-    };
-    if let Some((text, ranges)) = headers.get(hyper::header::ACCEPT).map(media) {
+    use crate::service::form::media_types;
+    let text = |name| headers.get(name).map(crate::service::header_text);
+    if let Some(accept) = text(hyper::header::ACCEPT) {
         let takes = [
             "application/json",
             "text/event-stream",
@@ -630,16 +624,18 @@ fn media_fits(headers: &HeaderMap) -> Result<(), McpError> {
             "text/*",
             "*/*",
         ];
-        if !ranges.iter().any(|r| takes.contains(&r.as_str())) {
-            return Err(McpError::Media(406, format!("Not Acceptable: the answer is application/json or text/event-stream, and Accept is {text}")));
+        if !media_types(&accept).any(|m| takes.iter().any(|t| m.eq_ignore_ascii_case(t))) {
+            return Err(McpError::Media(406, format!("Not Acceptable: the answer is application/json or text/event-stream, and Accept is {}", accept.to_ascii_lowercase())));
         }
     }
-    if let Some((text, ranges)) = headers.get(hyper::header::CONTENT_TYPE).map(media) {
-        if ranges.first().map(String::as_str) != Some("application/json") {
+    if let Some(declared) = text(hyper::header::CONTENT_TYPE) {
+        let first = media_types(&declared).next();
+        if !first.is_some_and(|m| m.eq_ignore_ascii_case("application/json")) {
             return Err(McpError::Media(
                 415,
                 format!(
-                    "Unsupported Media Type: the body is JSON-RPC (application/json), not {text}"
+                    "Unsupported Media Type: the body is JSON-RPC (application/json), not {}",
+                    declared.to_ascii_lowercase()
                 ),
             ));
         }

@@ -35,6 +35,14 @@ pub fn encoding(headers: &HeaderMap) -> Encoding {
     }
 }
 
+/// The media types an `Accept` or `Content-Type` value names, in order, their parameters
+/// (`;q=0.9`, `;charset=utf-8`) left out; compare them ignoring ASCII case.
+pub fn media_types(value: &str) -> impl Iterator<Item = &str> {
+    value
+        .split(',')
+        .map(|range| range.split(';').next().unwrap_or("").trim())
+}
+
 fn suffix(t: &str, suffix: &[u8]) -> bool {
     let t = t.as_bytes();
     t.len() >= suffix.len() && t[t.len() - suffix.len()..].eq_ignore_ascii_case(suffix)

@@ -24,8 +24,7 @@ pub fn accepts_event_stream(accept: Option<&str>) -> bool {
     if accept == EVENT_STREAM_CONTENT_TYPE || accept.trim().is_empty() {
         return true;
     }
-    accept.split(',').any(|range| {
-        let media = range.split(';').next().unwrap_or("").trim();
+    crate::service::form::media_types(accept).any(|media| {
         media == "*/*"
             || media.eq_ignore_ascii_case("text/*")
             || media.eq_ignore_ascii_case(EVENT_STREAM_CONTENT_TYPE)
