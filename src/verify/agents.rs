@@ -76,6 +76,8 @@ pub(super) fn rec6_messages_to_terminal_tasks(ix: &Index, out: &mut Vec<Finding>
 /// REC-3: a task claimed `cancelled` whose cancel was refused or only acknowledged, or that
 /// completed anyway; and (ACC-3) a task claimed `completed` that never completed.
 pub(super) fn rec3_cancel_claims(ix: &Index, claims: &Claims, out: &mut Vec<Finding>) {
+    // The MCP tasks' actions, found once for all the claims about them.
+    let mut started = None;
     for t in &claims.tasks {
         let id = t.task_id.as_str();
         let about: Vec<&Row> = ix
@@ -83,7 +85,8 @@ pub(super) fn rec3_cancel_claims(ix: &Index, claims: &Claims, out: &mut Vec<Find
             .filter(|e| e.disposition == Disposition::Agent && e.task_of() == Some(id))
             .collect();
         if about.iter().any(|e| e.service.starts_with("mcp/")) {
-            mcp_task_claim(ix, t, &about, out);
+            let started = started.get_or_insert_with(|| super::effects::tasks_started(ix));
+            mcp_task_claim(ix, t, (&about, started), out);
             continue;
         }
         let cancels: Vec<&Row> = about
@@ -156,9 +159,13 @@ pub(super) fn rec3_cancel_claims(ix: &Index, claims: &Claims, out: &mut Vec<Find
 /// REC-3 and ACC-3 for an MCP task, whose truth is its action's effect: claimed cancelled, it
 /// must have been cancelled in time (honoured, the effect never landed); claimed completed, its
 /// effect must have landed.
-fn mcp_task_claim(ix: &Index, t: &TaskClaim, about: &[&Row], out: &mut Vec<Finding>) {
+fn mcp_task_claim(
+    ix: &Index,
+    t: &TaskClaim,
+    (about, started): (&[&Row], &HashMap<u64, &str>),
+    out: &mut Vec<Finding>,
+) {
     let id = t.task_id.as_str();
-    let started = super::effects::tasks_started(ix);
     let action = started
         .iter()
         .find(|(_, task)| **task == id)
